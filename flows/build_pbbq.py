@@ -1,0 +1,121 @@
+"""The build-pbbq flow: the PBBQ paper's Figure 1 as a Prefect DAG (DESIGN.md §1).
+
+survey → survey_filter → kappa_gate → instantiate → statistics. Each stage is a cached task (inputs + code),
+writes ``outputs/<run_id>/NN_<stage>/`` and adds itself to the run's manifest. This module only wires.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from prefect import flow, get_run_logger
+from prefect.artifacts import create_table_artifact
+
+from flows.config import load_config
+from tasks.artifacts import REPO_ROOT, RunFolder, StageOutput
+from tasks.inputs import load_questionnaire, load_ratings, load_responses, load_templates
+from tasks.instantiate import instantiate_task
+from tasks.kappa_gate import kappa_gate_task
+from tasks.statistics import statistics_task
+from tasks.survey_filter import survey_filter_task
+
+
+def outputs_folder(outputs: str | None) -> Path:
+    """Where runs go: the argument, else ``$PBBQ_OUTPUTS``, else ``outputs/`` in the repository."""
+    return Path(outputs or os.environ.get("PBBQ_OUTPUTS") or REPO_ROOT / "outputs").resolve()
+
+
+class StageRunner:
+    """Runs a stage task against the run's result cache, writes its folder and logs one progress line."""
+
+    def __init__(self, run: RunFolder, cache: Path) -> None:
+        self.run, self.cache = run, cache
+
+    def __call__(self, folder: str, stage: Any, *args: Any, inputs: Mapping[str, str]) -> StageOutput:
+        state = stage.with_options(result_storage=self.cache)(*args, return_state=True)
+        output: StageOutput = state.result()
+        record = self.run.write_stage(folder, output, inputs=inputs, cached=state.name == "Cached")
+        logger = get_run_logger()
+        logger.info(record.summary())
+        for warning in output.report.get("warnings", []):
+            logger.warning("%s: %s", folder, warning)
+        return output
+
+
+def _table_artifact(key: str, frame: Any, description: str) -> None:
+    create_table_artifact(key=key, table=frame.astype(str).to_dict(orient="records"), description=description)
+
+
+@flow(name="build-pbbq")
+def build_pbbq(config: str | None = None, run_id: str | None = None, outputs: str | None = None) -> str:
+    """Build PBBQ from a configuration (default: the bundled sample) and return the run folder."""
+    build = load_config(Path(config) if config else None)
+    root = outputs_folder(outputs)
+    run = RunFolder.create(root, run_id, build.parameters())
+    stage = StageRunner(run, root / ".cache" / "prefect-results")
+    get_run_logger().info("run %s → %s", run.run_id, run.path)
+    with run.recording():
+        paths = build.inputs
+        questionnaire = load_questionnaire(paths["questionnaire"])
+        responses = load_responses(paths["responses"], questionnaire["stereotype_id"])
+        templates = load_templates(paths["templates"], questionnaire["stereotype_id"])
+        ratings = load_ratings(paths["ratings"], templates["template_id"])
+        for name, frame in (
+            ("questionnaire", questionnaire),
+            ("responses", responses),
+            ("templates", templates),
+            ("ratings", ratings),
+        ):
+            run.record_input(name, paths[name], len(frame))
+        hashes = {name: entry["sha256"] for name, entry in run.inputs.items()}
+
+        survey = stage(
+            "02_survey",
+            survey_filter_task,
+            questionnaire,
+            responses,
+            build.survey_filter,
+            inputs={k: hashes[k] for k in ("questionnaire", "responses")},
+        )
+        gate = stage(
+            "03_kappa_gate",
+            kappa_gate_task,
+            templates,
+            ratings,
+            survey["stereotypes"],
+            build.kappa_gate,
+            inputs={
+                **{k: hashes[k] for k in ("templates", "ratings")},
+                "stereotypes": run.artifact_hash("02_survey", "stereotypes"),
+            },
+        )
+        examples = stage(
+            "05_instantiate",
+            instantiate_task,
+            gate["gated"],
+            build.instantiate,
+            inputs={"gated": run.artifact_hash("03_kappa_gate", "gated")},
+        )
+        stats = stage(
+            "09_statistics",
+            statistics_task,
+            survey["stereotypes"],
+            gate["templates"],
+            examples["examples"],
+            inputs={"examples": run.artifact_hash("05_instantiate", "examples")},
+        )
+        _table_artifact("funnel", stats["funnel"], "From surveyed stereotypes to examples, this build")
+        _table_artifact(
+            "survey-filter",
+            survey["stereotypes"][["stereotype_id", "category", "acceptance", "ci_low", "ci_high", "kept", "reason"]],
+            "Acceptance per stereotype (keep > threshold)",
+        )
+        _table_artifact(
+            "kappa-gate",
+            gate["templates"][["template_id", "category", "kappa", "kappa_note", "mean_relevance", "kept", "reason"]],
+            "Fleiss' kappa and mean relevance per template",
+        )
+    return str(run.path)

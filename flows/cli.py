@@ -1,0 +1,71 @@
+"""The ``pbbq`` command.
+
+pbbq build --sample | --config FILE [--run-id ID] [--outputs DIR]
+pbbq serve            # serve the build-pbbq deployment (prefect.yaml) for `prefect deployment run`
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from tasks.artifacts import REPO_ROOT
+
+
+def _prefect_defaults() -> None:
+    """Settings Prefect needs here, unless the user set them: a home in the repository (as prefect.toml says,
+    whatever the working folder), no telemetry, and time for a temporary server to start."""
+    os.environ.setdefault("PREFECT_HOME", str(REPO_ROOT / ".prefect"))
+    os.environ.setdefault("DO_NOT_TRACK", "1")
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="pbbq", description="Build PBBQ, the Persian bias benchmark for QA.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    build = commands.add_parser("build", help="build a run and print its folder")
+    source = build.add_mutually_exclusive_group(required=True)
+    source.add_argument("--sample", action="store_true", help="the bundled sample (offline)")
+    source.add_argument("--config", type=Path, help="a build configuration (TOML)")
+    build.add_argument("--run-id", help="name of the run folder (default: time + random suffix)")
+    build.add_argument("--outputs", type=Path, help="where runs go (default: $PBBQ_OUTPUTS or outputs/)")
+    commands.add_parser("serve", help="serve the build-pbbq deployment with its weekly schedule")
+    return parser
+
+
+def _build(args: argparse.Namespace) -> int:
+    from flows.build_pbbq import build_pbbq
+
+    folder = build_pbbq(
+        config=str(args.config) if args.config else None,
+        run_id=args.run_id,
+        outputs=str(args.outputs) if args.outputs else None,
+    )
+    print(folder)
+    return 0
+
+
+def _serve() -> int:
+    from flows.deployment import serve_build
+
+    serve_build()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    _prefect_defaults()
+    try:
+        return _build(args) if args.command == "build" else _serve()
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # the one place that turns any failure into a message and an exit code
+        print(f"pbbq: error: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,242 @@
+"""The run folder and what goes in it (DESIGN.md §4).
+
+A run writes ``outputs/<run_id>/``, one folder per stage (``02_survey/`` ...), each with its tables as parquet
+and a ``report.json``, and a ``manifest.json`` that lists every artifact with its sha256 and row count, the
+inputs' hashes, the parameters and the code version. Every file is written to a temporary name in the same
+folder and renamed, so a killed run never leaves a half-written file, and a run never writes outside its own
+folder, so a failed run leaves earlier runs untouched.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import subprocess
+import tempfile
+import uuid
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from tasks.schemas import to_arrow
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+"""The repository this code runs from; the bundled sample and the prompts live here."""
+
+
+@dataclass
+class StageOutput:
+    """What a stage returns: its tables (each with its schema) and its report.
+
+    ``report`` holds counts in and out, drops per reason, every dropped id with its reason and the
+    parameters; the run folder adds the file hashes and whether the stage was recomputed.
+    """
+
+    tables: dict[str, pd.DataFrame]
+    schemas: dict[str, pa.Schema]
+    report: dict[str, Any]
+
+    def __getitem__(self, name: str) -> pd.DataFrame:
+        return self.tables[name]
+
+
+def count_reasons(reasons: pd.Series) -> dict[str, int]:
+    """Drops per reason, sorted by reason so the report is stable."""
+    return {str(k): int(v) for k, v in sorted(reasons.value_counts().items())}
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file in the same folder and an atomic rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def parquet_bytes(table: pa.Table) -> bytes:
+    """Parquet of ``table``, deterministic for the same table and library versions."""
+    buffer = io.BytesIO()
+    pq.write_table(table, buffer, compression="zstd")
+    return buffer.getvalue()
+
+
+def json_text(payload: Any) -> str:
+    return json.dumps(payload, ensure_ascii=False, indent=2, sort_keys=True, default=str) + "\n"
+
+
+def write_json(path: Path, payload: Any) -> str:
+    data = json_text(payload).encode("utf-8")
+    atomic_write_bytes(path, data)
+    return sha256_bytes(data)
+
+
+@dataclass(frozen=True)
+class Artifact:
+    path: str
+    sha256: str
+    rows: int | None
+
+
+@dataclass
+class StageRecord:
+    stage: str
+    folder: str
+    cached: bool
+    inputs: dict[str, str]
+    artifacts: list[Artifact]
+    report: dict[str, Any]
+
+    def summary(self) -> str:
+        """One progress line for the terminal, e.g. ``02_survey  44 in → 38 kept, 6 dropped (recomputed)``."""
+        counts = self.report.get("counts", {})
+        dropped = self.report.get("dropped", {}).get("total", 0)
+        how = "cached" if self.cached else "recomputed"
+        return f"{self.folder:<16} {counts.get('in', '?')} in → {counts.get('out', '?')} out, {dropped} dropped ({how})"
+
+
+def code_version() -> dict[str, Any]:
+    """The git commit (and whether the tree is dirty) plus a hash of the code's own source files."""
+    digest = hashlib.sha256()
+    for source in sorted([*REPO_ROOT.glob("tasks/*.py"), *REPO_ROOT.glob("flows/*.py")]):
+        digest.update(source.relative_to(REPO_ROOT).as_posix().encode())
+        digest.update(source.read_bytes())
+    version: dict[str, Any] = {"source_sha256": digest.hexdigest(), "git_commit": None, "git_dirty": None}
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        status = subprocess.run(
+            ["git", "status", "--porcelain", "--", "tasks", "flows", "prompts"],
+            cwd=REPO_ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        version.update(git_commit=commit, git_dirty=bool(status.strip()))
+    except (OSError, subprocess.CalledProcessError):
+        pass  # not a git checkout: the source hash alone identifies the code
+    return version
+
+
+def new_run_id() -> str:
+    """A sortable, unique run id: UTC time of the start and a short random suffix."""
+    return f"{datetime.now(UTC):%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
+
+
+class RunExistsError(FileExistsError):
+    """The run folder exists already; a run never writes into another run's folder."""
+
+
+@dataclass
+class RunFolder:
+    """One run's folder, and the manifest it accumulates as stages finish."""
+
+    path: Path
+    run_id: str
+    parameters: dict[str, Any]
+    inputs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    stages: list[StageRecord] = field(default_factory=list)
+
+    @classmethod
+    def create(cls, outputs: Path, run_id: str | None, parameters: Mapping[str, Any]) -> RunFolder:
+        run_id = run_id or new_run_id()
+        path = outputs / run_id
+        try:
+            path.mkdir(parents=True, exist_ok=False)
+        except FileExistsError:
+            raise RunExistsError(f"run folder {path} exists already; choose another --run-id") from None
+        return cls(path=path, run_id=run_id, parameters=dict(parameters))
+
+    def record_input(self, name: str, path: Path, rows: int | None) -> str:
+        """Note an input file of the run with its hash; returns the hash."""
+        digest = sha256_file(path)
+        self.inputs[name] = {"path": str(path), "sha256": digest, "rows": rows}
+        return digest
+
+    def write_stage(self, folder: str, output: StageOutput, *, inputs: Mapping[str, str], cached: bool) -> StageRecord:
+        """Write a stage's tables and report under ``<run>/<folder>/`` and add it to the manifest."""
+        stage_dir = self.path / folder
+        artifacts = []
+        for name, frame in output.tables.items():
+            data = parquet_bytes(to_arrow(frame, output.schemas[name], name))
+            target = stage_dir / f"{name}.parquet"
+            atomic_write_bytes(target, data)
+            artifacts.append(Artifact(target.relative_to(self.path).as_posix(), sha256_bytes(data), len(frame)))
+        report = {**output.report, "cached": cached, "inputs": dict(inputs)}
+        report_path = stage_dir / "report.json"
+        artifacts.append(Artifact(report_path.relative_to(self.path).as_posix(), write_json(report_path, report), None))
+        record = StageRecord(folder.split("_", 1)[-1], folder, cached, dict(inputs), artifacts, report)
+        self.stages.append(record)
+        return record
+
+    def artifact_hash(self, folder: str, name: str) -> str:
+        """The sha256 of a table another stage wrote in this run (the input hash of a later stage)."""
+        wanted = f"{folder}/{name}.parquet"
+        for record in self.stages:
+            for artifact in record.artifacts:
+                if artifact.path == wanted:
+                    return artifact.sha256
+        raise KeyError(wanted)
+
+    def write_manifest(self, status: str, error: str | None = None) -> Path:
+        manifest = {
+            "run_id": self.run_id,
+            "status": status,
+            "error": error,
+            "written_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            "code_version": code_version(),
+            "parameters": self.parameters,
+            "inputs": self.inputs,
+            "stages": [
+                {
+                    "stage": record.stage,
+                    "folder": record.folder,
+                    "cached": record.cached,
+                    "inputs": record.inputs,
+                    "artifacts": [artifact.__dict__ for artifact in record.artifacts],
+                }
+                for record in self.stages
+            ],
+        }
+        target = self.path / "manifest.json"
+        write_json(target, manifest)
+        return target
+
+    @contextmanager
+    def recording(self) -> Iterator[RunFolder]:
+        """Write the manifest when the run ends: ``completed``, or ``failed`` with the error, keeping every
+        stage that finished before the failure."""
+        try:
+            yield self
+        except BaseException as exc:
+            self.write_manifest("failed", error=f"{type(exc).__name__}: {exc}")
+            raise
+        self.write_manifest("completed")

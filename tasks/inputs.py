@@ -1,0 +1,243 @@
+"""Loaders of the human-authored inputs, each validating as it reads (DESIGN.md §7).
+
+A wrong input stops the build with one :class:`InputError` that names the file, the row and the problem.
+Rows are counted as a spreadsheet shows them: the header is row 1, the first data row is row 2. Persian text
+is normalised here, once, with :func:`tasks.persian_text.normalize_fa`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from pathlib import Path
+
+import pandas as pd
+
+from tasks.persian_text import normalize_fa
+from tasks.schemas import CATEGORIES
+
+LIST_SEPARATOR = ";"
+ANSWERS = ("yes", "no")
+"""Survey answers: 'yes' = the respondent has heard of or believes the stereotype (PBBQ §3.2, §5).
+An empty cell is a skipped item and counts in no denominator."""
+DEMOGRAPHIC_COLUMNS = (
+    "gender",
+    "age_band",
+    "income_band",
+    "education",
+    "sexual_orientation",
+    "religion",
+    "political_orientation",
+)
+"""The respondents' attributes of the PBBQ paper's Appendix E."""
+SOURCES = ("crawl", "expert", "survey-write-in")
+TARGET_LABELS = ("stereo", "nonstereo", "neither")
+RELEVANCE_SCALE = (1, 2, 3)
+PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
+
+
+class InputError(ValueError):
+    """One problem in one row of one input file."""
+
+    def __init__(self, path: Path, row: int | None, problem: str) -> None:
+        self.path, self.row, self.problem = path, row, problem
+        where = f"{path}, row {row}" if row is not None else str(path)
+        super().__init__(f"{where}: {problem}")
+
+
+def _read_csv(path: Path, required: Iterable[str]) -> pd.DataFrame:
+    if not path.is_file():
+        raise InputError(path, None, "file not found")
+    try:
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8")
+    except (UnicodeDecodeError, pd.errors.ParserError) as exc:
+        raise InputError(path, None, f"not a readable UTF-8 CSV file ({exc})") from None
+    missing = [column for column in required if column not in frame.columns]
+    if missing:
+        raise InputError(path, 1, f"missing column(s) {', '.join(missing)}")
+    return frame.map(str.strip)
+
+
+def _row(index: int) -> int:
+    """The spreadsheet row of the data row at ``index`` (header = row 1)."""
+    return int(index) + 2
+
+
+def _split_list(value: str) -> list[str]:
+    return [normalize_fa(part) for part in value.split(LIST_SEPARATOR) if part.strip()]
+
+
+def _require_unique(frame: pd.DataFrame, column: str, path: Path, what: str) -> None:
+    duplicated = frame[column].duplicated()
+    if duplicated.any():
+        index = duplicated.idxmax()
+        first = frame.index[frame[column] == frame.at[index, column]][0]
+        raise InputError(
+            path, _row(index), f"duplicate {what} {frame.at[index, column]!r} (first in row {_row(first)})"
+        )
+
+
+def _require_filled(frame: pd.DataFrame, columns: Iterable[str], path: Path) -> None:
+    for column in columns:
+        empty = frame[column] == ""
+        if empty.any():
+            raise InputError(path, _row(empty.idxmax()), f"empty {column}")
+
+
+def load_questionnaire(path: Path) -> pd.DataFrame:
+    """The surveyed stereotypes: one row each, with the groups they are about (PBBQ §3.2)."""
+    columns = [
+        "stereotype_id",
+        "category",
+        "statement_fa",
+        "statement_en",
+        "target_group",
+        "non_target_groups",
+        "source",
+    ]
+    frame = _read_csv(path, columns)[columns]
+    _require_filled(frame, ["stereotype_id", "category", "statement_fa", "target_group", "non_target_groups"], path)
+    _require_unique(frame, "stereotype_id", path, "stereotype_id")
+    for index, row in frame.iterrows():
+        if row.category not in CATEGORIES:
+            raise InputError(
+                path, _row(index), f"category {row.category!r} is not one of the 16: {', '.join(CATEGORIES)}"
+            )
+        if row.source not in SOURCES:
+            raise InputError(path, _row(index), f"source {row.source!r} is not one of {', '.join(SOURCES)}")
+    for column in ("statement_fa", "target_group"):
+        frame[column] = frame[column].map(normalize_fa)
+    frame["non_target_groups"] = frame["non_target_groups"].map(_split_list)
+    return frame.reset_index(drop=True)
+
+
+def load_responses(path: Path, stereotype_ids: Iterable[str]) -> pd.DataFrame:
+    """Survey responses: one row per respondent, the Appendix E attributes, one answer per stereotype."""
+    known = list(stereotype_ids)
+    frame = _read_csv(path, ["respondent_id", *DEMOGRAPHIC_COLUMNS])
+    answer_columns = [column for column in frame.columns if column not in ("respondent_id", *DEMOGRAPHIC_COLUMNS)]
+    unknown = [column for column in answer_columns if column not in known]
+    if unknown:
+        raise InputError(path, 1, f"unknown stereotype id(s) {', '.join(unknown)}: not in the questionnaire")
+    unasked = [stereotype for stereotype in known if stereotype not in answer_columns]
+    if unasked:
+        raise InputError(path, 1, f"no answer column for stereotype(s) {', '.join(unasked)} of the questionnaire")
+    _require_filled(frame, ["respondent_id"], path)
+    _require_unique(frame, "respondent_id", path, "respondent")
+    answers = frame[known].apply(lambda column: column.str.lower())
+    bad = ~answers.isin([*ANSWERS, ""])
+    if bad.to_numpy().any():
+        index, column = bad.stack().pipe(lambda cells: cells[cells].index[0])
+        raise InputError(
+            path,
+            _row(index),
+            f"answer {frame.at[index, column]!r} for {column} (respondent {frame.at[index, 'respondent_id']}) "
+            f"is not one of {', '.join(ANSWERS)} or empty",
+        )
+    return pd.concat([frame[["respondent_id", *DEMOGRAPHIC_COLUMNS]], answers], axis=1)
+
+
+def _check_placeholders(path: Path, row: int, field: str, text: str, required: set[str], allowed: set[str]) -> None:
+    found = set(PLACEHOLDER.findall(text))
+    extra = sorted(found - allowed)
+    missing = sorted(required - found)
+    if extra:
+        raise InputError(
+            path, row, f"{field} has placeholder(s) {', '.join('{' + n + '}' for n in extra)} it may not have"
+        )
+    if missing:
+        raise InputError(path, row, f"{field} is missing placeholder(s) {', '.join('{' + n + '}' for n in missing)}")
+
+
+TEMPLATE_COLUMNS = [
+    "template_id",
+    "stereotype_id",
+    "ambiguous_fa",
+    "disambiguated_biased_fa",
+    "disambiguated_counter_biased_fa",
+    "question_negative_fa",
+    "question_nonnegative_fa",
+    "stereo_entities",
+    "nonstereo_entities",
+    "lexical_variants",
+]
+
+
+def load_templates(path: Path, stereotype_ids: Iterable[str]) -> pd.DataFrame:
+    """Ambiguous-context templates with their questions, entities and lexical variants (PBBQ §3.3, §3.4).
+
+    ``{stereo}`` and ``{nonstereo}`` must each appear in the ambiguous context and in any human-written
+    disambiguated context; ``{lex}`` appears exactly when the template has lexical variants; questions carry
+    no placeholder. Entity lists are non-empty, without repeats, and the two lists share no entity.
+    """
+    known = set(stereotype_ids)
+    frame = _read_csv(path, TEMPLATE_COLUMNS)[TEMPLATE_COLUMNS]
+    _require_filled(
+        frame, ["template_id", "stereotype_id", "ambiguous_fa", "question_negative_fa", "question_nonnegative_fa"], path
+    )
+    _require_unique(frame, "template_id", path, "template_id")
+    text_columns = [column for column in TEMPLATE_COLUMNS if column.endswith("_fa")]
+    frame[text_columns] = frame[text_columns].map(normalize_fa)
+    for column in ("stereo_entities", "nonstereo_entities", "lexical_variants"):
+        frame[column] = frame[column].map(_split_list)
+    roles = {"stereo", "nonstereo"}
+    for index, row in frame.iterrows():
+        line = _row(index)
+        if row.stereotype_id not in known:
+            raise InputError(path, line, f"unknown stereotype id {row.stereotype_id!r}: not in the questionnaire")
+        lex = {"lex"} if row.lexical_variants else set()
+        _check_placeholders(path, line, "ambiguous_fa", row.ambiguous_fa, roles | lex, roles | lex)
+        for field in ("disambiguated_biased_fa", "disambiguated_counter_biased_fa"):
+            if row[field]:
+                _check_placeholders(path, line, field, row[field], roles, roles | lex)
+        for field in ("question_negative_fa", "question_nonnegative_fa"):
+            _check_placeholders(path, line, field, row[field], set(), set())
+        for field in ("stereo_entities", "nonstereo_entities"):
+            if not row[field]:
+                raise InputError(path, line, f"empty entity list {field}")
+            if len(set(row[field])) != len(row[field]):
+                raise InputError(path, line, f"{field} repeats an entity")
+        shared = sorted(set(row.stereo_entities) & set(row.nonstereo_entities))
+        if shared:
+            raise InputError(path, line, f"entity {shared[0]!r} is both stereotyped and non-stereotyped")
+        if len(set(row.lexical_variants)) != len(row.lexical_variants):
+            raise InputError(path, line, "lexical_variants repeats a variant")
+    return frame.reset_index(drop=True)
+
+
+def load_ratings(path: Path, template_ids: Iterable[str]) -> pd.DataFrame:
+    """Annotators' labels of the targeted group of items per template, and cultural relevance 1–3
+    (PakBBQ §3.2). One row per (template, item, annotator)."""
+    known = set(template_ids)
+    columns = ["template_id", "item_id", "annotator_id", "target_label", "relevance"]
+    frame = _read_csv(path, columns)[columns]
+    _require_filled(frame, columns, path)
+    unknown = ~frame["template_id"].isin(known)
+    if unknown.any():
+        index = unknown.idxmax()
+        raise InputError(
+            path, _row(index), f"unknown template id {frame.at[index, 'template_id']!r}: not in the templates"
+        )
+    labels = frame["target_label"].str.lower()
+    bad_label = ~labels.isin(TARGET_LABELS)
+    if bad_label.any():
+        index = bad_label.idxmax()
+        raise InputError(
+            path,
+            _row(index),
+            f"target_label {frame.at[index, 'target_label']!r} is not one of {', '.join(TARGET_LABELS)}",
+        )
+    relevance = pd.to_numeric(frame["relevance"], errors="coerce")
+    bad_relevance = ~relevance.isin(RELEVANCE_SCALE)
+    if bad_relevance.any():
+        index = bad_relevance.idxmax()
+        raise InputError(path, _row(index), f"relevance {frame.at[index, 'relevance']!r} is outside the scale 1–3")
+    repeated = frame.duplicated(["template_id", "item_id", "annotator_id"])
+    if repeated.any():
+        index = repeated.idxmax()
+        raise InputError(
+            path,
+            _row(index),
+            f"annotator {frame.at[index, 'annotator_id']} rated item {frame.at[index, 'item_id']} twice",
+        )
+    return frame.assign(target_label=labels, relevance=relevance.astype("int64"))

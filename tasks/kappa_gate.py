@@ -1,0 +1,124 @@
+"""Annotation gate: keep a template only when its annotators agree and find it culturally relevant
+(PakBBQ §3.2; PBBQ keeps only templates of accepted stereotypes, §3.2–§3.3).
+
+Per template, Fleiss' kappa over the annotators' labels of the targeted group of its items (statsmodels), and
+the mean cultural-relevance rating on the 1–3 scale. A template is dropped when its stereotype was not
+accepted by the survey, when kappa < ``min_kappa`` (0.2) or when the mean relevance < ``min_relevance`` (1.5).
+
+The single-label case: when every annotator gives every item the same one label, observed and chance
+agreement are both 1 and Fleiss' kappa is 0/0 (statsmodels returns NaN). Here it is defined as 1.0, noted
+``single_label_perfect_agreement``: the annotators agree completely on which group the template targets, which
+is what the gate asks. A template whose items are rated by different numbers of annotators is an input error
+(Fleiss' kappa needs a fixed number of raters per item).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import pandas as pd
+from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
+
+from tasks.artifacts import StageOutput, count_reasons
+from tasks.caching import stage_task
+from tasks.schemas import TEMPLATE
+
+SINGLE_LABEL = "single_label_perfect_agreement"
+
+
+@dataclass(frozen=True)
+class GateParams:
+    min_kappa: float = 0.2
+    min_relevance: float = 1.5
+
+
+class RatingsError(ValueError):
+    """Ratings from which no kappa can be computed."""
+
+
+def template_kappa(ratings: pd.DataFrame) -> tuple[float, str]:
+    """Fleiss' kappa of one template's ratings (rows: item_id, annotator_id, target_label) and a note."""
+    per_item = ratings.groupby("item_id")["annotator_id"].nunique()
+    if per_item.nunique() != 1:
+        raise RatingsError(f"items rated by different numbers of annotators: {per_item.to_dict()}")
+    if per_item.iloc[0] < 2:
+        raise RatingsError("each item needs at least 2 annotators")
+    matrix = ratings.pivot(index="item_id", columns="annotator_id", values="target_label")
+    counts, _ = aggregate_raters(matrix.to_numpy())
+    if counts.shape[1] == 1:
+        return 1.0, SINGLE_LABEL
+    return float(fleiss_kappa(counts, method="fleiss")), ""
+
+
+def fleiss_kappa_per_template(ratings: pd.DataFrame) -> pd.DataFrame:
+    """One row per template: items, annotators, Fleiss' kappa (with note) and mean relevance."""
+    rows = []
+    for template_id, group in ratings.groupby("template_id", sort=True):
+        try:
+            kappa, note = template_kappa(group)
+        except RatingsError as exc:
+            raise RatingsError(f"template {template_id}: {exc}") from None
+        rows.append(
+            {
+                "template_id": template_id,
+                "n_items": int(group["item_id"].nunique()),
+                "n_annotators": int(group["annotator_id"].nunique()),
+                "kappa": kappa,
+                "kappa_note": note,
+                "mean_relevance": float(group["relevance"].mean()),
+            }
+        )
+    return pd.DataFrame(
+        rows, columns=["template_id", "n_items", "n_annotators", "kappa", "kappa_note", "mean_relevance"]
+    )
+
+
+def _reason(row: pd.Series, accepted: set[str], params: GateParams) -> str:
+    """The first rule a template breaks, or '' when it passes."""
+    if row.stereotype_id not in accepted:
+        return "stereotype_not_accepted"
+    if row.n_items == 0 or math.isnan(row.kappa):
+        return "no_ratings"
+    if row.kappa < params.min_kappa:
+        return "kappa_below_threshold"
+    if row.mean_relevance < params.min_relevance:
+        return "relevance_below_threshold"
+    return ""
+
+
+def kappa_gate(
+    templates: pd.DataFrame, ratings: pd.DataFrame, stereotypes: pd.DataFrame, params: GateParams
+) -> StageOutput:
+    """Every template with its figures and decision; the kept ones carry their stereotype's category."""
+    figures = fleiss_kappa_per_template(ratings)
+    table = templates.merge(figures, on="template_id", how="left", validate="one_to_one")
+    table["n_items"] = table["n_items"].fillna(0).astype("int64")
+    table["n_annotators"] = table["n_annotators"].fillna(0).astype("int64")
+    table["kappa_note"] = table["kappa_note"].fillna("")
+    table = table.merge(
+        stereotypes[["stereotype_id", "category"]], on="stereotype_id", how="left", validate="many_to_one"
+    )
+    accepted = set(stereotypes.loc[stereotypes["kept"], "stereotype_id"])
+    table["reason"] = table.apply(_reason, axis=1, accepted=accepted, params=params) if len(table) else ""
+    table["kept"] = table["reason"] == ""
+    dropped = table[~table["kept"]]
+    report = {
+        "stage": "kappa_gate",
+        "parameters": asdict(params),
+        "counts": {"in": len(table), "out": int(table["kept"].sum())},
+        "dropped": {"total": len(dropped), "by_reason": count_reasons(dropped["reason"])},
+        "drops": [
+            {"template_id": r.template_id, "reason": r.reason, "kappa": r.kappa, "mean_relevance": r.mean_relevance}
+            for r in dropped.itertuples()
+        ],
+        "single_label_templates": sorted(table.loc[table["kappa_note"] == SINGLE_LABEL, "template_id"]),
+    }
+    return StageOutput(
+        tables={"templates": table, "gated": table[table["kept"]], "dropped": dropped},
+        schemas={"templates": TEMPLATE, "gated": TEMPLATE, "dropped": TEMPLATE},
+        report=report,
+    )
+
+
+kappa_gate_task = stage_task(kappa_gate)

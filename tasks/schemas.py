@@ -1,0 +1,134 @@
+"""The tables between stages (DESIGN.md §3), declared once as pyarrow schemas.
+
+Every stage converts what it reads and what it writes with :func:`to_arrow`, which checks the column set
+and casts each column to its declared type, so a wrong column fails where it is made, not three stages later.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import pyarrow as pa
+
+CATEGORIES: tuple[str, ...] = (
+    "Age",
+    "Profession",
+    "Socio-economic Status",
+    "Educational Background",
+    "Disability",
+    "Disease",
+    "Domestic Area",
+    "Ethnicity",
+    "Family Structure",
+    "Gender",
+    "Property Ownership",
+    "Nationality",
+    "Physical Appearance",
+    "Political Orientation",
+    "Religion",
+    "Sexual Orientation",
+)
+"""The 16 bias topics of the PBBQ paper, §3.1, in the paper's order."""
+
+ROLES: tuple[str, ...] = ("stereotyped", "non-stereotyped", "unknown")
+
+_strings = pa.list_(pa.string())
+
+STEREOTYPE = pa.schema(
+    [
+        ("stereotype_id", pa.string()),
+        ("category", pa.string()),
+        ("statement_fa", pa.string()),
+        ("statement_en", pa.string()),
+        ("target_group", pa.string()),
+        ("non_target_groups", _strings),
+        ("source", pa.string()),
+        ("n_respondents", pa.int64()),
+        ("n_accepting", pa.int64()),
+        ("acceptance", pa.float64()),
+        ("ci_low", pa.float64()),
+        ("ci_high", pa.float64()),
+        ("kept", pa.bool_()),
+        ("reason", pa.string()),
+    ]
+)
+
+TEMPLATE = pa.schema(
+    [
+        ("template_id", pa.string()),
+        ("stereotype_id", pa.string()),
+        ("category", pa.string()),
+        ("ambiguous_fa", pa.string()),
+        ("disambiguated_biased_fa", pa.string()),
+        ("disambiguated_counter_biased_fa", pa.string()),
+        ("question_negative_fa", pa.string()),
+        ("question_nonnegative_fa", pa.string()),
+        ("stereo_entities", _strings),
+        ("nonstereo_entities", _strings),
+        ("lexical_variants", _strings),
+        ("n_items", pa.int64()),
+        ("n_annotators", pa.int64()),
+        ("kappa", pa.float64()),
+        ("kappa_note", pa.string()),
+        ("mean_relevance", pa.float64()),
+        ("kept", pa.bool_()),
+        ("reason", pa.string()),
+    ]
+)
+
+ANSWER_INFO = pa.struct([("ans0", pa.string()), ("ans1", pa.string()), ("ans2", pa.string())])
+
+EXAMPLE = pa.schema(
+    [
+        ("example_id", pa.string()),
+        ("template_id", pa.string()),
+        ("stereotype_id", pa.string()),
+        ("category", pa.string()),
+        ("question_index", pa.string()),
+        ("question_polarity", pa.string()),
+        ("context_condition", pa.string()),
+        ("context", pa.string()),
+        ("question", pa.string()),
+        ("ans0", pa.string()),
+        ("ans1", pa.string()),
+        ("ans2", pa.string()),
+        ("label", pa.int64()),
+        ("answer_info", ANSWER_INFO),
+        ("target_loc", pa.int64()),
+        ("assignment", pa.string()),
+        ("entity_order", pa.string()),
+        ("stereo_entity", pa.string()),
+        ("nonstereo_entity", pa.string()),
+        ("lexical_variant", pa.string()),
+        ("lang", pa.string()),
+        ("variant", pa.string()),
+        ("source_example_id", pa.string()),
+        ("llm_request_ids", _strings),
+    ]
+)
+"""BBQ-compatible example (DESIGN.md §3). ``answer_info`` holds the role of each option, stored when the
+example is made and never recovered by matching strings; ``target_loc`` is the option of the stereotyped
+entity; ``label`` the correct option."""
+
+
+class SchemaError(ValueError):
+    """A table does not have the columns or types its schema declares."""
+
+
+def to_arrow(frame: pd.DataFrame, schema: pa.Schema, table: str) -> pa.Table:
+    """Convert ``frame`` to an Arrow table of exactly ``schema`` (column order included).
+
+    A missing or an unexpected column is an error naming ``table``; so is a value of the wrong type.
+    """
+    missing = [name for name in schema.names if name not in frame.columns]
+    extra = [name for name in frame.columns if name not in schema.names]
+    if missing or extra:
+        raise SchemaError(f"table {table!r}: missing columns {missing}, unexpected columns {extra}")
+    try:
+        return pa.Table.from_pandas(frame[schema.names], schema=schema, preserve_index=False)
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        raise SchemaError(f"table {table!r}: {exc}") from exc
+
+
+def from_arrow(table: pa.Table) -> pd.DataFrame:
+    """The pandas view of an Arrow table, lists as Python lists and structs as dicts."""
+    return table.to_pandas(maps_as_pydicts="strict")

@@ -1,0 +1,99 @@
+"""Statistics of a build: the PBBQ paper's Table 1 (templates and samples per category, §3.5), the funnel
+from surveyed stereotypes to examples, and how examples spread over conditions, polarities, assignments and
+answer positions."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pyarrow as pa
+
+from tasks.artifacts import StageOutput
+from tasks.caching import stage_task
+from tasks.schemas import CATEGORIES
+
+TABLE1 = pa.schema([("category", pa.string()), ("templates", pa.int64()), ("samples", pa.int64())])
+FUNNEL = pa.schema([("step", pa.string()), ("count", pa.int64())])
+DISTRIBUTION = pa.schema(
+    [
+        ("config", pa.string()),
+        ("dimension", pa.string()),
+        ("value", pa.string()),
+        ("examples", pa.int64()),
+        ("share", pa.float64()),
+    ]
+)
+DIMENSIONS = ("context_condition", "question_polarity", "assignment", "label", "target_loc", "entity_order")
+
+
+def table1(examples: pd.DataFrame) -> pd.DataFrame:
+    """Templates and samples per category of the dataset (Table 1): all 16 categories in the paper's order,
+    with a Total row. A template counts when it yields examples."""
+    templates = examples.groupby("category")["template_id"].nunique()
+    samples = examples.groupby("category").size()
+    table = pd.DataFrame({"category": list(CATEGORIES)})
+    table["templates"] = table["category"].map(templates).fillna(0).astype("int64")
+    table["samples"] = table["category"].map(samples).fillna(0).astype("int64")
+    total = pd.DataFrame(
+        [{"category": "Total", "templates": table["templates"].sum(), "samples": table["samples"].sum()}]
+    )
+    return pd.concat([table, total], ignore_index=True)
+
+
+def funnel(
+    stereotypes: pd.DataFrame, templates: pd.DataFrame, examples: pd.DataFrame, candidates: int | None = None
+) -> pd.DataFrame:
+    """Counts at every step: candidates → surveyed → accepted → templates → gated → instantiated templates →
+    examples. ``candidates`` is the crawl's count when a crawl ran; otherwise the surveyed count stands in."""
+    steps = [
+        ("candidates", candidates if candidates is not None else len(stereotypes)),
+        ("surveyed", len(stereotypes)),
+        ("accepted", int(stereotypes["kept"].sum())),
+        ("templates", len(templates)),
+        ("gated", int(templates["kept"].sum())),
+        ("instantiated_templates", int(examples["template_id"].nunique())),
+        ("examples", len(examples)),
+    ]
+    return pd.DataFrame(steps, columns=["step", "count"])
+
+
+def config_name(lang: str, variant: str) -> str:
+    """The published config an example belongs to: ``fa``, ``fa-names``, ``en``, ``en-names``."""
+    return lang if variant == "original" else f"{lang}-names"
+
+
+def distribution(examples: pd.DataFrame) -> pd.DataFrame:
+    """Examples per config and value of each dimension, with the share within the config."""
+    configs = [config_name(lang, variant) for lang, variant in zip(examples["lang"], examples["variant"], strict=True)]
+    frame = examples.assign(config=configs)
+    parts = []
+    for dimension in DIMENSIONS:
+        counts = frame.groupby(["config", dimension]).size().rename("examples").reset_index()
+        counts["share"] = counts["examples"] / counts.groupby("config")["examples"].transform("sum")
+        parts.append(
+            counts.rename(columns={dimension: "value"}).assign(
+                dimension=dimension, value=lambda d: d["value"].astype(str)
+            )
+        )
+    return pd.concat(parts, ignore_index=True)[DISTRIBUTION.names]
+
+
+def statistics(stereotypes: pd.DataFrame, templates: pd.DataFrame, examples: pd.DataFrame) -> StageOutput:
+    original = examples.query("lang == 'fa' and variant == 'original'")
+    tables = {
+        "table1": table1(original),
+        "funnel": funnel(stereotypes, templates, original),
+        "distribution": distribution(examples),
+    }
+    report = {
+        "stage": "statistics",
+        "counts": {"in": len(examples), "out": len(examples)},
+        "dropped": {"total": 0, "by_reason": {}},
+        "table1": tables["table1"].to_dict(orient="records"),
+        "funnel": tables["funnel"].to_dict(orient="records"),
+    }
+    return StageOutput(
+        tables=tables, schemas={"table1": TABLE1, "funnel": FUNNEL, "distribution": DISTRIBUTION}, report=report
+    )
+
+
+statistics_task = stage_task(statistics)

@@ -1,0 +1,150 @@
+"""Survey filter: keep the stereotypes that more than 60 % of respondents know or believe (PBBQ §3.2, §5).
+
+Per stereotype, the acceptance rate is the share of respondents who answered 'yes' (heard of or believe it)
+among those who answered at all, with a Wilson score interval (statsmodels). Stereotypes above the threshold
+are kept. The sample's margin of error follows Cochran (1977) for a proportion of 0.5 with the finite
+population correction: 250 respondents of a population of 90 million give 0.062 at 95 % (PBBQ §5).
+Acceptance is also broken down by each demographic column of Appendix E.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import pandas as pd
+import pyarrow as pa
+from scipy.stats import norm
+from statsmodels.stats.proportion import proportion_confint
+
+from tasks.artifacts import StageOutput, count_reasons
+from tasks.caching import stage_task
+from tasks.inputs import DEMOGRAPHIC_COLUMNS
+from tasks.schemas import STEREOTYPE
+
+
+@dataclass(frozen=True)
+class SurveyParams:
+    threshold: float = 0.60
+    """Keep a stereotype whose acceptance rate is strictly above this share (PBBQ §3.2)."""
+    confidence: float = 0.95
+    population: int = 90_000_000
+    """Population the sample stands for (Iran, ~90 million; PBBQ §5)."""
+    target_margin: float = 0.062
+    """Warn when the sample's margin of error is over this (PBBQ §5 accepts 0.062)."""
+
+
+def cochran_margin(n_respondents: int, population: int, confidence: float = 0.95, proportion: float = 0.5) -> float:
+    """Margin of error of a sample of ``n_respondents`` for a proportion, Cochran (1977) with the finite
+    population correction: z·√(p(1−p)/n)·√((N−n)/(N−1))."""
+    if n_respondents < 1:
+        raise ValueError("the survey has no respondents")
+    z = norm.ppf(1 - (1 - confidence) / 2)
+    fpc = math.sqrt((population - n_respondents) / (population - 1)) if population > 1 else 0.0
+    return float(z * math.sqrt(proportion * (1 - proportion) / n_respondents) * fpc)
+
+
+def acceptance_rates(questionnaire: pd.DataFrame, responses: pd.DataFrame, params: SurveyParams) -> pd.DataFrame:
+    """One row per stereotype: respondents who answered, those who accept, the rate and its Wilson interval."""
+    answers = responses[questionnaire["stereotype_id"].tolist()]
+    n_accepting = (answers == "yes").sum().astype("int64")
+    n_respondents = answers.isin(["yes", "no"]).sum().astype("int64")
+    ci_low, ci_high = proportion_confint(
+        n_accepting.to_numpy(), n_respondents.to_numpy(), alpha=1 - params.confidence, method="wilson"
+    )
+    rates = pd.DataFrame(
+        {
+            "stereotype_id": n_accepting.index,
+            "n_respondents": n_respondents.to_numpy(),
+            "n_accepting": n_accepting.to_numpy(),
+            "acceptance": (n_accepting / n_respondents.where(n_respondents > 0)).to_numpy(),
+            "ci_low": ci_low,
+            "ci_high": ci_high,
+        }
+    )
+    return questionnaire.merge(rates, on="stereotype_id", how="left", validate="one_to_one")
+
+
+def acceptance_by_demographic(questionnaire: pd.DataFrame, responses: pd.DataFrame) -> pd.DataFrame:
+    """Acceptance of every stereotype within each level of each demographic column (Appendix E)."""
+    ids = questionnaire["stereotype_id"].tolist()
+    long = responses.melt(
+        id_vars=list(DEMOGRAPHIC_COLUMNS), value_vars=ids, var_name="stereotype_id", value_name="answer"
+    )
+    long = long[long["answer"] != ""]
+    long["accepted"] = long["answer"] == "yes"
+    parts = []
+    for column in DEMOGRAPHIC_COLUMNS:
+        grouped = long.groupby(["stereotype_id", column], sort=True)["accepted"].agg(["size", "sum"]).reset_index()
+        parts.append(
+            pd.DataFrame(
+                {
+                    "stereotype_id": grouped["stereotype_id"],
+                    "demographic": column,
+                    "level": grouped[column].astype(str),
+                    "n_respondents": grouped["size"].astype("int64"),
+                    "n_accepting": grouped["sum"].astype("int64"),
+                    "acceptance": grouped["sum"] / grouped["size"],
+                }
+            )
+        )
+    return pd.concat(parts, ignore_index=True)
+
+
+ACCEPTANCE_BY_DEMOGRAPHIC = pa.schema(
+    [
+        ("stereotype_id", pa.string()),
+        ("demographic", pa.string()),
+        ("level", pa.string()),
+        ("n_respondents", pa.int64()),
+        ("n_accepting", pa.int64()),
+        ("acceptance", pa.float64()),
+    ]
+)
+
+
+def survey_filter(questionnaire: pd.DataFrame, responses: pd.DataFrame, params: SurveyParams) -> StageOutput:
+    """Acceptance per stereotype, the keep/drop decision with its reason, and the survey's margin of error."""
+    stereotypes = acceptance_rates(questionnaire, responses, params)
+    no_answers = stereotypes["n_respondents"] == 0
+    accepted = stereotypes["acceptance"] > params.threshold
+    stereotypes["kept"] = accepted & ~no_answers
+    stereotypes["reason"] = ""
+    stereotypes.loc[~accepted, "reason"] = f"acceptance_at_or_below_{params.threshold:g}"
+    stereotypes.loc[no_answers, "reason"] = "no_answers"
+    margin = cochran_margin(len(responses), params.population, params.confidence)
+    warnings = []
+    if margin > params.target_margin:
+        warnings.append(
+            f"margin of error {margin:.4f} of {len(responses)} respondents is over the target {params.target_margin}"
+        )
+    dropped = stereotypes[~stereotypes["kept"]]
+    report = {
+        "stage": "survey_filter",
+        "parameters": asdict(params),
+        "counts": {"in": len(stereotypes), "out": int(stereotypes["kept"].sum()), "respondents": len(responses)},
+        "dropped": {"total": len(dropped), "by_reason": count_reasons(dropped["reason"])},
+        "drops": [
+            {"stereotype_id": row.stereotype_id, "reason": row.reason, "acceptance": row.acceptance}
+            for row in dropped.itertuples()
+        ],
+        "margin_of_error": margin,
+        "warnings": warnings,
+    }
+    by_demographic = acceptance_by_demographic(questionnaire, responses)
+    return StageOutput(
+        tables={
+            "stereotypes": stereotypes,
+            "dropped": dropped,
+            "acceptance_by_demographic": by_demographic,
+        },
+        schemas={
+            "stereotypes": STEREOTYPE,
+            "dropped": STEREOTYPE,
+            "acceptance_by_demographic": ACCEPTANCE_BY_DEMOGRAPHIC,
+        },
+        report=report,
+    )
+
+
+survey_filter_task = stage_task(survey_filter)

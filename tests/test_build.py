@@ -1,0 +1,139 @@
+"""The build-pbbq flow end to end on the bundled sample (issue 2: done-when)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from flows.build_pbbq import build_pbbq
+from flows.cli import main
+from tasks.artifacts import sha256_file
+
+
+@pytest.fixture(scope="module")
+def two_builds(prefect_server: None, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    outputs = tmp_path_factory.mktemp("outputs")
+    first = Path(build_pbbq(run_id="first", outputs=str(outputs)))
+    second = Path(build_pbbq(run_id="second", outputs=str(outputs)))
+    return first, second
+
+
+def _manifest(run: Path) -> dict:
+    return json.loads((run / "manifest.json").read_text(encoding="utf-8"))
+
+
+def _parquet_hashes(run: Path) -> dict[str, str]:
+    return {
+        artifact["path"]: artifact["sha256"]
+        for stage in _manifest(run)["stages"]
+        for artifact in stage["artifacts"]
+        if artifact["path"].endswith(".parquet")
+    }
+
+
+def test_rebuild_is_byte_identical_and_recomputes_nothing(two_builds: tuple[Path, Path]) -> None:
+    first, second = two_builds
+    hashes = _parquet_hashes(first)
+    assert hashes and hashes == _parquet_hashes(second)
+    for path, digest in hashes.items():
+        assert sha256_file(second / path) == digest
+    assert not any(stage["cached"] for stage in _manifest(first)["stages"])
+    assert all(stage["cached"] for stage in _manifest(second)["stages"])
+
+
+def test_manifest_lists_every_artifact_with_hash_rows_inputs_and_code(two_builds: tuple[Path, Path]) -> None:
+    run = two_builds[0]
+    manifest = _manifest(run)
+    assert manifest["status"] == "completed"
+    assert set(manifest["inputs"]) == {"questionnaire", "responses", "templates", "ratings"}
+    assert manifest["code_version"]["source_sha256"]
+    assert manifest["parameters"]["kappa_gate"] == {"min_kappa": 0.2, "min_relevance": 1.5}
+    folders = [stage["folder"] for stage in manifest["stages"]]
+    assert folders == sorted(folders) and "05_instantiate" in folders
+    for stage in manifest["stages"]:
+        assert stage["inputs"], stage["folder"]
+        for artifact in stage["artifacts"]:
+            path = run / artifact["path"]
+            assert sha256_file(path) == artifact["sha256"]
+            if path.suffix == ".parquet":
+                assert len(pd.read_parquet(path)) == artifact["rows"]
+    listed = {artifact["path"] for stage in manifest["stages"] for artifact in stage["artifacts"]}
+    on_disk = {p.relative_to(run).as_posix() for p in run.rglob("*") if p.is_file() and p.name != "manifest.json"}
+    assert listed == on_disk
+
+
+def test_every_drop_is_written_with_its_reason(two_builds: tuple[Path, Path]) -> None:
+    run = two_builds[0]
+    survey = json.loads((run / "02_survey" / "report.json").read_text(encoding="utf-8"))
+    dropped = pd.read_parquet(run / "02_survey" / "dropped.parquet")
+    assert survey["dropped"]["total"] == len(dropped) > 0
+    assert sum(survey["dropped"]["by_reason"].values()) == len(dropped)
+    assert {d["stereotype_id"] for d in survey["drops"]} == set(dropped["stereotype_id"])
+    gate = json.loads((run / "03_kappa_gate" / "report.json").read_text(encoding="utf-8"))
+    assert {"stereotype_not_accepted", "kappa_below_threshold", "relevance_below_threshold"} <= set(
+        gate["dropped"]["by_reason"]
+    )
+    templates = pd.read_parquet(run / "03_kappa_gate" / "templates.parquet")
+    gated = pd.read_parquet(run / "03_kappa_gate" / "gated.parquet")
+    assert len(templates) == len(gated) + gate["dropped"]["total"]
+
+
+def test_only_gated_templates_of_accepted_stereotypes_are_instantiated(two_builds: tuple[Path, Path]) -> None:
+    run = two_builds[0]
+    examples = pd.read_parquet(run / "05_instantiate" / "examples.parquet")
+    stereotypes = pd.read_parquet(run / "02_survey" / "stereotypes.parquet")
+    gated = pd.read_parquet(run / "03_kappa_gate" / "gated.parquet")
+    assert set(examples["template_id"]) <= set(gated["template_id"])
+    assert set(examples["stereotype_id"]) <= set(stereotypes.loc[stereotypes["kept"], "stereotype_id"])
+
+
+def test_statistics_table1_counts_match_examples(two_builds: tuple[Path, Path]) -> None:
+    run = two_builds[0]
+    table1 = pd.read_parquet(run / "09_statistics" / "table1.parquet").set_index("category")
+    examples = pd.read_parquet(run / "05_instantiate" / "examples.parquet")
+    assert len(table1) == 17
+    assert table1.loc["Total", "samples"] == len(examples)
+    assert table1.drop("Total")["samples"].sum() == len(examples)
+    funnel = pd.read_parquet(run / "09_statistics" / "funnel.parquet").set_index("step")["count"]
+    assert funnel["surveyed"] >= funnel["accepted"] and funnel["templates"] >= funnel["gated"]
+    assert funnel["examples"] == len(examples)
+
+
+def test_bad_input_fails_with_message_and_leaves_earlier_runs_untouched(
+    two_builds: tuple[Path, Path], sample_copy: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    first = two_builds[0]
+    before = {p: sha256_file(p) for p in first.rglob("*") if p.is_file()}
+    ratings = sample_copy / "annotations" / "ratings.csv"
+    lines = ratings.read_text(encoding="utf-8").splitlines()
+    fields = lines[3].split(",")
+    fields[-1] = "4"
+    lines[3] = ",".join(fields)
+    ratings.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    outputs = first.parent
+    code = main(
+        [
+            "build",
+            "--config",
+            str(sample_copy / "configs" / "sample.toml"),
+            "--outputs",
+            str(outputs),
+            "--run-id",
+            "bad",
+        ]
+    )
+    assert code != 0
+    message = capsys.readouterr().err
+    assert "ratings.csv, row 4" in message and "outside the scale 1–3" in message
+    assert {p: sha256_file(p) for p in first.rglob("*") if p.is_file()} == before
+    failed = _manifest(outputs / "bad")
+    assert failed["status"] == "failed" and "row 4" in failed["error"]
+
+
+def test_an_existing_run_folder_is_never_overwritten(two_builds: tuple[Path, Path]) -> None:
+    first = two_builds[0]
+    assert main(["build", "--sample", "--outputs", str(first.parent), "--run-id", first.name]) != 0
+    assert _manifest(first)["status"] == "completed"
