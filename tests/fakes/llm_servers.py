@@ -1,0 +1,294 @@
+"""Local fake LLM servers: OpenAI-compatible chat completions and Anthropic messages.
+
+One stdlib ``ThreadingHTTPServer`` on 127.0.0.1 (port 0) serves both
+``POST /v1/chat/completions`` and ``POST /v1/messages`` with the response shapes the
+official SDKs parse. It counts and records requests (bodies, headers, arrival times on
+``time.monotonic``), tracks the peak number in flight, answers through a pluggable
+function and injects faults on demand:
+
+- ``"429"``: status 429 with a ``retry-after`` header;
+- ``"500"``: status 500 with the same header;
+- ``"slow"``: the normal answer, sent only after ``slow_seconds`` (past a client timeout);
+- ``"malformed"``: status 200, ``application/json``, a truncated JSON body.
+
+Faults come from a plan (``plan("429", "500")``: the next requests fail in that order)
+and/or a seeded rate (``fail_rate("500", 0.1, seed=1)``). With ``expected_key`` set, a
+request presenting another key gets a 401 whose message echoes the presented key, as the
+worst case for leaking it.
+
+Usage: ``with FakeLLMServer() as server: OpenAI(base_url=server.openai_base_url, ...)``.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+import time
+from collections import Counter, deque
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any
+
+OPENAI_PATH = "/v1/chat/completions"
+ANTHROPIC_PATH = "/v1/messages"
+FAULT_KINDS = frozenset({"429", "500", "slow", "malformed"})
+
+AnswerFn = Callable[[dict[str, Any]], str]
+
+
+def echo_answer(body: dict[str, Any]) -> str:
+    """Default answer: the last message's content, prefixed with 'echo: '."""
+    return "echo: " + str(body["messages"][-1]["content"])
+
+
+def _count_tokens(text: str) -> int:
+    """A deterministic stand-in for a tokenizer: whitespace-separated words."""
+    return len(text.split())
+
+
+class FakeLLMServer:
+    """A threaded fake of the OpenAI and Anthropic HTTP APIs (see the module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        answer: AnswerFn = echo_answer,
+        latency: float = 0.0,
+        slow_seconds: float = 2.0,
+        retry_after: str = "0.01",
+        expected_key: str | None = None,
+    ) -> None:
+        self.answer = answer
+        self.latency = latency
+        self.slow_seconds = slow_seconds
+        self.retry_after = retry_after
+        self.expected_key = expected_key
+        self._lock = threading.Lock()
+        self._plan: deque[str] = deque()
+        self._rate: tuple[str, float, random.Random] | None = None
+        self._in_flight = 0
+        self.requests_total = 0
+        self.requests_by_path: Counter[str] = Counter()
+        self.faults_served: Counter[str] = Counter()
+        self.bodies: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
+        self.arrivals: list[float] = []
+        self.max_in_flight = 0
+        self._httpd = _Server(("127.0.0.1", 0), _Handler)
+        self._httpd.fake = self
+        self._thread = threading.Thread(target=self._serve, name="fake-llm", daemon=True)
+
+    @property
+    def port(self) -> int:
+        """The port the server listens on."""
+        return int(self._httpd.server_address[1])
+
+    @property
+    def openai_base_url(self) -> str:
+        """Base URL for ``openai.OpenAI(base_url=...)``."""
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def anthropic_base_url(self) -> str:
+        """Base URL for ``anthropic.Anthropic(base_url=...)``."""
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> FakeLLMServer:
+        """Start serving in a daemon thread."""
+        self._thread.start()
+        return self
+
+    def _serve(self) -> None:
+        self._httpd.serve_forever(poll_interval=0.02)
+
+    def stop(self) -> None:
+        """Stop serving and close the socket."""
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+    def __enter__(self) -> FakeLLMServer:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def plan(self, *faults: str) -> None:
+        """Queue faults for the next requests, one per request, in order."""
+        unknown = set(faults) - FAULT_KINDS
+        if unknown:
+            raise ValueError(f"unknown fault kinds {sorted(unknown)}; known: {sorted(FAULT_KINDS)}")
+        with self._lock:
+            self._plan.extend(faults)
+
+    def fail_rate(self, kind: str, rate: float, *, seed: int = 0) -> None:
+        """Fail a seeded random share ``rate`` of the requests not covered by the plan."""
+        if kind not in FAULT_KINDS:
+            raise ValueError(f"unknown fault kind {kind!r}; known: {sorted(FAULT_KINDS)}")
+        with self._lock:
+            self._rate = (kind, rate, random.Random(seed))
+
+    def reset(self) -> None:
+        """Forget recorded requests, counters and pending faults."""
+        with self._lock:
+            self._plan.clear()
+            self._rate = None
+            self.requests_total = 0
+            self.requests_by_path.clear()
+            self.faults_served.clear()
+            self.bodies.clear()
+            self.headers.clear()
+            self.arrivals.clear()
+            self.max_in_flight = 0
+
+    def _begin(self, path: str, body: dict[str, Any], headers: dict[str, str]) -> str | None:
+        """Record a request, mark it in flight and pick its fault (None for a normal answer)."""
+        with self._lock:
+            self.requests_total += 1
+            self.requests_by_path[path] += 1
+            self.bodies.append(body)
+            self.headers.append(headers)
+            self.arrivals.append(time.monotonic())
+            self._in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self._in_flight)
+            fault: str | None = None
+            if self._plan:
+                fault = self._plan.popleft()
+            elif self._rate is not None:
+                kind, rate, rng = self._rate
+                if rng.random() < rate:
+                    fault = kind
+            if fault is not None:
+                self.faults_served[fault] += 1
+            return fault
+
+    def _end(self) -> None:
+        with self._lock:
+            self._in_flight -= 1
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+    request_queue_size = 256
+    fake: FakeLLMServer
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Keep test output quiet."""
+
+    def do_POST(self) -> None:
+        fake = self.server.fake
+        length = int(self.headers.get("content-length", "0"))
+        raw = self.rfile.read(length)
+        if self.path not in (OPENAI_PATH, ANTHROPIC_PATH):
+            self._send(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
+            return
+        body = json.loads(raw)
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        fault = fake._begin(self.path, body, headers)
+        try:
+            self._respond(fake, body, headers, fault)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        finally:
+            fake._end()
+
+    def _respond(self, fake: FakeLLMServer, body: dict[str, Any], headers: dict[str, str], fault: str | None) -> None:
+        if fake.latency:
+            time.sleep(fake.latency)
+        presented = _presented_key(headers)
+        if fake.expected_key is not None and presented != fake.expected_key:
+            message = f"Incorrect API key provided: {presented}."
+            self._send(401, {"type": "error", "error": {"message": message, "type": "authentication_error"}})
+            return
+        if fault in ("429", "500"):
+            status = int(fault)
+            error = {
+                "message": f"fake fault {fault}",
+                "type": "rate_limit_error" if status == 429 else "api_error",
+            }
+            self._send(status, {"type": "error", "error": error}, {"retry-after": fake.retry_after})
+            return
+        if fault == "malformed":
+            self._send_raw(200, b'{"id": "fake-malformed", "choices": [{"message": {"content": "tru')
+            return
+        if fault == "slow":
+            time.sleep(fake.slow_seconds)
+        text = fake.answer(body)
+        if self.path == OPENAI_PATH:
+            self._send(200, _openai_completion(body, text))
+        else:
+            self._send(200, _anthropic_message(body, text))
+
+    def _send(self, status: int, payload: dict[str, Any], extra_headers: dict[str, str] | None = None) -> None:
+        self._send_raw(status, json.dumps(payload, ensure_ascii=False).encode(), extra_headers)
+
+    def _send_raw(self, status: int, data: bytes, extra_headers: dict[str, str] | None = None) -> None:
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        for name, value in (extra_headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+
+def _presented_key(headers: dict[str, str]) -> str:
+    """The key a request carries: Anthropic's x-api-key or an OpenAI bearer token."""
+    if "x-api-key" in headers:
+        return headers["x-api-key"]
+    return headers.get("authorization", "").removeprefix("Bearer ")
+
+
+def _prompt_text(body: dict[str, Any]) -> str:
+    parts = [str(m["content"]) for m in body["messages"]]
+    if isinstance(body.get("system"), str):
+        parts.append(body["system"])
+    return " ".join(parts)
+
+
+def _openai_completion(body: dict[str, Any], text: str) -> dict[str, Any]:
+    tokens_in, tokens_out = _count_tokens(_prompt_text(body)), _count_tokens(text)
+    return {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion",
+        "created": 1_700_000_000,
+        "model": body["model"],
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": text},
+                "finish_reason": "stop",
+                "logprobs": None,
+            }
+        ],
+        "usage": {
+            "prompt_tokens": tokens_in,
+            "completion_tokens": tokens_out,
+            "total_tokens": tokens_in + tokens_out,
+        },
+    }
+
+
+def _anthropic_message(body: dict[str, Any], text: str) -> dict[str, Any]:
+    return {
+        "id": "msg_fake",
+        "type": "message",
+        "role": "assistant",
+        "model": body["model"],
+        "content": [{"type": "text", "text": text}],
+        "stop_reason": "end_turn",
+        "stop_sequence": None,
+        "usage": {"input_tokens": _count_tokens(_prompt_text(body)), "output_tokens": _count_tokens(text)},
+    }
