@@ -1,0 +1,711 @@
+"""The only module that talks to a model (DESIGN §5).
+
+Every request goes through a response store keyed by ``request_key`` (sha256 over the
+provider, model, system prompt, messages, sampling parameters and the prompt file's
+hash; never the base URL or the API key). Modes: ``live`` calls and records, ``replay``
+answers from the store only, ``auto`` calls on a miss. A store exports to a JSONL
+transcript that can be opened read-only for replay, so a release rebuilds with no key.
+
+Transport failures (429, 5xx, timeouts, dropped connections) are retried by the official
+SDKs only (``max_retries``, ``timeout``). A 200 whose body is not valid JSON is not
+retried by either SDK (openai 3.54 and anthropic 2.12 both raise a bare
+``json.JSONDecodeError`` after one request), so this module re-issues such a call up to
+``MALFORMED_REISSUES`` times, as it does for a well-formed answer that carries no text.
+
+The API key is read from the environment variable the config names, passed to the SDK
+and scrubbed from every error this module raises; it is never stored or logged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field, fields
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import anthropic
+import openai
+
+log = logging.getLogger(__name__)
+
+PROVIDERS = ("openai", "anthropic")
+MODES = ("live", "replay", "auto")
+DEFAULT_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+ENV_OVERRIDES = {
+    "PBBQ_LLM_MODE": "mode",
+    "PBBQ_LLM_BASE_URL": "base_url",
+    "PBBQ_LLM_PROVIDER": "provider",
+    "PBBQ_LLM_MODEL": "model",
+}
+ROLES = ("user", "assistant")
+MALFORMED_REISSUES = 2
+TRANSCRIPT_FORMAT = "pbbq"
+TRANSCRIPT_VERSION = 1
+REDACTED = "[REDACTED]"
+
+_RECORD_FIELDS = ("key", "provider", "model", "request", "response", "tokens_in", "tokens_out", "created_at")
+_PLACEHOLDERS = ", ".join("?" * len(_RECORD_FIELDS))
+
+
+class LLMError(Exception):
+    """A model call or the response store failed; the message never contains the API key."""
+
+    def __init__(self, message: str, *, status_code: int | None = None) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+
+
+class ReplayMissError(LLMError):
+    """Replay mode met a request with no recorded answer."""
+
+
+class _MalformedAnswer(Exception):
+    """A 200 answer that could not be read; re-issued a bounded number of times."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class LLMConfig:
+    """Which model to call and how; the API key itself is only named (``api_key_env``)."""
+
+    provider: str
+    model: str
+    base_url: str | None = None
+    api_key_env: str = ""
+    mode: str = "auto"
+    store_path: Path = Path("outputs/llm/responses.sqlite")
+    max_concurrency: int = 8
+    requests_per_minute: float | None = None
+    max_retries: int = 5
+    timeout: float = 60.0
+    temperature: float = 0.0
+    max_tokens: int = 1024
+    prices: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.provider not in PROVIDERS:
+            raise ValueError(f"llm.provider must be one of {PROVIDERS}, not {self.provider!r}")
+        if self.mode not in MODES:
+            raise ValueError(f"llm.mode must be one of {MODES}, not {self.mode!r}")
+        if not self.model:
+            raise ValueError("llm.model must be a non-empty model name")
+        if self.max_concurrency < 1:
+            raise ValueError(f"llm.max_concurrency must be >= 1, not {self.max_concurrency}")
+        if self.requests_per_minute is not None and self.requests_per_minute <= 0:
+            raise ValueError(f"llm.requests_per_minute must be > 0 or unset, not {self.requests_per_minute}")
+        if self.provider == "anthropic" and self.temperature != 0.0:
+            raise ValueError(
+                "llm.temperature cannot be set for provider 'anthropic': the anthropic SDK's messages.create "
+                "takes no temperature"
+            )
+        if self.max_retries < 0 or self.timeout <= 0 or self.max_tokens < 1:
+            raise ValueError("llm.max_retries must be >= 0, llm.timeout > 0 and llm.max_tokens >= 1")
+        prices: dict[str, tuple[float, float]] = {}
+        for model, pair in self.prices.items():
+            if len(pair) != 2 or min(pair) < 0:
+                raise ValueError(f"llm.prices[{model!r}] must be [usd per 1M input tokens, usd per 1M output tokens]")
+            prices[str(model)] = (float(pair[0]), float(pair[1]))
+        object.__setattr__(self, "prices", prices)
+        object.__setattr__(self, "api_key_env", self.api_key_env or DEFAULT_KEY_ENV[self.provider])
+        object.__setattr__(self, "store_path", Path(self.store_path))
+        object.__setattr__(self, "temperature", float(self.temperature))
+        object.__setattr__(self, "max_tokens", int(self.max_tokens))
+
+    @classmethod
+    def from_mapping(cls, section: Mapping[str, Any], env: Mapping[str, str] | None = None) -> LLMConfig:
+        """Build from a run config's ``llm`` section; non-empty PBBQ_LLM_* variables in ``env`` win."""
+        environ = os.environ if env is None else env
+        if "api_key" in section:
+            raise ValueError(
+                "llm.api_key is not allowed: put the key in an environment variable named by llm.api_key_env"
+            )
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(section) - known)
+        if unknown:
+            raise ValueError(f"unknown llm config keys {unknown}; known keys: {sorted(known)}")
+        values = dict(section)
+        for var, name in ENV_OVERRIDES.items():
+            if environ.get(var):
+                values[name] = environ[var]
+        missing = sorted({"provider", "model"} - set(values))
+        if missing:
+            raise ValueError(f"llm config is missing {missing}")
+        return cls(**values)
+
+
+@dataclass(frozen=True, kw_only=True)
+class LLMRequest:
+    """One chat request: (role, content) messages, an optional system prompt, and provenance."""
+
+    messages: tuple[tuple[str, str], ...]
+    system: str | None = None
+    prompt_hash: str
+    stage: str
+    context: str
+
+    def __post_init__(self) -> None:
+        messages = tuple((str(role), str(content)) for role, content in self.messages)
+        if not messages:
+            raise ValueError(f"stage {self.stage!r} ({self.context}): a request needs at least one message")
+        bad = sorted({role for role, _ in messages} - set(ROLES))
+        if bad:
+            raise ValueError(
+                f"stage {self.stage!r} ({self.context}): message roles must be {ROLES}, not {bad}; "
+                "pass a system prompt as LLMRequest.system"
+            )
+        object.__setattr__(self, "messages", messages)
+
+
+@dataclass(frozen=True)
+class LLMResponse:
+    """A model's answer; ``request_id`` is the request key, ``cached`` says it came from the store."""
+
+    text: str
+    request_id: str
+    cached: bool
+    tokens_in: int
+    tokens_out: int
+
+
+@dataclass(frozen=True)
+class StoredResponse:
+    """One row of the response store."""
+
+    key: str
+    provider: str
+    model: str
+    request: dict[str, Any]
+    text: str
+    tokens_in: int
+    tokens_out: int
+    created_at: str
+
+
+def _canonical_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def request_payload(config: LLMConfig, request: LLMRequest) -> dict[str, Any]:
+    """What a request's key is computed over (and what the store records as its request)."""
+    return {
+        "provider": config.provider,
+        "model": config.model,
+        "system": request.system,
+        "messages": [list(message) for message in request.messages],
+        "parameters": sampling_parameters(config),
+        "prompt_hash": request.prompt_hash,
+    }
+
+
+def sampling_parameters(config: LLMConfig) -> dict[str, Any]:
+    """The parameters sent with every request: anthropic's messages.create takes no temperature."""
+    if config.provider == "anthropic":
+        return {"max_tokens": config.max_tokens}
+    return {"temperature": config.temperature, "max_tokens": config.max_tokens}
+
+
+def request_key(config: LLMConfig, request: LLMRequest) -> str:
+    """sha256 of the canonical JSON of ``request_payload``: not the base URL, not the key."""
+    return _sha256(_canonical_json(request_payload(config, request)))
+
+
+def prompt_file_hash(path: str | Path) -> str:
+    """sha256 of a prompt file's bytes, for ``LLMRequest.prompt_hash``."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+class ResponseStore:
+    """Recorded answers keyed by request key: a SQLite file, or a read-only JSONL transcript."""
+
+    def __init__(self, path: str | Path, *, _transcript: bool = False) -> None:
+        """Open (or create) the SQLite store at ``path``; use ``from_transcript`` for a JSONL file."""
+        self.path = Path(path)
+        self.read_only = _transcript
+        self.header: dict[str, Any] | None = None
+        self._lock = threading.Lock()
+        if _transcript:
+            self._db = sqlite3.connect(":memory:", check_same_thread=False)
+        else:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.path, check_same_thread=False)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, provider TEXT NOT NULL, "
+            "model TEXT NOT NULL, request TEXT NOT NULL, response TEXT NOT NULL, tokens_in INTEGER NOT NULL, "
+            "tokens_out INTEGER NOT NULL, created_at TEXT NOT NULL)"
+        )
+        self._db.commit()
+
+    @classmethod
+    def from_transcript(cls, path: str | Path) -> ResponseStore:
+        """Open a JSONL transcript as a read-only store (for replay)."""
+        store = cls(path, _transcript=True)
+        store.header, _ = store._load_jsonl(Path(path))
+        return store
+
+    def __enter__(self) -> ResponseStore:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the database connection."""
+        with self._lock:
+            self._db.close()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return int(self._db.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
+
+    def get(self, key: str) -> StoredResponse | None:
+        """The recorded answer for ``key``, or None."""
+        with self._lock:
+            row = self._db.execute(
+                f"SELECT {', '.join(_RECORD_FIELDS)} FROM responses WHERE key = ?", (key,)
+            ).fetchone()
+        return None if row is None else _row_to_record(row)
+
+    def put(self, record: StoredResponse) -> None:
+        """Record (or replace) an answer."""
+        if self.read_only:
+            raise LLMError(f"response store {self.path} is a read-only transcript; import it into a SQLite store")
+        with self._lock:
+            self._insert([record])
+
+    def export_jsonl(self, path: str | Path, header: Mapping[str, Any]) -> int:
+        """Write a transcript: a header line, then one record per line sorted by key; returns the count.
+
+        The same store always gives the same bytes; the file is written to a temporary name and renamed.
+        """
+        with self._lock:
+            rows = self._db.execute(f"SELECT {', '.join(_RECORD_FIELDS)} FROM responses ORDER BY key").fetchall()
+        records = [_row_to_record(row) for row in rows]
+        head = {
+            **header,
+            "transcript": TRANSCRIPT_FORMAT,
+            "version": TRANSCRIPT_VERSION,
+            "records": len(records),
+        }
+        lines = [_canonical_json(head)]
+        lines.extend(_canonical_json(_record_to_json(record)) for record in records)
+        target = Path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(target.name + ".tmp")
+        tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        os.replace(tmp, target)
+        return len(records)
+
+    def import_jsonl(self, path: str | Path) -> int:
+        """Add (or replace) every record of a transcript; returns the count."""
+        if self.read_only:
+            raise LLMError(f"response store {self.path} is a read-only transcript; import into a SQLite store")
+        _, count = self._load_jsonl(Path(path))
+        log.info("imported %d records from transcript %s into %s", count, path, self.path)
+        return count
+
+    def _load_jsonl(self, path: Path) -> tuple[dict[str, Any], int]:
+        """Validate a transcript and insert its records in one transaction; returns (header, count)."""
+        lines = path.read_text(encoding="utf-8").splitlines()
+        if not lines:
+            raise ValueError(f"{path}: empty file, expected a PBBQ transcript header on line 1")
+        header = _parse_line(path, 1, lines[0])
+        if header.get("transcript") != TRANSCRIPT_FORMAT or header.get("version") != TRANSCRIPT_VERSION:
+            raise ValueError(
+                f"{path}:1: not a PBBQ transcript header (expected transcript={TRANSCRIPT_FORMAT!r}, "
+                f"version={TRANSCRIPT_VERSION})"
+            )
+        records = [
+            _json_to_record(path, number, _parse_line(path, number, line)) for number, line in enumerate(lines[1:], 2)
+        ]
+        if header.get("records") != len(records):
+            raise ValueError(f"{path}: header announces {header.get('records')} records, the file holds {len(records)}")
+        with self._lock:
+            self._insert(records)
+        return header, len(records)
+
+    def _insert(self, records: Sequence[StoredResponse]) -> None:
+        with self._db:
+            self._db.executemany(
+                f"INSERT OR REPLACE INTO responses ({', '.join(_RECORD_FIELDS)}) VALUES ({_PLACEHOLDERS})",
+                [
+                    (
+                        r.key,
+                        r.provider,
+                        r.model,
+                        _canonical_json(r.request),
+                        r.text,
+                        r.tokens_in,
+                        r.tokens_out,
+                        r.created_at,
+                    )
+                    for r in records
+                ],
+            )
+
+
+def open_store(path: str | Path) -> ResponseStore:
+    """A ``.jsonl`` path opens as a read-only transcript, anything else as a SQLite store."""
+    return ResponseStore.from_transcript(path) if Path(path).suffix == ".jsonl" else ResponseStore(path)
+
+
+def _row_to_record(row: tuple[Any, ...]) -> StoredResponse:
+    key, provider, model, request, response, tokens_in, tokens_out, created_at = row
+    return StoredResponse(key, provider, model, json.loads(request), response, tokens_in, tokens_out, created_at)
+
+
+def _record_to_json(record: StoredResponse) -> dict[str, Any]:
+    return {
+        "key": record.key,
+        "provider": record.provider,
+        "model": record.model,
+        "request": record.request,
+        "response": record.text,
+        "tokens_in": record.tokens_in,
+        "tokens_out": record.tokens_out,
+        "created_at": record.created_at,
+    }
+
+
+def _parse_line(path: Path, number: int, line: str) -> dict[str, Any]:
+    try:
+        value = json.loads(line)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path}:{number}: not valid JSON ({err.msg})") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"{path}:{number}: expected a JSON object")
+    return value
+
+
+def _json_to_record(path: Path, number: int, value: dict[str, Any]) -> StoredResponse:
+    missing = [name for name in _RECORD_FIELDS if name not in value]
+    if missing:
+        raise ValueError(f"{path}:{number}: record is missing {missing}")
+    types = {"request": dict, "response": str, "tokens_in": int, "tokens_out": int}
+    for name, kind in types.items():
+        if not isinstance(value[name], kind):
+            raise ValueError(f"{path}:{number}: {name} must be a {kind.__name__}")
+    if _sha256(_canonical_json(value["request"])) != value["key"]:
+        raise ValueError(f"{path}:{number}: key {value['key']!r} is not the sha256 of the record's request")
+    return StoredResponse(
+        key=value["key"],
+        provider=str(value["provider"]),
+        model=str(value["model"]),
+        request=value["request"],
+        text=value["response"],
+        tokens_in=value["tokens_in"],
+        tokens_out=value["tokens_out"],
+        created_at=str(value["created_at"]),
+    )
+
+
+class RateLimiter:
+    """Spaces acquisitions at least 60/rpm seconds apart across threads (a bucket of one token)."""
+
+    def __init__(self, requests_per_minute: float) -> None:
+        self.interval = 60.0 / requests_per_minute
+        self._lock = threading.Lock()
+        self._next = 0.0
+
+    def acquire(self) -> None:
+        """Reserve the next free slot and sleep until it comes."""
+        with self._lock:
+            now = time.monotonic()
+            slot = max(now, self._next)
+            self._next = slot + self.interval
+        if slot > now:
+            time.sleep(slot - now)
+
+
+class UsageCounter:
+    """Requests, cache hits, tokens and estimated cost of one stage (thread-safe)."""
+
+    def __init__(self, stage: str, provider: str, model: str, prices: Mapping[str, tuple[float, float]]) -> None:
+        self.stage = stage
+        self.provider = provider
+        self.model = model
+        self._price = prices.get(model)
+        self._lock = threading.Lock()
+        self.requests_sent = 0
+        self.cache_hits = 0
+        self.tokens_in = 0
+        self.tokens_out = 0
+
+    def record_hit(self) -> None:
+        """A distinct request answered from the store."""
+        with self._lock:
+            self.cache_hits += 1
+
+    def record_sent(self) -> None:
+        """A call issued through the SDK (its own transport retries are not visible here)."""
+        with self._lock:
+            self.requests_sent += 1
+
+    def record_tokens(self, tokens_in: int, tokens_out: int) -> None:
+        """Tokens of a successful call."""
+        with self._lock:
+            self.tokens_in += tokens_in
+            self.tokens_out += tokens_out
+
+    @property
+    def cost_usd(self) -> float | None:
+        """Estimated cost from the price table, None for a model without a price."""
+        if self._price is None:
+            return None
+        per_in, per_out = self._price
+        return round((self.tokens_in * per_in + self.tokens_out * per_out) / 1_000_000, 6)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The stage's LLM usage for its report.json."""
+        with self._lock:
+            counts = {
+                "requests_sent": self.requests_sent,
+                "cache_hits": self.cache_hits,
+                "tokens_in": self.tokens_in,
+                "tokens_out": self.tokens_out,
+            }
+        note = None if self._price is not None else f"no price for model {self.model!r} in llm.prices"
+        return {
+            "stage": self.stage,
+            "provider": self.provider,
+            "model": self.model,
+            **counts,
+            "cost_usd": self.cost_usd,
+            "cost_note": note,
+        }
+
+
+class LLMClient:
+    """Answers requests from the store and/or the provider, with bounded concurrency and a rate limit."""
+
+    def __init__(self, config: LLMConfig, store: ResponseStore | None = None) -> None:
+        """``store`` defaults to ``open_store(config.store_path)``."""
+        self.config = config
+        self.store = store if store is not None else open_store(config.store_path)
+        self._limiter = RateLimiter(config.requests_per_minute) if config.requests_per_minute else None
+        self._usage: dict[str, UsageCounter] = {}
+        self._usage_lock = threading.Lock()
+        self._sdk: openai.OpenAI | anthropic.Anthropic | None = None
+        self._secret = ""
+
+    def usage(self, stage: str) -> UsageCounter:
+        """The usage counter of ``stage`` (created empty on first use)."""
+        with self._usage_lock:
+            if stage not in self._usage:
+                self._usage[stage] = UsageCounter(stage, self.config.provider, self.config.model, self.config.prices)
+            return self._usage[stage]
+
+    def complete(self, request: LLMRequest) -> LLMResponse:
+        """Answer one request."""
+        return self.complete_many([request])[0]
+
+    def complete_many(self, requests: Sequence[LLMRequest]) -> list[LLMResponse]:
+        """Answer every request, in order; identical requests are answered once."""
+        keys = [request_key(self.config, request) for request in requests]
+        distinct = dict(zip(keys, requests, strict=True))
+        answers: dict[str, LLMResponse] = {}
+        if self.config.mode != "live":
+            for key, request in distinct.items():
+                record = self.store.get(key)
+                if record is not None:
+                    answers[key] = LLMResponse(record.text, key, True, record.tokens_in, record.tokens_out)
+                    self.usage(request.stage).record_hit()
+        misses = [(key, request) for key, request in distinct.items() if key not in answers]
+        if misses:
+            self._prepare_calls(misses)
+            answers.update(self._call_all(misses))
+        log.info(
+            "llm %s %s: %d requests, %d distinct, %d from the store, %d called",
+            self.config.provider,
+            self.config.model,
+            len(requests),
+            len(distinct),
+            len(distinct) - len(misses),
+            len(misses),
+        )
+        return [answers[key] for key in keys]
+
+    def _prepare_calls(self, misses: Sequence[tuple[str, LLMRequest]]) -> None:
+        """Fail early, naming what is missing and how to go live, when a miss cannot be called."""
+        key, first = misses[0]
+        where = f"stage {first.stage!r} ({first.context}), prompt {first.prompt_hash[:12]}, request {key[:12]}"
+        if self.config.mode == "replay":
+            raise ReplayMissError(
+                f"replay mode: no recorded answer for {where}; {len(misses)} request(s) missing from "
+                f"{self.store.path}. To call the model, set PBBQ_LLM_MODE=live or auto and the API key "
+                f"env var {self.config.api_key_env}."
+            )
+        if self.store.read_only:
+            raise LLMError(
+                f"{len(misses)} request(s) not in the read-only transcript {self.store.path} "
+                f"(first: {where}); import it into a SQLite store (llm.store_path) to record new answers."
+            )
+        if self._sdk is None:
+            secret = os.environ.get(self.config.api_key_env, "")
+            if not secret:
+                raise LLMError(
+                    f"mode {self.config.mode!r} must call {self.config.provider} for {len(misses)} "
+                    f"request(s) (first: {where}) but the API key env var {self.config.api_key_env} is not set; set it "
+                    "(a local OpenAI-compatible server accepts any value) or replay a complete transcript."
+                )
+            self._secret = secret
+            self._sdk = self._make_sdk(secret)
+
+    def _make_sdk(self, secret: str) -> openai.OpenAI | anthropic.Anthropic:
+        cfg = self.config
+        if cfg.provider == "openai":
+            return openai.OpenAI(
+                api_key=secret, base_url=cfg.base_url, max_retries=cfg.max_retries, timeout=cfg.timeout
+            )
+        return anthropic.Anthropic(
+            api_key=secret, base_url=cfg.base_url, max_retries=cfg.max_retries, timeout=cfg.timeout
+        )
+
+    def _call_all(self, misses: Sequence[tuple[str, LLMRequest]]) -> dict[str, LLMResponse]:
+        """Call every miss on at most ``max_concurrency`` threads; stop at the first failure."""
+        workers = min(self.config.max_concurrency, len(misses))
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="pbbq-llm") as pool:
+            futures = [pool.submit(self._call_one, key, request) for key, request in misses]
+            _, pending = wait(futures, return_when=FIRST_EXCEPTION)
+            for future in pending:
+                future.cancel()
+        for future in futures:
+            error = None if future.cancelled() else future.exception()
+            if error is not None:
+                raise error
+        return {response.request_id: response for response in (future.result() for future in futures)}
+
+    def _call_one(self, key: str, request: LLMRequest) -> LLMResponse:
+        """Call once (re-issuing a malformed answer a bounded number of times) and record the answer."""
+        usage = self.usage(request.stage)
+        attempts = 1 + MALFORMED_REISSUES
+        for attempt in range(1, attempts + 1):
+            if self._limiter is not None:
+                self._limiter.acquire()
+            usage.record_sent()
+            failure: LLMError | None = None
+            try:
+                text, tokens_in, tokens_out = self._send(request)
+            except (
+                json.JSONDecodeError,
+                openai.APIResponseValidationError,
+                anthropic.APIResponseValidationError,
+                _MalformedAnswer,
+            ) as err:
+                log.warning(
+                    "%s: malformed answer (%s), attempt %d of %d",
+                    self._where(request),
+                    self._scrub(f"{type(err).__name__}: {err}"),
+                    attempt,
+                    attempts,
+                )
+                continue
+            except (openai.APIStatusError, anthropic.APIStatusError) as err:
+                failure = self._error(request, f"HTTP {err.status_code}: {err.message}", err.status_code)
+            except (openai.APITimeoutError, anthropic.APITimeoutError):
+                failure = self._error(
+                    request, f"timed out ({self.config.timeout}s) after {self.config.max_retries} retries"
+                )
+            except (openai.APIConnectionError, anthropic.APIConnectionError):
+                failure = self._error(request, f"connection failed after {self.config.max_retries} retries")
+            except (openai.OpenAIError, anthropic.AnthropicError) as err:
+                failure = self._error(request, f"{type(err).__name__}: {err}")
+            if failure is not None:
+                raise failure
+            usage.record_tokens(tokens_in, tokens_out)
+            created_at = datetime.now(UTC).isoformat(timespec="seconds")
+            payload = request_payload(self.config, request)
+            self.store.put(
+                StoredResponse(
+                    key,
+                    self.config.provider,
+                    self.config.model,
+                    payload,
+                    text,
+                    tokens_in,
+                    tokens_out,
+                    created_at,
+                )
+            )
+            log.debug(
+                "%s: answered, request %s, %d+%d tokens",
+                self._where(request),
+                key[:12],
+                tokens_in,
+                tokens_out,
+            )
+            return LLMResponse(text, key, False, tokens_in, tokens_out)
+        raise self._error(request, f"malformed answer {attempts} times in a row")
+
+    def _send(self, request: LLMRequest) -> tuple[str, int, int]:
+        """One SDK call; returns (text, tokens in, tokens out)."""
+        messages = [{"role": role, "content": content} for role, content in request.messages]
+        if isinstance(self._sdk, openai.OpenAI):
+            return self._send_openai(self._sdk, request.system, messages)
+        assert isinstance(self._sdk, anthropic.Anthropic)
+        return self._send_anthropic(self._sdk, request.system, messages)
+
+    def _send_openai(
+        self, sdk: openai.OpenAI, system: str | None, messages: list[dict[str, str]]
+    ) -> tuple[str, int, int]:
+        if system is not None:
+            messages = [{"role": "system", "content": system}, *messages]
+        completion = sdk.chat.completions.create(
+            model=self.config.model, messages=messages, **sampling_parameters(self.config)
+        )
+        choices = getattr(completion, "choices", None) or []
+        text = getattr(getattr(choices[0], "message", None), "content", None) if choices else None
+        usage = getattr(completion, "usage", None)
+        return _checked(text, getattr(usage, "prompt_tokens", 0), getattr(usage, "completion_tokens", 0))
+
+    def _send_anthropic(
+        self, sdk: anthropic.Anthropic, system: str | None, messages: list[dict[str, str]]
+    ) -> tuple[str, int, int]:
+        optional = {"system": system} if system is not None else {}
+        message = sdk.messages.create(
+            model=self.config.model, messages=messages, **sampling_parameters(self.config), **optional
+        )
+        blocks = getattr(message, "content", None) or []
+        texts = [block.text for block in blocks if getattr(block, "type", None) == "text"]
+        usage = getattr(message, "usage", None)
+        return _checked(
+            "".join(texts) if texts else None,
+            getattr(usage, "input_tokens", 0),
+            getattr(usage, "output_tokens", 0),
+        )
+
+    def _where(self, request: LLMRequest) -> str:
+        return f"{self.config.provider} {self.config.model!r}, stage {request.stage!r} ({request.context})"
+
+    def _error(self, request: LLMRequest, detail: str, status_code: int | None = None) -> LLMError:
+        return LLMError(self._scrub(f"{self._where(request)}: {detail}"), status_code=status_code)
+
+    def _scrub(self, text: str) -> str:
+        """Replace the API key wherever it occurs."""
+        return text.replace(self._secret, REDACTED) if self._secret else text
+
+
+def _checked(text: object, tokens_in: object, tokens_out: object) -> tuple[str, int, int]:
+    """An answer's text and token counts; an answer without text counts as malformed."""
+    if not isinstance(text, str):
+        raise _MalformedAnswer("the answer carries no text")
+    return text, int(tokens_in or 0), int(tokens_out or 0)
