@@ -1,26 +1,31 @@
 """The build-pbbq flow: the PBBQ paper's Figure 1 as a Prefect DAG (DESIGN.md §1).
 
-survey → survey_filter → kappa_gate → instantiate → statistics. Each stage is a cached task (inputs + code),
-writes ``outputs/<run_id>/NN_<stage>/`` and adds itself to the run's manifest. This module only wires.
+survey → survey_filter → kappa_gate → disambiguate (LLM) → instantiate → statistics. Each stage is a cached
+task (inputs + code), writes ``outputs/<run_id>/NN_<stage>/`` and adds itself to the run's manifest. This
+module only wires.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_table_artifact
 
 from flows.config import load_config
 from tasks.artifacts import REPO_ROOT, RunFolder, StageOutput
-from tasks.inputs import load_questionnaire, load_ratings, load_responses, load_templates
+from tasks.disambiguate import Prompts, disambiguate_task, load_overrides
+from tasks.inputs import load_questionnaire, load_ratings, load_responses, load_templates, load_unknown_phrases
 from tasks.instantiate import instantiate_task
 from tasks.kappa_gate import kappa_gate_task
 from tasks.statistics import statistics_task
 from tasks.survey_filter import survey_filter_task
+from tasks.translate import TranslatePrompts, translate_task
 
 
 def outputs_folder(outputs: str | None) -> Path:
@@ -56,6 +61,9 @@ def build_pbbq(config: str | None = None, run_id: str | None = None, outputs: st
     root = outputs_folder(outputs)
     run = RunFolder.create(root, run_id, build.parameters())
     stage = StageRunner(run, root / ".cache" / "prefect-results")
+    llm = build.llm
+    if not llm.store_path.is_absolute():  # not configured: one response store per outputs folder
+        llm = dataclasses.replace(llm, store_path=root / ".cache" / "llm" / "responses.sqlite")
     get_run_logger().info("run %s → %s", run.run_id, run.path)
     with run.recording():
         paths = build.inputs
@@ -63,13 +71,20 @@ def build_pbbq(config: str | None = None, run_id: str | None = None, outputs: st
         responses = load_responses(paths["responses"], questionnaire["stereotype_id"])
         templates = load_templates(paths["templates"], questionnaire["stereotype_id"])
         ratings = load_ratings(paths["ratings"], templates["template_id"])
+        unknown_phrases = load_unknown_phrases(paths["unknown_phrases"])
+        overrides = load_overrides(paths.get("disambiguation_overrides"), templates)
         for name, frame in (
             ("questionnaire", questionnaire),
             ("responses", responses),
             ("templates", templates),
             ("ratings", ratings),
+            ("unknown_phrases", unknown_phrases),
+            ("disambiguation_overrides", overrides),
         ):
-            run.record_input(name, paths[name], len(frame))
+            if name in paths:
+                run.record_input(name, paths[name], len(frame))
+        if build.transcript is not None:
+            run.record_input("transcript", build.transcript, None)
         hashes = {name: entry["sha256"] for name, entry in run.inputs.items()}
 
         survey = stage(
@@ -92,20 +107,48 @@ def build_pbbq(config: str | None = None, run_id: str | None = None, outputs: st
                 "stereotypes": run.artifact_hash("02_survey", "stereotypes"),
             },
         )
+        prompts = Prompts.load()
+        disambiguated = stage(
+            "04_disambiguate",
+            disambiguate_task,
+            gate["gated"],
+            survey["stereotypes"],
+            overrides,
+            prompts,
+            llm,
+            build.transcript,
+            build.disambiguate,
+            inputs={"gated": run.artifact_hash("03_kappa_gate", "gated"), "prompts": prompts.sha256},
+        )
         examples = stage(
             "05_instantiate",
             instantiate_task,
-            gate["gated"],
+            disambiguated["templates"],
             build.instantiate,
-            inputs={"gated": run.artifact_hash("03_kappa_gate", "gated")},
+            inputs={"templates": run.artifact_hash("04_disambiguate", "templates")},
+        )
+        translation_prompts = TranslatePrompts.load()
+        english = stage(
+            "07_translate",
+            translate_task,
+            examples["examples"],
+            unknown_phrases,
+            translation_prompts,
+            llm,
+            build.transcript,
+            build.translate,
+            inputs={"examples": run.artifact_hash("05_instantiate", "examples"), "prompts": translation_prompts.sha256},
         )
         stats = stage(
             "09_statistics",
             statistics_task,
             survey["stereotypes"],
             gate["templates"],
-            examples["examples"],
-            inputs={"examples": run.artifact_hash("05_instantiate", "examples")},
+            pd.concat([examples["examples"], english["examples"]], ignore_index=True),
+            inputs={
+                "fa": run.artifact_hash("05_instantiate", "examples"),
+                "en": run.artifact_hash("07_translate", "examples"),
+            },
         )
         _table_artifact("funnel", stats["funnel"], "From surveyed stereotypes to examples, this build")
         _table_artifact(

@@ -8,16 +8,22 @@ from __future__ import annotations
 
 import tomllib
 from dataclasses import dataclass, fields
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from tasks.artifacts import REPO_ROOT
+from tasks.disambiguate import DisambiguateParams
+from tasks.inputs import load_unknown_phrases
 from tasks.instantiate import InstantiateParams
 from tasks.kappa_gate import GateParams
+from tasks.llm import LLMConfig
 from tasks.survey_filter import SurveyParams
+from tasks.translate import TranslateParams
 
 SAMPLE_CONFIG = REPO_ROOT / "configs" / "sample.toml"
-INPUTS = ("questionnaire", "responses", "templates", "ratings")
+INPUTS = ("questionnaire", "responses", "templates", "ratings", "unknown_phrases")
+OPTIONAL_INPUTS = ("disambiguation_overrides",)
 
 
 class ConfigError(ValueError):
@@ -28,9 +34,14 @@ class ConfigError(ValueError):
 class BuildConfig:
     path: Path
     inputs: dict[str, Path]
+    llm: LLMConfig
+    transcript: Path | None
+    """Recorded LLM answers (JSONL) imported into the response store before the LLM stages."""
     survey_filter: SurveyParams
     kappa_gate: GateParams
+    disambiguate: DisambiguateParams
     instantiate: InstantiateParams
+    translate: TranslateParams
 
     def parameters(self) -> dict[str, Any]:
         """Every parameter of the build, for the manifest."""
@@ -38,20 +49,21 @@ class BuildConfig:
             "config": str(self.path),
             "survey_filter": self.survey_filter.__dict__,
             "kappa_gate": self.kappa_gate.__dict__,
+            "disambiguate": self.disambiguate.__dict__,
             "instantiate": self.instantiate.__dict__,
+            "translate": self.translate.__dict__,
+            "llm": {k: v for k, v in self.llm.__dict__.items() if k != "prices"} | {"transcript": self.transcript},
         }
 
 
-def _section(path: Path, raw: dict[str, Any], name: str, kind: type) -> Any:
+def _section(path: Path, raw: dict[str, Any], name: str, kind: Any) -> Any:
     values = raw.get(name, {})
-    known = {f.name for f in fields(kind)}
+    known = {f.name for f in fields(kind.func if isinstance(kind, partial) else kind)} - {"unknown_phrases"}
     unknown = sorted(set(values) - known)
     if unknown:
         raise ConfigError(
             f"{path}: [{name}] has unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}"
         )
-    if "unknown_phrases" in values:
-        values = {**values, "unknown_phrases": tuple(values["unknown_phrases"])}
     return kind(**values)
 
 
@@ -68,10 +80,28 @@ def load_config(path: Path | None = None) -> BuildConfig:
     missing = [name for name in INPUTS if name not in declared]
     if missing:
         raise ConfigError(f"{path}: [inputs] is missing {', '.join(missing)}")
+    phrases = load_unknown_phrases((path.parent / declared["unknown_phrases"]).resolve())
+    unknown = sorted(set(declared) - set(INPUTS) - set(OPTIONAL_INPUTS))
+    if unknown:
+        raise ConfigError(f"{path}: [inputs] has unknown key(s) {', '.join(unknown)}")
+    llm = dict(raw.get("llm", {}))
+    transcript = llm.pop("transcript", None)
+    if "store_path" in llm:
+        llm["store_path"] = (path.parent / llm["store_path"]).resolve()
+    try:
+        llm_config = LLMConfig.from_mapping(llm)
+    except ValueError as exc:
+        raise ConfigError(f"{path}: [llm] {exc}") from None
     return BuildConfig(
         path=path,
-        inputs={name: (path.parent / declared[name]).resolve() for name in INPUTS},
+        inputs={
+            name: (path.parent / declared[name]).resolve() for name in (*INPUTS, *OPTIONAL_INPUTS) if name in declared
+        },
+        llm=llm_config,
+        transcript=(path.parent / transcript).resolve() if transcript else None,
         survey_filter=_section(path, raw, "survey_filter", SurveyParams),
         kappa_gate=_section(path, raw, "kappa_gate", GateParams),
-        instantiate=_section(path, raw, "instantiate", InstantiateParams),
+        disambiguate=_section(path, raw, "disambiguate", DisambiguateParams),
+        instantiate=_section(path, raw, "instantiate", partial(InstantiateParams, tuple(phrases["phrase_fa"]))),
+        translate=_section(path, raw, "translate", TranslateParams),
     )

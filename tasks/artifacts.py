@@ -44,6 +44,8 @@ class StageOutput:
     tables: dict[str, pd.DataFrame]
     schemas: dict[str, pa.Schema]
     report: dict[str, Any]
+    csv: tuple[str, ...] = ()
+    """Tables also written as CSV, for people to open in a spreadsheet (a review sheet)."""
 
     def __getitem__(self, name: str) -> pd.DataFrame:
         return self.tables[name]
@@ -190,6 +192,14 @@ class RunFolder:
             target = stage_dir / f"{name}.parquet"
             atomic_write_bytes(target, data)
             artifacts.append(Artifact(target.relative_to(self.path).as_posix(), sha256_bytes(data), len(frame)))
+            if name in output.csv:
+                text = frame.to_csv(index=False).encode("utf-8")
+                atomic_write_bytes(target.with_suffix(".csv"), text)
+                artifacts.append(
+                    Artifact(
+                        target.with_suffix(".csv").relative_to(self.path).as_posix(), sha256_bytes(text), len(frame)
+                    )
+                )
         report = {**output.report, "cached": cached, "inputs": dict(inputs)}
         report_path = stage_dir / "report.json"
         artifacts.append(Artifact(report_path.relative_to(self.path).as_posix(), write_json(report_path, report), None))

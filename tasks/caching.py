@@ -26,7 +26,7 @@ from prefect.cache_policies import CachePolicy
 from prefect.context import TaskRunContext
 
 from tasks import schemas
-from tasks.artifacts import parquet_bytes
+from tasks.artifacts import parquet_bytes, sha256_file
 
 
 def _digest(value: Any) -> Any:
@@ -41,7 +41,7 @@ def _digest(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [_digest(v) for v in value]
     if isinstance(value, Path):
-        return str(value)
+        return {"file": str(value), "sha256": sha256_file(value) if value.is_file() else None}
     return value
 
 

@@ -45,7 +45,7 @@ class InputError(ValueError):
         super().__init__(f"{where}: {problem}")
 
 
-def _read_csv(path: Path, required: Iterable[str]) -> pd.DataFrame:
+def read_csv_checked(path: Path, required: Iterable[str]) -> pd.DataFrame:
     if not path.is_file():
         raise InputError(path, None, "file not found")
     try:
@@ -58,7 +58,7 @@ def _read_csv(path: Path, required: Iterable[str]) -> pd.DataFrame:
     return frame.map(str.strip)
 
 
-def _row(index: int) -> int:
+def spreadsheet_row(index: int) -> int:
     """The spreadsheet row of the data row at ``index`` (header = row 1)."""
     return int(index) + 2
 
@@ -73,7 +73,9 @@ def _require_unique(frame: pd.DataFrame, column: str, path: Path, what: str) -> 
         index = duplicated.idxmax()
         first = frame.index[frame[column] == frame.at[index, column]][0]
         raise InputError(
-            path, _row(index), f"duplicate {what} {frame.at[index, column]!r} (first in row {_row(first)})"
+            path,
+            spreadsheet_row(index),
+            f"duplicate {what} {frame.at[index, column]!r} (first in row {spreadsheet_row(first)})",
         )
 
 
@@ -81,7 +83,7 @@ def _require_filled(frame: pd.DataFrame, columns: Iterable[str], path: Path) -> 
     for column in columns:
         empty = frame[column] == ""
         if empty.any():
-            raise InputError(path, _row(empty.idxmax()), f"empty {column}")
+            raise InputError(path, spreadsheet_row(empty.idxmax()), f"empty {column}")
 
 
 def load_questionnaire(path: Path) -> pd.DataFrame:
@@ -95,16 +97,16 @@ def load_questionnaire(path: Path) -> pd.DataFrame:
         "non_target_groups",
         "source",
     ]
-    frame = _read_csv(path, columns)[columns]
+    frame = read_csv_checked(path, columns)[columns]
     _require_filled(frame, ["stereotype_id", "category", "statement_fa", "target_group", "non_target_groups"], path)
     _require_unique(frame, "stereotype_id", path, "stereotype_id")
     for index, row in frame.iterrows():
         if row.category not in CATEGORIES:
             raise InputError(
-                path, _row(index), f"category {row.category!r} is not one of the 16: {', '.join(CATEGORIES)}"
+                path, spreadsheet_row(index), f"category {row.category!r} is not one of the 16: {', '.join(CATEGORIES)}"
             )
         if row.source not in SOURCES:
-            raise InputError(path, _row(index), f"source {row.source!r} is not one of {', '.join(SOURCES)}")
+            raise InputError(path, spreadsheet_row(index), f"source {row.source!r} is not one of {', '.join(SOURCES)}")
     for column in ("statement_fa", "target_group"):
         frame[column] = frame[column].map(normalize_fa)
     frame["non_target_groups"] = frame["non_target_groups"].map(_split_list)
@@ -114,7 +116,7 @@ def load_questionnaire(path: Path) -> pd.DataFrame:
 def load_responses(path: Path, stereotype_ids: Iterable[str]) -> pd.DataFrame:
     """Survey responses: one row per respondent, the Appendix E attributes, one answer per stereotype."""
     known = list(stereotype_ids)
-    frame = _read_csv(path, ["respondent_id", *DEMOGRAPHIC_COLUMNS])
+    frame = read_csv_checked(path, ["respondent_id", *DEMOGRAPHIC_COLUMNS])
     answer_columns = [column for column in frame.columns if column not in ("respondent_id", *DEMOGRAPHIC_COLUMNS)]
     unknown = [column for column in answer_columns if column not in known]
     if unknown:
@@ -130,7 +132,7 @@ def load_responses(path: Path, stereotype_ids: Iterable[str]) -> pd.DataFrame:
         index, column = bad.stack().pipe(lambda cells: cells[cells].index[0])
         raise InputError(
             path,
-            _row(index),
+            spreadsheet_row(index),
             f"answer {frame.at[index, column]!r} for {column} (respondent {frame.at[index, 'respondent_id']}) "
             f"is not one of {', '.join(ANSWERS)} or empty",
         )
@@ -171,7 +173,7 @@ def load_templates(path: Path, stereotype_ids: Iterable[str]) -> pd.DataFrame:
     no placeholder. Entity lists are non-empty, without repeats, and the two lists share no entity.
     """
     known = set(stereotype_ids)
-    frame = _read_csv(path, TEMPLATE_COLUMNS)[TEMPLATE_COLUMNS]
+    frame = read_csv_checked(path, TEMPLATE_COLUMNS)[TEMPLATE_COLUMNS]
     _require_filled(
         frame, ["template_id", "stereotype_id", "ambiguous_fa", "question_negative_fa", "question_nonnegative_fa"], path
     )
@@ -182,7 +184,7 @@ def load_templates(path: Path, stereotype_ids: Iterable[str]) -> pd.DataFrame:
         frame[column] = frame[column].map(_split_list)
     roles = {"stereo", "nonstereo"}
     for index, row in frame.iterrows():
-        line = _row(index)
+        line = spreadsheet_row(index)
         if row.stereotype_id not in known:
             raise InputError(path, line, f"unknown stereotype id {row.stereotype_id!r}: not in the questionnaire")
         lex = {"lex"} if row.lexical_variants else set()
@@ -210,13 +212,15 @@ def load_ratings(path: Path, template_ids: Iterable[str]) -> pd.DataFrame:
     (PakBBQ §3.2). One row per (template, item, annotator)."""
     known = set(template_ids)
     columns = ["template_id", "item_id", "annotator_id", "target_label", "relevance"]
-    frame = _read_csv(path, columns)[columns]
+    frame = read_csv_checked(path, columns)[columns]
     _require_filled(frame, columns, path)
     unknown = ~frame["template_id"].isin(known)
     if unknown.any():
         index = unknown.idxmax()
         raise InputError(
-            path, _row(index), f"unknown template id {frame.at[index, 'template_id']!r}: not in the templates"
+            path,
+            spreadsheet_row(index),
+            f"unknown template id {frame.at[index, 'template_id']!r}: not in the templates",
         )
     labels = frame["target_label"].str.lower()
     bad_label = ~labels.isin(TARGET_LABELS)
@@ -224,20 +228,36 @@ def load_ratings(path: Path, template_ids: Iterable[str]) -> pd.DataFrame:
         index = bad_label.idxmax()
         raise InputError(
             path,
-            _row(index),
+            spreadsheet_row(index),
             f"target_label {frame.at[index, 'target_label']!r} is not one of {', '.join(TARGET_LABELS)}",
         )
     relevance = pd.to_numeric(frame["relevance"], errors="coerce")
     bad_relevance = ~relevance.isin(RELEVANCE_SCALE)
     if bad_relevance.any():
         index = bad_relevance.idxmax()
-        raise InputError(path, _row(index), f"relevance {frame.at[index, 'relevance']!r} is outside the scale 1–3")
+        raise InputError(
+            path, spreadsheet_row(index), f"relevance {frame.at[index, 'relevance']!r} is outside the scale 1–3"
+        )
     repeated = frame.duplicated(["template_id", "item_id", "annotator_id"])
     if repeated.any():
         index = repeated.idxmax()
         raise InputError(
             path,
-            _row(index),
+            spreadsheet_row(index),
             f"annotator {frame.at[index, 'annotator_id']} rated item {frame.at[index, 'item_id']} twice",
         )
     return frame.assign(target_label=labels, relevance=relevance.astype("int64"))
+
+
+def load_unknown_phrases(path: Path) -> pd.DataFrame:
+    """The 'unknown' option's Persian phrasings and the fixed English rendering of each."""
+    frame = read_csv_checked(path, ["phrase_fa", "phrase_en"])[["phrase_fa", "phrase_en"]]
+    for index, row in frame.iterrows():
+        if not row.phrase_fa or not row.phrase_en:
+            raise InputError(path, spreadsheet_row(index), "empty phrase")
+    frame["phrase_fa"] = frame["phrase_fa"].map(normalize_fa)
+    if frame["phrase_fa"].duplicated().any():
+        raise InputError(path, spreadsheet_row(frame["phrase_fa"].duplicated().idxmax()), "duplicate phrase_fa")
+    if frame.empty:
+        raise InputError(path, None, "no phrases")
+    return frame

@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 
 import numpy as np
 import pandas as pd
@@ -29,13 +29,6 @@ from tasks.artifacts import StageOutput, count_reasons
 from tasks.caching import stage_task
 from tasks.schemas import EXAMPLE, TEMPLATE
 
-DEFAULT_UNKNOWN_PHRASES: tuple[str, ...] = (
-    "نمی‌توان تشخیص داد",
-    "اطلاعات کافی نیست",
-    "مشخص نیست",
-    "نمی‌توان گفت",
-    "قابل تعیین نیست",
-)
 ROLE_KEYS = {"stereo": "stereotyped", "nonstereo": "non-stereotyped", "unknown": "unknown"}
 PERMUTATIONS: tuple[tuple[str, str, str], ...] = tuple(itertools.permutations(("stereo", "nonstereo", "unknown")))
 DUPLICATE_KEY = ["context", "question", "ans0", "ans1", "ans2"]
@@ -45,8 +38,9 @@ EXAMPLES_PER_PAIR = 12
 
 @dataclass(frozen=True)
 class InstantiateParams:
+    unknown_phrases: tuple[str, ...]
+    """The Persian 'unknown' phrasings an example draws its third option from (annotations/unknown_phrases.csv)."""
     seed: int = 42
-    unknown_phrases: tuple[str, ...] = field(default=DEFAULT_UNKNOWN_PHRASES)
 
 
 def _swap_roles(text: str) -> str:

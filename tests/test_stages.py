@@ -11,6 +11,8 @@ from tasks.instantiate import EXAMPLES_PER_PAIR, InstantiateParams, answer_role,
 from tasks.kappa_gate import SINGLE_LABEL, GateParams, RatingsError, kappa_gate, template_kappa
 from tasks.survey_filter import SurveyParams, cochran_margin, survey_filter
 
+PHRASES = ("نمی‌توان گفت", "مشخص نیست", "اطلاعات کافی نیست")
+
 
 def _questionnaire(ids: list[str]) -> pd.DataFrame:
     return pd.DataFrame(
@@ -159,7 +161,7 @@ def examples() -> pd.DataFrame:
             _template("T2", "S1", category="Age", lexical_variants=[], ambiguous_fa="{nonstereo} کنار {stereo} نشست."),
         ]
     )
-    return instantiate(templates, InstantiateParams())["examples"]
+    return instantiate(templates, InstantiateParams(PHRASES))["examples"]
 
 
 def test_counts_are_pairs_times_variants_times_twelve(examples: pd.DataFrame) -> None:
@@ -200,15 +202,15 @@ def test_both_orders_of_mention(examples: pd.DataFrame) -> None:
 
 def test_instantiation_is_seeded(examples: pd.DataFrame) -> None:
     templates = pd.DataFrame([_template("T1", "S1", category="Age")])
-    again = instantiate(templates, InstantiateParams())["examples"]
+    again = instantiate(templates, InstantiateParams(PHRASES))["examples"]
     pd.testing.assert_frame_equal(examples.query("template_id == 'T1'").reset_index(drop=True), again)
-    other = instantiate(templates, InstantiateParams(seed=7))["examples"]
+    other = instantiate(templates, InstantiateParams(PHRASES, seed=7))["examples"]
     assert not other[["ans0", "ans1", "ans2"]].equals(again[["ans0", "ans1", "ans2"]])
 
 
 def test_templates_without_a_disambiguated_context_are_dropped_with_reason() -> None:
     templates = pd.DataFrame([_template("T1", "S1", category="Age", disambiguated_biased_fa="")])
-    output = instantiate(templates, InstantiateParams())
+    output = instantiate(templates, InstantiateParams(PHRASES))
     assert output["examples"].empty
     assert output["dropped_templates"]["reason"].tolist() == ["no_disambiguated_context"]
 
@@ -218,5 +220,5 @@ def test_unknown_phrase_comes_from_the_list(examples: pd.DataFrame) -> None:
         [row.ans0, row.ans1, row.ans2][[row.answer_info[f"ans{i}"] for i in range(3)].index("unknown")]
         for row in examples.itertuples()
     ]
-    assert set(unknown) <= set(InstantiateParams().unknown_phrases)
+    assert set(unknown) <= set(PHRASES)
     assert len(set(unknown)) > 1
