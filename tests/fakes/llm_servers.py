@@ -182,6 +182,10 @@ class _Server(ThreadingHTTPServer):
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # Headers and body leave in one segment, without Nagle: two small writes would wait ~40 ms
+    # for the client's delayed ACK on every response.
+    wbufsize = 64 * 1024
+    disable_nagle_algorithm = True
     server: _Server
 
     def log_message(self, format: str, *args: Any) -> None:
