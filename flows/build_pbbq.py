@@ -19,8 +19,8 @@ from prefect.artifacts import create_table_artifact
 
 from flows.config import load_config
 from tasks.artifacts import REPO_ROOT, RunFolder, StageOutput
-from tasks.disambiguate import Prompts, disambiguate_task, load_overrides
-from tasks.inputs import load_questionnaire, load_ratings, load_responses, load_templates, load_unknown_phrases
+from tasks.disambiguate import Prompts, disambiguate_task
+from tasks.inputs import load_inputs
 from tasks.instantiate import instantiate_task
 from tasks.kappa_gate import kappa_gate_task
 from tasks.statistics import statistics_task
@@ -66,23 +66,10 @@ def build_pbbq(config: str | None = None, run_id: str | None = None, outputs: st
         llm = dataclasses.replace(llm, store_path=root / ".cache" / "llm" / "responses.sqlite")
     get_run_logger().info("run %s → %s", run.run_id, run.path)
     with run.recording():
-        paths = build.inputs
-        questionnaire = load_questionnaire(paths["questionnaire"])
-        responses = load_responses(paths["responses"], questionnaire["stereotype_id"])
-        templates = load_templates(paths["templates"], questionnaire["stereotype_id"])
-        ratings = load_ratings(paths["ratings"], templates["template_id"])
-        unknown_phrases = load_unknown_phrases(paths["unknown_phrases"])
-        overrides = load_overrides(paths.get("disambiguation_overrides"), templates)
-        for name, frame in (
-            ("questionnaire", questionnaire),
-            ("responses", responses),
-            ("templates", templates),
-            ("ratings", ratings),
-            ("unknown_phrases", unknown_phrases),
-            ("disambiguation_overrides", overrides),
-        ):
-            if name in paths:
-                run.record_input(name, paths[name], len(frame))
+        tables = load_inputs(build.inputs)
+        for name, frame in tables.items():
+            if name in build.inputs:
+                run.record_input(name, build.inputs[name], len(frame))
         if build.transcript is not None:
             run.record_input("transcript", build.transcript, None)
         hashes = {name: entry["sha256"] for name, entry in run.inputs.items()}
@@ -90,16 +77,16 @@ def build_pbbq(config: str | None = None, run_id: str | None = None, outputs: st
         survey = stage(
             "02_survey",
             survey_filter_task,
-            questionnaire,
-            responses,
+            tables["questionnaire"],
+            tables["responses"],
             build.survey_filter,
             inputs={k: hashes[k] for k in ("questionnaire", "responses")},
         )
         gate = stage(
             "03_kappa_gate",
             kappa_gate_task,
-            templates,
-            ratings,
+            tables["templates"],
+            tables["ratings"],
             survey["stereotypes"],
             build.kappa_gate,
             inputs={
@@ -113,7 +100,7 @@ def build_pbbq(config: str | None = None, run_id: str | None = None, outputs: st
             disambiguate_task,
             gate["gated"],
             survey["stereotypes"],
-            overrides,
+            tables["disambiguation_overrides"],
             prompts,
             llm,
             build.transcript,
@@ -132,7 +119,7 @@ def build_pbbq(config: str | None = None, run_id: str | None = None, outputs: st
             "07_translate",
             translate_task,
             examples["examples"],
-            unknown_phrases,
+            tables["unknown_phrases"],
             translation_prompts,
             llm,
             build.transcript,

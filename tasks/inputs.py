@@ -34,6 +34,9 @@ SOURCES = ("crawl", "expert", "survey-write-in")
 TARGET_LABELS = ("stereo", "nonstereo", "neither")
 RELEVANCE_SCALE = (1, 2, 3)
 PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
+ASSIGNMENTS = ("biased", "counter_biased")
+"""Disambiguated answer assignments: the stereotyped entity answers the negative question, or the other one."""
+OVERRIDE_COLUMNS = ["template_id", "assignment", "text"]
 
 
 class InputError(ValueError):
@@ -261,3 +264,42 @@ def load_unknown_phrases(path: Path) -> pd.DataFrame:
     if frame.empty:
         raise InputError(path, None, "no phrases")
     return frame
+
+
+def load_overrides(path: Path | None, templates: pd.DataFrame) -> pd.DataFrame:
+    """Human fixes: one continuation per (template_id, assignment), validated like a template's own.
+    No file configured means no overrides; a configured file must exist."""
+    if path is None:
+        return pd.DataFrame(columns=OVERRIDE_COLUMNS)
+    frame = read_csv_checked(path, OVERRIDE_COLUMNS)[OVERRIDE_COLUMNS]
+    lexical = templates.set_index("template_id")["lexical_variants"].to_dict()
+    for index, row in frame.iterrows():
+        if row.template_id not in lexical:
+            raise InputError(
+                path, spreadsheet_row(index), f"unknown template id {row.template_id!r}: not in the templates"
+            )
+        if row.assignment not in ASSIGNMENTS:
+            raise InputError(
+                path, spreadsheet_row(index), f"assignment {row.assignment!r} is not one of {', '.join(ASSIGNMENTS)}"
+            )
+        roles = {"stereo", "nonstereo"}
+        lex = {"lex"} if len(lexical[row.template_id]) else set()
+        _check_placeholders(path, spreadsheet_row(index), "text", row.text, roles, roles | lex)
+    if frame.duplicated(["template_id", "assignment"]).any():
+        index = frame.duplicated(["template_id", "assignment"]).idxmax()
+        raise InputError(path, spreadsheet_row(index), "a second override for the same template and assignment")
+    return frame.assign(text=frame["text"].map(normalize_fa))
+
+
+def load_inputs(paths: dict[str, Path]) -> dict[str, pd.DataFrame]:
+    """Every input of a build, each validated against those it refers to (ids must exist)."""
+    questionnaire = load_questionnaire(paths["questionnaire"])
+    templates = load_templates(paths["templates"], questionnaire["stereotype_id"])
+    return {
+        "questionnaire": questionnaire,
+        "responses": load_responses(paths["responses"], questionnaire["stereotype_id"]),
+        "templates": templates,
+        "ratings": load_ratings(paths["ratings"], templates["template_id"]),
+        "unknown_phrases": load_unknown_phrases(paths["unknown_phrases"]),
+        "disambiguation_overrides": load_overrides(paths.get("disambiguation_overrides"), templates),
+    }

@@ -1,0 +1,79 @@
+"""Record the bundled sample's LLM transcript (``prompts/transcripts/sample.jsonl``) from a scripted stand-in.
+
+No model wrote the sample's answers: people did (``stand_ins/``), and ``tests/fakes/stand_in_model.py``
+plays them back as a model would answer, behind a local fake OpenAI server, while the real stages and the
+real client run in live mode; so the transcript holds exactly the requests the sample build makes. Run it
+after changing the sample's templates, the stand-ins or a prompt:
+
+    .venv/bin/python prompts/transcripts/record_sample.py
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parents[1]))
+
+from flows.config import load_config  # noqa: E402
+from tasks.disambiguate import Prompts, disambiguate  # noqa: E402
+from tasks.inputs import load_inputs  # noqa: E402
+from tasks.instantiate import instantiate  # noqa: E402
+from tasks.kappa_gate import kappa_gate  # noqa: E402
+from tasks.llm import LLMClient, ResponseStore  # noqa: E402
+from tasks.survey_filter import survey_filter  # noqa: E402
+from tasks.translate import TranslatePrompts, translate  # noqa: E402
+from tests.fakes.llm_servers import FakeLLMServer  # noqa: E402
+from tests.fakes.stand_in_model import StandInModel  # noqa: E402
+
+TRANSCRIPT = HERE / "sample.jsonl"
+HEADER_NOTE = (
+    "Stand-in answers: written by people to stand in for a model's, so that the bundled sample builds offline "
+    "(disambiguations hand-written, including designed rule-breaking first answers; translations composed from "
+    "hand-written English templates and phrases; back-translations are the source text, except two deliberately "
+    "poor ones). No model produced them. A real build records its own transcript."
+)
+
+
+def record(transcript: Path = TRANSCRIPT) -> int:
+    """Run the sample's LLM stages against the stand-in model and export what they asked and got."""
+    build = load_config()
+    tables = load_inputs(build.inputs)
+    model = StandInModel(
+        tables["templates"],
+        tables["questionnaire"],
+        tables["disambiguation_overrides"],
+        build.instantiate.unknown_phrases,
+    )
+    with tempfile.TemporaryDirectory() as scratch, FakeLLMServer(answer=model) as server:
+        os.environ[build.llm.api_key_env] = "stand-in-no-key"
+        llm = dataclasses.replace(
+            build.llm, mode="live", base_url=server.openai_base_url, store_path=Path(scratch) / "store.sqlite"
+        )
+        store = ResponseStore(llm.store_path)
+        client = LLMClient(llm, store)
+        survey = survey_filter(tables["questionnaire"], tables["responses"], build.survey_filter)
+        gate = kappa_gate(tables["templates"], tables["ratings"], survey["stereotypes"], build.kappa_gate)
+        templates = disambiguate(
+            gate["gated"],
+            survey["stereotypes"],
+            tables["disambiguation_overrides"],
+            Prompts.load(),
+            client,
+            build.disambiguate,
+        )
+        examples = instantiate(templates["templates"], build.instantiate)["examples"]
+        english = translate(examples, tables["unknown_phrases"], TranslatePrompts.load(), client, build.translate)
+        count = store.export_jsonl(transcript, header={"note": HEADER_NOTE, "model": llm.model})
+    print(f"{count} answers → {transcript}")
+    print(f"disambiguate: {templates.report['sources']}, review: {len(templates['review'])} answers")
+    print(f"translate: {english.report['counts']}, dropped: {english.report['dropped']['by_reason']}")
+    return count
+
+
+if __name__ == "__main__":
+    record()
