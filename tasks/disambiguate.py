@@ -27,7 +27,7 @@ import pyarrow as pa
 from tasks.artifacts import REPO_ROOT, StageOutput, count_reasons, sha256_bytes
 from tasks.caching import stage_task
 from tasks.inputs import PLACEHOLDER
-from tasks.llm import LLMClient, LLMConfig, LLMRequest, ResponseStore, open_store
+from tasks.llm import LLMClient, LLMConfig, LLMRequest, open_llm
 from tasks.persian_text import normalize_fa, tokenize_fa, words
 from tasks.schemas import TEMPLATE
 
@@ -259,14 +259,6 @@ def disambiguate(
         report=report,
         csv=("review",),
     )
-
-
-def open_llm(config: LLMConfig, transcript: Path | None) -> LLMClient:
-    """A client over the configured store, with a transcript's answers imported first when one is given."""
-    store: ResponseStore = open_store(config.store_path)
-    if transcript is not None:
-        store.import_jsonl(transcript)
-    return LLMClient(config, store)
 
 
 def disambiguate_stage(

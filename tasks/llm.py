@@ -709,3 +709,11 @@ def _checked(text: object, tokens_in: object, tokens_out: object) -> tuple[str, 
     if not isinstance(text, str):
         raise _MalformedAnswer("the answer carries no text")
     return text, int(tokens_in or 0), int(tokens_out or 0)
+
+
+def open_llm(config: LLMConfig, transcript: Path | None) -> LLMClient:
+    """A client over the configured store, with a transcript's answers imported first when one is given."""
+    store = open_store(config.store_path)
+    if transcript is not None:
+        store.import_jsonl(transcript)
+    return LLMClient(config, store)

@@ -22,8 +22,7 @@ from sacrebleu.metrics import CHRF
 
 from tasks.artifacts import REPO_ROOT, StageOutput, count_reasons, sha256_bytes
 from tasks.caching import stage_task
-from tasks.disambiguate import open_llm
-from tasks.llm import LLMClient, LLMConfig, LLMRequest
+from tasks.llm import LLMClient, LLMConfig, LLMRequest, open_llm
 from tasks.persian_text import normalize_fa
 from tasks.schemas import EXAMPLE
 
