@@ -2,9 +2,10 @@
 
 Sends N distinct requests in live mode (fresh temporary store) to the fake OpenAI-compatible
 server of tests/fakes, which answers each after a fixed latency, and compares the wall time
-with the ideal N × latency ÷ concurrency. Goal: ratio ≤ 1.25. The CPU column is the process's
-CPU time over the run (client and in-process fake server, all threads): near the wall time means
-the run was CPU-bound (the SDKs cost ~1.5-2 ms of CPU per request, serialised by the GIL).
+with the ideal N × latency ÷ concurrency. Goal: ratio ≤ 1.25. The fake runs in a process of its
+own, as a real server would, so that it does not share the client's interpreter lock; the CPU
+column is the client process's CPU time over the run: near the wall time means the run was
+CPU-bound (the SDKs cost ~1.5-2 ms of CPU per request, serialised by the GIL).
 
     PYTHONPATH=. python benchmarks/llm_stage.py [--requests 2000] [--latency 0.05] [--concurrency 16]
 """
@@ -13,9 +14,11 @@ from __future__ import annotations
 
 import argparse
 import logging
+import multiprocessing
 import os
 import tempfile
 import time
+from multiprocessing.connection import Connection
 from pathlib import Path
 
 from tasks.llm import LLMClient, LLMConfig, LLMRequest
@@ -25,6 +28,14 @@ KEY_ENV = "PBBQ_BENCHMARK_KEY"
 GOAL = 1.25
 
 
+def _serve(latency: float, pipe: Connection) -> None:
+    """The fake server's process: send the port, serve until told to stop, send back its counts."""
+    with FakeLLMServer(latency=latency) as server:
+        pipe.send(server.openai_base_url)
+        pipe.recv()
+        pipe.send((server.requests_total, server.max_in_flight))
+
+
 def measure(requests: int, latency: float, concurrency: int) -> dict[str, float]:
     """Run the benchmark once; returns the table's figures."""
     os.environ[KEY_ENV] = "sk-benchmark-not-a-secret"
@@ -32,11 +43,15 @@ def measure(requests: int, latency: float, concurrency: int) -> dict[str, float]
         LLMRequest(messages=(("user", f"request {i}"),), prompt_hash="0" * 64, stage="benchmark", context=f"#{i}")
         for i in range(requests)
     ]
-    with tempfile.TemporaryDirectory() as tmp, FakeLLMServer(latency=latency) as server:
+    pipe, child_end = multiprocessing.get_context("spawn").Pipe()
+    server = multiprocessing.get_context("spawn").Process(target=_serve, args=(latency, child_end), daemon=True)
+    server.start()
+    base_url = pipe.recv()
+    with tempfile.TemporaryDirectory() as tmp:
         config = LLMConfig(
             provider="openai",
             model="benchmark-model",
-            base_url=server.openai_base_url,
+            base_url=base_url,
             api_key_env=KEY_ENV,
             mode="live",
             store_path=Path(tmp) / "store.sqlite",
@@ -47,9 +62,11 @@ def measure(requests: int, latency: float, concurrency: int) -> dict[str, float]
         answers = client.complete_many(batch)
         wall, cpu = time.perf_counter() - start, time.process_time() - cpu_start
         client.store.close()
-        if server.requests_total != requests or len(answers) != requests:
-            raise RuntimeError(f"expected {requests} requests, the server saw {server.requests_total}")
-        peak = server.max_in_flight
+    pipe.send("stop")
+    seen, peak = pipe.recv()
+    server.join(timeout=10)
+    if seen != requests or len(answers) != requests:
+        raise RuntimeError(f"expected {requests} requests, the server saw {seen}")
     ideal = requests * latency / concurrency
     return {
         "requests": requests,
