@@ -18,11 +18,13 @@ from prefect import flow, get_run_logger
 from prefect.artifacts import create_table_artifact
 
 from flows.config import load_config
-from tasks.artifacts import REPO_ROOT, RunFolder, StageOutput
+from tasks.artifacts import REPO_ROOT, RunFolder, StageOutput, display_path
 from tasks.disambiguate import Prompts, disambiguate_task
 from tasks.inputs import load_inputs
 from tasks.instantiate import instantiate_task
 from tasks.kappa_gate import kappa_gate_task
+from tasks.llm import export_transcript
+from tasks.publish import create_release_artifact, publish_stage
 from tasks.statistics import statistics_task
 from tasks.survey_filter import survey_filter_task
 from tasks.translate import TranslatePrompts, translate_task
@@ -126,17 +128,37 @@ def build_pbbq(config: str | None = None, run_id: str | None = None, outputs: st
             build.translate,
             inputs={"examples": run.artifact_hash("05_instantiate", "examples"), "prompts": translation_prompts.sha256},
         )
+        dataset = pd.concat([examples["examples"], english["examples"]], ignore_index=True)
         stats = stage(
             "09_statistics",
             statistics_task,
             survey["stereotypes"],
             gate["templates"],
-            pd.concat([examples["examples"], english["examples"]], ignore_index=True),
+            dataset,
             inputs={
                 "fa": run.artifact_hash("05_instantiate", "examples"),
                 "en": run.artifact_hash("07_translate", "examples"),
             },
         )
+        transcript = run.path / "transcript.jsonl"
+        used = {*disambiguated["attempts"]["request_id"], *english["segments"]["request_ids"].explode().dropna()}
+        export_transcript(llm, used, transcript, note=f"LLM answers of PBBQ build {run.run_id}")
+        run.record_file(transcript, rows=len(used))
+        publish = publish_stage(
+            run.path / "10_publish",
+            dataset,
+            table1=stats["table1"],
+            table2=None,
+            funnel=stats["funnel"],
+            manifest_path=run.write_manifest("built"),
+            transcript_path=transcript,
+            build_id=run.run_id,
+            build_config=display_path(build.path),
+            params=build.publish,
+        )
+        run.write_stage("10_publish", publish, inputs={"manifest": publish.report["manifest_sha256"]}, cached=False)
+        create_release_artifact(publish.report)
+        get_run_logger().info("release: %s", publish.report["link"])
         _table_artifact("funnel", stats["funnel"], "From surveyed stereotypes to examples, this build")
         _table_artifact(
             "survey-filter",

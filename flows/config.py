@@ -12,12 +12,13 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from tasks.artifacts import REPO_ROOT
+from tasks.artifacts import REPO_ROOT, display_path
 from tasks.disambiguate import DisambiguateParams
 from tasks.inputs import load_unknown_phrases
 from tasks.instantiate import InstantiateParams
 from tasks.kappa_gate import GateParams
 from tasks.llm import LLMConfig
+from tasks.publish import PublishParams
 from tasks.survey_filter import SurveyParams
 from tasks.translate import TranslateParams
 
@@ -42,17 +43,20 @@ class BuildConfig:
     disambiguate: DisambiguateParams
     instantiate: InstantiateParams
     translate: TranslateParams
+    publish: PublishParams
 
     def parameters(self) -> dict[str, Any]:
         """Every parameter of the build, for the manifest."""
         return {
-            "config": str(self.path),
+            "config": display_path(self.path),
             "survey_filter": self.survey_filter.__dict__,
             "kappa_gate": self.kappa_gate.__dict__,
             "disambiguate": self.disambiguate.__dict__,
             "instantiate": self.instantiate.__dict__,
             "translate": self.translate.__dict__,
-            "llm": {k: v for k, v in self.llm.__dict__.items() if k != "prices"} | {"transcript": self.transcript},
+            "llm": {k: v for k, v in self.llm.__dict__.items() if k not in ("prices", "store_path")}
+            | {"transcript": display_path(self.transcript) if self.transcript else None},
+            "publish": self.publish.__dict__,
         }
 
 
@@ -64,7 +68,10 @@ def _section(path: Path, raw: dict[str, Any], name: str, kind: Any) -> Any:
         raise ConfigError(
             f"{path}: [{name}] has unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}"
         )
-    return kind(**values)
+    try:
+        return kind(**values)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{path}: [{name}] {exc}") from None
 
 
 def load_config(path: Path | None = None) -> BuildConfig:
@@ -104,4 +111,5 @@ def load_config(path: Path | None = None) -> BuildConfig:
         disambiguate=_section(path, raw, "disambiguate", DisambiguateParams),
         instantiate=_section(path, raw, "instantiate", partial(InstantiateParams, tuple(phrases["phrase_fa"]))),
         translate=_section(path, raw, "translate", TranslateParams),
+        publish=_section(path, raw, "publish", PublishParams),
     )

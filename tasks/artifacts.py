@@ -148,6 +148,15 @@ def code_version() -> dict[str, Any]:
     return version
 
 
+def display_path(path: Path) -> str:
+    """A path as the manifest shows it: relative to the repository when inside it, so that a published
+    manifest does not carry the builder's home folder."""
+    try:
+        return path.resolve().relative_to(REPO_ROOT).as_posix()
+    except ValueError:
+        return str(path)
+
+
 def new_run_id() -> str:
     """A sortable, unique run id: UTC time of the start and a short random suffix."""
     return f"{datetime.now(UTC):%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
@@ -166,6 +175,7 @@ class RunFolder:
     parameters: dict[str, Any]
     inputs: dict[str, dict[str, Any]] = field(default_factory=dict)
     stages: list[StageRecord] = field(default_factory=list)
+    files: list[Artifact] = field(default_factory=list)
 
     @classmethod
     def create(cls, outputs: Path, run_id: str | None, parameters: Mapping[str, Any]) -> RunFolder:
@@ -180,8 +190,14 @@ class RunFolder:
     def record_input(self, name: str, path: Path, rows: int | None) -> str:
         """Note an input file of the run with its hash; returns the hash."""
         digest = sha256_file(path)
-        self.inputs[name] = {"path": str(path), "sha256": digest, "rows": rows}
+        self.inputs[name] = {"path": display_path(path), "sha256": digest, "rows": rows}
         return digest
+
+    def record_file(self, path: Path, rows: int | None = None) -> Artifact:
+        """Note a run-level file (outside the stage folders, e.g. the LLM transcript) in the manifest."""
+        artifact = Artifact(path.relative_to(self.path).as_posix(), sha256_file(path), rows)
+        self.files.append(artifact)
+        return artifact
 
     def write_stage(self, folder: str, output: StageOutput, *, inputs: Mapping[str, str], cached: bool) -> StageRecord:
         """Write a stage's tables and report under ``<run>/<folder>/`` and add it to the manifest."""
@@ -225,6 +241,7 @@ class RunFolder:
             "code_version": code_version(),
             "parameters": self.parameters,
             "inputs": self.inputs,
+            "files": [artifact.__dict__ for artifact in self.files],
             "stages": [
                 {
                     "stage": record.stage,

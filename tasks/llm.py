@@ -25,7 +25,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
@@ -292,14 +292,24 @@ class ResponseStore:
         with self._lock:
             self._insert([record])
 
-    def export_jsonl(self, path: str | Path, header: Mapping[str, Any]) -> int:
+    def export_jsonl(self, path: str | Path, header: Mapping[str, Any], keys: Iterable[str] | None = None) -> int:
         """Write a transcript: a header line, then one record per line sorted by key; returns the count.
 
-        The same store always gives the same bytes; the file is written to a temporary name and renamed.
+        ``keys`` limits it to those answers (a build's own requests); a key the store lacks is an error, since
+        the transcript could not replay the build. The same store and keys always give the same bytes; the file
+        is written to a temporary name and renamed.
         """
         with self._lock:
             rows = self._db.execute(f"SELECT {', '.join(_RECORD_FIELDS)} FROM responses ORDER BY key").fetchall()
         records = [_row_to_record(row) for row in rows]
+        if keys is not None:
+            wanted = set(keys)
+            records = [record for record in records if record.key in wanted]
+            missing = wanted - {record.key for record in records}
+            if missing:
+                raise LLMError(
+                    f"response store {self.path} lacks {len(missing)} answer(s) of this build, e.g. {min(missing)[:12]}"
+                )
         head = {
             **header,
             "transcript": TRANSCRIPT_FORMAT,
@@ -717,3 +727,14 @@ def open_llm(config: LLMConfig, transcript: Path | None) -> LLMClient:
     if transcript is not None:
         store.import_jsonl(transcript)
     return LLMClient(config, store)
+
+
+def export_transcript(config: LLMConfig, keys: Iterable[str], path: Path, note: str) -> int:
+    """Write the answers of a build's own requests (``keys``) as a transcript that replays it with no key."""
+    store = open_store(config.store_path)
+    try:
+        return store.export_jsonl(
+            path, header={"note": note, "provider": config.provider, "model": config.model}, keys=keys
+        )
+    finally:
+        store.close()
