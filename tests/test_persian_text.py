@@ -1,5 +1,7 @@
 """The Persian text pipeline: every normalisation rule, idempotence, tokenisation, stop words."""
 
+import random
+
 import pytest
 
 from tasks.persian_text import (
@@ -60,6 +62,21 @@ def test_letters_hazm_leaves_alone_stay() -> None:
 def test_normalisation_is_idempotent(raw: str) -> None:
     once = normalize_fa(raw)
     assert normalize_fa(once) == once
+
+
+def test_normalisation_invariants_on_random_strings() -> None:
+    # seeded random strings over the characters the rules touch: the output never holds a mapped character,
+    # two ZWNJs in a row, a ZWNJ beside a space, two spaces, or a space or ZWNJ at either end; a second pass
+    # changes nothing
+    alphabet = [*"اب ی\t\n", ZWNJ, "\u200b", "\u200d", "\ufeff", "\u064e", "\u0640", "ي", "ك", "۱", "٢"]
+    rng = random.Random(11)
+    for _ in range(2000):
+        once = normalize_fa("".join(rng.choices(alphabet, k=rng.randint(0, 12))))
+        assert normalize_fa(once) == once
+        assert not set(once) & {"\t", "\n", "\u200b", "\u200d", "\ufeff", "\u064e", "\u0640", "ي", "ك", "۱", "٢"}
+        for bad in (ZWNJ * 2, f" {ZWNJ}", f"{ZWNJ} ", "  "):
+            assert bad not in once
+        assert once == once.strip(" " + ZWNJ)
 
 
 def test_real_sentences() -> None:
