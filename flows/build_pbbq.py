@@ -24,10 +24,17 @@ from tasks.inputs import load_inputs
 from tasks.instantiate import instantiate_task
 from tasks.kappa_gate import kappa_gate_task
 from tasks.llm import export_transcript
+from tasks.names import load_gender_prompt, load_name_table, names_task
 from tasks.publish import create_release_artifact, publish_stage
 from tasks.statistics import statistics_task
 from tasks.survey_filter import survey_filter_task
 from tasks.translate import TranslatePrompts, translate_task
+
+
+TRANSCRIPT_NOTE = (
+    "The LLM answers this PBBQ build used: import it (llm.transcript) and build in replay mode to rebuild it "
+    "byte for byte with no API key."
+)
 
 
 def outputs_folder(outputs: str | None) -> Path:
@@ -72,6 +79,8 @@ def build_pbbq(config: str | None = None, run_id: str | None = None, outputs: st
         for name, frame in tables.items():
             if name in build.inputs:
                 run.record_input(name, build.inputs[name], len(frame))
+        name_table = load_name_table(build.inputs["names"], tables["templates"])
+        run.record_input("names", build.inputs["names"], len(name_table))
         if build.transcript is not None:
             run.record_input("transcript", build.transcript, None)
         hashes = {name: entry["sha256"] for name, entry in run.inputs.items()}
@@ -116,6 +125,18 @@ def build_pbbq(config: str | None = None, run_id: str | None = None, outputs: st
             build.instantiate,
             inputs={"templates": run.artifact_hash("04_disambiguate", "templates")},
         )
+        labeller = build.names.gender_llm  # only then does the LLM configuration enter the cache key
+        proxies = stage(
+            "06_names",
+            names_task,
+            examples["examples"],
+            name_table,
+            build.names,
+            llm if labeller else None,
+            build.transcript if labeller else None,
+            load_gender_prompt() if labeller else "",
+            inputs={"examples": run.artifact_hash("05_instantiate", "examples"), "names": hashes["names"]},
+        )
         translation_prompts = TranslatePrompts.load()
         english = stage(
             "07_translate",
@@ -128,7 +149,7 @@ def build_pbbq(config: str | None = None, run_id: str | None = None, outputs: st
             build.translate,
             inputs={"examples": run.artifact_hash("05_instantiate", "examples"), "prompts": translation_prompts.sha256},
         )
-        dataset = pd.concat([examples["examples"], english["examples"]], ignore_index=True)
+        dataset = pd.concat([examples["examples"], proxies["examples"], english["examples"]], ignore_index=True)
         stats = stage(
             "09_statistics",
             statistics_task,
@@ -137,12 +158,17 @@ def build_pbbq(config: str | None = None, run_id: str | None = None, outputs: st
             dataset,
             inputs={
                 "fa": run.artifact_hash("05_instantiate", "examples"),
+                "fa-names": run.artifact_hash("06_names", "examples"),
                 "en": run.artifact_hash("07_translate", "examples"),
             },
         )
         transcript = run.path / "transcript.jsonl"
-        used = {*disambiguated["attempts"]["request_id"], *english["segments"]["request_ids"].explode().dropna()}
-        export_transcript(llm, used, transcript, note=f"LLM answers of PBBQ build {run.run_id}")
+        used = {
+            *disambiguated["attempts"]["request_id"],
+            *proxies["examples"]["llm_request_ids"].explode().dropna(),
+            *english["segments"]["request_ids"].explode().dropna(),
+        }
+        export_transcript(llm, used, transcript, note=TRANSCRIPT_NOTE)
         run.record_file(transcript, rows=len(used))
         publish = publish_stage(
             run.path / "10_publish",
@@ -157,6 +183,7 @@ def build_pbbq(config: str | None = None, run_id: str | None = None, outputs: st
             params=build.publish,
         )
         run.write_stage("10_publish", publish, inputs={"manifest": publish.report["manifest_sha256"]}, cached=False)
+        run.record_tree(Path(publish.report["folder"]))
         create_release_artifact(publish.report)
         get_run_logger().info("release: %s", publish.report["link"])
         _table_artifact("funnel", stats["funnel"], "From surveyed stereotypes to examples, this build")

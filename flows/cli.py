@@ -11,6 +11,7 @@ import os
 import sys
 from pathlib import Path
 
+from flows.names_cli import add_names_command
 from tasks.artifacts import REPO_ROOT
 
 
@@ -33,6 +34,7 @@ def _parser() -> argparse.ArgumentParser:
     build.add_argument("--run-id", help="name of the run folder (default: time + random suffix)")
     build.add_argument("--outputs", type=Path, help="where runs go (default: $PBBQ_OUTPUTS or outputs/)")
     commands.add_parser("serve", help="serve the build-pbbq deployment with its weekly schedule")
+    add_names_command(commands)
     return parser
 
 
@@ -59,6 +61,8 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     _prefect_defaults()
     try:
+        if args.command == "names":
+            return args.handler(args)
         return _build(args) if args.command == "build" else _serve()
     except KeyboardInterrupt:
         return 130

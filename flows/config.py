@@ -18,12 +18,13 @@ from tasks.inputs import load_unknown_phrases
 from tasks.instantiate import InstantiateParams
 from tasks.kappa_gate import GateParams
 from tasks.llm import LLMConfig
+from tasks.names import NamesParams
 from tasks.publish import PublishParams
 from tasks.survey_filter import SurveyParams
 from tasks.translate import TranslateParams
 
 SAMPLE_CONFIG = REPO_ROOT / "configs" / "sample.toml"
-INPUTS = ("questionnaire", "responses", "templates", "ratings", "unknown_phrases")
+INPUTS = ("questionnaire", "responses", "templates", "ratings", "unknown_phrases", "names")
 OPTIONAL_INPUTS = ("disambiguation_overrides",)
 
 
@@ -42,6 +43,7 @@ class BuildConfig:
     kappa_gate: GateParams
     disambiguate: DisambiguateParams
     instantiate: InstantiateParams
+    names: NamesParams
     translate: TranslateParams
     publish: PublishParams
 
@@ -53,6 +55,7 @@ class BuildConfig:
             "kappa_gate": self.kappa_gate.__dict__,
             "disambiguate": self.disambiguate.__dict__,
             "instantiate": self.instantiate.__dict__,
+            "names": self.names.__dict__,
             "translate": self.translate.__dict__,
             "llm": {k: v for k, v in self.llm.__dict__.items() if k not in ("prices", "store_path")}
             | {"transcript": display_path(self.transcript) if self.transcript else None},
@@ -110,6 +113,7 @@ def load_config(path: Path | None = None) -> BuildConfig:
         kappa_gate=_section(path, raw, "kappa_gate", GateParams),
         disambiguate=_section(path, raw, "disambiguate", DisambiguateParams),
         instantiate=_section(path, raw, "instantiate", partial(InstantiateParams, tuple(phrases["phrase_fa"]))),
+        names=_section(path, raw, "names", NamesParams),
         translate=_section(path, raw, "translate", TranslateParams),
         publish=_section(path, raw, "publish", PublishParams),
     )

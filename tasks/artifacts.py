@@ -199,6 +199,10 @@ class RunFolder:
         self.files.append(artifact)
         return artifact
 
+    def record_tree(self, folder: Path) -> list[Artifact]:
+        """Note every file under ``folder`` (written by a stage outside its tables, e.g. a release folder)."""
+        return [self.record_file(path) for path in sorted(folder.rglob("*")) if path.is_file()]
+
     def write_stage(self, folder: str, output: StageOutput, *, inputs: Mapping[str, str], cached: bool) -> StageRecord:
         """Write a stage's tables and report under ``<run>/<folder>/`` and add it to the manifest."""
         stage_dir = self.path / folder

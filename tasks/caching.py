@@ -34,6 +34,8 @@ def _digest(value: Any) -> Any:
     if isinstance(value, pd.DataFrame):
         table = pa.Table.from_pandas(value, preserve_index=False)
         return {"table": hashlib.sha256(parquet_bytes(table.replace_schema_metadata(None))).hexdigest()}
+    if hasattr(value, "cache_identity"):
+        return {type(value).__name__: _digest(value.cache_identity())}
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {type(value).__name__: _digest(dataclasses.asdict(value))}
     if isinstance(value, dict):

@@ -29,7 +29,7 @@ from tasks.caching import stage_task
 from tasks.inputs import PLACEHOLDER
 from tasks.llm import LLMClient, LLMConfig, LLMRequest, open_llm
 from tasks.persian_text import normalize_fa, tokenize_fa, words
-from tasks.schemas import TEMPLATE
+from tasks.schemas import TEMPLATE_DISAMBIGUATED
 
 STAGE = "disambiguate"
 ASSIGNMENTS: dict[str, tuple[str, str]] = {
@@ -52,14 +52,6 @@ FAILURES: dict[str, str] = {
 }
 """Every rule an answer can break, with the Persian sentence that names it in the follow-up message."""
 
-TEMPLATE_DISAMBIGUATED = pa.schema(
-    [
-        *TEMPLATE,
-        ("disambiguated_biased_source", pa.string()),
-        ("disambiguated_counter_biased_source", pa.string()),
-        ("llm_request_ids", pa.list_(pa.string())),
-    ]
-)
 REVIEW = pa.schema(
     [
         ("template_id", pa.string()),

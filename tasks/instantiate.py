@@ -27,7 +27,7 @@ import pyarrow as pa
 
 from tasks.artifacts import StageOutput, count_reasons
 from tasks.caching import stage_task
-from tasks.schemas import EXAMPLE, TEMPLATE
+from tasks.schemas import EXAMPLE, TEMPLATE_DISAMBIGUATED
 
 ROLE_KEYS = {"stereo": "stereotyped", "nonstereo": "non-stereotyped", "unknown": "unknown"}
 PERMUTATIONS: tuple[tuple[str, str, str], ...] = tuple(itertools.permutations(("stereo", "nonstereo", "unknown")))
@@ -169,7 +169,7 @@ def instantiate(templates: pd.DataFrame, params: InstantiateParams) -> StageOutp
     }
     return StageOutput(
         tables={"examples": examples, "dropped_examples": dropped_examples, "dropped_templates": dropped_templates},
-        schemas={"examples": EXAMPLE, "dropped_examples": EXAMPLE_DROPPED, "dropped_templates": TEMPLATE},
+        schemas={"examples": EXAMPLE, "dropped_examples": EXAMPLE_DROPPED, "dropped_templates": TEMPLATE_DISAMBIGUATED},
         report=report,
     )
 

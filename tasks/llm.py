@@ -18,6 +18,7 @@ and scrubbed from every error this module raises; it is never stored or logged.
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import logging
@@ -120,6 +121,12 @@ class LLMConfig:
         object.__setattr__(self, "temperature", float(self.temperature))
         object.__setattr__(self, "max_tokens", int(self.max_tokens))
 
+    def cache_identity(self) -> dict[str, Any]:
+        """What a stage's cached result depends on: the same fields as a request key (provider, model, sampling
+        parameters). Not the store, the mode, the endpoint or the transport settings, which change how answers
+        arrive, not what they are."""
+        return {"provider": self.provider, "model": self.model, "sampling": sampling_parameters(self)}
+
     @classmethod
     def from_mapping(cls, section: Mapping[str, Any], env: Mapping[str, str] | None = None) -> LLMConfig:
         """Build from a run config's ``llm`` section; non-empty PBBQ_LLM_* variables in ``env`` win."""
@@ -188,6 +195,17 @@ class StoredResponse:
     tokens_in: int
     tokens_out: int
     created_at: str
+
+
+def _encode_transcript(path: Path, text: str) -> bytes:
+    """A transcript's bytes: gzip for a ``.gz`` path (no timestamp in the header, so deterministic)."""
+    data = text.encode("utf-8")
+    return gzip.compress(data, mtime=0) if path.suffix == ".gz" else data
+
+
+def _decode_transcript(path: Path) -> str:
+    data = path.read_bytes()
+    return (gzip.decompress(data) if path.suffix == ".gz" else data).decode("utf-8")
 
 
 def _canonical_json(value: Any) -> str:
@@ -321,7 +339,7 @@ class ResponseStore:
         target = Path(path)
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.with_name(target.name + ".tmp")
-        tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        tmp.write_bytes(_encode_transcript(target, "\n".join(lines) + "\n"))
         os.replace(tmp, target)
         return len(records)
 
@@ -335,7 +353,7 @@ class ResponseStore:
 
     def _load_jsonl(self, path: Path) -> tuple[dict[str, Any], int]:
         """Validate a transcript and insert its records in one transaction; returns (header, count)."""
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = _decode_transcript(path).splitlines()
         if not lines:
             raise ValueError(f"{path}: empty file, expected a PBBQ transcript header on line 1")
         header = _parse_line(path, 1, lines[0])
@@ -374,8 +392,9 @@ class ResponseStore:
 
 
 def open_store(path: str | Path) -> ResponseStore:
-    """A ``.jsonl`` path opens as a read-only transcript, anything else as a SQLite store."""
-    return ResponseStore.from_transcript(path) if Path(path).suffix == ".jsonl" else ResponseStore(path)
+    """A ``.jsonl`` (or ``.jsonl.gz``) path opens as a read-only transcript, anything else as a SQLite store."""
+    is_transcript = Path(path).name.endswith((".jsonl", ".jsonl.gz"))
+    return ResponseStore.from_transcript(path) if is_transcript else ResponseStore(path)
 
 
 def _row_to_record(row: tuple[Any, ...]) -> StoredResponse:

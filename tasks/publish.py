@@ -422,6 +422,11 @@ def upload_release(
 # ------------------------------------------------------------------------------------------------------ stage
 
 
+BUILD_NAMED_FILES = ("README.md", "manifest.json")
+"""Release files that carry the build's id (the card, the run's manifest): listed in the report, not in the
+``release_files`` table, whose bytes then depend only on the data, as every stage's tables do."""
+
+
 def publish_stage(
     out_dir: Path,
     examples: pd.DataFrame,
@@ -466,6 +471,8 @@ def publish_stage(
             tag=params.tag,
         )
     published = sum(release.configs.values())
+    files = release.file_table()
+    names_the_build = files["path"].isin(BUILD_NAMED_FILES)
     report: dict[str, Any] = {
         "stage": "publish",
         "parameters": asdict(params),
@@ -477,9 +484,10 @@ def publish_stage(
         "dry_run": params.dry_run,
         "upload": None if upload is None else {**asdict(upload), "release_url": upload.release_url},
         "link": release.path.resolve().as_uri() if upload is None else upload.release_url,
+        "build_named_files": files[names_the_build].astype(object).to_dict(orient="records"),
     }
     return StageOutput(
-        tables={"release_files": release.file_table()}, schemas={"release_files": RELEASE_FILES}, report=report
+        tables={"release_files": files[~names_the_build]}, schemas={"release_files": RELEASE_FILES}, report=report
     )
 
 

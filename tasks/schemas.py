@@ -75,6 +75,17 @@ TEMPLATE = pa.schema(
     ]
 )
 
+TEMPLATE_DISAMBIGUATED = pa.schema(
+    [
+        *TEMPLATE,
+        ("disambiguated_biased_source", pa.string()),
+        ("disambiguated_counter_biased_source", pa.string()),
+        ("llm_request_ids", pa.list_(pa.string())),
+    ]
+)
+"""A gated template after disambiguation: both continuations, where each came from (human, override, llm,
+review: failed and left out) and the LLM requests behind them."""
+
 ANSWER_INFO = pa.struct([("ans0", pa.string()), ("ans1", pa.string()), ("ans2", pa.string())])
 
 EXAMPLE = pa.schema(

@@ -42,7 +42,8 @@ def test_rebuild_is_byte_identical_and_recomputes_nothing(two_builds: tuple[Path
     for path, digest in hashes.items():
         assert sha256_file(second / path) == digest
     assert not any(stage["cached"] for stage in _manifest(first)["stages"])
-    assert all(stage["cached"] for stage in _manifest(second)["stages"])
+    # every stage but publish, which is no cached task: it uploads (side effects) into this run's own folder
+    assert [s["folder"] for s in _manifest(second)["stages"] if not s["cached"]] == ["10_publish"]
 
 
 def test_a_cold_rebuild_elsewhere_is_byte_identical(
@@ -51,6 +52,7 @@ def test_a_cold_rebuild_elsewhere_is_byte_identical(
     """Not only the cache replaying its result: recomputing every stage gives the same bytes."""
     cold = Path(build_pbbq(run_id="cold", outputs=str(tmp_path_factory.mktemp("elsewhere"))))
     assert not any(stage["cached"] for stage in _manifest(cold)["stages"])
+    assert len(_manifest(cold)["stages"]) == 8
     assert _parquet_hashes(cold) == _parquet_hashes(two_builds[0])
 
 
@@ -58,7 +60,18 @@ def test_manifest_lists_every_artifact_with_hash_rows_inputs_and_code(two_builds
     run = two_builds[0]
     manifest = _manifest(run)
     assert manifest["status"] == "completed"
-    assert set(manifest["inputs"]) == {"questionnaire", "responses", "templates", "ratings"}
+    assert set(manifest["inputs"]) == {
+        "questionnaire",
+        "responses",
+        "templates",
+        "ratings",
+        "unknown_phrases",
+        "disambiguation_overrides",
+        "names",
+        "transcript",
+    }
+    assert manifest["files"][0]["path"] == "transcript.jsonl"
+    assert "10_publish/hub/data/fa/test-00000-of-00001.parquet" in {f["path"] for f in manifest["files"]}
     assert manifest["code_version"]["source_sha256"]
     assert manifest["parameters"]["kappa_gate"] == {"min_kappa": 0.2, "min_relevance": 1.5}
     folders = [stage["folder"] for stage in manifest["stages"]]
@@ -71,7 +84,8 @@ def test_manifest_lists_every_artifact_with_hash_rows_inputs_and_code(two_builds
             if path.suffix == ".parquet":
                 assert len(pd.read_parquet(path)) == artifact["rows"]
     listed = {artifact["path"] for stage in manifest["stages"] for artifact in stage["artifacts"]}
-    on_disk = {p.relative_to(run).as_posix() for p in run.rglob("*") if p.is_file() and p.name != "manifest.json"}
+    listed |= {artifact["path"] for artifact in manifest["files"]}
+    on_disk = {p.relative_to(run).as_posix() for p in run.rglob("*") if p.is_file()} - {"manifest.json"}
     assert listed == on_disk
 
 

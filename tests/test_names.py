@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import time
 from collections.abc import Callable, Iterator
@@ -48,10 +47,7 @@ from tests.fakes.llm_servers import FakeLLMServer
 
 NAMES_FA = REPO_ROOT / "annotations" / "names" / "names_fa.csv"
 NAMES_EN = REPO_ROOT / "annotations" / "names" / "names_en_bbq.csv"
-BBQ = Path(os.environ.get("PBBQ_BBQ_DIR", "/work/shared/external/bbq"))
-needs_bbq = pytest.mark.skipif(
-    not (BBQ / "Nationality.jsonl").is_file(), reason=f"BBQ's Nationality.jsonl not in {BBQ} (set PBBQ_BBQ_DIR)"
-)
+BBQ = REPO_ROOT / "tests" / "data" / "bbq"  # BBQ's Nationality records, CC BY 4.0 (README there)
 PHRASES = ("نمی‌توان تشخیص داد", "اطلاعات کافی نیست")
 
 
@@ -425,7 +421,6 @@ def test_rebuild_is_byte_identical_and_independent_of_row_order(
 # --- BBQ's own records ----------------------------------------------------------------------------------------
 
 
-@needs_bbq
 def test_bbq_nationality_three_variants_per_record(en_table: pd.DataFrame) -> None:
     start = time.perf_counter()
     records = read_bbq_jsonl(BBQ / "Nationality.jsonl")
@@ -452,7 +447,6 @@ def test_bbq_nationality_three_variants_per_record(en_table: pd.DataFrame) -> No
     assert {tuple(v) for v in per_source.values()} == {("names-7271", "names-861", "names-5391")}
 
 
-@needs_bbq
 def test_bbq_records_of_a_group_without_names_are_reported(en_table: pd.DataFrame) -> None:
     records = read_bbq_jsonl(BBQ / "Nationality.jsonl")
     yemeni = [r for r in records if any(label == "Yemeni" for label, _ in r["answer_info"].values())]

@@ -1,4 +1,4 @@
-"""Record the bundled sample's LLM transcript (``prompts/transcripts/sample.jsonl``) from a scripted stand-in.
+"""Record the bundled sample's LLM transcript (``prompts/transcripts/sample.jsonl.gz``) from a scripted stand-in.
 
 No model wrote the sample's answers: people did (``stand_ins/``), and ``tests/fakes/stand_in_model.py``
 plays them back as a model would answer, behind a local fake OpenAI server, while the real stages and the
@@ -30,7 +30,7 @@ from tasks.translate import TranslatePrompts, translate  # noqa: E402
 from tests.fakes.llm_servers import FakeLLMServer  # noqa: E402
 from tests.fakes.stand_in_model import StandInModel  # noqa: E402
 
-TRANSCRIPT = HERE / "sample.jsonl"
+TRANSCRIPT = HERE / "sample.jsonl.gz"
 HEADER_NOTE = (
     "Stand-in answers: written by people to stand in for a model's, so that the bundled sample builds offline "
     "(disambiguations hand-written, including designed rule-breaking first answers; translations composed from "

@@ -80,7 +80,7 @@ class StandInModel:
         for persian, english in sorted(self.translations.items()):
             self.back.setdefault(english, persian)
         template_id, count = poor_back_translations
-        for persian in sorted(self.contexts.get(template_id, []))[:count]:
+        for persian in sorted(set(self.contexts.get(template_id, [])))[:count]:
             self.back[self.translations[persian]] = POOR_BACK_TRANSLATION
 
     def _compose(
