@@ -30,7 +30,6 @@ from tasks.statistics import statistics_task
 from tasks.survey_filter import survey_filter_task
 from tasks.translate import TranslatePrompts, translate_task
 
-
 TRANSCRIPT_NOTE = (
     "The LLM answers this PBBQ build used: import it (llm.transcript) and build in replay mode to rebuild it "
     "byte for byte with no API key."
