@@ -10,7 +10,8 @@ Transport failures (429, 5xx, timeouts, dropped connections) are retried by the 
 SDKs only (``max_retries``, ``timeout``). A 200 whose body is not valid JSON is not
 retried by either SDK (openai 3.54 and anthropic 2.12 both raise a bare
 ``json.JSONDecodeError`` after one request), so this module re-issues such a call up to
-``MALFORMED_REISSUES`` times, as it does for a well-formed answer that carries no text.
+``max_retries`` times (the SDK's own budget for transport errors), as it does for a well-formed
+answer that carries no text.
 
 The API key is read from the environment variable the config names, passed to the SDK
 and scrubbed from every error this module raises; it is never stored or logged.
@@ -49,7 +50,6 @@ ENV_OVERRIDES = {
     "PBBQ_LLM_MODEL": "model",
 }
 ROLES = ("user", "assistant")
-MALFORMED_REISSUES = 2
 TRANSCRIPT_FORMAT = "pbbq"
 TRANSCRIPT_VERSION = 1
 REDACTED = "[REDACTED]"
@@ -626,7 +626,7 @@ class LLMClient:
     def _call_one(self, key: str, request: LLMRequest) -> LLMResponse:
         """Call once (re-issuing a malformed answer a bounded number of times) and record the answer."""
         usage = self.usage(request.stage)
-        attempts = 1 + MALFORMED_REISSUES
+        attempts = 1 + self.config.max_retries
         for attempt in range(1, attempts + 1):
             if self._limiter is not None:
                 self._limiter.acquire()

@@ -15,7 +15,6 @@ import openai
 import pytest
 
 from tasks.llm import (
-    MALFORMED_REISSUES,
     LLMClient,
     LLMConfig,
     LLMError,
@@ -105,7 +104,7 @@ def test_malformed_200_is_reissued_by_the_client(server: FakeLLMServer, tmp_path
 
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_sdk_alone_does_not_retry_a_malformed_200(server: FakeLLMServer, provider: str) -> None:
-    """The finding behind MALFORMED_REISSUES: if an SDK starts retrying these, drop our re-issue."""
+    """The finding behind the client's re-issue of malformed answers: if an SDK starts retrying these, drop it."""
     server.plan("malformed")
     with pytest.raises(json.JSONDecodeError):
         if provider == "openai":
@@ -117,13 +116,13 @@ def test_sdk_alone_does_not_retry_a_malformed_200(server: FakeLLMServer, provide
     assert server.requests_total == 1
 
 
-def test_persistent_malformed_answer_gives_up_after_a_bound(server: FakeLLMServer, tmp_path: Path) -> None:
-    client = client_for(server, tmp_path)
+def test_persistent_malformed_answer_gives_up_after_max_retries(server: FakeLLMServer, tmp_path: Path) -> None:
+    client = client_for(server, tmp_path, max_retries=2)
     server.fail_rate("malformed", 1.0)
     with pytest.raises(LLMError, match="malformed answer 3 times") as info:
         client.complete_many([req(1)])
     assert "AGE-01-T1" in str(info.value)
-    assert server.requests_total == 1 + MALFORMED_REISSUES
+    assert server.requests_total == 1 + 2  # the first call and max_retries re-issues
 
 
 def test_persistent_500_fails_after_the_sdk_retries(server: FakeLLMServer, tmp_path: Path) -> None:

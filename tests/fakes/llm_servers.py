@@ -127,12 +127,15 @@ class FakeLLMServer:
         with self._lock:
             self._plan.extend(faults)
 
-    def fail_rate(self, kind: str, rate: float, *, seed: int = 0) -> None:
-        """Fail a seeded random share ``rate`` of the requests not covered by the plan."""
-        if kind not in FAULT_KINDS:
-            raise ValueError(f"unknown fault kind {kind!r}; known: {sorted(FAULT_KINDS)}")
+    def fail_rate(self, kind: str | tuple[str, ...], rate: float, *, seed: int = 0) -> None:
+        """Fail a seeded random share ``rate`` of the requests not covered by the plan, with one fault kind or a
+        seeded mix of several (``("429", "500", "malformed")``)."""
+        kinds = (kind,) if isinstance(kind, str) else tuple(kind)
+        unknown = sorted(set(kinds) - FAULT_KINDS)
+        if unknown or not kinds:
+            raise ValueError(f"unknown fault kind(s) {unknown}; known: {sorted(FAULT_KINDS)}")
         with self._lock:
-            self._rate = (kind, rate, random.Random(seed))
+            self._rate = (kinds, rate, random.Random(seed))
 
     def reset(self) -> None:
         """Forget recorded requests, counters and pending faults."""
@@ -161,9 +164,9 @@ class FakeLLMServer:
             if self._plan:
                 fault = self._plan.popleft()
             elif self._rate is not None:
-                kind, rate, rng = self._rate
+                kinds, rate, rng = self._rate
                 if rng.random() < rate:
-                    fault = kind
+                    fault = rng.choice(kinds)
             if fault is not None:
                 self.faults_served[fault] += 1
             return fault
