@@ -20,6 +20,7 @@ from prefect.artifacts import create_table_artifact
 from flows.config import load_config
 from tasks.artifacts import REPO_ROOT, RunFolder, StageOutput, display_path
 from tasks.disambiguate import Prompts, disambiguate_task
+from tasks.diversity import diversity_task
 from tasks.inputs import load_inputs
 from tasks.instantiate import instantiate_task
 from tasks.kappa_gate import kappa_gate_task
@@ -149,6 +150,17 @@ def build_pbbq(config: str | None = None, run_id: str | None = None, outputs: st
             inputs={"examples": run.artifact_hash("05_instantiate", "examples"), "prompts": translation_prompts.sha256},
         )
         dataset = pd.concat([examples["examples"], proxies["examples"], english["examples"]], ignore_index=True)
+        diversity = stage(
+            "08_diversity",
+            diversity_task,
+            dataset,
+            build.diversity,
+            inputs={
+                "fa": run.artifact_hash("05_instantiate", "examples"),
+                "fa-names": run.artifact_hash("06_names", "examples"),
+                "en": run.artifact_hash("07_translate", "examples"),
+            },
+        )
         stats = stage(
             "09_statistics",
             statistics_task,
@@ -173,7 +185,7 @@ def build_pbbq(config: str | None = None, run_id: str | None = None, outputs: st
             run.path / "10_publish",
             dataset,
             table1=stats["table1"],
-            table2=None,
+            table2=diversity["table2"],
             funnel=stats["funnel"],
             manifest_path=run.write_manifest("built"),
             transcript_path=transcript,
@@ -186,6 +198,8 @@ def build_pbbq(config: str | None = None, run_id: str | None = None, outputs: st
         create_release_artifact(publish.report)
         get_run_logger().info("release: %s", publish.report["link"])
         _table_artifact("funnel", stats["funnel"], "From surveyed stereotypes to examples, this build")
+        _table_artifact("table-1", stats["table1"], "Templates and samples per category and config (Table 1)")
+        _table_artifact("table-2", diversity["table2"], "Diversity per category and config (Table 2)")
         _table_artifact(
             "survey-filter",
             survey["stereotypes"][["stereotype_id", "category", "acceptance", "ci_low", "ci_high", "kept", "reason"]],

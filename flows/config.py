@@ -14,6 +14,7 @@ from typing import Any
 
 from tasks.artifacts import REPO_ROOT, display_path
 from tasks.disambiguate import DisambiguateParams
+from tasks.diversity import DiversityParams
 from tasks.inputs import load_unknown_phrases
 from tasks.instantiate import InstantiateParams
 from tasks.kappa_gate import GateParams
@@ -45,6 +46,7 @@ class BuildConfig:
     instantiate: InstantiateParams
     names: NamesParams
     translate: TranslateParams
+    diversity: DiversityParams
     publish: PublishParams
 
     def parameters(self) -> dict[str, Any]:
@@ -57,6 +59,7 @@ class BuildConfig:
             "instantiate": self.instantiate.__dict__,
             "names": self.names.__dict__,
             "translate": self.translate.__dict__,
+            "diversity": self.diversity.__dict__,
             "llm": {k: v for k, v in self.llm.__dict__.items() if k not in ("prices", "store_path")}
             | {"transcript": display_path(self.transcript) if self.transcript else None},
             "publish": self.publish.__dict__,
@@ -115,5 +118,6 @@ def load_config(path: Path | None = None) -> BuildConfig:
         instantiate=_section(path, raw, "instantiate", partial(InstantiateParams, tuple(phrases["phrase_fa"]))),
         names=_section(path, raw, "names", NamesParams),
         translate=_section(path, raw, "translate", TranslateParams),
+        diversity=_section(path, raw, "diversity", DiversityParams),
         publish=_section(path, raw, "publish", PublishParams),
     )

@@ -46,6 +46,8 @@ class StageOutput:
     report: dict[str, Any]
     csv: tuple[str, ...] = ()
     """Tables also written as CSV, for people to open in a spreadsheet (a review sheet)."""
+    files: dict[str, bytes] = field(default_factory=dict)
+    """Other files of the stage's folder by name (a Markdown table, a chart)."""
 
     def __getitem__(self, name: str) -> pd.DataFrame:
         return self.tables[name]
@@ -220,6 +222,9 @@ class RunFolder:
                         target.with_suffix(".csv").relative_to(self.path).as_posix(), sha256_bytes(text), len(frame)
                     )
                 )
+        for name, data in sorted(output.files.items()):
+            atomic_write_bytes(stage_dir / name, data)
+            artifacts.append(Artifact((stage_dir / name).relative_to(self.path).as_posix(), sha256_bytes(data), None))
         report = {**output.report, "cached": cached, "inputs": dict(inputs)}
         report_path = stage_dir / "report.json"
         artifacts.append(Artifact(report_path.relative_to(self.path).as_posix(), write_json(report_path, report), None))

@@ -11,7 +11,9 @@ from tasks.artifacts import StageOutput
 from tasks.caching import stage_task
 from tasks.schemas import CATEGORIES
 
-TABLE1 = pa.schema([("category", pa.string()), ("templates", pa.int64()), ("samples", pa.int64())])
+TABLE1 = pa.schema(
+    [("config", pa.string()), ("category", pa.string()), ("templates", pa.int64()), ("samples", pa.int64())]
+)
 FUNNEL = pa.schema([("step", pa.string()), ("count", pa.int64())])
 DISTRIBUTION = pa.schema(
     [
@@ -26,17 +28,24 @@ DIMENSIONS = ("context_condition", "question_polarity", "assignment", "label", "
 
 
 def table1(examples: pd.DataFrame) -> pd.DataFrame:
-    """Templates and samples per category of the dataset (Table 1): all 16 categories in the paper's order,
-    with a Total row. A template counts when it yields examples."""
-    templates = examples.groupby("category")["template_id"].nunique()
-    samples = examples.groupby("category").size()
-    table = pd.DataFrame({"category": list(CATEGORIES)})
-    table["templates"] = table["category"].map(templates).fillna(0).astype("int64")
-    table["samples"] = table["category"].map(samples).fillna(0).astype("int64")
-    total = pd.DataFrame(
-        [{"category": "Total", "templates": table["templates"].sum(), "samples": table["samples"].sum()}]
-    )
-    return pd.concat([table, total], ignore_index=True)
+    """Templates and samples per category of every config (Table 1): all 16 categories in the paper's order
+    and a Total row per config. A template counts when it yields examples of the config."""
+    parts = []
+    frame = examples.assign(config=_configs(examples))
+    for config in dict.fromkeys(frame["config"]):
+        part = frame[frame["config"] == config]
+        table = pd.DataFrame({"config": config, "category": list(CATEGORIES)})
+        table["templates"] = table["category"].map(part.groupby("category")["template_id"].nunique())
+        table["samples"] = table["category"].map(part.groupby("category").size())
+        table = table.fillna({"templates": 0, "samples": 0}).astype({"templates": "int64", "samples": "int64"})
+        total = {
+            "config": config,
+            "category": "Total",
+            "templates": part["template_id"].nunique(),
+            "samples": len(part),
+        }
+        parts += [table, pd.DataFrame([total])]
+    return pd.concat(parts, ignore_index=True)
 
 
 def funnel(
@@ -61,10 +70,13 @@ def config_name(lang: str, variant: str) -> str:
     return lang if variant == "original" else f"{lang}-names"
 
 
+def _configs(examples: pd.DataFrame) -> list[str]:
+    return [config_name(lang, variant) for lang, variant in zip(examples["lang"], examples["variant"], strict=True)]
+
+
 def distribution(examples: pd.DataFrame) -> pd.DataFrame:
     """Examples per config and value of each dimension, with the share within the config."""
-    configs = [config_name(lang, variant) for lang, variant in zip(examples["lang"], examples["variant"], strict=True)]
-    frame = examples.assign(config=configs)
+    frame = examples.assign(config=_configs(examples))
     parts = []
     for dimension in DIMENSIONS:
         counts = frame.groupby(["config", dimension]).size().rename("examples").reset_index()
@@ -80,7 +92,7 @@ def distribution(examples: pd.DataFrame) -> pd.DataFrame:
 def statistics(stereotypes: pd.DataFrame, templates: pd.DataFrame, examples: pd.DataFrame) -> StageOutput:
     original = examples.query("lang == 'fa' and variant == 'original'")
     tables = {
-        "table1": table1(original),
+        "table1": table1(examples),
         "funnel": funnel(stereotypes, templates, original),
         "distribution": distribution(examples),
     }

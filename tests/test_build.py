@@ -52,7 +52,7 @@ def test_a_cold_rebuild_elsewhere_is_byte_identical(
     """Not only the cache replaying its result: recomputing every stage gives the same bytes."""
     cold = Path(build_pbbq(run_id="cold", outputs=str(tmp_path_factory.mktemp("elsewhere"))))
     assert not any(stage["cached"] for stage in _manifest(cold)["stages"])
-    assert len(_manifest(cold)["stages"]) == 8
+    assert len(_manifest(cold)["stages"]) == 9
     assert _parquet_hashes(cold) == _parquet_hashes(two_builds[0])
 
 
@@ -116,14 +116,43 @@ def test_only_gated_templates_of_accepted_stereotypes_are_instantiated(two_build
 
 def test_statistics_table1_counts_match_examples(two_builds: tuple[Path, Path]) -> None:
     run = two_builds[0]
-    table1 = pd.read_parquet(run / "09_statistics" / "table1.parquet").set_index("category")
-    examples = pd.read_parquet(run / "05_instantiate" / "examples.parquet")
-    assert len(table1) == 17
-    assert table1.loc["Total", "samples"] == len(examples)
-    assert table1.drop("Total")["samples"].sum() == len(examples)
+    table1 = pd.read_parquet(run / "09_statistics" / "table1.parquet")
+    configs = {
+        "fa": pd.read_parquet(run / "05_instantiate" / "examples.parquet"),
+        "fa-names": pd.read_parquet(run / "06_names" / "examples.parquet"),
+        "en": pd.read_parquet(run / "07_translate" / "examples.parquet"),
+    }
+    assert set(table1["config"]) == set(configs)
+    for config, examples in configs.items():
+        table = table1[table1["config"] == config].set_index("category")
+        assert len(table) == 17 and len(examples) > 0
+        assert table.loc["Total", "samples"] == len(examples)
+        assert table.drop("Total")["samples"].sum() == len(examples)
+        assert table.loc["Total", "templates"] == examples["template_id"].nunique()
     funnel = pd.read_parquet(run / "09_statistics" / "funnel.parquet").set_index("step")["count"]
     assert funnel["surveyed"] >= funnel["accepted"] and funnel["templates"] >= funnel["gated"]
-    assert funnel["examples"] == len(examples)
+    assert funnel["examples"] == len(configs["fa"])
+
+
+def test_table2_for_every_config_with_homogenization_not_computed_without_a_model(
+    two_builds: tuple[Path, Path],
+) -> None:
+    folder = two_builds[0] / "08_diversity"
+    table2 = pd.read_parquet(folder / "table2.parquet")
+    assert set(table2["config"]) == {"fa", "fa-names", "en"}
+    assert table2[["ngd", "ttr", "self_bleu"]].notna().all().all()
+    assert table2["homogenization"].isna().all()
+    assert table2["homogenization_note"].str.contains("not computed").all()
+    markdown = (folder / "table2.md").read_text(encoding="utf-8")
+    assert "| Category | # units | NGD ↑ | TTR ↑ | Self-BLEU ↓ | BERTScore ↓ |" in markdown
+    assert "not computed" in markdown
+    assert {p.name for p in folder.glob("*.png")} == {
+        f"diversity_{m}.png" for m in ("ngd", "ttr", "self_bleu", "homogenization")
+    }
+    card = (two_builds[0] / "10_publish" / "hub" / "README.md").read_text(encoding="utf-8")
+    assert (
+        "Self-BLEU" in card and str(len(pd.read_parquet(two_builds[0] / "05_instantiate" / "examples.parquet"))) in card
+    )
 
 
 def test_bad_input_fails_with_message_and_leaves_earlier_runs_untouched(
