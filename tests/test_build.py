@@ -11,6 +11,7 @@ import pytest
 from flows.build_pbbq import build_pbbq
 from flows.cli import main
 from tasks.artifacts import sha256_file
+from tests.helpers import load_release_offline
 
 
 @pytest.fixture(scope="module")
@@ -190,3 +191,63 @@ def test_an_existing_run_folder_is_never_overwritten(two_builds: tuple[Path, Pat
     first = two_builds[0]
     assert main(["build", "--sample", "--outputs", str(first.parent), "--run-id", first.name]) != 0
     assert _manifest(first)["status"] == "completed"
+
+
+def _sample(two_builds: tuple[Path, Path], table: str) -> pd.DataFrame:
+    return pd.read_parquet(two_builds[0] / f"{table}.parquet")
+
+
+def test_examples_have_no_duplicates_and_per_template_counts_follow_the_product(two_builds: tuple[Path, Path]) -> None:
+    examples = _sample(two_builds, "05_instantiate/examples")
+    assert not examples.duplicated(["context", "question", "ans0", "ans1", "ans2"]).any()
+    assert _sample(two_builds, "05_instantiate/dropped_examples").empty
+    templates = _sample(two_builds, "04_disambiguate/templates").set_index("template_id")
+    counts = examples.groupby("template_id").size()
+    assert len(counts) > 32
+    for template_id, count in counts.items():
+        template = templates.loc[template_id]
+        pairs = (
+            len(template.stereo_entities) * len(template.nonstereo_entities) * max(len(template.lexical_variants), 1)
+        )
+        assert count == pairs * 12, template_id
+
+
+def test_labels_are_right_in_all_four_conditions_of_the_sample(two_builds: tuple[Path, Path]) -> None:
+    examples = _sample(two_builds, "05_instantiate/examples")
+    roles = {"stereotyped": "stereo_entity", "non-stereotyped": "nonstereo_entity"}
+    conditions = set()
+    for row in examples.itertuples():
+        options = (row.ans0, row.ans1, row.ans2)
+        answer = row.answer_info[f"ans{row.label}"]
+        if row.context_condition == "ambig":
+            assert answer == "unknown"
+        else:
+            negative = "stereotyped" if row.assignment == "biased" else "non-stereotyped"
+            other = "non-stereotyped" if negative == "stereotyped" else "stereotyped"
+            assert answer == (negative if row.question_polarity == "neg" else other)
+            assert options[row.label] == getattr(row, roles[answer])
+            assert options[row.label] in row.context
+        conditions.add((row.context_condition, row.assignment, row.question_polarity))
+    assert len(conditions) == 6
+
+
+def test_no_position_leaks_the_role_or_the_label(two_builds: tuple[Path, Path]) -> None:
+    examples = _sample(two_builds, "05_instantiate/examples")
+    for role in ("stereotyped", "non-stereotyped", "unknown"):
+        positions = examples["answer_info"].map(lambda info, role=role: [info[f"ans{i}"] for i in range(3)].index(role))
+        shares = positions.value_counts(normalize=True)
+        assert len(shares) == 3 and shares.between(1 / 3 - 0.05, 1 / 3 + 0.05).all(), (role, shares.to_dict())
+    for _, part in examples.groupby(["context_condition", "question_polarity"]):
+        assert part["label"].value_counts(normalize=True).between(1 / 3 - 0.05, 1 / 3 + 0.05).all()
+
+
+def test_the_release_folder_loads_offline_with_datasets(two_builds: tuple[Path, Path], tmp_path: Path) -> None:
+    hub = two_builds[0] / "10_publish" / "hub"
+    expected = {
+        "fa": len(_sample(two_builds, "05_instantiate/examples")),
+        "fa-names": len(_sample(two_builds, "06_names/examples")),
+        "en": len(_sample(two_builds, "07_translate/examples")),
+    }
+    loaded = load_release_offline(hub, expected, tmp_path)
+    assert {name: entry["rows"] for name, entry in loaded.items()} == expected
+    assert loaded["fa"]["features"]["answer_info"]["ans0"] == {"dtype": "string", "_type": "Value"}

@@ -7,9 +7,6 @@ import hashlib
 import itertools
 import json
 import logging
-import os
-import subprocess
-import sys
 import traceback
 from collections.abc import Iterator
 from dataclasses import replace
@@ -43,6 +40,7 @@ from tasks.publish import (
 from tasks.schemas import CATEGORIES, EXAMPLE
 from tasks.statistics import table1
 from tests.fakes.hub_server import FakeHub
+from tests.helpers import load_release_offline
 
 # huggingface_hub 2.4 itself uploads LFS files with httpx2's deprecated ``data=`` argument (lfs.py)
 pytestmark = pytest.mark.filterwarnings("ignore:Use 'content=<...>' to upload raw bytes:DeprecationWarning")
@@ -343,28 +341,7 @@ def test_size_categories() -> None:
 
 def test_load_dataset_offline_reads_every_config_with_declared_features(tmp_path: Path) -> None:
     folder = release(tmp_path)
-    script = (
-        "import json, sys\n"
-        "import datasets\n"
-        "folder, cache, *names = sys.argv[1:]\n"
-        "out = {}\n"
-        "for name in names:\n"
-        "    ds = datasets.load_dataset(folder, name, split='test', cache_dir=cache)\n"
-        "    out[name] = {'rows': ds.num_rows, 'features': ds.features.to_dict(),\n"
-        "                 'first': ds[0]['answer_info'], 'ids': list(ds['example_id'])}\n"
-        "print(json.dumps(out))\n"
-    )
-    env = {**os.environ, "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf-home")}
-    result = subprocess.run(
-        [sys.executable, "-c", script, str(folder.path), str(tmp_path / "cache"), *folder.configs],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-        timeout=300,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    loaded = json.loads(result.stdout.strip().splitlines()[-1])
+    loaded = load_release_offline(folder.path, folder.configs, tmp_path)
     declared = datasets.Features.from_arrow_schema(RELEASE).to_dict()
     for name, frame in make_configs().items():
         assert loaded[name]["rows"] == len(frame)
