@@ -24,7 +24,7 @@ from tasks.diversity import diversity_task
 from tasks.inputs import load_inputs
 from tasks.instantiate import instantiate_task
 from tasks.kappa_gate import kappa_gate_task
-from tasks.llm import export_transcript
+from tasks.llm import export_transcript, usage_summary
 from tasks.names import load_gender_prompt, load_name_table, names_task
 from tasks.publish import create_release_artifact, publish_stage
 from tasks.statistics import statistics_task
@@ -64,9 +64,23 @@ def _table_artifact(key: str, frame: Any, description: str) -> None:
 
 
 @flow(name="build-pbbq")
-def build_pbbq(config: str | None = None, run_id: str | None = None, outputs: str | None = None) -> str:
-    """Build PBBQ from a configuration (default: the bundled sample) and return the run folder."""
+def build_pbbq(
+    config: str | None = None,
+    run_id: str | None = None,
+    outputs: str | None = None,
+    repo_id: str | None = None,
+    dry_run: bool | None = None,
+) -> str:
+    """Build PBBQ from a configuration (default: the bundled sample) and return the run folder. ``repo_id``
+    and ``dry_run`` override the configuration's [publish] section."""
     build = load_config(Path(config) if config else None)
+    if repo_id is not None or dry_run is not None:
+        publish = dataclasses.replace(
+            build.publish,
+            repo_id=repo_id if repo_id is not None else build.publish.repo_id,
+            dry_run=dry_run if dry_run is not None else build.publish.dry_run,
+        )
+        build = dataclasses.replace(build, publish=publish)
     root = outputs_folder(outputs)
     run = RunFolder.create(root, run_id, build.parameters())
     stage = StageRunner(run, root / ".cache" / "prefect-results")
@@ -196,7 +210,10 @@ def build_pbbq(config: str | None = None, run_id: str | None = None, outputs: st
         run.write_stage("10_publish", publish, inputs={"manifest": publish.report["manifest_sha256"]}, cached=False)
         run.record_tree(Path(publish.report["folder"]))
         create_release_artifact(publish.report)
-        get_run_logger().info("release: %s", publish.report["link"])
+        logger = get_run_logger()
+        for line in usage_summary({r.folder: r.report for r in run.stages}):
+            logger.info("LLM %s", line)
+        logger.info("release: %s", publish.report["link"])
         _table_artifact("funnel", stats["funnel"], "From surveyed stereotypes to examples, this build")
         _table_artifact("table-1", stats["table1"], "Templates and samples per category and config (Table 1)")
         _table_artifact("table-2", diversity["table2"], "Diversity per category and config (Table 2)")

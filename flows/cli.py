@@ -33,6 +33,10 @@ def _parser() -> argparse.ArgumentParser:
     source.add_argument("--config", type=Path, help="a build configuration (TOML)")
     build.add_argument("--run-id", help="name of the run folder (default: time + random suffix)")
     build.add_argument("--outputs", type=Path, help="where runs go (default: $PBBQ_OUTPUTS or outputs/)")
+    build.add_argument("--repo-id", help="Hub dataset repository to publish to (overrides [publish] repo_id)")
+    build.add_argument(
+        "--upload", action="store_true", help="upload the release (default: a dry run that writes the folder only)"
+    )
     commands.add_parser("serve", help="serve the build-pbbq deployment with its weekly schedule")
     add_names_command(commands)
     return parser
@@ -45,6 +49,8 @@ def _build(args: argparse.Namespace) -> int:
         config=str(args.config) if args.config else None,
         run_id=args.run_id,
         outputs=str(args.outputs) if args.outputs else None,
+        repo_id=args.repo_id,
+        dry_run=False if args.upload else None,
     )
     print(folder)
     return 0

@@ -757,3 +757,19 @@ def export_transcript(config: LLMConfig, keys: Iterable[str], path: Path, note: 
         )
     finally:
         store.close()
+
+
+def usage_summary(reports: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """One line per LLM stage for the end of a build: requests sent, answers from the store, tokens, cost."""
+    lines = []
+    for stage, report in reports.items():
+        usage = report.get("llm")
+        if not usage:
+            continue
+        cost = "cost unknown" if usage["cost_usd"] is None else f"${usage['cost_usd']:.4f}"
+        cached = " (stage cached: figures of the run that computed it)" if report.get("cached") else ""
+        lines.append(
+            f"{stage}: {usage['requests_sent']} requests sent, {usage['cache_hits']} from the store, "
+            f"{usage['tokens_in']} tokens in, {usage['tokens_out']} out, {cost}{cached}"
+        )
+    return lines

@@ -22,6 +22,7 @@ from huggingface_hub import CommitOperationAdd, DatasetCard, HfApi
 from prefect import flow
 from prefect.artifacts import Artifact
 
+from flows.cli import main
 from tasks.dataset_card import CardParams, features_yaml, size_category
 from tasks.instantiate import answer_role
 from tasks.publish import (
@@ -597,3 +598,31 @@ def test_the_release_link_artifact_points_at_the_folder_in_a_dry_run(tmp_path: P
     assert artifact is not None and artifact.id == artifact_id and artifact.type == "markdown"
     assert (tmp_path / "10_publish" / "hub").resolve().as_uri() in str(artifact.data)
     assert "fa: 12" in str(artifact.description)
+
+
+def test_the_sample_build_publishes_in_one_commit_and_fails_cleanly(
+    prefect_server: None, hub: FakeHub, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The flow end to end against the fake Hub: `pbbq build --sample --repo-id … --upload`."""
+    outputs = tmp_path / "outputs"
+    command = ["build", "--sample", "--outputs", str(outputs), "--repo-id", REPO, "--upload"]
+    assert main([*command, "--run-id", "first"]) == 0
+    [commit] = release_commits(hub)
+    assert "first" in commit.message
+    folder = outputs / "first" / "10_publish" / "hub"
+    assert hub.repo(REPO).files() == {".gitattributes": hub.repo(REPO).commits[0].files[".gitattributes"].content} | (
+        snapshot(folder)
+    )
+    report = json.loads((outputs / "first" / "10_publish" / "report.json").read_text(encoding="utf-8"))
+    assert report["upload"]["committed"] and report["link"].startswith(hub.url)
+
+    hub.fail("commit", status=500, message="Internal error while committing", nth=1)
+    capsys.readouterr()
+    assert main([*command, "--run-id", "second"]) == 1
+    assert "Internal error while committing" in capsys.readouterr().err
+    assert len(release_commits(hub)) == 1  # the Hub is unchanged
+    assert (outputs / "second" / "10_publish" / "hub" / "README.md").is_file()  # the local release is kept
+    manifest = json.loads((outputs / "second" / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["status"] == "failed" and "Internal error while committing" in manifest["error"]
+    for path in outputs.rglob("*"):
+        assert not path.is_file() or TOKEN.encode() not in path.read_bytes(), path
