@@ -7,6 +7,7 @@ pbbq serve            # serve the build-pbbq deployment (prefect.yaml) for `pref
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from pathlib import Path
@@ -38,6 +39,13 @@ def _parser() -> argparse.ArgumentParser:
         "--upload", action="store_true", help="upload the release (default: a dry run that writes the folder only)"
     )
     commands.add_parser("serve", help="serve the build-pbbq deployment with its weekly schedule")
+    audit = commands.add_parser("audit", help="a run's funnel, stages and drops; writes <run>/audit.html")
+    audit.add_argument("run", help="run id (under --outputs) or run folder")
+    audit.add_argument("--outputs", type=Path, help="where runs are (default: $PBBQ_OUTPUTS or outputs/)")
+    trace = commands.add_parser("trace", help="one example back through its run, as JSON")
+    trace.add_argument("example_id")
+    trace.add_argument("--run", required=True, help="run id (under --outputs) or run folder")
+    trace.add_argument("--outputs", type=Path, help="where runs are (default: $PBBQ_OUTPUTS or outputs/)")
     add_names_command(commands)
     return parser
 
@@ -56,6 +64,20 @@ def _build(args: argparse.Namespace) -> int:
     return 0
 
 
+def _audit(args: argparse.Namespace) -> int:
+    from flows.audit import audit_text, run_folder, trace, write_audit_html
+    from flows.build_pbbq import outputs_folder
+
+    outputs = outputs_folder(str(args.outputs) if args.outputs else None)
+    if args.command == "audit":
+        run = run_folder(args.run, outputs)
+        print(audit_text(run))
+        print(f"report: {write_audit_html(run)}")
+    else:
+        print(json.dumps(trace(run_folder(args.run, outputs), args.example_id), ensure_ascii=False, indent=2))
+    return 0
+
+
 def _serve() -> int:
     from flows.deployment import serve_build
 
@@ -69,6 +91,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "names":
             return args.handler(args)
+        if args.command in ("audit", "trace"):
+            return _audit(args)
         return _build(args) if args.command == "build" else _serve()
     except KeyboardInterrupt:
         return 130

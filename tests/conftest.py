@@ -31,3 +31,14 @@ def sample_copy(tmp_path: Path) -> Path:
         if (REPO_ROOT / folder).exists():
             shutil.copytree(REPO_ROOT / folder, tmp_path / folder, ignore=shutil.ignore_patterns("__pycache__"))
     return tmp_path
+
+
+@pytest.fixture(scope="session")
+def two_builds(prefect_server: None, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """Two builds of the sample into one outputs folder: the second one finds every stage cached."""
+    from flows.build_pbbq import build_pbbq
+
+    outputs = tmp_path_factory.mktemp("outputs")
+    first = Path(build_pbbq(run_id="first", outputs=str(outputs)))
+    second = Path(build_pbbq(run_id="second", outputs=str(outputs)))
+    return first, second
