@@ -164,16 +164,17 @@ def build_pbbq(
             inputs={"examples": run.artifact_hash("05_instantiate", "examples"), "prompts": translation_prompts.sha256},
         )
         dataset = pd.concat([examples["examples"], proxies["examples"], english["examples"]], ignore_index=True)
+        dataset_hashes = {
+            "fa": run.artifact_hash("05_instantiate", "examples"),
+            "fa-names": run.artifact_hash("06_names", "examples"),
+            "en": run.artifact_hash("07_translate", "examples"),
+        }
         diversity = stage(
             "08_diversity",
             diversity_task,
             dataset,
             build.diversity,
-            inputs={
-                "fa": run.artifact_hash("05_instantiate", "examples"),
-                "fa-names": run.artifact_hash("06_names", "examples"),
-                "en": run.artifact_hash("07_translate", "examples"),
-            },
+            inputs=dataset_hashes,
         )
         stats = stage(
             "09_statistics",
@@ -181,11 +182,7 @@ def build_pbbq(
             survey["stereotypes"],
             gate["templates"],
             dataset,
-            inputs={
-                "fa": run.artifact_hash("05_instantiate", "examples"),
-                "fa-names": run.artifact_hash("06_names", "examples"),
-                "en": run.artifact_hash("07_translate", "examples"),
-            },
+            inputs=dataset_hashes,
         )
         transcript = run.path / "transcript.jsonl"
         used = {

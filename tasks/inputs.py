@@ -8,8 +8,9 @@ is normalised here, once, with :func:`tasks.persian_text.normalize_fa`.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -82,11 +83,17 @@ def _require_unique(frame: pd.DataFrame, column: str, path: Path, what: str) -> 
         )
 
 
-def _require_filled(frame: pd.DataFrame, columns: Iterable[str], path: Path) -> None:
+def require_none(path: Path, bad: pd.Series, problem: Callable[[Any], str]) -> None:
+    """Raise for the first row flagged in ``bad`` (a boolean Series over the file's rows), with
+    ``problem(index)`` naming what is wrong with it."""
+    if bad.any():
+        index = bad.idxmax()
+        raise InputError(path, spreadsheet_row(index), problem(index))
+
+
+def require_filled(frame: pd.DataFrame, columns: Iterable[str], path: Path) -> None:
     for column in columns:
-        empty = frame[column] == ""
-        if empty.any():
-            raise InputError(path, spreadsheet_row(empty.idxmax()), f"empty {column}")
+        require_none(path, frame[column] == "", lambda _, column=column: f"empty {column}")
 
 
 def load_questionnaire(path: Path) -> pd.DataFrame:
@@ -101,7 +108,7 @@ def load_questionnaire(path: Path) -> pd.DataFrame:
         "source",
     ]
     frame = read_csv_checked(path, columns)[columns]
-    _require_filled(frame, ["stereotype_id", "category", "statement_fa", "target_group", "non_target_groups"], path)
+    require_filled(frame, ["stereotype_id", "category", "statement_fa", "target_group", "non_target_groups"], path)
     _require_unique(frame, "stereotype_id", path, "stereotype_id")
     for index, row in frame.iterrows():
         if row.category not in CATEGORIES:
@@ -127,7 +134,7 @@ def load_responses(path: Path, stereotype_ids: Iterable[str]) -> pd.DataFrame:
     unasked = [stereotype for stereotype in known if stereotype not in answer_columns]
     if unasked:
         raise InputError(path, 1, f"no answer column for stereotype(s) {', '.join(unasked)} of the questionnaire")
-    _require_filled(frame, ["respondent_id"], path)
+    require_filled(frame, ["respondent_id"], path)
     _require_unique(frame, "respondent_id", path, "respondent")
     answers = frame[known].apply(lambda column: column.str.lower())
     bad = ~answers.isin([*ANSWERS, ""])
@@ -177,7 +184,7 @@ def load_templates(path: Path, stereotype_ids: Iterable[str]) -> pd.DataFrame:
     """
     known = set(stereotype_ids)
     frame = read_csv_checked(path, TEMPLATE_COLUMNS)[TEMPLATE_COLUMNS]
-    _require_filled(
+    require_filled(
         frame, ["template_id", "stereotype_id", "ambiguous_fa", "question_negative_fa", "question_nonnegative_fa"], path
     )
     _require_unique(frame, "template_id", path, "template_id")
@@ -216,39 +223,29 @@ def load_ratings(path: Path, template_ids: Iterable[str]) -> pd.DataFrame:
     known = set(template_ids)
     columns = ["template_id", "item_id", "annotator_id", "target_label", "relevance"]
     frame = read_csv_checked(path, columns)[columns]
-    _require_filled(frame, columns, path)
-    unknown = ~frame["template_id"].isin(known)
-    if unknown.any():
-        index = unknown.idxmax()
-        raise InputError(
-            path,
-            spreadsheet_row(index),
-            f"unknown template id {frame.at[index, 'template_id']!r}: not in the templates",
-        )
+    require_filled(frame, columns, path)
+    require_none(
+        path,
+        ~frame["template_id"].isin(known),
+        lambda i: f"unknown template id {frame.at[i, 'template_id']!r}: not in the templates",
+    )
     labels = frame["target_label"].str.lower()
-    bad_label = ~labels.isin(TARGET_LABELS)
-    if bad_label.any():
-        index = bad_label.idxmax()
-        raise InputError(
-            path,
-            spreadsheet_row(index),
-            f"target_label {frame.at[index, 'target_label']!r} is not one of {', '.join(TARGET_LABELS)}",
-        )
+    require_none(
+        path,
+        ~labels.isin(TARGET_LABELS),
+        lambda i: f"target_label {frame.at[i, 'target_label']!r} is not one of {', '.join(TARGET_LABELS)}",
+    )
     relevance = pd.to_numeric(frame["relevance"], errors="coerce")
-    bad_relevance = ~relevance.isin(RELEVANCE_SCALE)
-    if bad_relevance.any():
-        index = bad_relevance.idxmax()
-        raise InputError(
-            path, spreadsheet_row(index), f"relevance {frame.at[index, 'relevance']!r} is outside the scale 1–3"
-        )
-    repeated = frame.duplicated(["template_id", "item_id", "annotator_id"])
-    if repeated.any():
-        index = repeated.idxmax()
-        raise InputError(
-            path,
-            spreadsheet_row(index),
-            f"annotator {frame.at[index, 'annotator_id']} rated item {frame.at[index, 'item_id']} twice",
-        )
+    require_none(
+        path,
+        ~relevance.isin(RELEVANCE_SCALE),
+        lambda i: f"relevance {frame.at[i, 'relevance']!r} is outside the scale 1–3",
+    )
+    require_none(
+        path,
+        frame.duplicated(["template_id", "item_id", "annotator_id"]),
+        lambda i: f"annotator {frame.at[i, 'annotator_id']} rated item {frame.at[i, 'item_id']} twice",
+    )
     return frame.assign(target_label=labels, relevance=relevance.astype("int64"))
 
 

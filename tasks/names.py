@@ -39,7 +39,7 @@ import pyarrow as pa
 
 from tasks.artifacts import REPO_ROOT, StageOutput, count_reasons, sha256_bytes
 from tasks.caching import stage_task
-from tasks.inputs import InputError, read_csv_checked, spreadsheet_row
+from tasks.inputs import InputError, read_csv_checked, require_filled, require_none, spreadsheet_row
 from tasks.llm import LLMClient, LLMConfig, LLMRequest, open_store
 from tasks.persian_text import normalize_fa
 from tasks.schemas import EXAMPLE
@@ -495,19 +495,15 @@ def validate_name_table(
     Every cell filled, lang en or fa, gender female or male, no name twice in one group, at least 5 names of each
     gender per group, and no name given to two groups that can meet in one example (the proxy must tell them
     apart): ``facing`` lists those pairs as (group, group, where); ``None`` means any two groups of one language."""
-    for column in NAME_COLUMNS:
-        empty = table[column] == ""
-        if empty.any():
-            raise InputError(path, spreadsheet_row(empty.idxmax()), f"empty {column}")
+    require_filled(table, NAME_COLUMNS, path)
     for column, allowed in (("lang", LANGUAGES), ("gender", GENDERS)):
-        bad = ~table[column].isin(allowed)
-        if bad.any():
-            index = bad.idxmax()
-            raise InputError(
-                path,
-                spreadsheet_row(index),
-                f"{column} {table.at[index, column]!r} is not one of {', '.join(allowed)}",
-            )
+        require_none(
+            path,
+            ~table[column].isin(allowed),
+            lambda i, column=column, allowed=allowed: (
+                f"{column} {table.at[i, column]!r} is not one of {', '.join(allowed)}"
+            ),
+        )
     repeated = table.duplicated(["lang", "group", "name"])
     if repeated.any():
         index = repeated.idxmax()

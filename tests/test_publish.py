@@ -23,6 +23,7 @@ from prefect import flow
 from prefect.artifacts import Artifact
 
 from flows.cli import main
+from tasks.artifacts import StageOutput
 from tasks.dataset_card import CardParams, features_yaml, size_category
 from tasks.instantiate import answer_role
 from tasks.publish import (
@@ -166,6 +167,31 @@ def release(
         transcript_path=transcript_path if transcript else None,
         card=CardParams(build_id=BUILD, repo_id=REPO),
         shard_rows=shard_rows,
+    )
+
+
+def run_stage(
+    tmp_path: Path,
+    examples: pd.DataFrame,
+    params: PublishParams,
+    *,
+    table2: pd.DataFrame | None = None,
+    manifest: Path | None = None,
+    endpoint: str | None = None,
+) -> StageOutput:
+    """publish_stage as the flow calls it, on hand-made examples, into ``tmp_path/10_publish``."""
+    return publish_stage(
+        tmp_path / "10_publish",
+        examples,
+        table1=table1(examples),
+        table2=table2,
+        funnel=FUNNEL,
+        manifest_path=manifest,
+        transcript_path=None,
+        build_id=BUILD,
+        build_config="configs/sample.toml",
+        params=params,
+        endpoint=endpoint,
     )
 
 
@@ -516,19 +542,7 @@ def test_a_manifest_that_changed_since_the_release_is_refused(tmp_path: Path, hu
 
 def test_a_dry_run_writes_the_folder_and_uploads_nothing(tmp_path: Path, hub: FakeHub) -> None:
     configs = make_configs()
-    output = publish_stage(
-        tmp_path / "10_publish",
-        pd.concat(configs.values(), ignore_index=True),
-        table1=table1(configs["fa"]),
-        table2=None,
-        funnel=FUNNEL,
-        manifest_path=None,
-        transcript_path=None,
-        build_id=BUILD,
-        build_config="configs/sample.toml",
-        params=PublishParams(),
-        endpoint=hub.url,
-    )
+    output = run_stage(tmp_path, pd.concat(configs.values(), ignore_index=True), PublishParams(), endpoint=hub.url)
     assert hub.requests == []
     report = output.report
     assert report["dry_run"] and report["upload"] is None
@@ -545,18 +559,12 @@ def test_a_dry_run_writes_the_folder_and_uploads_nothing(tmp_path: Path, hub: Fa
 
 def test_the_stage_links_the_tagged_release(tmp_path: Path, hub: FakeHub) -> None:
     manifest, _ = write_inputs(tmp_path)
-    configs = {"fa": make_examples(12)}
-    output = publish_stage(
-        tmp_path / "10_publish",
-        configs["fa"],
-        table1=table1(configs["fa"]),
+    output = run_stage(
+        tmp_path,
+        make_examples(12),
+        PublishParams(repo_id=REPO, dry_run=False),
         table2=TABLE2,
-        funnel=FUNNEL,
-        manifest_path=manifest,
-        transcript_path=None,
-        build_id=BUILD,
-        build_config="configs/sample.toml",
-        params=PublishParams(repo_id=REPO, dry_run=False),
+        manifest=manifest,
         endpoint=hub.url,
     )
     upload_report = output.report["upload"]
@@ -575,19 +583,7 @@ def test_publish_params_are_checked() -> None:
 
 def test_the_release_link_artifact_points_at_the_folder_in_a_dry_run(tmp_path: Path, prefect_server: None) -> None:
     """The flow's call: a link artifact to the local release folder (slow: starts the session's Prefect server)."""
-    configs = {"fa": make_examples(12)}
-    output = publish_stage(
-        tmp_path / "10_publish",
-        configs["fa"],
-        table1=table1(configs["fa"]),
-        table2=None,
-        funnel=FUNNEL,
-        manifest_path=None,
-        transcript_path=None,
-        build_id=BUILD,
-        build_config="configs/sample.toml",
-        params=PublishParams(),
-    )
+    output = run_stage(tmp_path, make_examples(12), PublishParams())
 
     @flow
     def link_release() -> UUID:
