@@ -237,8 +237,14 @@ def _funnel_section(funnel: pd.DataFrame, configs: Sequence[ConfigInfo]) -> str:
 
 
 def _table1_section(table1: pd.DataFrame) -> str:
-    rows = table1[["category", "templates", "samples"]].itertuples(index=False)
-    return markdown_table(["Category", "# Templates", "# Samples"], list(rows), bold_first=("Total",))
+    """One table per config when ``table1`` has a config column, else one table."""
+    groups = table1.groupby("config", sort=False) if "config" in table1.columns else [(None, table1)]
+    parts = []
+    for config, part in groups:
+        rows = part[["category", "templates", "samples"]].itertuples(index=False)
+        table = markdown_table(["Category", "# Templates", "# Samples"], list(rows), bold_first=("Total",))
+        parts.append((f"Config `{config}`:\n\n" if config is not None else "") + table)
+    return "\n\n".join(parts)
 
 
 def _table2_section(table2: pd.DataFrame | None) -> str:
@@ -278,9 +284,9 @@ def _rebuild_section(card: CardParams, manifest_sha256: str | None, has_transcri
     )
     transcript = (
         "`transcript.jsonl` holds every LLM request and answer the build used. To rebuild the release byte for "
-        "byte with no API key, check out the PBBQ builder at the commit the manifest names, point the build "
-        "configuration's LLM response store at the downloaded `transcript.jsonl` (a `.jsonl` store opens "
-        "read-only, for replay) and run:"
+        "byte with no API key, check out the PBBQ builder at the commit the manifest names, set "
+        '`transcript = "<path to the downloaded transcript.jsonl>"` in the `[llm]` section of the build '
+        "configuration (its answers are imported into the response store before the LLM stages) and run:"
         if has_transcript
         else "No LLM transcript was supplied with this release, so a rebuild has to call a model again for the "
         "stages that use one (`PBBQ_LLM_MODE=live`). With a transcript, this command replays the answers:"
@@ -396,7 +402,7 @@ Counts of this build, step by step:
 
 ### Table 1: templates and examples per category
 
-Counted on the `fa` config, like Table 1 of the paper.
+Per config; the `fa` table counts what Table 1 of the paper counts.
 
 {_table1_section(table1)}
 
@@ -404,6 +410,10 @@ Counted on the `fa` config, like Table 1 of the paper.
 
 NGD, TTR (stop words removed), Self-BLEU and the BERTScore homogenization score per category, as in Table 2
 and Appendix C of the paper. Higher NGD and TTR and lower Self-BLEU and BERTScore mean more diverse text.
+The units are each category's distinct contexts, pooled: NGD sums the four n-gram ratios (0 to 4) as Appendix
+C.3 writes it, and instantiated contexts share their template's wording, so Self-BLEU sits near 1 and pooled
+TTR is small. Compare builds with each other, not with the paper's figures, whose units the paper leaves
+unstated.
 
 {_table2_section(table2)}
 
