@@ -38,7 +38,7 @@ def _serve(latency: float, pipe: Connection) -> None:
 
 def measure(requests: int, latency: float, concurrency: int) -> dict[str, float]:
     """Run the benchmark once; returns the table's figures."""
-    os.environ[KEY_ENV] = "sk-benchmark-not-a-secret"
+    os.environ[KEY_ENV] = "benchmark-not-a-secret"
     batch = [
         LLMRequest(messages=(("user", f"request {i}"),), prompt_hash="0" * 64, stage="benchmark", context=f"#{i}")
         for i in range(requests)

@@ -133,6 +133,8 @@ def code_version() -> dict[str, Any]:
         digest.update(source.relative_to(REPO_ROOT).as_posix().encode())
         digest.update(source.read_bytes())
     version: dict[str, Any] = {"source_sha256": digest.hexdigest(), "git_commit": None, "git_dirty": None}
+    if not (REPO_ROOT / ".git").exists():
+        return version  # not a git checkout: the source hash alone identifies the code
     try:
         commit = subprocess.run(
             ["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True, check=True
@@ -145,8 +147,8 @@ def code_version() -> dict[str, Any]:
             check=True,
         ).stdout
         version.update(git_commit=commit, git_dirty=bool(status.strip()))
-    except (OSError, subprocess.CalledProcessError):
-        pass  # not a git checkout: the source hash alone identifies the code
+    except (OSError, subprocess.CalledProcessError) as exc:
+        version["git_error"] = str(exc)  # git missing or failing: the source hash still identifies the code
     return version
 
 

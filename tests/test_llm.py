@@ -314,7 +314,7 @@ def test_concurrency_is_bounded_and_used(server: FakeLLMServer, tmp_path: Path) 
     server.latency = 0.05
     client_for(server, tmp_path, max_concurrency=4).complete_many([req(i) for i in range(24)])
     assert server.requests_total == 24
-    assert 1 < server.max_in_flight <= 4
+    assert server.max_in_flight in range(2, 5)  # concurrency is used, and bounded by 4
 
 
 def test_rate_limit_spaces_requests(server: FakeLLMServer, tmp_path: Path) -> None:

@@ -21,7 +21,7 @@ from tasks.inputs import load_inputs
 from tests.fakes.llm_servers import FakeLLMServer
 from tests.fakes.stand_in_model import StandInModel
 
-KEY = "sk-test-SECRET-9f8e7d6c5b4a"
+KEY = "test.SECRET.key.9f8e7d6c5b4a"  # fake, shaped unlike a real key
 DATASET = ("04_disambiguate/templates", "05_instantiate/examples", "06_names/examples", "07_translate/examples")
 
 

@@ -47,7 +47,7 @@ from tests.helpers import load_release_offline
 # huggingface_hub 2.4 itself uploads LFS files with httpx2's deprecated ``data=`` argument (lfs.py)
 pytestmark = pytest.mark.filterwarnings("ignore:Use 'content=<...>' to upload raw bytes:DeprecationWarning")
 
-TOKEN = "hf_testTOKENsecret000000000000000000"
+TOKEN = "hf_test-TOKEN-secret-0000"  # fake, shaped unlike a real token
 REPO = "pbbq-tests/pbbq"
 BUILD = "20250101-000000-abc123"
 ROLE_NAMES = {"stereo": "stereotyped", "nonstereo": "non-stereotyped", "unknown": "unknown"}
