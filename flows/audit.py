@@ -19,6 +19,7 @@ from typing import Any
 import pandas as pd
 
 from tasks.artifacts import atomic_write_bytes
+from tasks.llm import usage_summary
 
 EXAMPLE_TABLES = ("05_instantiate/examples", "06_names/examples", "07_translate/examples")
 DROP_TABLES = (
@@ -86,11 +87,7 @@ def audit_text(run: Path) -> str:
         report = _json(run / stage["folder"] / "report.json")
         lines += [f"warning ({stage['folder']}): {w}" for w in report.get("warnings", [])]
         if report.get("llm"):
-            usage = report["llm"]
-            lines.append(
-                f"LLM ({stage['folder']}): {usage['requests_sent']} sent, {usage['cache_hits']} from the store, "
-                f"{usage['tokens_in']} tokens in, {usage['tokens_out']} out, cost {usage['cost_usd']}"
-            )
+            lines += [f"LLM {line}" for line in usage_summary({stage["folder"]: report})]
     return "\n".join(lines)
 
 

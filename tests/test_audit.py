@@ -19,7 +19,7 @@ def test_audit_shows_the_funnel_every_stage_and_its_drops(two_builds: tuple[Path
     for folder in ("02_survey", "03_kappa_gate", "04_disambiguate", "05_instantiate", "06_names", "07_translate"):
         assert folder in text
     assert "kappa_below_threshold: 4" in text and "failed_validation: 1" in text
-    assert "LLM (07_translate)" in text
+    assert "LLM 07_translate:" in text and "from the store" in text
     page = write_audit_html(run).read_text(encoding="utf-8")
     assert page.count("<table") >= 8 and page.count("data:image/png;base64,") == 4
     assert "DOM-02-T1" in page  # the continuation left in review is listed with its attempts
