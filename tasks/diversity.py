@@ -35,6 +35,7 @@ from sacrebleu.metrics.bleu import BLEU
 from tasks.artifacts import StageOutput
 from tasks.caching import stage_task
 from tasks.persian_text import stop_words, tokenize, tokenize_en, words
+from tasks.schemas import example_configs
 
 if TYPE_CHECKING:
     import torch
@@ -399,16 +400,6 @@ def homogenization_bertscore(
 # ----------------------------------------------------------------------------------------------- the table
 
 
-def _config_of(examples: pd.DataFrame) -> pd.Series:
-    """Each example's config: 'fa' (Persian originals), 'fa-names' (Persian name proxies), 'en' (English)."""
-    variant = examples["variant"].astype(str)
-    config = pd.Series(pd.NA, index=examples.index, dtype="string")
-    config[(examples["lang"] == "fa") & (variant == "original")] = "fa"
-    config[(examples["lang"] == "fa") & variant.str.startswith("names-")] = "fa-names"
-    config[examples["lang"] == "en"] = "en"
-    return config
-
-
 def _metric_row(
     units: list[str],
     tokens: Mapping[str, list[str]],
@@ -469,7 +460,7 @@ def diversity_table(
     missing = {"category", "lang", "variant", "context"} - set(examples.columns)
     if missing:
         raise ValueError(f"diversity_table: the example table lacks the columns {sorted(missing)}")
-    frame = examples.assign(config=_config_of(examples)).dropna(subset=["config"])
+    frame = examples.assign(config=example_configs(examples))
     rows = []
     for config in [name for name in CONFIGS if (frame["config"] == name).any()]:
         part = frame[frame["config"] == config].drop_duplicates(["category", "context"])

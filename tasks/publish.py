@@ -56,8 +56,7 @@ from prefect.artifacts import create_link_artifact
 
 from tasks.artifacts import StageOutput, atomic_write_bytes, parquet_bytes, sha256_bytes, sha256_file
 from tasks.dataset_card import CardParams, ConfigInfo, render_card
-from tasks.schemas import EXAMPLE, to_arrow
-from tasks.statistics import config_name
+from tasks.schemas import EXAMPLE, example_configs, to_arrow
 
 log = logging.getLogger(__name__)
 
@@ -149,11 +148,7 @@ class PublishParams:
 
 def split_configs(examples: pd.DataFrame) -> dict[str, pd.DataFrame]:
     """The examples of each published config (``fa``, ``fa-names``, ``en``, ...), by language and variant."""
-    names = pd.Series(
-        [config_name(lang, variant) for lang, variant in zip(examples["lang"], examples["variant"], strict=True)],
-        index=examples.index,
-        dtype="object",
-    )
+    names = example_configs(examples)
     return {str(name): examples[names == name].reset_index(drop=True) for name in sorted(names.unique())}
 
 

@@ -121,6 +121,17 @@ example is made and never recovered by matching strings; ``target_loc`` is the o
 entity; ``label`` the correct option."""
 
 
+def config_name(lang: str, variant: str) -> str:
+    """The published config an example belongs to: ``fa``, ``fa-names``, ``en`` (``en-names`` if ever made)."""
+    return lang if variant == "original" else f"{lang}-names"
+
+
+def example_configs(examples: pd.DataFrame) -> pd.Series:
+    """:func:`config_name` of every example."""
+    names = [config_name(lang, variant) for lang, variant in zip(examples["lang"], examples["variant"], strict=True)]
+    return pd.Series(names, index=examples.index, dtype="object")
+
+
 class SchemaError(ValueError):
     """A table does not have the columns or types its schema declares."""
 

@@ -9,7 +9,7 @@ import pyarrow as pa
 
 from tasks.artifacts import StageOutput
 from tasks.caching import stage_task
-from tasks.schemas import CATEGORIES
+from tasks.schemas import CATEGORIES, example_configs
 
 TABLE1 = pa.schema(
     [("config", pa.string()), ("category", pa.string()), ("templates", pa.int64()), ("samples", pa.int64())]
@@ -31,7 +31,7 @@ def table1(examples: pd.DataFrame) -> pd.DataFrame:
     """Templates and samples per category of every config (Table 1): all 16 categories in the paper's order
     and a Total row per config. A template counts when it yields examples of the config."""
     parts = []
-    frame = examples.assign(config=_configs(examples))
+    frame = examples.assign(config=example_configs(examples))
     for config in dict.fromkeys(frame["config"]):
         part = frame[frame["config"] == config]
         table = pd.DataFrame({"config": config, "category": list(CATEGORIES)})
@@ -65,18 +65,9 @@ def funnel(
     return pd.DataFrame(steps, columns=["step", "count"])
 
 
-def config_name(lang: str, variant: str) -> str:
-    """The published config an example belongs to: ``fa``, ``fa-names``, ``en``, ``en-names``."""
-    return lang if variant == "original" else f"{lang}-names"
-
-
-def _configs(examples: pd.DataFrame) -> list[str]:
-    return [config_name(lang, variant) for lang, variant in zip(examples["lang"], examples["variant"], strict=True)]
-
-
 def distribution(examples: pd.DataFrame) -> pd.DataFrame:
     """Examples per config and value of each dimension, with the share within the config."""
-    frame = examples.assign(config=_configs(examples))
+    frame = examples.assign(config=example_configs(examples))
     parts = []
     for dimension in DIMENSIONS:
         counts = frame.groupby(["config", dimension]).size().rename("examples").reset_index()
