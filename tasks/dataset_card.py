@@ -314,7 +314,7 @@ def _citation() -> str:
 ```"""
 
 
-def card_body(
+def render_card(
     configs: Sequence[ConfigInfo],
     schema: pa.Schema,
     *,
@@ -324,9 +324,11 @@ def card_body(
     manifest_sha256: str | None,
     has_transcript: bool,
     card: CardParams,
-) -> str:
-    """The Markdown body of the card (everything below the YAML header)."""
-    return f"""
+) -> DatasetCard:
+    """The dataset card of a release: the YAML header from :func:`card_data`, then the Markdown body."""
+    return DatasetCard(
+        f"---\n{card_data(configs, schema, card).to_yaml()}\n---\n"
+        + f"""
 # {card.pretty_name}
 
 > **Content warning.** This dataset is made of social stereotypes about groups of people in Iran, by
@@ -487,28 +489,4 @@ If you use PBBQ, please cite the paper:
 
 {_citation()}
 """
-
-
-def render_card(
-    configs: Sequence[ConfigInfo],
-    schema: pa.Schema,
-    *,
-    table1: pd.DataFrame,
-    table2: pd.DataFrame | None,
-    funnel: pd.DataFrame,
-    manifest_sha256: str | None,
-    has_transcript: bool,
-    card: CardParams,
-) -> DatasetCard:
-    """The dataset card of a release: YAML header from :func:`card_data` and the body from :func:`card_body`."""
-    body = card_body(
-        configs,
-        schema,
-        table1=table1,
-        table2=table2,
-        funnel=funnel,
-        manifest_sha256=manifest_sha256,
-        has_transcript=has_transcript,
-        card=card,
     )
-    return DatasetCard(f"---\n{card_data(configs, schema, card).to_yaml()}\n---\n{body}")
