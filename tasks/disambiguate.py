@@ -1,12 +1,18 @@
-"""Disambiguation: an LLM writes the disambiguated continuation of each ambiguous template, once per answer
-assignment, keeping the ``{stereo}``/``{nonstereo}`` placeholders (PBBQ §3.3.3, Appendix D).
+"""Disambiguation: an LLM writes the disambiguated continuation of each ambiguous template, keeping the
+``{stereo}``/``{nonstereo}`` placeholders (PBBQ §3.3.3, Appendix D).
 
-For each gated template and each assignment (*biased*: the stereotyped entity has the negative trait;
-*counter-biased*: the other one does) the continuation comes from, in order of precedence:
+One continuation per template, for the *biased* assignment (the stereotyped entity has the trait of the
+negative question); it comes from, in order of precedence:
 
 1. the template itself (a human-written disambiguated context wins over the LLM);
 2. ``annotations/disambiguation_overrides.csv`` (a human fix of an answer that failed review);
 3. the LLM, with the Appendix D prompt in Persian (``prompts/disambiguate.fa.txt``).
+
+The *counter-biased* continuation is the same text with ``{stereo}`` and ``{nonstereo}`` exchanged: BBQ's
+control, under which the two answer assignments differ only in who is who, so that Δbias (PBBQ Eq. 3)
+compares like with like. A template that cannot be mirrored declares a ``mirror_exception`` and brings both
+texts; :func:`mirror_diff` reports every difference between them other than the placeholders, for a
+reviewer to accept.
 
 An LLM answer is validated (:func:`continuation_failures`); a failing answer is sent back with the failure
 named (``prompts/disambiguate.retry.fa.txt``) up to ``max_attempts`` answers in all; what still fails goes to
@@ -15,6 +21,7 @@ named (``prompts/disambiguate.retry.fa.txt``) up to ``max_attempts`` answers in 
 
 from __future__ import annotations
 
+import difflib
 import re
 import unicodedata
 from dataclasses import asdict, dataclass
@@ -26,7 +33,7 @@ import pyarrow as pa
 
 from tasks.artifacts import REPO_ROOT, StageOutput, count_reasons, sha256_bytes
 from tasks.caching import stage_task
-from tasks.inputs import PLACEHOLDER
+from tasks.inputs import PLACEHOLDER, swap_roles
 from tasks.llm import LLMClient, LLMConfig, LLMRequest, open_llm
 from tasks.persian_text import normalize_fa, tokenize_fa, words
 from tasks.schemas import TEMPLATE_DISAMBIGUATED
@@ -37,8 +44,10 @@ ASSIGNMENTS: dict[str, tuple[str, str]] = {
     "counter_biased": ("{nonstereo}", "{stereo}"),
 }
 """Per assignment: (the entity that answers the negative question, the one that answers the non-negative)."""
-COLUMNS = {"biased": "disambiguated_biased_fa", "counter_biased": "disambiguated_counter_biased_fa"}
+COLUMNS = {"biased": "disambiguated_fa", "counter_biased": "disambiguated_counter_biased_fa"}
+SOURCE_COLUMNS = {"biased": "disambiguated_source", "counter_biased": "counter_biased_source"}
 PROMPT_FILE = REPO_ROOT / "prompts" / "disambiguate.fa.txt"
+INPUT_FILE = REPO_ROOT / "prompts" / "disambiguate.input.fa.txt"
 RETRY_FILE = REPO_ROOT / "prompts" / "disambiguate.retry.fa.txt"
 
 FAILURES: dict[str, str] = {
@@ -68,7 +77,7 @@ _SENTENCE_END = re.compile(r"[.!؟?…]+")
 @dataclass(frozen=True)
 class DisambiguateParams:
     max_attempts: int = 3
-    """Answers asked for per template and assignment: the first and the retries with the failure named."""
+    """Answers asked for per template: the first and the retries with the failure named."""
     max_sentences: int = 2
     min_persian_share: float = 0.8
     """Share of the answer's letters that must be in the Arabic script block."""
@@ -78,18 +87,27 @@ class DisambiguateParams:
 
 @dataclass(frozen=True)
 class Prompts:
-    """The prompt files' text; their hash goes into every request key."""
+    """The prompt files' text; their hash goes into every request key. ``main`` holds the instructions (the
+    system message), ``data`` the user message: the template's text, untrusted, inside delimited blocks after
+    the instructions."""
 
     main: str
+    data: str
     retry: str
 
     @classmethod
-    def load(cls, main: Path = PROMPT_FILE, retry: Path = RETRY_FILE) -> Prompts:
-        return cls(main.read_text(encoding="utf-8"), retry.read_text(encoding="utf-8"))
+    def load(cls, main: Path = PROMPT_FILE, data: Path = INPUT_FILE, retry: Path = RETRY_FILE) -> Prompts:
+        return cls(*(path.read_text(encoding="utf-8") for path in (main, data, retry)))
 
     @property
     def sha256(self) -> str:
-        return sha256_bytes((self.main + "\0" + self.retry).encode("utf-8"))
+        return sha256_bytes("\0".join((self.main, self.data, self.retry)).encode("utf-8"))
+
+
+def delimited(text: str) -> str:
+    """Untrusted text as it goes inside a prompt's tag: angle brackets become look-alikes, so the text cannot
+    close its block or open another."""
+    return text.replace("<", "‹").replace(">", "›")
 
 
 def _persian_share(text: str) -> float:
@@ -107,13 +125,26 @@ def _ngrams(tokens: list[str], n: int = 4) -> set[tuple[str, ...]]:
     return {tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1)}
 
 
-def continuation_failures(text: str, template: pd.Series, assignment: str, params: DisambiguateParams) -> list[str]:
+def mirror_diff(biased: str, counter_biased: str) -> str:
+    """Every difference between a counter-biased continuation and the mirror of the biased one, token by
+    token (``-[removed] +[added]``, ``; `` between differences); empty when the two are mirrors."""
+    mirror, other = swap_roles(biased).split(), counter_biased.split()
+    changes = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=mirror, b=other, autojunk=False).get_opcodes():
+        if tag != "equal":
+            removed = f"-[{' '.join(mirror[i1:i2])}]" if i2 > i1 else ""
+            added = f"+[{' '.join(other[j1:j2])}]" if j2 > j1 else ""
+            changes.append(" ".join(part for part in (removed, added) if part))
+    return "; ".join(changes)
+
+
+def continuation_failures(text: str, template: pd.Series, params: DisambiguateParams) -> list[str]:
     """The rules an answer breaks (empty: it is accepted).
 
     Placeholders: ``{stereo}`` and ``{nonstereo}`` both present, spelled exactly, and no other brace token
-    ({lex} only for a template with lexical variants), so each entity lands in the slot the assignment gave
-    it. No repeat of the initial text: at most ``max_repeat_share`` of its word 4-grams. Persian script. One
-    or two sentences. Whether the story gives the trait to the right entity is a matter of meaning that no
+    ({lex} only for a template with lexical variants), so each entity lands in the slot the prompt gave it. No
+    repeat of the initial text: at most ``max_repeat_share`` of its word 4-grams. Persian script. One or two
+    sentences. Whether the story gives the trait to the right entity is a matter of meaning that no
     rule here decides: every answer is kept in ``attempts`` for the human reviewer.
     """
     text = text.strip()
@@ -139,22 +170,22 @@ def continuation_failures(text: str, template: pd.Series, assignment: str, param
     return failures
 
 
-def first_request(template: pd.Series, statement: str, assignment: str, prompts: Prompts) -> LLMRequest:
-    """The Appendix D prompt for one template and assignment."""
-    negative, nonnegative = ASSIGNMENTS[assignment]
-    prompt = Template(prompts.main).substitute(
-        stereotype=statement,
-        answer_negative=negative,
-        question_negative=template.question_negative_fa,
-        answer_nonnegative=nonnegative,
-        question_nonnegative=template.question_nonnegative_fa,
-        ambiguous_context=template.ambiguous_fa,
+def first_request(template: pd.Series, statement: str, prompts: Prompts) -> LLMRequest:
+    """The Appendix D prompt for one template, asking for its biased continuation."""
+    negative, nonnegative = ASSIGNMENTS["biased"]
+    instructions = Template(prompts.main).substitute(answer_negative=negative, answer_nonnegative=nonnegative)
+    data = Template(prompts.data).substitute(
+        stereotype=delimited(statement),
+        question_negative=delimited(template.question_negative_fa),
+        question_nonnegative=delimited(template.question_nonnegative_fa),
+        ambiguous_context=delimited(template.ambiguous_fa),
     )
     return LLMRequest(
-        messages=(("user", prompt),),
+        messages=(("user", data),),
+        system=instructions,
         prompt_hash=prompts.sha256,
         stage=STAGE,
-        context=f"template {template.template_id}, assignment {assignment}",
+        context=f"template {template.template_id}",
     )
 
 
@@ -164,6 +195,7 @@ def follow_up(request: LLMRequest, answer: str, failures: list[str], prompts: Pr
     message = Template(prompts.retry).substitute(failure=named)
     return LLMRequest(
         messages=(*request.messages, ("assistant", answer), ("user", message)),
+        system=request.system,
         prompt_hash=request.prompt_hash,
         stage=request.stage,
         context=request.context,
@@ -178,43 +210,39 @@ def disambiguate(
     client: LLMClient,
     params: DisambiguateParams,
 ) -> StageOutput:
-    """Fill every template's two continuations (template > override > LLM) and route failures to review."""
-    table = templates.reset_index(drop=True).assign(
-        disambiguated_biased_source="", disambiguated_counter_biased_source=""
-    )
+    """Fill every template's biased continuation (template > override > LLM) and its counter-biased one (the
+    mirror, or the declared exception's own text); route failures to review."""
+    table = templates.reset_index(drop=True).assign(disambiguated_source="", counter_biased_source="", mirror_diff="")
     statements = stereotypes.set_index("stereotype_id")["statement_fa"]
     fixes = {(r.template_id, r.assignment): r.text for r in overrides.itertuples()}
     request_ids: dict[str, list[str]] = {t: [] for t in table["template_id"]}
-    pending: dict[tuple[int, str], LLMRequest] = {}
+    pending: dict[int, LLMRequest] = {}
     for index, template in table.iterrows():
-        for assignment, column in COLUMNS.items():
-            source_column = column.replace("_fa", "_source")
+        for assignment in ("biased", "counter_biased") if template.mirror_exception else ("biased",):
+            column, source = COLUMNS[assignment], SOURCE_COLUMNS[assignment]
             if template[column]:
-                table.at[index, source_column] = "human"
+                table.at[index, source] = "human"
             elif (template.template_id, assignment) in fixes:
                 table.at[index, column] = fixes[(template.template_id, assignment)]
-                table.at[index, source_column] = "override"
+                table.at[index, source] = "override"
             else:
-                table.at[index, source_column] = "llm"
-                pending[(index, assignment)] = first_request(
-                    template, statements[template.stereotype_id], assignment, prompts
-                )
+                table.at[index, source] = "llm"
+                pending[index] = first_request(template, statements[template.stereotype_id], prompts)
     attempts: list[dict] = []
     for attempt in range(1, params.max_attempts + 1):
         if not pending:
             break
         answers = client.complete_many(list(pending.values()))
-        still: dict[tuple[int, str], LLMRequest] = {}
-        for (key, request), answer in zip(pending.items(), answers, strict=True):
-            index, assignment = key
+        still: dict[int, LLMRequest] = {}
+        for (index, request), answer in zip(pending.items(), answers, strict=True):
             template = table.loc[index]
             request_ids[template.template_id].append(answer.request_id)
             text = normalize_fa(answer.text)
-            failures = continuation_failures(text, template, assignment, params)
+            failures = continuation_failures(text, template, params)
             attempts.append(
                 {
                     "template_id": template.template_id,
-                    "assignment": assignment,
+                    "assignment": "biased",
                     "attempt": attempt,
                     "answer": text,
                     "failures": ";".join(failures),
@@ -222,25 +250,42 @@ def disambiguate(
                 }
             )
             if failures:
-                still[key] = follow_up(request, answer.text, failures, prompts)
+                still[index] = follow_up(request, answer.text, failures, prompts)
             else:
-                table.at[index, COLUMNS[assignment]] = text
+                table.at[index, "disambiguated_fa"] = text
         pending = still
-    failed = {(table.at[index, "template_id"], assignment) for index, assignment in pending}
+    failed = {table.at[index, "template_id"] for index in pending}
     log = pd.DataFrame(attempts, columns=REVIEW.names)
-    review = log[[(t, a) in failed for t, a in zip(log["template_id"], log["assignment"], strict=True)]]
+    review = log[log["template_id"].isin(failed)]
     table["llm_request_ids"] = table["template_id"].map(request_ids)
-    for index, assignment in pending:
-        table.at[index, "disambiguated_" + assignment + "_source"] = "review"
-    sources = pd.concat([table["disambiguated_biased_source"], table["disambiguated_counter_biased_source"]])
+    for index in pending:
+        table.at[index, "disambiguated_source"] = table.at[index, "counter_biased_source"] = "review"
+    mirrored = (table["mirror_exception"] == "") & (table["disambiguated_source"] != "review")
+    table.loc[mirrored, "disambiguated_counter_biased_fa"] = table.loc[mirrored, "disambiguated_fa"].map(swap_roles)
+    table.loc[mirrored, "counter_biased_source"] = "mirror"
+    declared = table["mirror_exception"] != ""
+    table.loc[declared, "mirror_diff"] = [
+        mirror_diff(biased, counter)
+        for biased, counter in zip(
+            table.loc[declared, "disambiguated_fa"], table.loc[declared, "disambiguated_counter_biased_fa"], strict=True
+        )
+    ]
+    sources = pd.concat([table["disambiguated_source"], table["counter_biased_source"]])
     report = {
         "stage": STAGE,
         "parameters": asdict(params),
         "prompt_sha256": prompts.sha256,
-        "counts": {"in": len(table), "out": len(table) - len({t for t, _ in failed}), "continuations": len(sources)},
+        "counts": {"in": len(table), "out": len(table) - len(failed), "continuations": len(sources)},
         "sources": {str(k): int(v) for k, v in sorted(sources.value_counts().items())},
+        "mirror": {
+            "mirrored": int(mirrored.sum()),
+            "declared_exceptions": [
+                {"template_id": r.template_id, "reason": r.mirror_exception, "diff": r.mirror_diff}
+                for r in table[declared].itertuples()
+            ],
+        },
         "dropped": {"total": len(failed), "by_reason": count_reasons(pd.Series(["failed_validation"] * len(failed)))},
-        "drops": [{"template_id": t, "assignment": a, "reason": "failed_validation"} for t, a in sorted(failed)],
+        "drops": [{"template_id": t, "reason": "failed_validation"} for t in sorted(failed)],
         "failures_by_rule": count_reasons(log["failures"].str.split(";").explode().loc[lambda s: s != ""]),
         "attempts": len(log),
         "llm": client.usage(STAGE).as_dict(),

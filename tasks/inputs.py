@@ -1,4 +1,4 @@
-"""Loaders of the human-authored inputs, each validating as it reads (DESIGN.md §7).
+"""Loaders of the human-authored inputs, each validating as it reads (docs/architecture.md §7).
 
 A wrong input stops the build with one :class:`InputError` that names the file, the row and the problem.
 Rows are counted as a spreadsheet shows them: the header is row 1, the first data row is row 2. Persian text
@@ -7,6 +7,8 @@ is normalised here, once, with :func:`tasks.persian_text.normalize_fa`.
 
 from __future__ import annotations
 
+import csv
+import io
 import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -35,9 +37,47 @@ SOURCES = ("crawl", "expert", "survey-write-in")
 TARGET_LABELS = ("stereo", "nonstereo", "neither")
 RELEVANCE_SCALE = (1, 2, 3)
 PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
+_ROLE_PLACEHOLDER = re.compile(r"\{(stereo|nonstereo)\}")
 ASSIGNMENTS = ("biased", "counter_biased")
 """Disambiguated answer assignments: the stereotyped entity answers the negative question, or the other one."""
 OVERRIDE_COLUMNS = ["template_id", "assignment", "text"]
+
+
+def swap_roles(text: str) -> str:
+    """The same template text with ``{stereo}`` and ``{nonstereo}`` exchanged: the other order of mention of an
+    ambiguous context, and the mirror of a disambiguated continuation (the other answer assignment)."""
+    return _ROLE_PLACEHOLDER.sub(lambda m: "{nonstereo}" if m.group(1) == "stereo" else "{stereo}", text)
+
+
+INSTRUCTION_LIKE = re.compile(
+    r"ignore\s+(?:all\s+|the\s+|any\s+)?(?:previous|above|prior|earlier)\s+(?:instructions?|prompts?|messages?)"
+    r"|disregard\s+(?:all|the|any|previous|above)|system\s+prompt|you\s+are\s+now\b|new\s+instructions?"
+    r"|</?\s*(?:system|assistant|user|instructions?)\s*>|```"
+    r"|نادیده\s*بگیر|دستورالعمل[\u200c\s]*(?:ها|های)?\s*(?:قبلی|بالا|پیشین)|پرامپت|از\s+این\s+به\s+بعد\s+تو",
+    re.IGNORECASE,
+)
+"""Text that reads like an instruction to a model (prompt injection), in English or Persian."""
+
+
+def instruction_like(tables: dict[str, pd.DataFrame], paths: dict[str, Path]) -> list[str]:
+    """Cells of the inputs that reach a prompt and read like instructions to a model: one warning each, naming
+    the file, the row and the column. They are not refused (a template may quote such a sentence), but a
+    person should look; the prompt keeps them inside delimited data blocks and the validators stay the last
+    line of defence."""
+    warnings = []
+    for name, frame in tables.items():
+        for column in frame.columns:
+            cells = frame[column].map(lambda v: " ".join(v) if isinstance(v, list) else v)
+            if not (pd.api.types.is_object_dtype(cells) or pd.api.types.is_string_dtype(cells)):
+                continue
+            for index, text in cells.items():
+                if isinstance(text, str) and INSTRUCTION_LIKE.search(text):
+                    where = paths.get(name, Path(name))
+                    warnings.append(
+                        f"{where}, row {spreadsheet_row(index)}: {column} reads like an instruction to a model "
+                        f"(«{INSTRUCTION_LIKE.search(text).group(0)}»)"
+                    )
+    return warnings
 
 
 class InputError(ValueError):
@@ -49,16 +89,34 @@ class InputError(ValueError):
         super().__init__(f"{where}: {problem}")
 
 
-def read_csv_checked(path: Path, required: Iterable[str]) -> pd.DataFrame:
+def read_csv_checked(path: Path, required: Iterable[str], *, allow_empty: bool = False) -> pd.DataFrame:
+    """A UTF-8 CSV file as strings, every cell stripped; one :class:`InputError` naming the file (and the row)
+    for a missing or empty file, a repeated column, a missing required column, a NUL byte, or no data rows
+    (unless ``allow_empty``: a header alone then means 'none')."""
     if not path.is_file():
         raise InputError(path, None, "file not found")
+    raw = path.read_bytes()
+    if b"\0" in raw:
+        raise InputError(path, raw[: raw.index(b"\0")].count(b"\n") + 1, "a NUL byte: not a text CSV file")
     try:
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8")
-    except (UnicodeDecodeError, pd.errors.ParserError) as exc:
-        raise InputError(path, None, f"not a readable UTF-8 CSV file ({exc})") from None
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputError(path, raw[: exc.start].count(b"\n") + 1, "not UTF-8 text") from None
+    header = next(csv.reader(io.StringIO(text)), [])
+    if not [column for column in header if column.strip()]:
+        raise InputError(path, None, "empty file: no header row")
+    repeated = sorted({column for column in header if header.count(column) > 1})
+    if repeated:
+        raise InputError(path, 1, f"column(s) {', '.join(repeated)} appear more than once in the header")
+    try:
+        frame = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False)
+    except pd.errors.ParserError as exc:
+        raise InputError(path, None, f"not a readable CSV file ({exc})") from None
     missing = [column for column in required if column not in frame.columns]
     if missing:
         raise InputError(path, 1, f"missing column(s) {', '.join(missing)}")
+    if frame.empty and not allow_empty:
+        raise InputError(path, None, "no data rows: the file has a header only")
     return frame.map(str.strip)
 
 
@@ -165,14 +223,40 @@ TEMPLATE_COLUMNS = [
     "template_id",
     "stereotype_id",
     "ambiguous_fa",
-    "disambiguated_biased_fa",
+    "disambiguated_fa",
     "disambiguated_counter_biased_fa",
+    "mirror_exception",
     "question_negative_fa",
     "question_nonnegative_fa",
     "stereo_entities",
     "nonstereo_entities",
     "lexical_variants",
+    "allowed_pairs",
 ]
+PAIR_SEPARATOR = "|"
+"""Separates the stereotyped entity, the non-stereotyped entity and the reason of an ``allowed_pairs`` item."""
+
+
+def _allowed_pairs(value: str, row: pd.Series, path: Path, line: int) -> list[str]:
+    """``allowed_pairs`` items ``stereo entity|nonstereo entity|reason``: pairs of the template that the
+    confound gate of instantiation keeps although their entities differ in gender or age band (a reason is
+    required), normalised as ``stereo|nonstereo|reason``."""
+    items = []
+    for item in value.split(LIST_SEPARATOR):
+        if not item.strip():
+            continue
+        parts = [part.strip() for part in item.split(PAIR_SEPARATOR)]
+        if len(parts) != 3 or not all(parts):
+            raise InputError(
+                path, line, f"allowed_pairs item {item.strip()!r} is not 'stereo entity|nonstereo entity|reason'"
+            )
+        stereo, nonstereo = normalize_fa(parts[0]), normalize_fa(parts[1])
+        if stereo not in row.stereo_entities or nonstereo not in row.nonstereo_entities:
+            raise InputError(
+                path, line, f"allowed_pairs item {item.strip()!r} names an entity the template does not have"
+            )
+        items.append(PAIR_SEPARATOR.join([stereo, nonstereo, parts[2]]))
+    return items
 
 
 def load_templates(path: Path, stereotype_ids: Iterable[str]) -> pd.DataFrame:
@@ -181,6 +265,11 @@ def load_templates(path: Path, stereotype_ids: Iterable[str]) -> pd.DataFrame:
     ``{stereo}`` and ``{nonstereo}`` must each appear in the ambiguous context and in any human-written
     disambiguated context; ``{lex}`` appears exactly when the template has lexical variants; questions carry
     no placeholder. Entity lists are non-empty, without repeats, and the two lists share no entity.
+
+    ``disambiguated_fa`` is the continuation of the biased assignment (``{stereo}`` has the negative trait);
+    the counter-biased one is the same text with the placeholders exchanged (BBQ's control), so
+    ``disambiguated_counter_biased_fa`` stays empty unless ``mirror_exception`` says why the template cannot be
+    mirrored, and then both texts are required.
     """
     known = set(stereotype_ids)
     frame = read_csv_checked(path, TEMPLATE_COLUMNS)[TEMPLATE_COLUMNS]
@@ -193,15 +282,28 @@ def load_templates(path: Path, stereotype_ids: Iterable[str]) -> pd.DataFrame:
     for column in ("stereo_entities", "nonstereo_entities", "lexical_variants"):
         frame[column] = frame[column].map(_split_list)
     roles = {"stereo", "nonstereo"}
+    allowed_pairs = []
     for index, row in frame.iterrows():
         line = spreadsheet_row(index)
         if row.stereotype_id not in known:
             raise InputError(path, line, f"unknown stereotype id {row.stereotype_id!r}: not in the questionnaire")
         lex = {"lex"} if row.lexical_variants else set()
         _check_placeholders(path, line, "ambiguous_fa", row.ambiguous_fa, roles | lex, roles | lex)
-        for field in ("disambiguated_biased_fa", "disambiguated_counter_biased_fa"):
+        for field in ("disambiguated_fa", "disambiguated_counter_biased_fa"):
             if row[field]:
                 _check_placeholders(path, line, field, row[field], roles, roles | lex)
+        if row.mirror_exception and not (row.disambiguated_fa and row.disambiguated_counter_biased_fa):
+            raise InputError(
+                path, line, "mirror_exception needs both disambiguated_fa and disambiguated_counter_biased_fa"
+            )
+        if row.disambiguated_counter_biased_fa and not row.mirror_exception:
+            raise InputError(
+                path,
+                line,
+                "disambiguated_counter_biased_fa is given without a mirror_exception: leave it empty (the "
+                "counter-biased context is disambiguated_fa with {stereo} and {nonstereo} exchanged) or say why "
+                "the template cannot be mirrored",
+            )
         for field in ("question_negative_fa", "question_nonnegative_fa"):
             _check_placeholders(path, line, field, row[field], set(), set())
         for field in ("stereo_entities", "nonstereo_entities"):
@@ -214,6 +316,8 @@ def load_templates(path: Path, stereotype_ids: Iterable[str]) -> pd.DataFrame:
             raise InputError(path, line, f"entity {shared[0]!r} is both stereotyped and non-stereotyped")
         if len(set(row.lexical_variants)) != len(row.lexical_variants):
             raise InputError(path, line, "lexical_variants repeats a variant")
+        allowed_pairs.append(_allowed_pairs(row.allowed_pairs, row, path, line))
+    frame["allowed_pairs"] = allowed_pairs
     return frame.reset_index(drop=True)
 
 
@@ -258,18 +362,19 @@ def load_unknown_phrases(path: Path) -> pd.DataFrame:
     frame["phrase_fa"] = frame["phrase_fa"].map(normalize_fa)
     if frame["phrase_fa"].duplicated().any():
         raise InputError(path, spreadsheet_row(frame["phrase_fa"].duplicated().idxmax()), "duplicate phrase_fa")
-    if frame.empty:
-        raise InputError(path, None, "no phrases")
     return frame
 
 
 def load_overrides(path: Path | None, templates: pd.DataFrame) -> pd.DataFrame:
     """Human fixes: one continuation per (template_id, assignment), validated like a template's own.
-    No file configured means no overrides; a configured file must exist."""
+    No file configured means no overrides; a configured file must exist. A ``counter_biased`` fix is for a
+    template with a ``mirror_exception`` only: any other template's counter-biased context is the mirror of
+    its biased one."""
     if path is None:
         return pd.DataFrame(columns=OVERRIDE_COLUMNS)
-    frame = read_csv_checked(path, OVERRIDE_COLUMNS)[OVERRIDE_COLUMNS]
+    frame = read_csv_checked(path, OVERRIDE_COLUMNS, allow_empty=True)[OVERRIDE_COLUMNS]
     lexical = templates.set_index("template_id")["lexical_variants"].to_dict()
+    exceptions = templates.set_index("template_id")["mirror_exception"].to_dict()
     for index, row in frame.iterrows():
         if row.template_id not in lexical:
             raise InputError(
@@ -278,6 +383,13 @@ def load_overrides(path: Path | None, templates: pd.DataFrame) -> pd.DataFrame:
         if row.assignment not in ASSIGNMENTS:
             raise InputError(
                 path, spreadsheet_row(index), f"assignment {row.assignment!r} is not one of {', '.join(ASSIGNMENTS)}"
+            )
+        if row.assignment == "counter_biased" and not exceptions[row.template_id]:
+            raise InputError(
+                path,
+                spreadsheet_row(index),
+                f"a counter_biased override for {row.template_id}, which declares no mirror_exception: fix the "
+                "biased text instead (the counter-biased one is its mirror)",
             )
         roles = {"stereo", "nonstereo"}
         lex = {"lex"} if len(lexical[row.template_id]) else set()

@@ -5,13 +5,24 @@ placeholders of the ambiguous context exchanged), and:
 
 - the ambiguous context with the negative and the non-negative question (the answer is 'unknown');
 - the ambiguous context followed by the disambiguated continuation in both answer assignments: *biased*, the
-  stereotyped entity answers the negative question, and *counter-biased*, the other entity does; each with
-  both questions.
+  stereotyped entity answers the negative question, and *counter-biased*, the other entity does (the same
+  continuation with the entities exchanged); each with both questions.
 
 That is 2 orders × (2 + 4) = 12 examples per pair and variant. The three options are the two entities and an
 'unknown' phrasing drawn from a list; their order is a seeded cycle through the six permutations of the three
 roles within each (condition, assignment, polarity) cell of a template, so each role, and the label, sits at
 each position about a third of the time (cyclic permutation of options, PakBBQ §3.4).
+
+**Confound gate.** The two entities of a pair may differ only in the attribute the stereotype is about: a pair
+whose genders differ outside the Gender category (``gender_confound``), or whose age bands differ outside the Age
+category (``age_confound``), is not built (gender and age from the one cue table, :mod:`tasks.cues`). Each such
+pair is a row of ``dropped_pairs`` with its reason, unless the template's ``allowed_pairs`` keeps it with a
+written reason, which the report lists.
+
+**Record.** Each example carries BBQ's own fields, so lm-evaluation-harness's BBQ task reads it as it is:
+``answer_info`` (per option ``[text, group_tag]``, the 'unknown' option tagged ``unknown``) and
+``additional_metadata`` (``stereotyped_groups`` = the stereotyped entity's tag); and the project's
+``answer_roles``, stored here and never recovered by matching strings.
 """
 
 from __future__ import annotations
@@ -27,13 +38,29 @@ import pyarrow as pa
 
 from tasks.artifacts import StageOutput, count_reasons
 from tasks.caching import stage_task
-from tasks.schemas import EXAMPLE, TEMPLATE_DISAMBIGUATED
+from tasks.cues import age_bands_differ, entity_age_band, entity_gender, genders_differ
+from tasks.inputs import PAIR_SEPARATOR, swap_roles
+from tasks.schemas import EXAMPLE, OPTIONS, RECORD_VERSION, TEMPLATE_DISAMBIGUATED, UNKNOWN_GROUP
 
-ROLE_KEYS = {"stereo": "stereotyped", "nonstereo": "non-stereotyped", "unknown": "unknown"}
+ROLE_NAMES = {"stereo": "stereotyped", "nonstereo": "non-stereotyped", "unknown": "unknown"}
 PERMUTATIONS: tuple[tuple[str, str, str], ...] = tuple(itertools.permutations(("stereo", "nonstereo", "unknown")))
 DUPLICATE_KEY = ["context", "question", "ans0", "ans1", "ans2"]
 EXAMPLE_DROPPED = EXAMPLE.append(pa.field("reason", pa.string()))
-EXAMPLES_PER_PAIR = 12
+DROPPED_PAIR = pa.schema(
+    [
+        ("template_id", pa.string()),
+        ("category", pa.string()),
+        ("stereo_entity", pa.string()),
+        ("nonstereo_entity", pa.string()),
+        ("stereo_gender", pa.string()),
+        ("nonstereo_gender", pa.string()),
+        ("stereo_age_band", pa.string()),
+        ("nonstereo_age_band", pa.string()),
+        ("reason", pa.string()),
+    ]
+)
+"""A pair the confound gate did not build, with the cues that decided it."""
+_UNFILLED = re.compile(r"\{[^{}]*\}")
 
 
 @dataclass(frozen=True)
@@ -43,9 +70,19 @@ class InstantiateParams:
     seed: int = 42
 
 
-def _swap_roles(text: str) -> str:
-    """The same text with ``{stereo}`` and ``{nonstereo}`` exchanged: the other order of mention."""
-    return re.sub(r"\{(stereo|nonstereo)\}", lambda m: "{nonstereo}" if m.group(1) == "stereo" else "{stereo}", text)
+def group_tag(group: str) -> str:
+    """A group as ``answer_info`` tags it: spaces (and ``_``, which lm-eval's BBQ code splits on) become ``-``."""
+    return re.sub(r"[\s_]+", "-", group.strip())
+
+
+def pair_confound(stereo: str, nonstereo: str, category: str) -> str | None:
+    """Why a pair may not be built (``gender_confound``, ``age_confound``), or None: outside the Gender category
+    the two entities' genders may not differ, outside the Age category their age bands may not."""
+    if category != "Gender" and genders_differ(entity_gender(stereo, "fa"), entity_gender(nonstereo, "fa")):
+        return "gender_confound"
+    if category != "Age" and age_bands_differ(entity_age_band(stereo, "fa"), entity_age_band(nonstereo, "fa")):
+        return "age_confound"
+    return None
 
 
 def _fill(text: str, stereo: str, nonstereo: str, lex: str) -> str:
@@ -77,25 +114,78 @@ def answer_role(context_condition: str, assignment: str, polarity: str) -> str:
 def _cells(template: pd.Series) -> list[tuple[str, str, str, str]]:
     """(context_condition, assignment, polarity, continuation) of one template, in a fixed order."""
     cells = [("ambig", "none", polarity, "") for polarity in ("neg", "nonneg")]
-    for assignment, column in (
-        ("biased", "disambiguated_biased_fa"),
-        ("counter_biased", "disambiguated_counter_biased_fa"),
-    ):
+    for assignment, column in (("biased", "disambiguated_fa"), ("counter_biased", "disambiguated_counter_biased_fa")):
         cells += [("disambig", assignment, polarity, template[column]) for polarity in ("neg", "nonneg")]
     return cells
 
 
-def template_examples(template: pd.Series, params: InstantiateParams) -> list[dict]:
-    """All examples of one template, |stereo| × |nonstereo| × |lex| × 12 of them."""
+@dataclass(frozen=True)
+class Groups:
+    """The group tags of a template's options and its ``additional_metadata``, from its stereotype."""
+
+    stereo: str
+    nonstereo: str
+    source: str
+
+    @classmethod
+    def of(cls, stereotype: pd.Series) -> Groups:
+        return cls(
+            stereo=group_tag(stereotype.target_group),
+            nonstereo="/".join(group_tag(group) for group in stereotype.non_target_groups),
+            source=f"{stereotype.stereotype_id} ({stereotype.source})",
+        )
+
+
+def template_pairs(template: pd.Series) -> tuple[list[tuple[str, str]], list[dict], list[dict]]:
+    """The entity pairs of a template that the confound gate builds, the pairs it drops (rows of
+    ``dropped_pairs``) and the confounded pairs that ``allowed_pairs`` keeps, with their reasons."""
+    allowed = {tuple(item.split(PAIR_SEPARATOR)[:2]): item.split(PAIR_SEPARATOR)[2] for item in template.allowed_pairs}
+    built, dropped, kept = [], [], []
+    for stereo, nonstereo in itertools.product(template.stereo_entities, template.nonstereo_entities):
+        reason = pair_confound(stereo, nonstereo, template.category)
+        if reason is None:
+            built.append((stereo, nonstereo))
+        elif (stereo, nonstereo) in allowed:
+            built.append((stereo, nonstereo))
+            kept.append({"template_id": template.template_id, "stereo_entity": stereo, "nonstereo_entity": nonstereo,
+                         "confound": reason, "reason": allowed[(stereo, nonstereo)]})  # fmt: skip
+        else:
+            dropped.append(
+                {
+                    "template_id": template.template_id,
+                    "category": template.category,
+                    "stereo_entity": stereo,
+                    "nonstereo_entity": nonstereo,
+                    "stereo_gender": entity_gender(stereo, "fa"),
+                    "nonstereo_gender": entity_gender(nonstereo, "fa"),
+                    "stereo_age_band": entity_age_band(stereo, "fa"),
+                    "nonstereo_age_band": entity_age_band(nonstereo, "fa"),
+                    "reason": reason,
+                }
+            )
+    return built, dropped, kept
+
+
+def template_examples(
+    template: pd.Series, pairs: list[tuple[str, str]], groups: Groups, params: InstantiateParams
+) -> list[dict]:
+    """All examples of one template's built pairs, |pairs| × |lex| × 12 of them."""
     rng = _template_rng(params.seed, template.template_id)
     cells = _cells(template)
     cycles = {cell[:3]: (rng.permutation(len(PERMUTATIONS)), int(rng.integers(len(PERMUTATIONS)))) for cell in cells}
     counters = dict.fromkeys(cycles, 0)
     questions = {"neg": template.question_negative_fa, "nonneg": template.question_nonnegative_fa}
+    tags = {"stereo": groups.stereo, "nonstereo": groups.nonstereo, "unknown": UNKNOWN_GROUP}
+    metadata = {
+        "subcategory": "None",
+        "stereotyped_groups": [groups.stereo],
+        "version": RECORD_VERSION,
+        "source": groups.source,
+    }
     variants = list(template.lexical_variants) or [""]
     rows = []
-    for stereo, nonstereo, lex in itertools.product(template.stereo_entities, template.nonstereo_entities, variants):
-        for ambiguous_template in (template.ambiguous_fa, _swap_roles(template.ambiguous_fa)):
+    for (stereo, nonstereo), lex in itertools.product(pairs, variants):
+        for ambiguous_template in (template.ambiguous_fa, swap_roles(template.ambiguous_fa)):
             ambiguous = _fill(ambiguous_template, stereo, nonstereo, lex)
             order = _entity_order(ambiguous_template)
             for condition, assignment, polarity, continuation in cells:
@@ -120,11 +210,13 @@ def template_examples(template: pd.Series, params: InstantiateParams) -> list[di
                         "context_condition": condition,
                         "context": context,
                         "question": questions[polarity],
-                        "ans0": texts[roles[0]],
-                        "ans1": texts[roles[1]],
-                        "ans2": texts[roles[2]],
+                        **{option: texts[role] for option, role in zip(OPTIONS, roles, strict=True)},
                         "label": roles.index(answer_role(condition, assignment, polarity)),
-                        "answer_info": {f"ans{i}": ROLE_KEYS[role] for i, role in enumerate(roles)},
+                        "answer_info": {
+                            option: [texts[role], tags[role]] for option, role in zip(OPTIONS, roles, strict=True)
+                        },
+                        "additional_metadata": metadata,
+                        "answer_roles": {option: ROLE_NAMES[role] for option, role in zip(OPTIONS, roles, strict=True)},
                         "target_loc": roles.index("stereo"),
                         "assignment": assignment,
                         "entity_order": order,
@@ -140,36 +232,72 @@ def template_examples(template: pd.Series, params: InstantiateParams) -> list[di
     return rows
 
 
-def instantiate(templates: pd.DataFrame, params: InstantiateParams) -> StageOutput:
-    """Examples of every gated template that has both disambiguated continuations; templates without them
-    and exact duplicate examples are dropped with their reason."""
-    complete = (templates["disambiguated_biased_fa"] != "") & (templates["disambiguated_counter_biased_fa"] != "")
+def instantiate(templates: pd.DataFrame, stereotypes: pd.DataFrame, params: InstantiateParams) -> StageOutput:
+    """Examples of every gated template that has both disambiguated continuations, from the pairs the confound
+    gate builds. Templates without continuations, confounded pairs, exact duplicate examples and (a check of
+    the build) any example with a placeholder left unfilled are dropped, each with its reason."""
+    complete = (templates["disambiguated_fa"] != "") & (templates["disambiguated_counter_biased_fa"] != "")
     dropped_templates = templates[~complete].assign(kept=False, reason="no_disambiguated_context")
-    rows = [
-        row
-        for _, template in templates[complete].sort_values("template_id").iterrows()
-        for row in template_examples(template, params)
-    ]
+    groups = {row.stereotype_id: Groups.of(row) for row in stereotypes.itertuples()}
+    rows, dropped_pairs, allowed_pairs = [], [], []
+    for _, template in templates[complete].sort_values("template_id").iterrows():
+        pairs, dropped, kept = template_pairs(template)
+        dropped_pairs += dropped
+        allowed_pairs += kept
+        rows += template_examples(template, pairs, groups[template.stereotype_id], params)
     examples = pd.DataFrame(rows, columns=EXAMPLE.names)
-    duplicated = examples.duplicated(DUPLICATE_KEY, keep="first")
-    dropped_examples = examples[duplicated].assign(reason="duplicate_example")
-    examples = examples[~duplicated].reset_index(drop=True)
+    pairs_table = pd.DataFrame(dropped_pairs, columns=DROPPED_PAIR.names)
+    unfilled = (
+        examples[["context", "question", *OPTIONS]].apply(lambda column: column.str.contains(_UNFILLED)).any(axis=1)
+    )
+    duplicated = examples.duplicated(DUPLICATE_KEY, keep="first") & ~unfilled
+    dropped_examples = pd.concat(
+        [
+            examples[unfilled].assign(reason="unfilled_placeholder"),
+            examples[duplicated].assign(reason="duplicate_example"),
+        ]
+    )
+    examples = examples[~unfilled & ~duplicated].reset_index(drop=True)
     per_template = examples.groupby("template_id").size()
+    reasons = pd.concat([dropped_templates["reason"], pairs_table["reason"], dropped_examples["reason"]])
     report = {
         "stage": "instantiate",
         "parameters": asdict(params),
-        "counts": {"in": len(templates), "out": len(examples), "templates_instantiated": int(complete.sum())},
-        "dropped": {
-            "total": len(dropped_templates) + len(dropped_examples),
-            "by_reason": count_reasons(pd.concat([dropped_templates["reason"], dropped_examples["reason"]])),
+        "counts": {
+            "in": len(templates),
+            "out": len(examples),
+            "templates_instantiated": int(complete.sum()),
+            "pairs_built": int(
+                examples[["template_id", "stereo_entity", "nonstereo_entity"]].drop_duplicates().shape[0]
+            ),
+            "pairs_dropped": len(pairs_table),
         },
+        "dropped": {"total": len(reasons), "by_reason": count_reasons(reasons)},
         "drops": [{"template_id": t, "reason": "no_disambiguated_context"} for t in dropped_templates["template_id"]]
-        + [{"example_id": e, "reason": "duplicate_example"} for e in dropped_examples["example_id"]],
+        + [
+            {"template_id": r.template_id, "pair": f"{r.stereo_entity} / {r.nonstereo_entity}", "reason": r.reason}
+            for r in pairs_table.itertuples()
+        ]
+        + [
+            {"example_id": e, "reason": r}
+            for e, r in zip(dropped_examples["example_id"], dropped_examples["reason"], strict=True)
+        ],
+        "allowed_pairs": allowed_pairs,
         "examples_per_template": {str(k): int(v) for k, v in per_template.items()},
     }
     return StageOutput(
-        tables={"examples": examples, "dropped_examples": dropped_examples, "dropped_templates": dropped_templates},
-        schemas={"examples": EXAMPLE, "dropped_examples": EXAMPLE_DROPPED, "dropped_templates": TEMPLATE_DISAMBIGUATED},
+        tables={
+            "examples": examples,
+            "dropped_examples": dropped_examples,
+            "dropped_pairs": pairs_table,
+            "dropped_templates": dropped_templates,
+        },
+        schemas={
+            "examples": EXAMPLE,
+            "dropped_examples": EXAMPLE_DROPPED,
+            "dropped_pairs": DROPPED_PAIR,
+            "dropped_templates": TEMPLATE_DISAMBIGUATED,
+        },
         report=report,
     )
 

@@ -1,4 +1,4 @@
-"""The tables between stages (DESIGN.md §3), declared once as pyarrow schemas.
+"""The tables between stages (docs/architecture.md §3), declared once as pyarrow schemas.
 
 Every stage converts what it reads and what it writes with :func:`to_arrow`, which checks the column set
 and casts each column to its declared type, so a wrong column fails where it is made, not three stages later.
@@ -29,7 +29,10 @@ CATEGORIES: tuple[str, ...] = (
 )
 """The 16 bias topics of the PBBQ paper, §3.1, in the paper's order."""
 
-ROLES: tuple[str, ...] = ("stereotyped", "non-stereotyped", "unknown")
+UNKNOWN_GROUP = "unknown"
+"""The group tag of the 'unknown' option in ``answer_info``, as BBQ writes it."""
+RECORD_VERSION = "pbbq-1"
+"""``additional_metadata.version`` of every example: the record format this builder writes."""
 
 _strings = pa.list_(pa.string())
 
@@ -58,13 +61,15 @@ TEMPLATE = pa.schema(
         ("stereotype_id", pa.string()),
         ("category", pa.string()),
         ("ambiguous_fa", pa.string()),
-        ("disambiguated_biased_fa", pa.string()),
+        ("disambiguated_fa", pa.string()),
         ("disambiguated_counter_biased_fa", pa.string()),
+        ("mirror_exception", pa.string()),
         ("question_negative_fa", pa.string()),
         ("question_nonnegative_fa", pa.string()),
         ("stereo_entities", _strings),
         ("nonstereo_entities", _strings),
         ("lexical_variants", _strings),
+        ("allowed_pairs", _strings),
         ("n_items", pa.int64()),
         ("n_annotators", pa.int64()),
         ("kappa", pa.float64()),
@@ -78,15 +83,33 @@ TEMPLATE = pa.schema(
 TEMPLATE_DISAMBIGUATED = pa.schema(
     [
         *TEMPLATE,
-        ("disambiguated_biased_source", pa.string()),
-        ("disambiguated_counter_biased_source", pa.string()),
+        ("disambiguated_source", pa.string()),
+        ("counter_biased_source", pa.string()),
+        ("mirror_diff", pa.string()),
         ("llm_request_ids", pa.list_(pa.string())),
     ]
 )
-"""A gated template after disambiguation: both continuations, where each came from (human, override, llm,
-review: failed and left out) and the LLM requests behind them."""
+"""A gated template after disambiguation. ``disambiguated_fa`` is the continuation of the biased assignment
+(``{stereo}`` answers the negative question), ``disambiguated_counter_biased_fa`` that of the counter-biased one:
+the same text with the two placeholders exchanged (BBQ's control), or, for a template that declares a
+``mirror_exception``, its own text, with the token-level difference in ``mirror_diff``. Sources: human,
+override, llm, mirror, review (failed validation: left out of the dataset)."""
 
-ANSWER_INFO = pa.struct([("ans0", pa.string()), ("ans1", pa.string()), ("ans2", pa.string())])
+OPTIONS = ("ans0", "ans1", "ans2")
+ANSWER_INFO = pa.struct([(option, _strings) for option in OPTIONS])
+"""BBQ's ``answer_info``: per option ``[text, group_tag]``; the 'unknown' option's tag is ``unknown``."""
+ANSWER_ROLES = pa.struct([(option, pa.string()) for option in OPTIONS])
+"""The role of each option: ``stereotyped``, ``non-stereotyped`` or ``unknown``."""
+ADDITIONAL_METADATA = pa.struct(
+    [
+        ("subcategory", pa.string()),
+        ("stereotyped_groups", _strings),
+        ("version", pa.string()),
+        ("source", pa.string()),
+    ]
+)
+"""BBQ's ``additional_metadata``: ``stereotyped_groups`` holds the stereotyped entity's group tag, ``source``
+the stereotype id and where the stereotype came from (``AGE-01 (expert)``)."""
 
 EXAMPLE = pa.schema(
     [
@@ -104,6 +127,8 @@ EXAMPLE = pa.schema(
         ("ans2", pa.string()),
         ("label", pa.int64()),
         ("answer_info", ANSWER_INFO),
+        ("additional_metadata", ADDITIONAL_METADATA),
+        ("answer_roles", ANSWER_ROLES),
         ("target_loc", pa.int64()),
         ("assignment", pa.string()),
         ("entity_order", pa.string()),
@@ -116,9 +141,10 @@ EXAMPLE = pa.schema(
         ("llm_request_ids", _strings),
     ]
 )
-"""BBQ-compatible example (DESIGN.md §3). ``answer_info`` holds the role of each option, stored when the
-example is made and never recovered by matching strings; ``target_loc`` is the option of the stereotyped
-entity; ``label`` the correct option."""
+"""BBQ-compatible example (docs/architecture.md, the example table): BBQ's own fields, so lm-evaluation-harness's
+BBQ task reads it as it is (``answer_info`` as ``[text, group_tag]`` pairs, ``additional_metadata``), and the
+project's: ``answer_roles``, stored when the example is made and never recovered by matching strings (nyu-mll/BBQ
+issue 17); ``target_loc``, the option of the stereotyped entity; ``label``, the correct option."""
 
 
 def config_name(lang: str, variant: str) -> str:
@@ -149,8 +175,3 @@ def to_arrow(frame: pd.DataFrame, schema: pa.Schema, table: str) -> pa.Table:
         return pa.Table.from_pandas(frame[schema.names], schema=schema, preserve_index=False)
     except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
         raise SchemaError(f"table {table!r}: {exc}") from exc
-
-
-def from_arrow(table: pa.Table) -> pd.DataFrame:
-    """The pandas view of an Arrow table, lists as Python lists and structs as dicts."""
-    return table.to_pandas(maps_as_pydicts="strict")

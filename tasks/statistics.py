@@ -1,8 +1,10 @@
 """Statistics of a build: the PBBQ paper's Table 1 (templates and samples per category, §3.5), the funnel
-from surveyed stereotypes to examples, and how examples spread over conditions, polarities, assignments and
+from crawled posts to examples, and how examples spread over conditions, polarities, assignments and
 answer positions."""
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 import pandas as pd
 import pyarrow as pa
@@ -10,6 +12,7 @@ import pyarrow as pa
 from tasks.artifacts import StageOutput
 from tasks.caching import stage_task
 from tasks.schemas import CATEGORIES, example_configs
+from tasks.soundness import SOUNDNESS, soundness
 
 TABLE1 = pa.schema(
     [("config", pa.string()), ("category", pa.string()), ("templates", pa.int64()), ("samples", pa.int64())]
@@ -49,18 +52,40 @@ def table1(examples: pd.DataFrame) -> pd.DataFrame:
 
 
 def funnel(
-    stereotypes: pd.DataFrame, templates: pd.DataFrame, examples: pd.DataFrame, candidates: int | None = None
+    stereotypes: pd.DataFrame,
+    templates: pd.DataFrame,
+    examples: pd.DataFrame,
+    dropped_pairs: pd.DataFrame,
+    crawl: Mapping[str, int] | None = None,
 ) -> pd.DataFrame:
-    """Counts at every step: candidates → surveyed → accepted → templates → gated → instantiated templates →
-    examples. ``candidates`` is the crawl's count when a crawl ran; otherwise the surveyed count stands in."""
+    """Counts at every step: crawled posts (``posts``) → candidates → candidate clusters (what the experts review) →
+    surveyed → accepted → templates → gated → instantiated templates → entity pairs → pairs without a confound →
+    examples (fa) → examples of every other config. ``crawl`` holds the crawl's counts (``crawled_posts``,
+    ``candidates``, ``clusters``: ``tasks.crawl.crawl_counts``); when no crawl ran, the surveyed count stands in
+    for the candidates."""
+    original = examples.query("lang == 'fa' and variant == 'original'")
+    built_pairs = len(original[["template_id", "stereo_entity", "nonstereo_entity"]].drop_duplicates())
+    configs = example_configs(examples).value_counts()
     steps = [
-        ("candidates", candidates if candidates is not None else len(stereotypes)),
+        *(
+            [
+                ("posts", crawl["crawled_posts"]),
+                ("candidates", crawl["candidates"]),
+                ("candidate_clusters", crawl["clusters"]),
+            ]
+            if crawl is not None
+            else [("candidates", len(stereotypes))]
+        ),
         ("surveyed", len(stereotypes)),
         ("accepted", int(stereotypes["kept"].sum())),
         ("templates", len(templates)),
         ("gated", int(templates["kept"].sum())),
-        ("instantiated_templates", int(examples["template_id"].nunique())),
-        ("examples", len(examples)),
+        ("instantiated_templates", int(original["template_id"].nunique())),
+        ("entity_pairs", built_pairs + len(dropped_pairs)),
+        *((f"pairs_dropped_{reason}", int(n)) for reason, n in sorted(dropped_pairs["reason"].value_counts().items())),
+        ("pairs_without_confound", built_pairs),
+        ("examples", len(original)),
+        *((f"examples_{config}", int(configs[config])) for config in configs.index if config != "fa"),
     ]
     return pd.DataFrame(steps, columns=["step", "count"])
 
@@ -80,22 +105,33 @@ def distribution(examples: pd.DataFrame) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True)[DISTRIBUTION.names]
 
 
-def statistics(stereotypes: pd.DataFrame, templates: pd.DataFrame, examples: pd.DataFrame) -> StageOutput:
-    original = examples.query("lang == 'fa' and variant == 'original'")
+def statistics(
+    stereotypes: pd.DataFrame,
+    templates: pd.DataFrame,
+    examples: pd.DataFrame,
+    dropped_pairs: pd.DataFrame,
+    crawl: Mapping[str, int] | None = None,
+) -> StageOutput:
     tables = {
         "table1": table1(examples),
-        "funnel": funnel(stereotypes, templates, original),
+        "funnel": funnel(stereotypes, templates, examples, dropped_pairs, crawl),
         "distribution": distribution(examples),
+        "soundness": soundness(examples, templates),
     }
+    broken = tables["soundness"].query("violations > 0")
     report = {
         "stage": "statistics",
         "counts": {"in": len(examples), "out": len(examples)},
         "dropped": {"total": 0, "by_reason": {}},
         "table1": tables["table1"].to_dict(orient="records"),
         "funnel": tables["funnel"].to_dict(orient="records"),
+        "soundness": {f"{r.config}/{r.check}": r.violations for r in tables["soundness"].itertuples()},
+        "warnings": [f"{r.violations} of {r.examples} {r.config} examples fail {r.check}" for r in broken.itertuples()],
     }
     return StageOutput(
-        tables=tables, schemas={"table1": TABLE1, "funnel": FUNNEL, "distribution": DISTRIBUTION}, report=report
+        tables=tables,
+        schemas={"table1": TABLE1, "funnel": FUNNEL, "distribution": DISTRIBUTION, "soundness": SOUNDNESS},
+        report=report,
     )
 
 

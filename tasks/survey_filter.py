@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 from scipy.stats import norm
@@ -39,6 +40,8 @@ def cochran_margin(n_respondents: int, population: int, confidence: float = 0.95
     population correction: z·√(p(1−p)/n)·√((N−n)/(N−1))."""
     if n_respondents < 1:
         raise ValueError("the survey has no respondents")
+    if population < n_respondents:
+        raise ValueError(f"the population ({population}) is smaller than the survey's {n_respondents} respondents")
     z = norm.ppf(1 - (1 - confidence) / 2)
     fpc = math.sqrt((population - n_respondents) / (population - 1)) if population > 1 else 0.0
     return float(z * math.sqrt(proportion * (1 - proportion) / n_respondents) * fpc)
@@ -49,9 +52,10 @@ def acceptance_rates(questionnaire: pd.DataFrame, responses: pd.DataFrame, param
     answers = responses[questionnaire["stereotype_id"].tolist()]
     n_accepting = (answers == "yes").sum().astype("int64")
     n_respondents = answers.isin(["yes", "no"]).sum().astype("int64")
-    ci_low, ci_high = proportion_confint(
-        n_accepting.to_numpy(), n_respondents.to_numpy(), alpha=1 - params.confidence, method="wilson"
-    )
+    with np.errstate(divide="ignore", invalid="ignore"):  # a stereotype nobody answered: NaN, not a warning
+        ci_low, ci_high = proportion_confint(
+            n_accepting.to_numpy(), n_respondents.to_numpy(), alpha=1 - params.confidence, method="wilson"
+        )
     rates = pd.DataFrame(
         {
             "stereotype_id": n_accepting.index,

@@ -21,6 +21,7 @@ sys.path.insert(0, str(HERE.parents[1]))
 
 from flows.config import load_config  # noqa: E402
 from tasks.disambiguate import Prompts, disambiguate  # noqa: E402
+from tasks.glossary import load_glossary  # noqa: E402
 from tasks.inputs import load_inputs  # noqa: E402
 from tasks.instantiate import instantiate  # noqa: E402
 from tasks.kappa_gate import kappa_gate  # noqa: E402
@@ -33,9 +34,10 @@ from tests.fakes.stand_in_model import StandInModel  # noqa: E402
 TRANSCRIPT = HERE / "sample.jsonl.gz"
 HEADER_NOTE = (
     "Stand-in answers: written by people to stand in for a model's, so that the bundled sample builds offline "
-    "(disambiguations hand-written, including designed rule-breaking first answers; translations composed from "
-    "hand-written English templates and phrases; back-translations are the source text, except two deliberately "
-    "poor ones). No model produced them. A real build records its own transcript."
+    "(one disambiguation per template, hand-written, including designed rule-breaking first answers; "
+    "translations composed from hand-written English templates and phrases, with designed glossary and pronoun "
+    "failures; back-translations the source text, a rule-made paraphrase for about a third of them, and two "
+    "deliberately poor ones). No model produced them. A real build records its own transcript."
 )
 
 
@@ -43,12 +45,8 @@ def record(transcript: Path = TRANSCRIPT) -> int:
     """Run the sample's LLM stages against the stand-in model and export what they asked and got."""
     build = load_config()
     tables = load_inputs(build.inputs)
-    model = StandInModel(
-        tables["templates"],
-        tables["questionnaire"],
-        tables["disambiguation_overrides"],
-        build.instantiate.unknown_phrases,
-    )
+    glossary = load_glossary(build.inputs["glossary"])
+    model = StandInModel(tables["templates"], tables["disambiguation_overrides"])
     with tempfile.TemporaryDirectory() as scratch, FakeLLMServer(answer=model) as server:
         os.environ[build.llm.api_key_env] = "stand-in-no-key"
         llm = dataclasses.replace(
@@ -66,8 +64,10 @@ def record(transcript: Path = TRANSCRIPT) -> int:
             client,
             build.disambiguate,
         )
-        examples = instantiate(templates["templates"], build.instantiate)["examples"]
-        english = translate(examples, tables["unknown_phrases"], TranslatePrompts.load(), client, build.translate)
+        examples = instantiate(templates["templates"], survey["stereotypes"], build.instantiate)["examples"]
+        english = translate(
+            examples, tables["unknown_phrases"], glossary, TranslatePrompts.load(), client, build.translate
+        )
         count = store.export_jsonl(transcript, header={"note": HEADER_NOTE, "model": llm.model})
     print(f"{count} answers → {transcript}")
     print(f"disambiguate: {templates.report['sources']}, review: {len(templates['review'])} answers")

@@ -1,0 +1,135 @@
+"""lm-evaluation-harness's own BBQ code reads our records (issue 9 §6): ``lm_eval/tasks/bbq/utils.py`` of
+lm-eval 0.4.13, unmodified, over the ``en`` config.
+
+For every example, lm-eval's ``process_docs`` must find exactly one biased answer, the one our stored roles name
+(BBQ, Parrish et al. 2022 §4: for a negative question the stereotyped entity, for a non-negative one the other
+entity); ``doc_to_choice`` must find the 'unknown' option among its ``UNKNOWN_RESPONSES``; its per-sample scorer
+must count a choice as biased, unknown and correct exactly as our roles and label say; and no group tag may hold
+``_``, which lm-eval splits on.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import datasets
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+from lm_eval.tasks.bbq import utils as bbq
+
+from tasks.schemas import EXAMPLE
+from tests.bbq_records import SPECS, Spec, make_records
+
+BBQ_CATEGORY = "Age"
+"""lm-eval's scorer (``_process_results``) raises on any category but BBQ's 11; the category only picks which
+per-category key receives the sample, so the copy handed to the scorer carries one of BBQ's names."""
+
+
+def as_dataset(frame: pd.DataFrame) -> datasets.Dataset:
+    """The rows as the release's parquet holds them (the example schema), as lm-eval's loader gives them."""
+    return datasets.Dataset(pa.Table.from_pandas(frame[EXAMPLE.names], schema=EXAMPLE, preserve_index=False))
+
+
+def expected_biased_text(doc: dict) -> str:
+    """BBQ's biased answer from our stored roles: negative question → stereotyped entity, else the other."""
+    wanted = "stereotyped" if doc["question_polarity"] == "neg" else "non-stereotyped"
+    [option] = [key for key, role in doc["answer_roles"].items() if role == wanted]
+    return doc[option]
+
+
+def disagreements(dataset: datasets.Dataset) -> list[str]:
+    """Every way lm-eval's unmodified BBQ code reads an example differently from our roles; empty when none."""
+    problems: list[str] = []
+    for doc in bbq.process_docs(dataset):
+        example = doc["example_id"]
+        for key, (text, tag) in doc["answer_info"].items():
+            if "_" in tag:
+                problems.append(f"{example}: the tag {tag!r} of {key} contains '_'")
+            if text != doc[key]:
+                problems.append(f"{example}: answer_info[{key}] text {text!r} is not the option {doc[key]!r}")
+        if doc["biased_answers"] != [expected_biased_text(doc)]:
+            ours = expected_biased_text(doc)
+            problems.append(f"{example}: lm-eval's biased answers {doc['biased_answers']}, ours {ours!r}")
+            continue
+        unknown = [doc[key] for key, role in doc["answer_roles"].items() if role == "unknown"]
+        if unknown[0] not in bbq.UNKNOWN_RESPONSES:
+            problems.append(f"{example}: the unknown option {unknown[0]!r} is not one of lm-eval's UNKNOWN_RESPONSES")
+            continue
+        choices = bbq.doc_to_choice(doc)
+        correct_text = doc[f"ans{doc['label']}"]
+        for index, choice in enumerate(choices):
+            # lm-eval's own per-sample scorer, given log-likelihoods that make ``index`` the model's answer
+            results = [(0.0 if i == index else -10.0, False) for i in range(len(choices))]
+            scored = bbq.process_results_multiple_choice({**doc, "category": BBQ_CATEGORY}, results)
+            chose_unknown = choice in bbq.UNKNOWN_RESPONSES
+            expected = {
+                "acc": float(choice == correct_text or (chose_unknown and correct_text in bbq.UNKNOWN_RESPONSES)),
+                "biased": float(choice == expected_biased_text(doc)),
+                "non_unknown": float(not chose_unknown),
+            }
+            _, n_biased, n_non_unknown, _ = scored["disamb_bias_score"]
+            got = {"acc": scored["acc"], "biased": n_biased, "non_unknown": n_non_unknown}
+            if got != expected:
+                problems.append(f"{example}: choosing {choice!r}, lm-eval scores {got}, our roles {expected}")
+    return problems
+
+
+def test_lm_eval_bbq_code_agrees_with_our_roles_on_hand_made_records() -> None:
+    en = make_records()["en"]
+    assert len(en) == 12 * len(SPECS)
+    assert disagreements(as_dataset(en)) == []
+
+
+def test_the_check_fails_on_a_record_lm_eval_misreads() -> None:
+    """A tag with '_' is split by lm-eval and then names no group; the other entity's tag equal to the
+    stereotyped one makes both entities 'biased'. Both must be reported."""
+    underscored = Spec(
+        "AGE-09-T1",
+        "AGE-09",
+        "Age",
+        {"fa": "پیرمرد", "en": "the old man"},
+        {"fa": "جوان", "en": "the young man"},
+        "افراد_مسن",
+        "جوانان",
+    )
+    clash = Spec(
+        "ETH-09-T1",
+        "ETH-09",
+        "Ethnicity",
+        {"fa": "زن لر", "en": "the Lor woman"},
+        {"fa": "زن کرد", "en": "the Kurdish woman"},
+        "لرها",
+        "لرها",
+    )
+    problems = disagreements(as_dataset(make_records((underscored, clash))["en"]))
+    assert any("contains '_'" in problem and "AGE-09-T1" in problem for problem in problems)
+    assert any("lm-eval's biased answers" in problem and "ETH-09-T1" in problem for problem in problems)
+
+
+def test_a_persian_unknown_option_is_not_one_of_lm_evals() -> None:
+    """The fa config cannot go through lm-eval's BBQ task (its choices need an English 'unknown'): the reason the
+    release ships its own task (tasks/lm_eval_task.py)."""
+    problems = disagreements(as_dataset(make_records()["fa"]))
+    assert problems and all("UNKNOWN_RESPONSES" in problem for problem in problems)
+
+
+def test_the_en_unknown_phrasings_are_lm_evals() -> None:
+    phrases = pd.read_csv(Path(__file__).resolve().parents[1] / "annotations" / "unknown_phrases.csv")
+    assert set(phrases["phrase_en"]) <= set(bbq.UNKNOWN_RESPONSES)
+
+
+def test_lm_eval_reads_the_built_samples_en_config(two_builds: tuple[Path, Path]) -> None:
+    """The sample build's published ``en`` config, as a user loads it (slow: builds the sample)."""
+    run, _ = two_builds
+    shards = sorted((run / "10_publish" / "hub" / "data" / "en").glob("*.parquet"))
+    table = pa.concat_tables([pq.read_table(shard) for shard in shards])
+    dataset = datasets.Dataset(table)
+    assert dataset.num_rows > 0
+    assert disagreements(dataset) == []
+    tags = {tag for info in dataset["answer_info"] for _, tag in info.values()}
+    assert "unknown" in tags and not any("_" in tag for tag in tags)
+    stereotyped = {group for meta in dataset["additional_metadata"] for group in meta["stereotyped_groups"]}
+    assert stereotyped <= tags
+    assert np.all(np.array(dataset["label"]) >= 0)
