@@ -2,8 +2,11 @@
 
 pbbq names --input FILE.jsonl --names TABLE.csv --lang en --out DIR [--seed 42 --n-seeds 3]
 
-Writes ``DIR/<input stem>.names.jsonl`` (one BBQ record per variant, plus ``variant`` and ``source_example_id``)
-and ``DIR/report.json`` (counts per sub-seed and per category, every unmapped record with its reason).
+Writes ``DIR/<input stem>.names.jsonl`` (one BBQ record per variant, plus ``variant`` and ``source_example_id``;
+BBQ's ``answer_info`` and ``additional_metadata`` as the source record has them, so lm-evaluation-harness's BBQ
+code still finds the stereotyped answer by its label) and ``DIR/report.json`` (counts per sub-seed and per
+category, every unmapped record with its reason). The names are drawn as the build's names stage draws them
+(:mod:`tasks.name_draw`): one era per pair, one gender where the entities share one, three different variants.
 """
 
 from __future__ import annotations
@@ -14,25 +17,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tasks.artifacts import atomic_write_bytes, write_json
-from tasks.inputs import InputError
-from tasks.names import (
-    LANGUAGES,
-    NamesParams,
-    bbq_examples,
-    bbq_variants,
-    load_name_table,
-    names,
-    read_bbq_jsonl,
-    with_rejected,
-)
+LANGUAGES = ("en", "fa")
+"""The languages with reference patterns (``tasks.name_tables.LANGUAGES``, not imported: ``pbbq --help`` stays fast)."""
 
 
 def add_names_command(subparsers: Any) -> argparse.ArgumentParser:
     """Register ``pbbq names`` on the ``pbbq`` parser's subparsers; its handler is ``args.handler``."""
     parser = subparsers.add_parser("names", help="name-proxy variants of a BBQ-format JSONL file")
     parser.add_argument("--input", type=Path, required=True, help="BBQ-format JSONL (e.g. BBQ's Nationality.jsonl)")
-    parser.add_argument("--names", type=Path, required=True, help="name table CSV: lang,group,gender,name,...")
+    parser.add_argument("--names", type=Path, required=True, help="name table CSV (annotations/names/)")
     parser.add_argument("--lang", choices=LANGUAGES, default="en", help="language of the records (default: en)")
     parser.add_argument("--out", type=Path, required=True, help="folder for the variants and report.json")
     parser.add_argument("--seed", type=int, default=42, help="global seed of the sub-seeds (default: 42)")
@@ -43,6 +36,18 @@ def add_names_command(subparsers: Any) -> argparse.ArgumentParser:
 
 def names_command(args: argparse.Namespace) -> int:
     """Run the name proxy over ``args.input``; 0 when the files are written, 1 with a message on a bad input."""
+    from tasks.artifacts import atomic_write_bytes, write_json
+    from tasks.inputs import InputError
+    from tasks.names import (
+        NamesParams,
+        bbq_examples,
+        bbq_variants,
+        load_name_table,
+        names,
+        read_bbq_jsonl,
+        with_rejected,
+    )
+
     try:
         records = read_bbq_jsonl(args.input)
         table = load_name_table(args.names)

@@ -4,32 +4,89 @@ It is the answer function of the fake OpenAI server (``tests/fakes/llm_servers.p
 transcript is recorded (``prompts/transcripts/record_sample.py``) and in the tests that run the build in live
 mode. It answers
 
-- a disambiguation request with the ``stand_ins/disambiguations.csv`` answer for its template, assignment
-  and attempt (the number of user messages so far);
-- a translation request with English composed from ``translations.csv`` (the template's English) and
-  ``phrases.csv`` (its entities and lexical variants), in the same order of mention as the Persian;
-- a back-translation request with the Persian it came from, except for ``poor_back_translations``
-  contexts, which get an unrelated sentence so that the review path is exercised (two contexts of AGE-01-T1).
+- a disambiguation request (always the biased continuation: the counter-biased one is its mirror) with the
+  ``stand_ins/disambiguations.csv`` answer of its template at that attempt (the number of user messages);
+- a translation request with English composed from ``translations.csv`` (the template's English, with
+  ``{stereo}``, ``{nonstereo}``, ``{lex}`` and pronoun slots) and ``phrases.csv`` (its entities and lexical
+  variants), in the same order of mention as the Persian. A pronoun slot ``{stereo:they}`` is filled by the
+  gender of that entity's English (:func:`tasks.cues.entity_gender`): he, she, or they for an entity whose
+  words give no gender; the forms are those of :data:`SLOT_FORMS`. The counter-biased English is the biased
+  English with the two roles exchanged, slots included, unless the template declares a ``mirror_exception``
+  (then ``disambiguated_counter_biased_en``);
+- designed translation rule-breakers (:data:`GLOSSARY_BREAKER`, :data:`PRONOUN_BREAKERS`), so that the retry
+  and the review path of the translation validator are recorded: a wrong first answer, then the right one; or
+  wrong every time;
+- a back-translation request with the Persian it came from, except that the segments whose paraphrase
+  reads like a real model's (:data:`PARAPHRASE_CHRF`) get it (:func:`paraphrase_fa`: synonyms, the two clauses of a
+  contrast exchanged, a fronted place moved back), so that the back-translation gate sees chrF of a real
+  paraphrase, and ``poor_back_translations`` contexts get an unrelated sentence, so that it flags some.
 """
 
 from __future__ import annotations
 
 import csv
+import itertools
 import re
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from sacrebleu.metrics import CHRF
 
 from tasks.artifacts import REPO_ROOT
-from tasks.disambiguate import ASSIGNMENTS
-from tasks.instantiate import InstantiateParams, instantiate
+from tasks.cues import NONE, entity_gender
+from tasks.inputs import swap_roles
 from tasks.persian_text import normalize_fa
 
 STAND_INS = REPO_ROOT / "prompts" / "transcripts" / "stand_ins"
 POOR_BACK_TRANSLATION = "متن ترجمه شده با متن اصلی هیچ ربطی ندارد."
+SLOT_FORMS: dict[str, dict[str, str]] = {
+    "they": {"male": "he", "female": "she", NONE: "they"},
+    "them": {"male": "him", "female": "her", NONE: "them"},
+    "their": {"male": "his", "female": "her", NONE: "their"},
+    "theirs": {"male": "his", "female": "hers", NONE: "theirs"},
+    "themselves": {"male": "himself", "female": "herself", NONE: "themselves"},
+    "were": {"male": "was", "female": "was", NONE: "were"},
+    "are": {"male": "is", "female": "is", NONE: "are"},
+    "have": {"male": "has", "female": "has", NONE: "have"},
+}
+"""Pronoun slots (``{stereo:their}``; ``{stereo:Their}`` at the start of a sentence) and the verbs that agree
+with them, by the entity's gender."""
+GLOSSARY_BREAKER = ("مرد ترک", "Turkish man")
+"""The entity phrase whose first translation breaks the glossary (issue 9 §4's defect); the second is right."""
+PRONOUN_BREAKERS: dict[str, tuple[str, str, str, int]] = {
+    "singular_they": ("AGE-01-T1", "مرد هفتادساله", "مرد بیست‌وپنج‌ساله", 1),
+    "review": ("AGE-01-T1", "پیرزن هشتادساله", "دختر دانشجو", 3),
+}
+"""(template, stereotyped entity, non-stereotyped entity, wrong answers): the first (in sorted order) biased
+disambiguated context of that pair reads 'they' for the stereotyped entity, in the first answer
+(``singular_they``: fixed at attempt 2) or in every answer (``review``: the segment goes to review and its
+examples are dropped). The pairs are ones the confound gate builds (same gender)."""
+POOR_BACK_TRANSLATIONS = ("AGE-01-T1", "مرد هفتادساله", "مرد بیست‌وپنج‌ساله", 2)
+"""(template, stereotyped entity, non-stereotyped entity, count): the first ``count`` ambiguous contexts of that
+pair (sorted) are back-translated as an unrelated sentence, so the back-translation gate flags them."""
+PARAPHRASE_CHRF = (45.0, 80.0)
+"""A segment's paraphrase is its back-translation when its chrF falls in this band, where a real model's
+back-translation of a faithful translation falls; otherwise (the rules change too little, or too much) the
+segment gets its source back, so the sample's flagged segments are the designed poor ones only."""
+_SYNONYMS = {
+    "اما": "ولی", "ولی": "اما", "کرد": "نمود", "کردند": "نمودند", "گفت": "اظهار داشت", "کدام‌یک": "چه کسی",
+    "وقتی": "هنگامی که", "شد": "گردید", "شدند": "گردیدند", "زود": "سریع", "همیشه": "همواره", "فقط": "تنها",
+    "بودند": "بوده‌اند", "بود": "بوده است", "است": "می‌باشد", "برای": "به منظور", "هستند": "می‌باشند",
+    "درباره‌ی": "در مورد", "دیگران": "سایرین", "بیشتر": "اکثر", "کمک": "یاری", "رفتار": "برخورد", "حرف": "سخن",
+    "تمام": "کامل", "تازه": "جدید", "حتی": "حتا", "همه": "همگی", "همه‌ی": "تمامی", "خانه": "منزل",
+    "مغازه": "فروشگاه", "آزمون": "امتحان", "نتوانست": "موفق نشد", "پایان": "انتها", "معلوم": "مشخص",
+    "کسی": "فردی", "نظر": "عقیده", "روش": "شیوه", "جلسه‌ی": "نشست",
+}  # fmt: skip
 _ARTICLE = re.compile(r"\b([Aa]) (?=[aeiouAEIOU])")
+_SLOT = re.compile(r"\{(stereo|nonstereo)(?::(\w+))?\}")
 _NEGATIVE = re.compile(r"شخصیت (\{\w+\}) باید")
+
+
+def _tagged(tag: str, content: str) -> str | None:
+    """The text inside ``<tag>…</tag>`` of a user message, if it has the tag."""
+    match = re.search(rf"<{tag}>\n(.*?)\n</{tag}>", content, flags=re.DOTALL)
+    return match.group(1).strip() if match else None
 
 
 def _rows(folder: Path, name: str) -> list[dict[str, str]]:
@@ -37,20 +94,56 @@ def _rows(folder: Path, name: str) -> list[dict[str, str]]:
         return list(csv.DictReader(handle))
 
 
-def _fill(text: str, stereo: str, nonstereo: str, lex: str) -> str:
-    filled = text.replace("{stereo}", stereo).replace("{nonstereo}", nonstereo).replace("{lex}", lex)
-    return _ARTICLE.sub(lambda m: f"{m.group(1)}n ", filled)
+def swap_slots(text: str) -> str:
+    """English with the two roles exchanged, pronoun slots included."""
+    return _SLOT.sub(
+        lambda m: (
+            "{" + ("nonstereo" if m.group(1) == "stereo" else "stereo") + (f":{m.group(2)}" if m.group(2) else "") + "}"
+        ),
+        text,
+    )
 
 
-def _swap(text: str) -> str:
-    return re.sub(r"\{(stereo|nonstereo)\}", lambda m: "{nonstereo}" if m.group(1) == "stereo" else "{stereo}", text)
+def fill_english(text: str, entities: dict[str, str], genders: dict[str, str], lex: str) -> str:
+    """The English with each role's entity, each pronoun slot in that entity's gender and ``{lex}`` filled;
+    'a' before a vowel letter becomes 'an'."""
+
+    def slot(match: re.Match[str]) -> str:
+        role, form = match.group(1), match.group(2)
+        if form is None:
+            return entities[role]
+        word = SLOT_FORMS[form.lower()][genders[role]]
+        return word.capitalize() if form[0].isupper() else word
+
+    return _ARTICLE.sub(lambda m: f"{m.group(1)}n ", _SLOT.sub(slot, text).replace("{lex}", lex))
 
 
-def _last_answers(disambiguations: dict[tuple[str, str, int], str]) -> dict[tuple[str, str], str]:
-    last: dict[tuple[str, str], tuple[int, str]] = {}
-    for (template_id, assignment, attempt), answer in disambiguations.items():
-        if attempt >= last.get((template_id, assignment), (0, ""))[0]:
-            last[(template_id, assignment)] = (attempt, answer)
+def _fill_fa(text: str, stereo: str, nonstereo: str, lex: str) -> str:
+    return text.replace("{stereo}", stereo).replace("{nonstereo}", nonstereo).replace("{lex}", lex)
+
+
+def paraphrase_fa(text: str) -> str:
+    """A back-translation that says the same in other words: 'یک A و یک B' → 'A و B', word synonyms, and per
+    sentence the two clauses of 'X، اما Y' exchanged ('Y، در حالی که X') or a fronted 'در …،' moved back."""
+    text = re.sub(r"(?:^|(?<=\s))یک (.+?) و یک ", r"\1 و ", normalize_fa(text))
+    sentences = []
+    for sentence in re.split(r"(?<=[.؟!])\s+", text):
+        words = " ".join(_SYNONYMS.get(word, word) for word in sentence.split())
+        contrast = re.fullmatch(r"(.+?)، (?:اما|ولی) (.+?)([.؟!])", words)
+        fronted = re.fullmatch(r"(در [^،]+)، (.+?)([.؟!])", words)
+        if contrast:
+            words = f"{contrast.group(2)}، در حالی که {contrast.group(1)}{contrast.group(3)}"
+        elif fronted:
+            words = f"{fronted.group(2)} {fronted.group(1)}{fronted.group(3)}"
+        sentences.append(words)
+    return " ".join(sentences)
+
+
+def _last_answers(disambiguations: dict[tuple[str, int], str]) -> dict[str, str]:
+    last: dict[str, tuple[int, str]] = {}
+    for (template_id, attempt), answer in disambiguations.items():
+        if attempt >= last.get(template_id, (0, ""))[0]:
+            last[template_id] = (attempt, answer)
     return {key: answer for key, (_, answer) in last.items()}
 
 
@@ -60,81 +153,153 @@ class StandInModel:
     def __init__(
         self,
         templates: pd.DataFrame,
-        questionnaire: pd.DataFrame,
         overrides: pd.DataFrame,
-        unknown_phrases: tuple[str, ...],
         *,
         folder: Path = STAND_INS,
-        poor_back_translations: tuple[str, int] = ("AGE-01-T1", 2),
+        poor_back_translations: tuple[str, str, str, int] = POOR_BACK_TRANSLATIONS,
     ) -> None:
         self.templates = templates.set_index("template_id")
         self.disambiguations = {
-            (r["template_id"], r["assignment"], int(r["attempt"])): r["answer"]
+            (r["template_id"], int(r["attempt"])): r["answer"]
             for r in _rows(folder, "disambiguations.csv")
+            if r["assignment"] == "biased"
         }
         self.english = {r["template_id"]: r for r in _rows(folder, "translations.csv")}
         self.phrases = {normalize_fa(r["fa"]): r["en"] for r in _rows(folder, "phrases.csv")}
-        self.contexts: dict[str, list[str]] = {}
-        self.translations = self._compose(templates, questionnaire, overrides, unknown_phrases)
-        self.back = {}
-        for persian, english in sorted(self.translations.items()):
-            self.back.setdefault(english, persian)
-        template_id, count = poor_back_translations
-        for persian in sorted(set(self.contexts.get(template_id, [])))[:count]:
-            self.back[self.translations[persian]] = POOR_BACK_TRANSLATION
+        self.contexts: dict[tuple[str, str, str], list[tuple[str, str, str]]] = {}
+        """Per (template, stereotyped entity, non-stereotyped entity): (Persian context, its lexical variant, its
+        assignment or 'none')."""
+        self.designed: dict[str, str] = {}
+        """The Persian segment of each designed rule-breaker, by name (``glossary``, ``singular_they``, …)."""
+        self.wrong: dict[str, list[str]] = {}
+        """Per Persian segment: the designed wrong answers, one per attempt before the right one."""
+        self.translations = self._compose(overrides)
+        self._design_breakers()
+        self.back = self._back_translations(poor_back_translations)
 
-    def _compose(
-        self,
-        templates: pd.DataFrame,
-        questionnaire: pd.DataFrame,
-        overrides: pd.DataFrame,
-        unknown_phrases: tuple[str, ...],
-    ) -> dict[str, str]:
-        """The English of every Persian segment that the examples of any template can hold."""
-        final = _last_answers(self.disambiguations) | {
-            (r.template_id, r.assignment): r.text for r in overrides.itertuples()
-        }
-        filled = templates.merge(questionnaire[["stereotype_id", "category"]], on="stereotype_id")
-        for assignment in ASSIGNMENTS:
-            column = f"disambiguated_{assignment}_fa"
-            filled[column] = [
-                text or normalize_fa(final.get((t, assignment), ""))
-                for t, text in zip(filled["template_id"], filled[column], strict=True)
-            ]
-        examples = instantiate(filled, InstantiateParams(unknown_phrases))["examples"]
+    def _continuations(
+        self, template_id: str, template: pd.Series, fixes: dict[tuple[str, str], str]
+    ) -> tuple[str, str]:
+        """The Persian biased and counter-biased continuations the build will use ('' if it has none)."""
+        final = _last_answers(self.disambiguations)
+        biased = template.disambiguated_fa or fixes.get((template_id, "biased")) or final.get(template_id, "")
+        if template.mirror_exception:
+            counter = template.disambiguated_counter_biased_fa or fixes.get((template_id, "counter_biased"), "")
+        else:
+            counter = swap_roles(biased)
+        return normalize_fa(biased), normalize_fa(counter)
+
+    def _compose(self, overrides: pd.DataFrame) -> dict[str, str]:
+        """The English of every Persian segment that the examples of any template can hold: every entity pair
+        (a superset of those the confound gate builds), lexical variant, order of mention and condition."""
+        fixes = {(r.template_id, r.assignment): r.text for r in overrides.itertuples()}
         translations: dict[str, str] = {}
-        for row in examples.itertuples():
-            english = self.english[row.template_id]
-            written = self.templates.loc[row.template_id, "ambiguous_fa"]
-            ambiguous = english["ambiguous_en"]
-            if (row.entity_order == "stereo_first") != (written.index("{stereo}") < written.index("{nonstereo}")):
-                ambiguous = _swap(ambiguous)
-            fillers = (self.phrases[row.stereo_entity], self.phrases[row.nonstereo_entity])
-            lex = self.phrases[row.lexical_variant] if row.lexical_variant else ""
-            context = _fill(ambiguous, *fillers, lex)
-            if row.context_condition == "disambig":
-                context += " " + _fill(english[f"disambiguated_{row.assignment}_en"], *fillers, lex)
-            polarity = "negative" if row.question_polarity == "neg" else "nonnegative"
-            translations[row.context] = context
-            self.contexts.setdefault(row.template_id, []).append(row.context)
-            translations[row.question] = english[f"question_{polarity}_en"]
-            translations[row.stereo_entity] = fillers[0]
-            translations[row.nonstereo_entity] = fillers[1]
+
+        sources: dict[str, str] = {}
+
+        def add(persian: str, english: str) -> None:
+            """One English per Persian segment, and one Persian per English (the back-translation looks it up)."""
+            if translations.setdefault(persian, english) != english:
+                raise ValueError(f"two English texts for one Persian segment: {persian!r}")
+            if sources.setdefault(english, persian) != persian:
+                raise ValueError(f"one English text for two Persian segments: {english!r}")
+
+        for template_id, template in self.templates.iterrows():
+            english = self.english[template_id]
+            biased_fa, counter_fa = self._continuations(template_id, template, fixes)
+            counter_en = english["disambiguated_counter_biased_en"] if template.mirror_exception else ""
+            tails = [("none", "", "")] + [
+                (assignment, fa, en)
+                for assignment, fa, en in (
+                    ("biased", biased_fa, english["disambiguated_en"]),
+                    ("counter_biased", counter_fa, counter_en or swap_slots(english["disambiguated_en"])),
+                )
+                if fa
+            ]
+            add(template.question_negative_fa, english["question_negative_en"])
+            add(template.question_nonnegative_fa, english["question_nonnegative_en"])
+            variants = list(template.lexical_variants) or [""]
+            for stereo, nonstereo, lex in itertools.product(
+                template.stereo_entities, template.nonstereo_entities, variants
+            ):
+                entities = {"stereo": self.phrases[stereo], "nonstereo": self.phrases[nonstereo]}
+                genders = {role: entity_gender(text, "en") for role, text in entities.items()}
+                lex_en = self.phrases[lex] if lex else ""
+                add(stereo, entities["stereo"])
+                add(nonstereo, entities["nonstereo"])
+                if lex:
+                    add(lex, lex_en)
+                for swapped in (False, True):
+                    ambiguous_fa = swap_roles(template.ambiguous_fa) if swapped else template.ambiguous_fa
+                    ambiguous_en = swap_slots(english["ambiguous_en"]) if swapped else english["ambiguous_en"]
+                    for assignment, tail_fa, tail_en in tails:
+                        persian = _fill_fa(f"{ambiguous_fa} {tail_fa}".strip(), stereo, nonstereo, lex)
+                        text_en = f"{ambiguous_en} {tail_en}".strip()
+                        add(persian, fill_english(text_en, entities, genders, lex_en))
+                        self.contexts.setdefault((template_id, stereo, nonstereo), []).append(
+                            (persian, lex, assignment)
+                        )
         return translations
 
+    def _design_breakers(self) -> None:
+        """The wrong answers of :data:`GLOSSARY_BREAKER` and :data:`PRONOUN_BREAKERS`; a breaker whose entity or
+        template is not in the sample is an error (the recording would silently lose its retry path)."""
+        entity, wrong_english = GLOSSARY_BREAKER
+        if entity not in self.translations:
+            raise ValueError(f"designed glossary breaker: no entity {entity!r} in the templates")
+        self.wrong[entity] = [wrong_english]
+        self.designed["glossary"] = entity
+        for name, (template_id, entity, other, count) in PRONOUN_BREAKERS.items():
+            pair = self.contexts.get((template_id, entity, other), [])
+            contexts = sorted(p for p, _, assignment in pair if assignment == "biased")
+            if not contexts:
+                raise ValueError(f"designed {name} breaker: no biased context of {template_id} with {entity!r}")
+            persian = contexts[0]
+            right = self.translations[persian]
+            wrong = re.sub(r"\b(he|she)\b", "they", re.sub(r"\b(his|her)\b", "their", right))
+            if wrong == right:
+                raise ValueError(f"designed {name} breaker: {template_id} has no pronoun for {entity!r}")
+            self.wrong[persian] = [wrong] * count
+            self.designed[name] = persian
+
+    def _back_translations(self, poor: tuple[str, str, str, int]) -> dict[str, str]:
+        """English → the Persian a model would give back: the source, a paraphrase, or an unrelated sentence."""
+        chrf = CHRF()
+        back: dict[str, str] = {}
+        for persian, english in sorted(self.translations.items()):
+            candidate = paraphrase_fa(persian)
+            low, high = PARAPHRASE_CHRF
+            text = candidate if low <= chrf.sentence_score(candidate, [persian]).score <= high else persian
+            back.setdefault(english, text)
+        *pair, count = poor
+        plain = sorted({p for p, _, assignment in self.contexts.get(tuple(pair), []) if assignment == "none"})
+        if len(plain) < count:
+            raise ValueError(f"designed poor back-translations: {pair} has fewer than {count} ambiguous contexts")
+        for persian in plain[:count]:
+            back[self.translations[persian]] = POOR_BACK_TRANSLATION
+        for persian, answers in self.wrong.items():
+            for wrong in answers:
+                back.setdefault(wrong, persian)
+        return back
+
     def __call__(self, body: dict[str, Any]) -> str:
-        messages = [m["content"] for m in body["messages"] if m["role"] == "user"]
-        first = messages[0]
-        if first.startswith("Translate the Persian"):
-            return self.translations[normalize_fa(first.rsplit(":\n", 1)[1].strip())]
-        if first.startswith("Translate the English"):
-            return self.back[first.rsplit(":\n", 1)[1].strip()]
-        match = _NEGATIVE.search(first)
-        if match is None:
-            raise KeyError(f"the stand-in model has no answer for: {first[:200]}")
-        assignment = next(a for a, (negative, _) in ASSIGNMENTS.items() if negative == match.group(1))
-        text = normalize_fa(first)
+        users = [m["content"] for m in body["messages"] if m["role"] == "user"]
+        prompt = "\n".join(m["content"] for m in body["messages"] if m["role"] == "system") + "\n" + users[0]
+        persian = _tagged("persian_text", users[0])
+        if persian is not None:
+            persian = normalize_fa(persian)
+            wrong = self.wrong.get(persian, [])
+            return wrong[len(users) - 1] if len(users) <= len(wrong) else self.translations[persian]
+        english = _tagged("english_text", users[0])
+        if english is not None:
+            return self.back[english]
+        match, initial = _NEGATIVE.search(prompt), _tagged("initial_text", users[0])
+        if match is None or initial is None:
+            raise KeyError(f"the stand-in model has no answer for: {users[0][:200]}")
+        if match.group(1) != "{stereo}":
+            raise KeyError("the stand-in model answers biased disambiguation requests only (the other is a mirror)")
+        initial = normalize_fa(initial)
         for template_id, template in self.templates.iterrows():
-            if template.ambiguous_fa in text:
-                return self.disambiguations[(template_id, assignment, len(messages))]
-        raise KeyError(f"the stand-in model knows no template in: {first[:200]}")
+            if template.ambiguous_fa == initial:
+                return self.disambiguations[(template_id, len(users))]
+        raise KeyError(f"the stand-in model knows no template with the initial text {initial[:200]!r}")
