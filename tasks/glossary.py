@@ -1,0 +1,114 @@
+"""The group glossary: one fixed English name for each Persian term that names a group (issue 9 §4).
+
+An LLM left alone renders 'مرد ترک' (an Iranian Azerbaijani) as "Turkish man", a wrong nationality, while 'زن
+آذری', the same group, becomes "Azeri woman": one group, two names. ``annotations/glossary.csv`` fixes the
+rendering of every group term that the entities and lexical variants use (ethnicities, cities and their
+adjectives, nationalities, political camps, religions, sexual orientations, institutions whose name matters);
+the translation stage gives the model the entries of each segment and requires their renderings in its
+English (:mod:`tasks.translate`).
+
+A term occurs in a phrase as whole words (a Persian plural '‌ها'/'‌های' attached to its last word counts), so
+'ترک' is found in 'مرد ترک' but not in 'ترکمن' or 'ترکیه‌ای'. An English rendering occurs in a text as whole
+words, case-insensitively, optionally with a plural ``s``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+import pandas as pd
+
+from tasks.inputs import InputError, read_csv_checked, require_filled, require_none
+from tasks.persian_text import ZWNJ, normalize_fa
+
+GLOSSARY_COLUMNS = ["term_fa", "term_en", "note"]
+_PERSIAN = re.compile(r"[\u0600-\u06ff]")
+_NOT_PERSIAN_TERM = re.compile(rf"[^\u0600-\u06ff{ZWNJ} ]")
+_PLURALS = (f"{ZWNJ}ها", f"{ZWNJ}های")
+
+
+def load_glossary(path: Path) -> pd.DataFrame:
+    """``term_fa, term_en, note``: one row per Persian group term, normalised, sorted as in the file.
+
+    Every term and rendering is filled; a term is Persian words only and appears once; a rendering has no
+    Persian letter; two spellings of one rendering that differ only in case are an error (one group, one name).
+    """
+    frame = read_csv_checked(path, GLOSSARY_COLUMNS)[GLOSSARY_COLUMNS]
+    if frame.empty:
+        raise InputError(path, None, "no glossary entries")
+    require_filled(frame, ["term_fa", "term_en"], path)
+    frame["term_fa"] = frame["term_fa"].map(normalize_fa)
+    require_none(
+        path,
+        frame["term_fa"].str.contains(_NOT_PERSIAN_TERM),
+        lambda i: f"term_fa {frame.at[i, 'term_fa']!r} has characters other than Persian letters and spaces",
+    )
+    duplicated = frame["term_fa"].duplicated()
+    require_none(
+        path,
+        duplicated,
+        lambda i: (
+            f"term_fa {frame.at[i, 'term_fa']!r} appears twice (first in row "
+            f"{int(frame.index[frame['term_fa'] == frame.at[i, 'term_fa']][0]) + 2})"
+        ),
+    )
+    require_none(
+        path,
+        frame["term_en"].str.contains(_PERSIAN),
+        lambda i: f"term_en {frame.at[i, 'term_en']!r} of {frame.at[i, 'term_fa']!r} has Persian letters",
+    )
+    first_spelling = frame.groupby(frame["term_en"].str.lower())["term_en"].transform("first")
+    require_none(
+        path,
+        first_spelling != frame["term_en"],
+        lambda i: (
+            f"term_en {frame.at[i, 'term_en']!r} is spelled {first_spelling[i]!r} in an earlier row: "
+            "one group, one English name"
+        ),
+    )
+    return frame.reset_index(drop=True)
+
+
+def _words(phrase: str) -> list[str]:
+    return normalize_fa(phrase).split()
+
+
+@dataclass(frozen=True)
+class Glossary:
+    """Lookup over a loaded glossary table (:func:`load_glossary`)."""
+
+    table: pd.DataFrame
+
+    @cached_property
+    def _terms(self) -> list[tuple[tuple[str, ...], str, str]]:
+        """(term words, term_fa, term_en), longest terms first so a longer term is listed before its parts."""
+        terms = [
+            (tuple(_words(fa)), fa, en) for fa, en in zip(self.table["term_fa"], self.table["term_en"], strict=True)
+        ]
+        return sorted(terms, key=lambda term: (-len(term[0]), term[1]))
+
+    def terms_in(self, phrase: str) -> list[tuple[str, str]]:
+        """(term_fa, term_en) of every glossary term in a Persian phrase, in the order of the glossary's
+        longest-first listing."""
+        words = _words(phrase)
+        found = []
+        for term, fa, en in self._terms:
+            n = len(term)
+            for start in range(len(words) - n + 1):
+                window = words[start : start + n]
+                last = window[-1]
+                if window[:-1] == list(term[:-1]) and (
+                    last == term[-1] or any(last == term[-1] + plural for plural in _PLURALS)
+                ):
+                    found.append((fa, en))
+                    break
+        return found
+
+
+def rendered(english: str, term_en: str) -> bool:
+    """Whether an English text holds a glossary rendering as whole words (case-insensitive, plural ``s`` too)."""
+    pattern = r"(?<![\w-])" + re.escape(term_en) + r"(?:s|es)?(?![\w-])"
+    return re.search(pattern, english, flags=re.IGNORECASE) is not None
