@@ -1,4 +1,4 @@
-"""Benchmark: batched BERTScore homogenization vs bert_score.score on the same pairs (DESIGN §6).
+"""Benchmark: batched BERTScore homogenization vs bert_score.score on the same pairs.
 
 Run from the repository root: ``python -m benchmarks.homogenization [--pairs 1000]``. Needs the homogenization
 extra (torch, transformers, bert-score, tokenizers). The model is a tiny random BERT built here (also used by

@@ -1,4 +1,4 @@
-"""Benchmark: exact Self-BLEU from n-gram tables vs n² sacrebleu sentence_bleu calls (DESIGN §6).
+"""Benchmark: exact Self-BLEU from n-gram tables vs n² sacrebleu sentence_bleu calls, at the paper's scale.
 
 Run from the repository root: ``python -m benchmarks.self_bleu [--n 2000] [--big-n 38000]``. Sentences are
 seeded synthetic Persian-looking text: 15-30 words drawn from a 3,000-word vocabulary with Zipf-like

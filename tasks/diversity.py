@@ -1,25 +1,33 @@
-"""Text diversity of the benchmark: the four metrics of the PBBQ paper (§3.5, Table 2, Appendix C).
+"""Text diversity of the benchmark: the four metrics of the PBBQ paper (§3.5, Table 2, Appendix C), on two levels.
 
-Text units. Every metric runs on the DISTINCT contexts of a group (a category, or a whole config): a context
-recurs across its negative and non-negative question, and Appendix C speaks of the texts of the dataset, not of
-its question-answer rows, so each context counts once. Units are sorted, so a result does not depend on the
-order of the example table's rows.
+Text units.
+- Template level, ``table2``, the paper's Table 2: each category's template texts, each written once. For every
+  template of the dataset its ambiguous context and its two disambiguating continuations (biased and counter-
+  biased), with ``{stereo}``, ``{nonstereo}`` and ``{lex}`` each replaced by the one neutral word
+  :data:`NEUTRAL_TOKEN`; a counter-biased continuation that mirrors the biased one is then the same text and
+  counts once. Table 2's TTR (0.62-0.85) and Self-BLEU (0.11-0.44) can only come from texts like these.
+- Instance level, ``table2_instances``, per config (fa, fa-names, en): the distinct instantiated contexts. They
+  repeat their template's words for every entity pair and lexical variant, so Self-BLEU is near 1 and TTR near
+  0.02; a figure to compare builds with each other, not with the paper.
+Every metric runs on the DISTINCT units of a group (a category, or all of them): Appendix C speaks of the texts
+of the dataset, not of its question-answer rows. Units are sorted, so a result does not depend on row order.
 
 What Table 2 can and cannot confirm (checked against its numbers):
 - its Average row is the unweighted mean of the 16 category rows for NGD (0.754 → 0.75) and TTR (0.735 →
-  0.74), which :func:`diversity_table` follows; its Self-BLEU (0.27) and BERTScore (0.5188) averages match
-  neither the unweighted (0.26, 0.5205) nor the sample-weighted (0.28, 0.5157) mean of its rows, so the paper's
-  average for those two columns cannot be reproduced; the 'Overall' row (all units of a config) is reported
-  besides.
-- its NGD values (0.68-0.80) are below what the C.3 formula, a sum of four ratios, gives on text whose
-  stop-word-free TTR is 0.62-0.85 (the unigram ratio alone is then about 0.4 and the longer n-gram ratios are
-  larger), so the paper's table likely shows the mean of the four ratios (the sum / 4). We implement the formula
-  as written; divide by 4 to compare with the table.
+  0.74), which the tables follow; its Self-BLEU (0.27) and BERTScore (0.5188) averages match neither the
+  unweighted (0.26, 0.5205) nor the sample-weighted (0.28, 0.5157) mean of its rows, so the paper's average
+  for those two columns cannot be reproduced; the 'Overall' row (all units together) is reported besides.
+- its NGD values (0.68-0.80) are below what the C.3 formula, a sum of four ratios (as in Shaib et al.'s
+  ``diversity`` package, whose wording C.3 takes), gives on text whose stop-word-free TTR is 0.62-0.85 (the
+  unigram ratio alone is then about 0.4 and the longer n-gram ratios are larger), so the paper's table likely
+  shows the mean of the four ratios. ``ngd`` is the formula as written; ``ngd_mean`` (ngd / 4) is on the
+  table's scale.
 """
 
 from __future__ import annotations
 
 import math
+import re
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -34,6 +42,7 @@ from sacrebleu.metrics.bleu import BLEU
 
 from tasks.artifacts import StageOutput
 from tasks.caching import stage_task
+from tasks.inputs import PLACEHOLDER
 from tasks.persian_text import stop_words, tokenize, tokenize_en, words
 from tasks.schemas import example_configs
 
@@ -48,6 +57,15 @@ DEFAULT_HOMOGENIZATION_MODEL = "sbunlp/fabert"  # FaBERT (Masumi et al., 2025), 
 DEFAULT_HOMOGENIZATION_LAYERS = 9
 CONFIGS = ("fa", "fa-names", "en")
 METRICS = ("ngd", "ttr", "self_bleu", "homogenization")
+NEUTRAL_TOKEN = "فلانی"
+"""What each placeholder of a template text becomes at the template level: 'so-and-so', one Persian word that
+holds the entity's (or the lexical variant's) place, so no n-gram runs across it."""
+TEMPLATE_SLOTS = frozenset({"stereo", "nonstereo", "lex"})
+TEMPLATE_TEXT_COLUMNS = ("ambiguous_fa", "disambiguated_fa", "disambiguated_counter_biased_fa")
+REVIEW_SOURCE = "review"
+"""The source of a continuation that failed validation: its template yields no example."""
+TEMPLATE_TITLE = "Table 2: diversity of the template texts (the paper's Table 2)"
+INSTANCE_TITLE = "Diversity of the instantiated contexts, per config (not the paper's Table 2)"
 
 
 # ---------------------------------------------------------------------------------------------- n-gram tables
@@ -397,32 +415,91 @@ def homogenization_bertscore(
     return _homogenization(sentences, scorer, model=model_path, num_layers=num_layers, max_pairs=max_pairs, seed=seed)
 
 
-# ----------------------------------------------------------------------------------------------- the table
+# ------------------------------------------------------------------------------------------ template texts
+
+
+def mask_placeholders(text: str, *, where: str) -> str:
+    """``text`` with each of ``{stereo}``, ``{nonstereo}`` and ``{lex}`` replaced by :data:`NEUTRAL_TOKEN`.
+
+    Any other brace token is an error naming ``where`` (the table, the template and the column)."""
+
+    def neutral(match: re.Match[str]) -> str:
+        if match.group(1) not in TEMPLATE_SLOTS:
+            raise ValueError(
+                f"{where}: unknown placeholder {match.group(0)!r}; a template text may hold only "
+                "{stereo}, {nonstereo} and {lex}"
+            )
+        return NEUTRAL_TOKEN
+
+    masked = PLACEHOLDER.sub(neutral, text)
+    if re.search(r"[{}]", masked):
+        raise ValueError(f"{where}: an unmatched brace in {text!r}")
+    return masked
+
+
+def template_units(templates: pd.DataFrame) -> pd.DataFrame:
+    """The template-level units of Table 2: for every template of the dataset, its ambiguous context and its two
+    disambiguating continuations, placeholders masked (:func:`mask_placeholders`).
+
+    ``templates`` is the ``04_disambiguate/templates`` table. A template is of the dataset when neither of its
+    continuations is in review (``disambiguated_source`` and ``counter_biased_source`` not ``review``: a template
+    with a continuation in review yields no example). Columns: template_id, category, column, text; one row per
+    template and text column, in the table's order. A used template with an empty text is an error.
+    """
+    missing = {"template_id", "category", "disambiguated_source", "counter_biased_source", *TEMPLATE_TEXT_COLUMNS}
+    missing -= set(templates.columns)
+    if missing:
+        raise ValueError(f"diversity: the 04_disambiguate templates table lacks the columns {sorted(missing)}")
+    used = templates[
+        (templates["disambiguated_source"] != REVIEW_SOURCE) & (templates["counter_biased_source"] != REVIEW_SOURCE)
+    ]
+    rows = []
+    for template in used.itertuples(index=False):
+        for column in TEMPLATE_TEXT_COLUMNS:
+            where = f"diversity: 04_disambiguate templates, template {template.template_id!r}, column {column!r}"
+            text = getattr(template, column)
+            if not isinstance(text, str) or not text.strip():
+                raise ValueError(f"{where}: empty, yet the template is not in review")
+            rows.append(
+                {
+                    "template_id": template.template_id,
+                    "category": template.category,
+                    "column": column,
+                    "text": mask_placeholders(text, where=where),
+                }
+            )
+    return pd.DataFrame(rows, columns=["template_id", "category", "column", "text"])
+
+
+# ----------------------------------------------------------------------------------------------- the tables
 
 
 def _metric_row(
     units: list[str],
     tokens: Mapping[str, list[str]],
     lang: str,
+    ttr_stop_words: frozenset[str],
     homogenization: Callable[[list[str]], HomogenizationResult],
 ) -> dict[str, object]:
-    """The four metrics of one group of distinct, sorted units."""
+    """The four metrics of one group of distinct, sorted units (and NGD on Table 2's scale, ``ngd_mean``)."""
     token_lists = [tokens[unit] for unit in units]
     word_lists = [words(unit_tokens, lang) for unit_tokens in token_lists]
     hom = homogenization(units)
+    ngd = ngram_diversity(word_lists)
     return {
         "n_units": len(units),
-        "ngd": ngram_diversity(word_lists),
-        "ttr": type_token_ratio(word_lists, stop_words(lang)),
+        "ngd": ngd,
+        "ngd_mean": ngd / NGRAM_ORDER,
+        "ttr": type_token_ratio(word_lists, ttr_stop_words),
         "self_bleu": _self_bleu_of_tokens(token_lists),
         "homogenization": hom.value,
         "homogenization_note": hom.note,
     }
 
 
-def _average_row(rows: list[dict[str, object]]) -> dict[str, object]:
-    """Table 2's Average: the unweighted mean of the category rows (NaN rows skipped); its n_units is the
-    categories' total."""
+def _average_row(rows: list[dict[str, object]], counts: Sequence[str]) -> dict[str, object]:
+    """Table 2's Average: the unweighted mean of the category rows (NaN rows skipped); its ``counts`` columns
+    are the categories' totals."""
     frame = pd.DataFrame(rows)
     computed = int(frame["homogenization"].notna().sum())
     note = (
@@ -431,10 +508,139 @@ def _average_row(rows: list[dict[str, object]]) -> dict[str, object]:
         else "; ".join(sorted(set(frame["homogenization_note"])))  # each says 'not computed: <why>'
     )
     return {
-        "n_units": int(frame["n_units"].sum()),
-        **{metric: float(frame[metric].mean()) for metric in METRICS},
+        **{count: int(frame[count].sum()) for count in counts},
+        **{metric: float(frame[metric].mean()) for metric in (*METRICS, "ngd_mean")},
         "homogenization_note": note,
     }
+
+
+def _group_rows(
+    groups: pd.DataFrame,
+    text: str,
+    lang: str,
+    ttr_stop_words: frozenset[str],
+    homogenization: Callable[[list[str]], HomogenizationResult],
+    counts: Mapping[str, Callable[[pd.DataFrame], int]],
+) -> list[dict[str, object]]:
+    """One row per category of ``groups`` (sorted by name), the Average row and the Overall row (all distinct
+    units of ``groups`` together). Units are the distinct values of its ``text`` column, sorted; ``counts``
+    gives extra count columns computed from each category's rows."""
+    if groups.empty:
+        return []
+    tokens = {unit: tokenize(unit, lang) for unit in groups[text].unique()}
+
+    def row(part: pd.DataFrame) -> dict[str, object]:
+        units = sorted(part[text].unique())
+        return {
+            **{name: count(part) for name, count in counts.items()},
+            **_metric_row(units, tokens, lang, ttr_stop_words, homogenization),
+        }
+
+    categories = [
+        {"category": str(category), **row(part)}
+        for category, part in sorted(groups.groupby("category"), key=lambda item: str(item[0]))
+    ]
+    average = {"category": "Average", **_average_row(categories, [*counts, "n_units"])}
+    return [*categories, average, {"category": "Overall", **row(groups)}]
+
+
+def _homogenizer(
+    scorer: _BertScoreModel | str, model: str | None, num_layers: int, max_pairs: int, seed: int
+) -> Callable[[list[str]], HomogenizationResult]:
+    """The homogenization of a group of units with an already loaded scorer (or the reason it is not computed)."""
+    return partial(
+        _homogenization, scorer=scorer, model=model or "", num_layers=num_layers, max_pairs=max_pairs, seed=seed
+    )
+
+
+def _scorer_for(model: str | None, num_layers: int, batch_size: int, device: str) -> _BertScoreModel | str:
+    """The loaded model, or why there is none (no model given for the language, or it cannot be loaded)."""
+    if model is None:
+        return "no homogenization model given for this language"
+    return _scorer_or_reason(model, num_layers, batch_size, device)
+
+
+TEMPLATE_COLUMNS = [
+    "category",
+    "n_templates",
+    "n_units",
+    "ngd",
+    "ngd_mean",
+    "ttr",
+    "self_bleu",
+    "homogenization",
+    "homogenization_note",
+]
+INSTANCE_COLUMNS = [
+    "config",
+    "category",
+    "n_units",
+    "ngd",
+    "ngd_mean",
+    "ttr",
+    "self_bleu",
+    "homogenization",
+    "homogenization_note",
+]
+
+
+def _template_table(
+    templates: pd.DataFrame, homogenization: Callable[[list[str]], HomogenizationResult]
+) -> pd.DataFrame:
+    units = template_units(templates)
+    rows = _group_rows(
+        units,
+        "text",
+        "fa",
+        stop_words("fa") | {NEUTRAL_TOKEN},
+        homogenization,
+        {"n_templates": lambda part: int(part["template_id"].nunique())},
+    )
+    return pd.DataFrame(rows, columns=TEMPLATE_COLUMNS).astype({"n_templates": "int64", "n_units": "int64"})
+
+
+def template_diversity_table(
+    templates: pd.DataFrame,
+    *,
+    homogenization_model: str | None,
+    homogenization_num_layers: int = DEFAULT_HOMOGENIZATION_LAYERS,
+    homogenization_max_pairs: int = 5_000,
+    homogenization_batch_size: int = 64,
+    seed: int = 0,
+    device: str = "cpu",
+) -> pd.DataFrame:
+    """The paper's Table 2 (§3.5, Appendix C) on template texts: one row per category, an 'Average' row (the
+    unweighted mean of the category rows) and an 'Overall' row (all distinct template texts).
+
+    Units are :func:`template_units`' distinct masked texts of the category, tokenised with hazm; TTR leaves out
+    hazm's stop words and :data:`NEUTRAL_TOKEN` (a slot marker, not a word of the template), NGD and Self-BLEU
+    keep both. ``homogenization_model``: a model path or Hub id for BERTScore (FaBERT in the paper), or None.
+    Columns: category, n_templates, n_units, ngd (C.3's sum, 0-4), ngd_mean (ngd / 4, the scale of Table 2's
+    column), ttr, self_bleu, homogenization, homogenization_note.
+    """
+    scorer = _scorer_for(homogenization_model, homogenization_num_layers, homogenization_batch_size, device)
+    homogenization = _homogenizer(
+        scorer, homogenization_model, homogenization_num_layers, homogenization_max_pairs, seed
+    )
+    return _template_table(templates, homogenization)
+
+
+def _instance_table(
+    examples: pd.DataFrame, homogenizers: Mapping[str, Callable[[list[str]], HomogenizationResult]]
+) -> pd.DataFrame:
+    missing = {"category", "lang", "variant", "context"} - set(examples.columns)
+    if missing:
+        raise ValueError(f"diversity: the example table lacks the columns {sorted(missing)}")
+    frame = examples.assign(config=example_configs(examples))
+    rows = []
+    for config in [name for name in CONFIGS if (frame["config"] == name).any()]:
+        lang = "en" if config == "en" else "fa"
+        part = frame[frame["config"] == config]
+        rows += [
+            {"config": config, **row}
+            for row in _group_rows(part, "context", lang, stop_words(lang), homogenizers[lang], {})
+        ]
+    return pd.DataFrame(rows, columns=INSTANCE_COLUMNS).astype({"n_units": "int64"})
 
 
 def diversity_table(
@@ -447,75 +653,57 @@ def diversity_table(
     seed: int = 0,
     device: str = "cpu",
 ) -> pd.DataFrame:
-    """Table 2 (§3.5, Appendix C) per config: one row per category, an 'Average' row (the unweighted mean of
-    the category rows, as Table 2's NGD and TTR averages are) and an 'Overall' row (all units of the config).
+    """The instance-level diversity per config: one row per category, an 'Average' row (the unweighted mean of
+    the category rows) and an 'Overall' row (all units of the config). Not the paper's Table 2 (see the module).
 
-    ``examples`` is the example table (columns category, lang, variant, context). Configs: 'fa' = lang fa and
-    variant 'original'; 'fa-names' = lang fa and variant 'names-*' (all seeds together); 'en' = lang en. Units
-    are each group's distinct contexts, tokenised once per config (``tasks.persian_text.tokenize``).
+    ``examples`` is the example table (columns category, lang, variant, context); configs as
+    ``tasks.schemas.example_configs`` says ('fa', 'fa-names' with all seeds together, 'en'). Units are each
+    group's distinct contexts, tokenised once per config (``tasks.persian_text.tokenize``).
     ``homogenization_model``: one model for every language, a mapping lang → model (a missing or None entry
-    is not computed), or None to skip BERTScore. Columns: config, category, n_units, ngd, ttr, self_bleu,
-    homogenization, homogenization_note.
+    is not computed), or None to skip BERTScore. Columns: config, category, n_units, ngd, ngd_mean, ttr,
+    self_bleu, homogenization, homogenization_note.
     """
-    missing = {"category", "lang", "variant", "context"} - set(examples.columns)
-    if missing:
-        raise ValueError(f"diversity_table: the example table lacks the columns {sorted(missing)}")
-    frame = examples.assign(config=example_configs(examples))
-    rows = []
-    for config in [name for name in CONFIGS if (frame["config"] == name).any()]:
-        part = frame[frame["config"] == config].drop_duplicates(["category", "context"])
-        lang = "en" if config == "en" else "fa"
-        tokens = {text: tokenize(text, lang) for text in part["context"].unique()}
-        model = homogenization_model.get(lang) if isinstance(homogenization_model, Mapping) else homogenization_model
-        scorer = (
-            "no homogenization model given for this language"
-            if model is None
-            else _scorer_or_reason(model, homogenization_num_layers, homogenization_batch_size, device)
-        )
 
-        homogenization = partial(
-            _homogenization,
-            scorer=scorer,
-            model=model or "",
-            num_layers=homogenization_num_layers,
-            max_pairs=homogenization_max_pairs,
-            seed=seed,
-        )
-        category_rows = [
-            {
-                "config": config,
-                "category": category,
-                **_metric_row(sorted(group["context"]), tokens, lang, homogenization),
-            }
-            for category, group in sorted(part.groupby("category"), key=lambda item: str(item[0]))
-        ]
-        rows += category_rows
-        rows.append({"config": config, "category": "Average", **_average_row(category_rows)})
-        overall = sorted(part["context"].unique())
-        rows.append({"config": config, "category": "Overall", **_metric_row(overall, tokens, lang, homogenization)})
-    columns = ["config", "category", "n_units", *METRICS, "homogenization_note"]
-    return pd.DataFrame(rows, columns=columns).astype({"n_units": "int64"})
+    def homogenizer(lang: str) -> Callable[[list[str]], HomogenizationResult]:
+        model = homogenization_model.get(lang) if isinstance(homogenization_model, Mapping) else homogenization_model
+        scorer = _scorer_for(model, homogenization_num_layers, homogenization_batch_size, device)
+        return _homogenizer(scorer, model, homogenization_num_layers, homogenization_max_pairs, seed)
+
+    langs = {"en" if config == "en" else "fa" for config in example_configs(examples)} if len(examples) else set()
+    return _instance_table(examples, {lang: homogenizer(lang) for lang in langs})
 
 
 # ----------------------------------------------------------------------------------------------- reporting
 
-_HEADERS = {"ngd": "NGD ↑", "ttr": "TTR ↑", "self_bleu": "Self-BLEU ↓", "homogenization": "BERTScore ↓"}
+_HEADERS = {
+    "ngd": "NGD ↑",
+    "ngd_mean": "NGD ÷ 4 ↑",
+    "ttr": "TTR ↑",
+    "self_bleu": "Self-BLEU ↓",
+    "homogenization": "BERTScore ↓",
+}
+_COUNT_HEADERS = {"n_templates": "# templates", "n_units": "# units"}
 
 
-def table2_markdown(table: pd.DataFrame) -> str:
-    """Markdown laid out like the paper's Table 2, one table per config: Category, #units, NGD ↑, TTR ↑,
-    Self-BLEU ↓, BERTScore ↓ (4 decimals; 'not computed' for NaN), Average and Overall in bold, then each
-    distinct BERTScore note of the config with the rows it belongs to."""
-    sections = []
-    for config, part in table.groupby("config", sort=False):
-        lines = [
-            f"### {config}",
-            "",
-            "| Category | # units | " + " | ".join(_HEADERS.values()) + " |",
-            "| --- | ---: | " + " | ".join("---:" for _ in _HEADERS) + " |",
-        ]
+def _sections(table: pd.DataFrame) -> list[tuple[str | None, pd.DataFrame]]:
+    """The table per config (instance level), or whole (template level: no config column)."""
+    if "config" in table.columns:
+        return [(str(config), part) for config, part in table.groupby("config", sort=False)]
+    return [(None, table)]
+
+
+def table2_markdown(table: pd.DataFrame, title: str) -> str:
+    """Markdown laid out like the paper's Table 2, under ``title``: one table (template level) or one per config
+    (instance level): Category, the counts, NGD ↑, NGD ÷ 4 ↑, TTR ↑, Self-BLEU ↓, BERTScore ↓ (4 decimals; 'not
+    computed' for NaN), Average and Overall in bold, then each distinct BERTScore note with its rows."""
+    counts = [column for column in _COUNT_HEADERS if column in table.columns]
+    sections = [f"## {title}"]
+    for config, part in _sections(table):
+        lines = [f"### {config}", ""] if config is not None else []
+        headers = ["Category", *(_COUNT_HEADERS[c] for c in counts), *_HEADERS.values()]
+        lines += ["| " + " | ".join(headers) + " |", "| --- | " + " | ".join("---:" for _ in headers[1:]) + " |"]
         for row in part.itertuples(index=False):
-            cells = [str(row.category), str(row.n_units)] + [
+            cells = [str(row.category), *(str(getattr(row, c)) for c in counts)] + [
                 "not computed" if pd.isna(getattr(row, metric)) else f"{getattr(row, metric):.4f}"
                 for metric in _HEADERS
             ]
@@ -528,32 +716,33 @@ def table2_markdown(table: pd.DataFrame) -> str:
     return "\n\n".join(sections) + "\n"
 
 
-def plot_metric_bars(table: pd.DataFrame, out_dir: Path) -> list[Path]:
-    """One PNG per metric (``diversity_<metric>.png`` in ``out_dir``): a bar per category and config, the
-    Average and Overall rows last; a NaN draws no bar. Agg backend, no timestamp or version in the file, so
-    the same table gives the same bytes."""
+def plot_metric_bars(table: pd.DataFrame, out_dir: Path, prefix: str = "diversity") -> list[Path]:
+    """One PNG per metric (``<prefix>_<metric>.png`` in ``out_dir``): a bar per category (and per config, for the
+    instance-level table), the Average and Overall rows last; a NaN draws no bar. Agg backend, no timestamp or
+    version in the file, so the same table gives the same bytes."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
     out_dir.mkdir(parents=True, exist_ok=True)
-    categories = list(dict.fromkeys(table["category"]))
-    configs = list(dict.fromkeys(table["config"]))
-    wide = {metric: table.pivot(index="category", columns="config", values=metric) for metric in METRICS}
+    series = table if "config" in table.columns else table.assign(config="templates")
+    categories = list(dict.fromkeys(series["category"]))
+    configs = list(dict.fromkeys(series["config"]))
+    level = "instances" if "config" in table.columns else "templates"
     paths = []
     for metric in METRICS:
+        wide = series.pivot(index="category", columns="config", values=metric).reindex(categories)
         figure = Figure(figsize=(max(6.0, 0.25 * len(categories) * len(configs) + 2.5), 4.5))
         FigureCanvasAgg(figure)
         axes = figure.add_subplot()
-        width = 0.8 / len(configs)
+        width = 0.8 / max(len(configs), 1)  # an empty table draws empty axes
         for k, config in enumerate(configs):
-            values = wide[metric].reindex(categories)[config].to_numpy(dtype=float)
-            axes.bar(np.arange(len(categories)) + k * width, values, width, label=config)
+            axes.bar(np.arange(len(categories)) + k * width, wide[config].to_numpy(dtype=float), width, label=config)
         axes.set_xticks(np.arange(len(categories)) + 0.4 - width / 2, categories, rotation=60, ha="right")
         axes.set_ylabel(_HEADERS[metric])
-        axes.set_title(f"{_HEADERS[metric]} per category (Table 2)")
-        axes.legend(title="config", loc="upper left", bbox_to_anchor=(1.0, 1.0))
+        axes.set_title(f"{_HEADERS[metric]} per category ({level})")
+        axes.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
         figure.tight_layout()
-        path = out_dir / f"diversity_{metric}.png"
+        path = out_dir / f"{prefix}_{metric}.png"
         figure.savefig(path, format="png", metadata={"Software": None})
         paths.append(path)
     return paths
@@ -561,24 +750,25 @@ def plot_metric_bars(table: pd.DataFrame, out_dir: Path) -> list[Path]:
 
 # ----------------------------------------------------------------------------------------------- the stage
 
-TABLE2 = pa.schema(
-    [
-        ("config", pa.string()),
-        ("category", pa.string()),
-        ("n_units", pa.int64()),
-        ("ngd", pa.float64()),
-        ("ttr", pa.float64()),
-        ("self_bleu", pa.float64()),
-        ("homogenization", pa.float64()),
-        ("homogenization_note", pa.string()),
-    ]
-)
+_METRIC_FIELDS = [
+    ("n_units", pa.int64()),
+    ("ngd", pa.float64()),
+    ("ngd_mean", pa.float64()),
+    ("ttr", pa.float64()),
+    ("self_bleu", pa.float64()),
+    ("homogenization", pa.float64()),
+    ("homogenization_note", pa.string()),
+]
+TABLE2 = pa.schema([("category", pa.string()), ("n_templates", pa.int64()), *_METRIC_FIELDS])
+"""The paper's Table 2, on template texts."""
+TABLE2_INSTANCES = pa.schema([("config", pa.string()), ("category", pa.string()), *_METRIC_FIELDS])
+"""The same metrics on the instantiated contexts, per config."""
 
 
 @dataclass(frozen=True)
 class DiversityParams:
     homogenization_model: str | None = None
-    """FaBERT (``sbunlp/fabert``) or any local model path for the Persian configs; None: not computed."""
+    """FaBERT (``sbunlp/fabert``) or any local model path for the Persian texts; None: not computed."""
     homogenization_model_en: str | None = None
     """A model for the English config (FaBERT is Persian); None: not computed."""
     homogenization_num_layers: int = DEFAULT_HOMOGENIZATION_LAYERS
@@ -588,34 +778,66 @@ class DiversityParams:
     seed: int = 0
 
 
-def diversity(examples: pd.DataFrame, params: DiversityParams) -> StageOutput:
-    """Table 2 of this build for every config (parquet, CSV, Markdown laid out like the paper's) and a bar
-    chart per metric."""
-    table = diversity_table(
-        examples,
-        homogenization_model={"fa": params.homogenization_model, "en": params.homogenization_model_en},
-        homogenization_num_layers=params.homogenization_num_layers,
-        homogenization_max_pairs=params.homogenization_max_pairs,
-        homogenization_batch_size=params.homogenization_batch_size,
-        seed=params.seed,
-    )
+def _records(table: pd.DataFrame) -> list[dict[str, object]]:
+    return table.astype(object).where(table.notna(), None).to_dict(orient="records")
+
+
+def diversity(examples: pd.DataFrame, templates: pd.DataFrame, params: DiversityParams) -> StageOutput:
+    """Table 2 twice: ``table2``, the paper's, on the template texts of ``templates`` (the ``04_disambiguate``
+    templates table), and ``table2_instances``, on the contexts of ``examples`` per config; each as parquet, CSV,
+    Markdown and a bar chart per metric. Each BERTScore model is loaded once for both tables."""
+    scorers = {
+        lang: _scorer_for(model, params.homogenization_num_layers, params.homogenization_batch_size, "cpu")
+        for lang, model in (("fa", params.homogenization_model), ("en", params.homogenization_model_en))
+    }
+    models = {"fa": params.homogenization_model, "en": params.homogenization_model_en}
+    homogenizers = {
+        lang: _homogenizer(
+            scorer, models[lang], params.homogenization_num_layers, params.homogenization_max_pairs, params.seed
+        )
+        for lang, scorer in scorers.items()
+    }
+    table = _template_table(templates, homogenizers["fa"])
+    instances = _instance_table(examples, homogenizers)
     with tempfile.TemporaryDirectory() as scratch:
-        charts = {path.name: path.read_bytes() for path in plot_metric_bars(table, Path(scratch))}
-    computed = table["homogenization"].notna()
+        charts = {
+            path.name: path.read_bytes()
+            for path in [
+                *plot_metric_bars(table, Path(scratch), "diversity"),
+                *plot_metric_bars(instances, Path(scratch), "diversity_instances"),
+            ]
+        }
+    in_review = (templates["disambiguated_source"] == REVIEW_SOURCE) | (
+        templates["counter_biased_source"] == REVIEW_SOURCE
+    )
+    both = pd.concat([table["homogenization"], instances["homogenization"]])
     report = {
         "stage": "diversity",
         "parameters": asdict(params),
-        "counts": {"in": len(examples), "out": len(table)},
+        "counts": {
+            "in": len(examples),
+            "out": len(table) + len(instances),
+            "templates": len(templates),
+            "templates_used": int((~in_review).sum()),
+            "templates_in_review": sorted(templates.loc[in_review, "template_id"]),
+            "table2_rows": len(table),
+            "table2_instances_rows": len(instances),
+        },
         "dropped": {"total": 0, "by_reason": {}},
-        "table2": table.astype(object).where(table.notna(), None).to_dict(orient="records"),
-        "homogenization": {"computed_rows": int(computed.sum()), "not_computed_rows": int((~computed).sum())},
+        "table2": _records(table),
+        "table2_instances": _records(instances),
+        "homogenization": {"computed_rows": int(both.notna().sum()), "not_computed_rows": int(both.isna().sum())},
     }
     return StageOutput(
-        tables={"table2": table},
-        schemas={"table2": TABLE2},
+        tables={"table2": table, "table2_instances": instances},
+        schemas={"table2": TABLE2, "table2_instances": TABLE2_INSTANCES},
         report=report,
-        csv=("table2",),
-        files={"table2.md": table2_markdown(table).encode("utf-8"), **charts},
+        csv=("table2", "table2_instances"),
+        files={
+            "table2.md": table2_markdown(table, TEMPLATE_TITLE).encode("utf-8"),
+            "table2_instances.md": table2_markdown(instances, INSTANCE_TITLE).encode("utf-8"),
+            **charts,
+        },
     )
 
 

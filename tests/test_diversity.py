@@ -2,6 +2,7 @@
 BERTScore homogenization against bert_score.score, and the Table 2 report."""
 
 import math
+import re
 import sys
 from pathlib import Path
 
@@ -18,13 +19,16 @@ from tasks.diversity import (
     _sentence_bleu_scores,
     diversity_table,
     homogenization_bertscore,
+    mask_placeholders,
     ngram_diversity,
     plot_metric_bars,
     self_bleu,
     table2_markdown,
+    template_diversity_table,
+    template_units,
     type_token_ratio,
 )
-from tasks.persian_text import stop_words, tokenize, tokenize_fa, words
+from tasks.persian_text import stop_words, tokenize_fa, words
 
 # ------------------------------------------------------------------------------------------------------ NGD
 
@@ -60,10 +64,10 @@ def test_ttr_hand_computed_without_stop_words() -> None:
 
 def test_ttr_uses_persian_stop_words() -> None:
     units = [words(tokenize_fa("پدر به مدرسه رفت."), "fa"), words(tokenize_fa("مادر به مدرسه رفت."), "fa")]
-    # 'به' is a stop word: پدر مدرسه رفت مادر مدرسه رفت -> 4 types / 6 tokens ('رفت' is kept by hazm's list)
-    kept = [token for unit in units for token in unit if token not in stop_words("fa")]
-    assert type_token_ratio(units, stop_words("fa")) == pytest.approx(len(set(kept)) / len(kept))
-    assert "به" not in kept and "مدرسه" in kept
+    # hazm's list holds 'به' and 'رفت': پدر مدرسه مادر مدرسه -> 3 types / 4 tokens; nothing removed: 5 / 8
+    assert {"به", "رفت"} <= stop_words("fa") and "مدرسه" not in stop_words("fa")
+    assert type_token_ratio(units, stop_words("fa")) == pytest.approx(3 / 4, abs=1e-12)
+    assert type_token_ratio(units, frozenset()) == pytest.approx(5 / 8, abs=1e-12)
 
 
 # ------------------------------------------------------------------------------------------------ Self-BLEU
@@ -246,7 +250,207 @@ def test_homogenization_not_computed_without_the_extra(monkeypatch: pytest.Monke
     assert "extra" in result.reason
 
 
-# ------------------------------------------------------------------------------------------------ Table 2
+# ------------------------------------------------------------------------------------ template texts, masked
+
+
+def test_placeholders_become_one_neutral_word() -> None:
+    text = "یک {stereo} و یک {nonstereo} در صف {lex} منتظر بودند."
+    assert mask_placeholders(text, where="t") == "یک فلانی و یک فلانی در صف فلانی منتظر بودند."
+    assert mask_placeholders("بی‌نشانگر", where="t") == "بی‌نشانگر"
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [("{Nonstereo} رفت", "unknown placeholder '{Nonstereo}'"), ("{stereo} رفت}", "unmatched brace")],
+)
+def test_an_unknown_placeholder_names_the_template_and_column(text: str, problem: str) -> None:
+    templates = pd.DataFrame([_template_row("AGE-01-T1", "Age", "{stereo} و {nonstereo}", text, "{nonstereo} رفت")])
+    with pytest.raises(ValueError, match=re.escape(problem)) as error:
+        template_units(templates)
+    assert "template 'AGE-01-T1', column 'disambiguated_fa'" in str(error.value)
+    assert "04_disambiguate templates" in str(error.value)
+
+
+def _template_row(
+    template_id: str,
+    category: str,
+    ambiguous: str,
+    biased: str,
+    counter: str,
+    *,
+    source: str = "llm",
+    counter_source: str = "mirror",
+) -> dict[str, str]:
+    """A row of the 04_disambiguate templates table, with the columns the diversity stage reads."""
+    return {
+        "template_id": template_id,
+        "stereotype_id": template_id[:-3],
+        "category": category,
+        "ambiguous_fa": ambiguous,
+        "disambiguated_fa": biased,
+        "disambiguated_counter_biased_fa": counter,
+        "disambiguated_source": source,
+        "counter_biased_source": counter_source,
+    }
+
+
+def _templates() -> pd.DataFrame:
+    """Age: one template whose counter-biased text is the mirror (one unit once masked) and one in review
+    (left out, its stray placeholder never read); Gender: a mirror exception (3 units); Religion: texts equal
+    to Age's and Gender's (the Overall row counts each text once)."""
+    return pd.DataFrame(
+        [
+            _template_row(
+                "AGE-01-T1",
+                "Age",
+                "{stereo} و {nonstereo} در پارک بودند",
+                "{stereo} در پارک خندید",
+                "{nonstereo} در پارک خندید",
+            ),
+            _template_row("AGE-02-T1", "Age", "{stereo} و {nonstereo}", "{Nonstereo} رفت", "", source="review"),
+            _template_row(
+                "GEN-01-T1",
+                "Gender",
+                "{stereo} کتاب خرید",
+                "{stereo} دوید",
+                "{nonstereo} نشستند",
+                source="human",
+                counter_source="human",
+            ),
+            _template_row(
+                "REL-01-T1", "Religion", "{nonstereo} و {stereo} در پارک بودند", "{stereo} دوید", "{nonstereo} دوید"
+            ),
+            _template_row(
+                "REL-02-T1", "Religion", "{stereo} آمد", "{stereo} ماند", "{nonstereo} ماند", counter_source="review"
+            ),
+        ]
+    )
+
+
+def test_template_units_mask_every_text_of_the_templates_out_of_review() -> None:
+    units = template_units(_templates())
+    assert units["template_id"].tolist() == ["AGE-01-T1"] * 3 + ["GEN-01-T1"] * 3 + ["REL-01-T1"] * 3
+    assert units["column"].tolist() == ["ambiguous_fa", "disambiguated_fa", "disambiguated_counter_biased_fa"] * 3
+    assert units["text"].tolist() == [
+        "فلانی و فلانی در پارک بودند",
+        "فلانی در پارک خندید",
+        "فلانی در پارک خندید",
+        "فلانی کتاب خرید",
+        "فلانی دوید",
+        "فلانی نشستند",
+        "فلانی و فلانی در پارک بودند",
+        "فلانی دوید",
+        "فلانی دوید",
+    ]
+
+
+def test_template_units_reject_an_empty_text_and_missing_columns() -> None:
+    empty = pd.DataFrame([_template_row("AGE-01-T1", "Age", "{stereo} و {nonstereo}", "", "")])
+    with pytest.raises(ValueError, match="template 'AGE-01-T1', column 'disambiguated_fa': empty"):
+        template_units(empty)
+    with pytest.raises(ValueError, match="counter_biased_source"):
+        template_units(_templates().drop(columns="counter_biased_source"))
+
+
+def _bleu(precisions: list[float], sys_len: int, ref_len: int) -> float:
+    """BLEU (0-100) from its n-gram precisions (in %), with the brevity penalty of Papineni et al."""
+    penalty = 1.0 if sys_len > ref_len else math.exp(1 - ref_len / sys_len)
+    return penalty * math.exp(sum(math.log(p) for p in precisions) / len(precisions))
+
+
+def _reference_ngd(token_lists: list[list[str]]) -> float:
+    """C.3 written out: Σ_{n=1..4} #unique n-grams / #n-grams of the concatenated token lists."""
+    tokens = [token for tokens in token_lists for token in tokens]
+    grams = [[tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1)] for n in range(1, 5)]
+    return sum(len(set(g)) / len(g) for g in grams)
+
+
+# The expected values below are worked by hand from the masked texts; NEUTRAL = فلانی, stop words و در بودند.
+# Age, units sorted: A = فلانی در پارک خندید, B = فلانی و فلانی در پارک بودند.
+AGE_NGD = 6 / 10 + 7 / 9 + 7 / 8 + 7 / 7  # D⊕ = A B: 6 types of 10; 2-grams 'فلانی در', 'در پارک' twice
+AGE_TTR = 2 / 3  # stop words and فلانی out: پارک خندید پارک
+# A against B: p1 3/4 (فلانی clipped to 1), p2 2/3, p3 1/2, p4 0/1 -> 100 / (2 * 1); BP exp(1 - 6/4).
+# B against A: p1 3/6 (فلانی's 3 clipped to A's 1), p2 2/5, p3 1/4, p4 0/3 -> 100 / (2 * 3); BP 1.
+AGE_SELF_BLEU = (_bleu([75, 200 / 3, 50, 50], 4, 6) + _bleu([50, 40, 25, 100 / 6], 6, 4)) / 200
+# Gender, sorted: فلانی دوید, فلانی نشستند, فلانی کتاب خرید (the mirror exception: 3 units)
+GENDER_NGD = 5 / 7 + 1 + 1 + 1
+GENDER_TTR = 1.0  # دوید نشستند کتاب خرید
+# the two 2-word units: p1 1/2, p2 0/1 -> 50, order 2 -> 50 each; the 3-word one: p1 1/3, p2 0/2 -> 25,
+# p3 0/1 -> 100 / (4 * 1) = 25, order 3, BP 1 (closest other length 2 < 3)
+GENDER_SELF_BLEU = (50 + 50 + (100 / 3 * 25 * 25) ** (1 / 3)) / 300
+
+
+def test_template_table_on_hand_computed_texts() -> None:
+    table = template_diversity_table(_templates(), homogenization_model=None)
+    assert list(table.columns) == [
+        "category",
+        "n_templates",
+        "n_units",
+        "ngd",
+        "ngd_mean",
+        "ttr",
+        "self_bleu",
+        "homogenization",
+        "homogenization_note",
+    ]
+    assert table["category"].tolist() == ["Age", "Gender", "Religion", "Average", "Overall"]
+    rows = table.set_index("category")
+    assert rows["n_templates"].tolist() == [1, 1, 1, 3, 3]
+    assert rows["n_units"].tolist() == [2, 3, 2, 7, 5]  # Overall: 5 distinct texts of the 7
+
+    assert rows.loc["Age", "ngd"] == pytest.approx(AGE_NGD, abs=1e-12)
+    assert rows.loc["Age", "ngd_mean"] == pytest.approx(AGE_NGD / 4, abs=1e-12)
+    assert rows.loc["Age", "ttr"] == pytest.approx(AGE_TTR, abs=1e-12)
+    assert rows.loc["Age", "self_bleu"] == pytest.approx(AGE_SELF_BLEU, abs=1e-12)
+    assert rows.loc["Gender", "ngd"] == pytest.approx(GENDER_NGD, abs=1e-12)
+    assert rows.loc["Gender", "ttr"] == pytest.approx(GENDER_TTR, abs=1e-12)
+    assert rows.loc["Gender", "self_bleu"] == pytest.approx(GENDER_SELF_BLEU, abs=1e-12)
+    # Religion: فلانی دوید, فلانی و فلانی در پارک بودند -> TTR دوید پارک = 1
+    assert rows.loc["Religion", "ttr"] == pytest.approx(1.0, abs=1e-12)
+
+    for metric in ("ngd", "ngd_mean", "ttr", "self_bleu"):
+        assert rows.loc["Average", metric] == pytest.approx(rows.loc[["Age", "Gender", "Religion"], metric].mean())
+    overall = sorted(
+        ["فلانی در پارک خندید", "فلانی و فلانی در پارک بودند", "فلانی کتاب خرید", "فلانی دوید", "فلانی نشستند"]
+    )
+    assert rows.loc["Overall", "ttr"] == pytest.approx(6 / 7, abs=1e-12)  # پارک خندید پارک کتاب خرید دوید نشستند
+    assert rows.loc["Overall", "ngd"] == pytest.approx(_reference_ngd([s.split() for s in overall]), abs=1e-12)
+    reference = _reference_scores(overall, "none")
+    assert rows.loc["Overall", "self_bleu"] == pytest.approx(reference.mean() / 100, abs=1e-12)
+    assert table["homogenization"].isna().all()
+    assert (table["homogenization_note"] == "not computed: no homogenization model given for this language").all()
+
+
+def test_units_are_concatenated_in_sorted_order_for_ngd() -> None:
+    # masked: p q (the ambiguous text, first in the table) and q p q (both continuations), p = فلانی, q = دوید.
+    # Sorted, q p q comes first ('د' < 'ف'): D⊕ = q p q p q -> 2/5 + 2/4 + 2/3 + 2/2; in table order it would
+    # be p q q p q -> 2/5 + 3/4 + 3/3 + 2/2
+    templates = pd.DataFrame(
+        [_template_row("DIS-01-T1", "Disability", "{stereo} دوید", "دوید {stereo} دوید", "دوید {nonstereo} دوید")]
+    )
+    table = template_diversity_table(templates, homogenization_model=None).set_index("category")
+    assert table.loc["Disability", "ngd"] == pytest.approx(2 / 5 + 2 / 4 + 2 / 3 + 2 / 2, abs=1e-12)
+
+
+def test_template_table_ignores_row_order_and_rows_in_review() -> None:
+    templates = _templates()
+    table = template_diversity_table(templates, homogenization_model=None)
+    shuffled = templates.sample(frac=1, random_state=3)
+    pd.testing.assert_frame_equal(table, template_diversity_table(shuffled, homogenization_model=None))
+    in_review = templates.assign(disambiguated_source="review")
+    assert template_diversity_table(in_review, homogenization_model=None).empty
+
+
+def test_template_table_with_a_model(tiny_model: str) -> None:
+    table = template_diversity_table(_templates(), homogenization_model=tiny_model, homogenization_num_layers=2)
+    rows = table.set_index("category")
+    assert rows["homogenization"].notna().all()
+    assert rows.loc["Average", "homogenization"] == pytest.approx(rows["homogenization"].iloc[:3].mean())
+    assert rows.loc["Overall", "homogenization_note"] == f"BERTScore F1, {tiny_model} layer 2, all 10 pairs"
+    assert rows.loc["Average", "homogenization_note"] == "mean of 3 of 3 categories"
+
+
+# ------------------------------------------------------------------------------------------ instance level
 
 
 def _examples() -> pd.DataFrame:
@@ -277,13 +481,14 @@ def _examples() -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def test_diversity_table_rows_units_and_metrics() -> None:
+def test_instance_table_rows_units_and_metrics() -> None:
     table = diversity_table(_examples(), homogenization_model=None)
     assert list(table.columns) == [
         "config",
         "category",
         "n_units",
         "ngd",
+        "ngd_mean",
         "ttr",
         "self_bleu",
         "homogenization",
@@ -295,25 +500,33 @@ def test_diversity_table_rows_units_and_metrics() -> None:
         for category in ("Age", "Gender", "Average", "Overall")
     ]
     fa = table[table["config"] == "fa"].set_index("category")
-    assert fa.loc["Age", "n_units"] == 3 and fa.loc["Gender", "n_units"] == 2 and fa.loc["Overall", "n_units"] == 5
-    # the names config pools its seeds' distinct contexts: 1 per category
-    assert table[(table["config"] == "fa-names") & (table["category"] == "Age")]["n_units"].item() == 1
-
-    age = sorted(_examples().query("lang == 'fa' and variant == 'original' and category == 'Age'")["context"].unique())
-    age_words = [words(tokenize(unit, "fa"), "fa") for unit in age]
-    assert fa.loc["Age", "ngd"] == pytest.approx(ngram_diversity(age_words))
-    assert fa.loc["Age", "ttr"] == pytest.approx(type_token_ratio(age_words, stop_words("fa")))
-    assert fa.loc["Age", "self_bleu"] == pytest.approx(self_bleu(age, tokenize=tokenize_fa))
+    assert fa["n_units"].tolist() == [3, 2, 5, 5]
+    # the names config pools its seeds' distinct contexts: 1 per category, so Self-BLEU has no reference
+    names = table[table["config"] == "fa-names"].set_index("category")
+    assert names.loc["Age", "n_units"] == 1 and math.isnan(names.loc["Age", "self_bleu"])
+    # Gender, fa, sorted: 'زن و مرد ...' before 'مرد و زن ...'; words زن و مرد در اداره کار می‌کنند twice, stop
+    # words و در کار می‌کنند out (hazm) -> زن مرد اداره twice: 3 / 6
+    assert fa.loc["Gender", "ttr"] == pytest.approx(3 / 6, abs=1e-12)
+    gender = [s[:-1].split() for s in ("زن و مرد در اداره کار می‌کنند.", "مرد و زن در اداره کار می‌کنند.")]
+    assert fa.loc["Gender", "ngd"] == pytest.approx(_reference_ngd(gender), abs=1e-12)
     for metric in ("ngd", "ttr", "self_bleu"):
         assert fa.loc["Average", metric] == pytest.approx((fa.loc["Age", metric] + fa.loc["Gender", metric]) / 2)
-    everything = sorted(_examples().query("lang == 'fa' and variant == 'original'")["context"].unique())
-    assert fa.loc["Overall", "self_bleu"] == pytest.approx(self_bleu(everything, tokenize=tokenize_fa))
-    assert math.isnan(table[table["config"] == "fa-names"].set_index("category").loc["Age", "self_bleu"])
+    everything = sorted({context for contexts in _examples_fa().values() for context in contexts})
+    reference = _reference_scores([" ".join(tokenize_fa(s)) for s in everything], "none")
+    assert fa.loc["Overall", "self_bleu"] == pytest.approx(reference.mean() / 100, abs=1e-12)
+    en = table[table["config"] == "en"].set_index("category")
+    # English is lowercased and NLTK's stop words go: old man young man park -> 4 / 5
+    assert en.loc["Age", "ttr"] == pytest.approx(4 / 5, abs=1e-12)
     assert table["homogenization"].isna().all()
     assert table["homogenization_note"].str.startswith("not computed").all()
 
 
-def test_diversity_table_ignores_row_order_and_checks_columns() -> None:
+def _examples_fa() -> dict[str, list[str]]:
+    frame = _examples().query("lang == 'fa' and variant == 'original'")
+    return {str(k): sorted(set(v)) for k, v in frame.groupby("category")["context"]}
+
+
+def test_instance_table_ignores_row_order_and_checks_columns() -> None:
     examples = _examples()
     shuffled = examples.sample(frac=1, random_state=5)
     pd.testing.assert_frame_equal(
@@ -323,7 +536,7 @@ def test_diversity_table_ignores_row_order_and_checks_columns() -> None:
         diversity_table(examples.drop(columns="context"), homogenization_model=None)
 
 
-def test_diversity_table_with_a_model_per_language(tiny_model: str) -> None:
+def test_instance_table_with_a_model_per_language(tiny_model: str) -> None:
     table = diversity_table(_examples(), homogenization_model={"fa": tiny_model}, homogenization_num_layers=2)
     fa = table[table["config"] == "fa"].set_index("category")
     assert fa["homogenization"].notna().all()
@@ -334,23 +547,35 @@ def test_diversity_table_with_a_model_per_language(tiny_model: str) -> None:
     assert "no homogenization model" in en["homogenization_note"].iloc[0]
 
 
-def test_table2_markdown_and_plots(tmp_path: Path) -> None:
-    table = diversity_table(_examples(), homogenization_model=None)
-    markdown = table2_markdown(table)
-    assert "### fa\n" in markdown and "### fa-names\n" in markdown and "### en\n" in markdown
-    assert "| Category | # units | NGD ↑ | TTR ↑ | Self-BLEU ↓ | BERTScore ↓ |" in markdown
-    ngd = table.loc[(table["config"] == "fa") & (table["category"] == "Age"), "ngd"].item()
-    assert f"| Age | 3 | {ngd:.4f} |" in markdown
-    assert "| **Average** |" in markdown and "not computed" in markdown
-    assert "- Age, Gender, Average, Overall: not computed: no homogenization model" in markdown
+# ----------------------------------------------------------------------------------------------- reporting
 
-    paths = plot_metric_bars(table, tmp_path / "a")
-    assert [path.name for path in paths] == [
-        "diversity_ngd.png",
-        "diversity_ttr.png",
-        "diversity_self_bleu.png",
-        "diversity_homogenization.png",
-    ]
-    assert all(path.read_bytes().startswith(b"\x89PNG") for path in paths)
-    again = plot_metric_bars(table, tmp_path / "b")
-    assert [path.read_bytes() for path in paths] == [path.read_bytes() for path in again]
+
+def test_markdown_of_both_levels() -> None:
+    templates = template_diversity_table(_templates(), homogenization_model=None)
+    markdown = table2_markdown(templates, "Template texts")
+    assert markdown.startswith("## Template texts\n\n| Category | # templates | # units | NGD ↑ | NGD ÷ 4 ↑ | TTR ↑ |")
+    assert "###" not in markdown
+    assert (
+        f"| Age | 1 | 2 | {AGE_NGD:.4f} | {AGE_NGD / 4:.4f} | {AGE_TTR:.4f} | {AGE_SELF_BLEU:.4f} | not computed |"
+        in (markdown)
+    )
+    assert "| **Average** | **3** | **7** |" in markdown
+    assert "- Age, Gender, Religion, Average, Overall: not computed: no homogenization model" in markdown
+
+    instances = table2_markdown(diversity_table(_examples(), homogenization_model=None), "Instances")
+    assert "### fa\n" in instances and "### fa-names\n" in instances and "### en\n" in instances
+    assert "| Category | # units | NGD ↑ | NGD ÷ 4 ↑ | TTR ↑ | Self-BLEU ↓ | BERTScore ↓ |" in instances
+    assert "| Gender | 2 | " in instances and "# templates" not in instances
+
+
+def test_plots_of_both_levels(tmp_path: Path) -> None:
+    metrics = ("ngd", "ttr", "self_bleu", "homogenization")
+    for table, prefix in (
+        (template_diversity_table(_templates(), homogenization_model=None), "diversity"),
+        (diversity_table(_examples(), homogenization_model=None), "diversity_instances"),
+    ):
+        paths = plot_metric_bars(table, tmp_path / prefix / "a", prefix)
+        assert [path.name for path in paths] == [f"{prefix}_{metric}.png" for metric in metrics]
+        assert all(path.read_bytes().startswith(b"\x89PNG") for path in paths)
+        again = plot_metric_bars(table, tmp_path / prefix / "b", prefix)
+        assert [path.read_bytes() for path in paths] == [path.read_bytes() for path in again]

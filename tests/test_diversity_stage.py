@@ -1,5 +1,6 @@
-"""The diversity stage as the flow runs it: Table 2 per config, with the BERTScore column computed from a
-local model when one is configured (a tiny BERT built here), and marked not computed otherwise."""
+"""The diversity stage as the flow runs it: the paper's Table 2 on the 04_disambiguate template texts and the
+instance-level table per config, with the BERTScore column computed from a local model when one is configured
+(a tiny BERT built here), and marked not computed otherwise."""
 
 from __future__ import annotations
 
@@ -8,46 +9,76 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tasks.diversity import DiversityParams, diversity
-from tasks.instantiate import InstantiateParams, instantiate
-from tests.test_stages import PHRASES, _template
+import tasks.diversity
+from tasks.diversity import DiversityParams, diversity, diversity_table, template_diversity_table
+from tasks.schemas import to_arrow
+from tests.test_diversity import _examples, _templates
+
+METRICS = ("ngd", "ttr", "self_bleu", "homogenization")
 
 
-@pytest.fixture(scope="module")
-def examples() -> pd.DataFrame:
-    templates = pd.DataFrame([_template("T1", "S1", category="Age"), _template("T2", "S2", category="Gender")])
-    persian = instantiate(templates, InstantiateParams(PHRASES))["examples"]
-    english = persian.assign(
-        lang="en", context="An old man and a young man were in the park " + persian.index.astype(str)
-    )
-    return pd.concat([persian, english], ignore_index=True)
+def test_without_a_model_both_tables_and_their_files() -> None:
+    examples, templates = _examples(), _templates()
+    output = diversity(examples, templates, DiversityParams())
+    table, instances = output["table2"], output["table2_instances"]
+    pd.testing.assert_frame_equal(table, template_diversity_table(templates, homogenization_model=None))
+    pd.testing.assert_frame_equal(instances, diversity_table(examples, homogenization_model=None))
+    assert table["category"].tolist() == ["Age", "Gender", "Religion", "Average", "Overall"]
+    assert set(instances["config"]) == {"fa", "fa-names", "en"}
+    for name, frame in output.tables.items():
+        assert to_arrow(frame, output.schemas[name], name).num_rows == len(frame)
+    assert output.csv == ("table2", "table2_instances")
 
-
-def test_without_a_model_the_column_is_not_computed(examples: pd.DataFrame) -> None:
-    output = diversity(examples, DiversityParams())
-    table = output["table2"]
-    assert set(table["config"]) == {"fa", "en"}
-    assert table["homogenization"].isna().all() and table[["ngd", "ttr", "self_bleu"]].notna().all().all()
-    assert output.report["homogenization"] == {"computed_rows": 0, "not_computed_rows": len(table)}
-    assert set(output.files) == {"table2.md"} | {
-        f"diversity_{m}.png" for m in ("ngd", "ttr", "self_bleu", "homogenization")
+    assert set(output.files) == {"table2.md", "table2_instances.md"} | {
+        f"{prefix}_{metric}.png" for prefix in ("diversity", "diversity_instances") for metric in METRICS
     }
-    assert output.files["diversity_ngd.png"].startswith(b"\x89PNG")
+    template_md = output.files["table2.md"].decode("utf-8")
+    assert template_md.startswith("## Table 2: diversity of the template texts (the paper's Table 2)\n")
+    assert "| Category | # templates | # units |" in template_md
+    instance_md = output.files["table2_instances.md"].decode("utf-8")
+    assert instance_md.startswith("## Diversity of the instantiated contexts, per config (not the paper's Table 2)")
+    assert "### fa-names" in instance_md
+    assert output.files["diversity_ngd.png"] != output.files["diversity_instances_ngd.png"]
+
+    report = output.report
+    assert report["counts"] == {
+        "in": len(examples),
+        "out": 5 + 12,
+        "templates": 5,
+        "templates_used": 3,
+        "templates_in_review": ["AGE-02-T1", "REL-02-T1"],
+        "table2_rows": 5,
+        "table2_instances_rows": 12,
+    }
+    assert report["homogenization"] == {"computed_rows": 0, "not_computed_rows": 17}
+    assert [row["category"] for row in report["table2"]] == table["category"].tolist()
+    assert report["table2"][0]["n_units"] == 2 and report["table2"][0]["homogenization"] is None
+    assert len(report["table2_instances"]) == 12
 
 
-def test_with_a_local_model_the_column_is_computed(examples: pd.DataFrame, tmp_path: Path) -> None:
+def test_with_a_local_model_each_model_is_loaded_once(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     for module in ("torch", "transformers", "bert_score", "tokenizers"):
         pytest.importorskip(module)
     from benchmarks.homogenization import build_tiny_bert
 
-    model = str(build_tiny_bert(sorted(set(examples["context"])), tmp_path / "tiny"))
-    params = DiversityParams(
-        homogenization_model=model,
-        homogenization_model_en=model,
-        homogenization_num_layers=2,
-        homogenization_max_pairs=50,
-    )
-    table = diversity(examples, params)["table2"]
+    examples, templates = _examples(), _templates()
+    model = str(build_tiny_bert([*examples["context"], *templates["ambiguous_fa"], "فلانی"], tmp_path / "tiny"))
+    loads: list[str] = []
+    load = tasks.diversity._load_bertscore_model
+
+    def counted(path: str, *args: object) -> object:
+        loads.append(path)
+        return load(path, *args)
+
+    monkeypatch.setattr(tasks.diversity, "_load_bertscore_model", counted)
+    params = DiversityParams(homogenization_model=model, homogenization_num_layers=2, homogenization_max_pairs=4)
+    output = diversity(examples, templates, params)
+    assert loads == [model]  # the Persian model, once for both tables; no English model configured
+    table, instances = output["table2"], output["table2_instances"]
     assert table["homogenization"].between(-1, 1).all()
-    assert table["homogenization_note"].str.contains("50").any()  # a seeded sample of 50 pairs, said in the note
-    assert diversity(examples, params)["table2"].equals(table)  # the sample is seeded
+    assert table.set_index("category").loc["Overall", "homogenization_note"].endswith("4 of 10 pairs sampled (seed 0)")
+    fa = instances[instances["config"] != "en"]
+    assert fa.dropna(subset="self_bleu")["homogenization"].notna().all()
+    assert instances.loc[instances["config"] == "en", "homogenization"].isna().all()
+    again = diversity(examples, templates, params)
+    pd.testing.assert_frame_equal(again["table2"], table)  # the pair sample is seeded
