@@ -1,0 +1,176 @@
+"""``pbbq crawl``, ``pbbq questionnaire`` and ``pbbq responses``: the survey's side of the DAG (PBBQ §3.2).
+
+pbbq crawl [--sample | --config FILE | --sources FILE] [--recorded-pages DIR] [--outputs DIR] [--run-id ID]
+    crawls the sources into ``<outputs>/<run>/01_crawl/`` (posts, candidates, clusters, review.csv, report.json),
+    keeping the scrubbed posts and the cursors under ``<outputs>/.crawl/`` for the next run.
+pbbq questionnaire --reviewed SHEET [--questionnaire FILE] [--forms DIR] [--versions N] [--seed N]
+    adds the experts' kept rows to the questionnaire and writes the respondents' form, one CSV per version.
+pbbq responses --export FILE [FILE ...] [--questionnaire FILE] [--out FILE] [--write-ins FILE]
+    turns a form tool's response export into ``survey/responses.csv``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tomllib
+from dataclasses import asdict, fields
+from pathlib import Path
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+"""The repository (``tasks.artifacts.REPO_ROOT``, not imported here: ``pbbq --help`` must not load pandas)."""
+SURVEY = REPO_ROOT / "survey"
+
+
+class CrawlConfigError(ValueError):
+    """A ``[crawl]`` section that cannot be used."""
+
+
+def crawl_section(path: Path) -> tuple[Any, dict[str, Any], Path | None]:
+    """The ``[crawl]`` section of a TOML file (a build configuration or a file of its own) as CrawlParams with
+    its paths resolved against the file, and the ``[llm]`` section with its transcript, for the extractor."""
+    from tasks.crawl import CrawlParams
+
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise CrawlConfigError(f"{path}: cannot read the configuration ({exc})") from None
+    values = raw.get("crawl", {})
+    known = {f.name for f in fields(CrawlParams)}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise CrawlConfigError(
+            f"{path}: [crawl] has unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}"
+        )
+    try:
+        params = CrawlParams(**values).relative_to(path.parent)
+    except (TypeError, ValueError) as exc:
+        raise CrawlConfigError(f"{path}: [crawl] {exc}") from None
+    llm = dict(raw.get("llm", {}))
+    transcript = llm.pop("transcript", None)
+    if "store_path" in llm:
+        llm["store_path"] = (path.parent / llm["store_path"]).resolve()
+    return params, llm, (path.parent / transcript).resolve() if transcript else None
+
+
+def add_crawl_commands(subparsers: Any) -> None:
+    """Register ``crawl``, ``questionnaire`` and ``responses`` on the ``pbbq`` parser; handler in ``args.handler``."""
+    crawl = subparsers.add_parser("crawl", help="crawl the stereotype sources into candidates and a review sheet")
+    where = crawl.add_mutually_exclusive_group()
+    where.add_argument("--sample", action="store_true", help="the sample's [crawl] (synthetic recorded pages)")
+    where.add_argument("--config", type=Path, help="a TOML file with a [crawl] section (e.g. a build configuration)")
+    where.add_argument("--sources", type=Path, help="a sources file, default parameters (default: crawl/sources.toml)")
+    crawl.add_argument("--recorded-pages", type=Path, help="answer preview requests from this folder (no network)")
+    crawl.add_argument("--outputs", type=Path, help="where runs go (default: $PBBQ_OUTPUTS or outputs/)")
+    crawl.add_argument("--run-id", help="name of the run folder (default: time + random suffix)")
+    crawl.set_defaults(handler=crawl_command)
+
+    questionnaire = subparsers.add_parser("questionnaire", help="the reviewed sheet into the questionnaire and form")
+    questionnaire.add_argument("--reviewed", type=Path, required=True, help="the experts' review.csv, filled in")
+    questionnaire.add_argument("--questionnaire", type=Path, default=SURVEY / "questionnaire.csv")
+    questionnaire.add_argument("--forms", type=Path, help="folder of the form CSVs (default: forms/ beside it)")
+    questionnaire.add_argument("--versions", type=int, default=2, help="form versions, each shuffled (default 2)")
+    questionnaire.add_argument("--seed", type=int, default=42, help="seed of the shuffles (default 42)")
+    questionnaire.set_defaults(handler=questionnaire_command)
+
+    responses = subparsers.add_parser("responses", help="a form tool's response export into responses.csv")
+    responses.add_argument("--export", type=Path, nargs="+", required=True, help="the export CSV(s), one per version")
+    responses.add_argument("--questionnaire", type=Path, default=SURVEY / "questionnaire.csv")
+    responses.add_argument("--out", type=Path, default=SURVEY / "responses.csv")
+    responses.add_argument("--write-ins", type=Path, help="where the scrubbed write-ins go (default: beside --out)")
+    responses.set_defaults(handler=responses_command)
+
+
+def crawl_command(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    from tasks.artifacts import RunFolder
+    from tasks.candidates import load_lexicon
+    from tasks.crawl import DEFAULT_SOURCES, CrawlParams, crawl_stage, fetch_sources, with_fetch_report
+
+    llm_section: dict[str, Any] = {}
+    transcript = None
+    if args.sample or args.config:
+        params, llm_section, transcript = crawl_section(args.config or REPO_ROOT / "configs" / "sample.toml")
+    else:
+        params = CrawlParams(sources=str((args.sources or DEFAULT_SOURCES).resolve()))
+    if args.recorded_pages:
+        params = replace(params, recorded_pages=str(args.recorded_pages.resolve()))
+    llm = None
+    if params.llm_extractor:
+        from tasks.llm import LLMConfig
+
+        llm = LLMConfig.from_mapping(llm_section)
+    # flows.build_pbbq.outputs_folder's rule, without importing the flow and every stage
+    outputs = Path(args.outputs or os.environ.get("PBBQ_OUTPUTS") or REPO_ROOT / "outputs").resolve()
+    run = RunFolder.create(outputs, args.run_id, {"crawl": asdict(params)})
+    with run.recording():
+        fetched = fetch_sources(params, outputs / ".crawl", log=lambda line: print(line, file=sys.stderr))
+        for name, path in fetched.files.items():
+            run.record_input(name, path, None)
+        lexicon = load_lexicon(params.lexicon_path)
+        run.record_input("lexicon", params.lexicon_path, len(lexicon))
+        output = with_fetch_report(
+            crawl_stage(posts=fetched.posts, lexicon=lexicon, params=params, llm=llm, transcript=transcript), fetched
+        )
+        run.write_stage("01_crawl", output, inputs={"posts": fetched.sha256}, cached=False)
+    for warning in output.report.get("warnings", []):
+        print(f"pbbq crawl: warning: {warning}", file=sys.stderr)
+    if output.report.get("skipped"):
+        print(f"crawl skipped: {output.report['skip_reason']}")
+    counts = output.report["counts"]
+    totals = output.report["fetch"].get("totals", {})
+    print(
+        f"{totals.get('posts_new', 0)} new posts, {totals.get('posts_seen', 0)} seen, {counts['posts']} stored → "
+        f"{counts['candidates']} candidates → {counts['clusters']} clusters; review sheet: "
+        f"{run.path / '01_crawl' / 'review.csv'}"
+    )
+    print(run.path)
+    return 0
+
+
+def questionnaire_command(args: argparse.Namespace) -> int:
+    from tasks.inputs import load_questionnaire
+    from tasks.survey_form import add_to_questionnaire, kept_rows, write_forms
+
+    sheet = kept_rows(args.reviewed)
+    update = add_to_questionnaire(args.questionnaire, sheet)
+    questionnaire = load_questionnaire(args.questionnaire)
+    forms = write_forms(questionnaire, args.forms or args.questionnaire.parent / "forms", args.versions, args.seed)
+    decided = ", ".join(f"{n} {name}" for name, n in sheet.decisions.items())
+    print(f"{args.reviewed}: {decided}")
+    new_ids = ", ".join(update.added["stereotype_id"]) or "-"
+    print(f"{len(update.added)} new stereotype(s): {new_ids} → {args.questionnaire}")
+    for entry in update.already:
+        print(f"row {entry['row']} ({entry['cluster_id']}): already in the questionnaire as {entry['stereotype_id']}")
+    for path in forms:
+        print(f"form: {path}")
+    return 0
+
+
+def responses_command(args: argparse.Namespace) -> int:
+    from tasks.artifacts import atomic_write_bytes
+    from tasks.inputs import load_questionnaire, load_responses
+    from tasks.survey_form import read_form_exports
+
+    questionnaire = load_questionnaire(args.questionnaire)
+    imported = read_form_exports(args.export, questionnaire)
+    atomic_write_bytes(args.out, imported.responses.to_csv(index=False, lineterminator="\n").encode("utf-8"))
+    load_responses(args.out, questionnaire["stereotype_id"])  # what was written must load
+    write_ins = args.write_ins or args.out.with_name("write_ins.csv")
+    if len(imported.write_ins):
+        atomic_write_bytes(write_ins, imported.write_ins.to_csv(index=False, lineterminator="\n").encode("utf-8"))
+    report = imported.report
+    print(f"{report['respondents']} respondents → {args.out}")
+    for duplicate in report["duplicates"]:
+        print(f"duplicate submission left out: {duplicate['submission']} (same answers as {duplicate['same_as']})")
+    if report["missing_answers"]:
+        print("missing answers: " + json.dumps(report["missing_answers"], ensure_ascii=False))
+    if report["not_in_any_export"]:
+        print("questions in no export (empty for everyone): " + ", ".join(report["not_in_any_export"]))
+    if report["write_ins"]:
+        print(f"{report['write_ins']} write-in(s), scrubbed → {write_ins}")
+    return 0

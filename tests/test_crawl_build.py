@@ -1,0 +1,48 @@
+"""Stage 01 in the sample build: it runs first, offline from the recorded pages, the funnel starts at its posts,
+a second build reuses it, and nothing personal reaches the outputs folder (issue 12)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from tests.test_crawl import _planted_personal_data, _texts_under
+
+
+def test_the_sample_build_crawls_first_and_its_funnel_starts_at_the_crawled_posts(
+    two_builds: tuple[Path, Path],
+) -> None:
+    first, second = two_builds
+    manifest = json.loads((first / "manifest.json").read_text())
+    assert manifest["stages"][0]["folder"] == "01_crawl"
+    assert {"crawl_sources", "crawl_export_sample_export", "crawl_export_sample_x", "lexicon"} <= set(
+        manifest["inputs"]
+    )
+    funnel = pd.read_parquet(first / "09_statistics" / "funnel.parquet")
+    assert funnel["step"].tolist()[:4] == ["posts", "candidates", "candidate_clusters", "surveyed"]
+    assert funnel["count"].tolist()[:3] == [59, 22, 15]
+    one = json.loads((first / "01_crawl" / "report.json").read_text())
+    two = json.loads((second / "01_crawl" / "report.json").read_text())
+    assert (one["cached"], one["fetch"]["totals"]["posts_new"]) == (False, 59)
+    assert (two["cached"], two["fetch"]["totals"]["posts_new"], two["fetch"]["totals"]["posts_seen"]) == (True, 0, 35)
+    for name in ("posts", "candidates", "clusters"):
+        assert (first / "01_crawl" / f"{name}.parquet").read_bytes() == (
+            second / "01_crawl" / f"{name}.parquet"
+        ).read_bytes()
+
+
+def test_the_sample_build_leaves_no_planted_personal_data_under_its_outputs(two_builds: tuple[Path, Path]) -> None:
+    outputs = two_builds[0].parent
+    texts = _texts_under(outputs)
+    assert any("[PHONE]" in text for path, text in texts if ".cache" in path.parts)  # the cached results are read
+    planted = _planted_personal_data()
+    leaks = [
+        (path.relative_to(outputs).as_posix(), item)
+        for path, text in texts
+        for item in planted
+        if item in text
+        or (any(c.isdigit() for c in item) and item.replace(" ", "").replace("-", "") in text.replace(" ", ""))
+    ]
+    assert leaks == []
