@@ -13,12 +13,20 @@ retried by either SDK (openai 3.54 and anthropic 2.12 both raise a bare
 ``max_retries`` times (the SDK's own budget for transport errors), as it does for a well-formed
 answer that carries no text.
 
+What an OpenAI-compatible server is sent follows the model's rule (``MODEL_RULES``): the name of the
+token limit, whether a temperature or a system message may be sent, an optional ``reasoning_effort``. The
+official API refuses ``max_tokens`` and any temperature but the default for its reasoning models, and a
+system message for o1-mini, the model PBBQ §3.3.3 used; ``llm.model_rule`` overrides the table for an
+unusual server. A refused request (HTTP 400) is not retried: its error names the parameter and what to change.
+
 The API key is read from the environment variable the config names, passed to the SDK
 and scrubbed from every error this module raises; it is never stored or logged.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import fnmatch
 import gzip
 import hashlib
 import json
@@ -33,10 +41,11 @@ from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Literal, get_args, get_origin
 
 import anthropic
 import openai
+from openai.types.shared import ReasoningEffort
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +83,93 @@ class _MalformedAnswer(Exception):
     """A 200 answer that could not be read; re-issued a bounded number of times."""
 
 
+def _literal_values(kind: Any) -> tuple[str, ...]:
+    """The strings of a Literal type, or of the Literals inside an Optional or a Union."""
+    if get_origin(kind) is Literal:
+        return tuple(str(value) for value in get_args(kind))
+    return tuple(value for arg in get_args(kind) for value in _literal_values(arg))
+
+
+TOKEN_LIMITS = ("max_completion_tokens", "max_tokens")
+REASONING_EFFORTS = _literal_values(ReasoningEffort)
+"""The ``reasoning_effort`` values the installed openai SDK knows (which of them a model takes is the server's)."""
+CHAT_MAX_TOKENS = 1024
+REASONING_MAX_TOKENS = 25_000
+"""Default token limit of a reasoning model, whose limit covers its hidden reasoning as well as its answer: OpenAI's
+reasoning guide advises reserving at least 25,000 tokens, and a smaller limit can end before any text."""
+CHAT_TIMEOUT = 60.0
+REASONING_TIMEOUT = 600.0
+SYSTEM_MARK = "[System message]\n{system}\n[End of system message]\n\n{content}"
+"""How a system prompt leads the first user message for a model that takes no system message."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelRule:
+    """What an OpenAI-compatible chat completions endpoint accepts from one model."""
+
+    token_limit: str = "max_completion_tokens"
+    """The name ``llm.max_tokens`` is sent under: ``max_completion_tokens`` (current OpenAI models; vLLM reads it
+    too) or ``max_tokens`` (deprecated by OpenAI and refused by its reasoning models; what Ollama and llama.cpp
+    read)."""
+    temperature: bool = True
+    """Whether ``llm.temperature`` is sent: OpenAI's reasoning models accept only their default."""
+    system_message: bool = True
+    """Whether a system message may be sent; if not, its text leads the first user message (``SYSTEM_MARK``)."""
+    reasoning_effort: str | None = None
+    """Sent as ``reasoning_effort`` when set (never by the table: o1-mini refuses it)."""
+    reasoning: bool = False
+    """A reasoning model: ``llm.max_tokens`` and ``llm.timeout`` default to ``REASONING_MAX_TOKENS`` and
+    ``REASONING_TIMEOUT``, since it thinks before it answers."""
+
+
+RULE_KEYS: dict[str, type] = {"token_limit": str, "temperature": bool, "system_message": bool, "reasoning_effort": str}
+"""The keys of ``llm.model_rule``, the configuration's override of the table for an unusual server."""
+
+MODEL_RULES: tuple[tuple[str, ModelRule], ...] = (
+    # model name pattern (the name after the last '/', lower case; the first match wins)
+    ("o1-mini*", ModelRule(temperature=False, system_message=False, reasoning=True)),
+    ("o1-preview*", ModelRule(temperature=False, system_message=False, reasoning=True)),
+    ("o1*", ModelRule(temperature=False, reasoning=True)),
+    ("o3*", ModelRule(temperature=False, reasoning=True)),
+    ("o4-mini*", ModelRule(temperature=False, reasoning=True)),
+    ("gpt-5*", ModelRule(temperature=False, reasoning=True)),
+    ("gpt-oss*", ModelRule(token_limit="max_tokens")),  # open weights, served by vLLM, Ollama, llama.cpp
+    ("gpt-*", ModelRule()),
+    ("chatgpt-*", ModelRule()),
+    ("*", ModelRule(token_limit="max_tokens")),  # any other model: an OpenAI-compatible server (Ollama, llama.cpp)
+)
+"""Model-name patterns to what the official API (or the server a model is usually served by) accepts. The rule
+follows the name wherever it is served: o1-mini behind vLLM or a router (``openai/o1-mini``) gets o1-mini's rule."""
+
+ANTHROPIC_RULE = ModelRule(token_limit="max_tokens", temperature=False)
+"""The anthropic SDK's messages.create: ``max_tokens`` and a ``system`` parameter for every model, no temperature."""
+
+
+def rule_for(model: str) -> ModelRule:
+    """The table's rule for an OpenAI-compatible model name."""
+    name = model.lower().rsplit("/", 1)[-1]
+    return next(rule for pattern, rule in MODEL_RULES if fnmatch.fnmatchcase(name, pattern))
+
+
+def _rule_overrides(values: Any) -> dict[str, Any]:
+    """``llm.model_rule`` checked by name, type and value."""
+    if not isinstance(values, Mapping):
+        raise ValueError(f"llm.model_rule must be a table of {sorted(RULE_KEYS)}, not {values!r}")
+    unknown = sorted(set(values) - set(RULE_KEYS))
+    if unknown:
+        raise ValueError(f"llm.model_rule has unknown key(s) {unknown}; known: {sorted(RULE_KEYS)}")
+    for name, value in values.items():
+        if type(value) is not RULE_KEYS[name]:
+            raise ValueError(f"llm.model_rule.{name} must be a {RULE_KEYS[name].__name__}, not {value!r}")
+    if values.get("token_limit", TOKEN_LIMITS[0]) not in TOKEN_LIMITS:
+        raise ValueError(f"llm.model_rule.token_limit must be one of {TOKEN_LIMITS}, not {values['token_limit']!r}")
+    if values.get("reasoning_effort", REASONING_EFFORTS[0]) not in REASONING_EFFORTS:
+        raise ValueError(
+            f"llm.model_rule.reasoning_effort must be one of {REASONING_EFFORTS}, not {values['reasoning_effort']!r}"
+        )
+    return dict(values)
+
+
 @dataclass(frozen=True, kw_only=True)
 class LLMConfig:
     """Which model to call and how; the API key itself is only named (``api_key_env``)."""
@@ -87,9 +183,14 @@ class LLMConfig:
     max_concurrency: int = 8
     requests_per_minute: float | None = None
     max_retries: int = 5
-    timeout: float = 60.0
-    temperature: float = 0.0
-    max_tokens: int = 1024
+    timeout: float | None = None
+    """Seconds per HTTP request; defaults to 60, or 600 (the openai SDK's own default) for a reasoning model."""
+    temperature: float | None = None
+    """Sent when the model's rule allows it (0.0 unless set); an error to set for a model that takes none."""
+    max_tokens: int | None = None
+    """The token limit, sent under the rule's name; defaults to 1024, or 25,000 for a reasoning model."""
+    model_rule: Mapping[str, Any] = field(default_factory=dict)
+    """Overrides of the ``MODEL_RULES`` entry for this model (keys ``RULE_KEYS``), for an unusual server."""
     prices: Mapping[str, tuple[float, float]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -103,12 +204,35 @@ class LLMConfig:
             raise ValueError(f"llm.max_concurrency must be >= 1, not {self.max_concurrency}")
         if self.requests_per_minute is not None and self.requests_per_minute <= 0:
             raise ValueError(f"llm.requests_per_minute must be > 0 or unset, not {self.requests_per_minute}")
-        if self.provider == "anthropic" and self.temperature != 0.0:
-            raise ValueError(
-                "llm.temperature cannot be set for provider 'anthropic': the anthropic SDK's messages.create "
-                "takes no temperature"
+        if self.provider == "anthropic":
+            if self.model_rule:
+                raise ValueError(
+                    "llm.model_rule applies to provider 'openai' only: the anthropic SDK's messages.create takes "
+                    "max_tokens and a system prompt for every model"
+                )
+            if self.temperature not in (None, 0.0):
+                raise ValueError(
+                    "llm.temperature cannot be set for provider 'anthropic': the anthropic SDK's messages.create "
+                    "takes no temperature"
+                )
+            temperature = None
+        else:
+            object.__setattr__(self, "model_rule", _rule_overrides(self.model_rule))
+            if not self.rule.temperature and self.temperature is not None:
+                raise ValueError(
+                    f"llm.temperature cannot be set for model {self.model!r}: it accepts only its default temperature, "
+                    "so none is sent (for a server that takes one, set llm.model_rule = { temperature = true })"
+                )
+            temperature = (
+                (0.0 if self.temperature is None else float(self.temperature)) if self.rule.temperature else None
             )
-        if self.max_retries < 0 or self.timeout <= 0 or self.max_tokens < 1:
+        max_tokens = self.max_tokens
+        if max_tokens is None:
+            max_tokens = REASONING_MAX_TOKENS if self.rule.reasoning else CHAT_MAX_TOKENS
+        timeout = self.timeout
+        if timeout is None:
+            timeout = REASONING_TIMEOUT if self.rule.reasoning else CHAT_TIMEOUT
+        if self.max_retries < 0 or timeout <= 0 or max_tokens < 1:
             raise ValueError("llm.max_retries must be >= 0, llm.timeout > 0 and llm.max_tokens >= 1")
         prices: dict[str, tuple[float, float]] = {}
         for model, pair in self.prices.items():
@@ -118,14 +242,29 @@ class LLMConfig:
         object.__setattr__(self, "prices", prices)
         object.__setattr__(self, "api_key_env", self.api_key_env or DEFAULT_KEY_ENV[self.provider])
         object.__setattr__(self, "store_path", Path(self.store_path))
-        object.__setattr__(self, "temperature", float(self.temperature))
-        object.__setattr__(self, "max_tokens", int(self.max_tokens))
+        object.__setattr__(self, "temperature", temperature)
+        object.__setattr__(self, "max_tokens", int(max_tokens))
+        object.__setattr__(self, "timeout", float(timeout))
+
+    @property
+    def rule(self) -> ModelRule:
+        """What this model is sent: the table's rule with ``model_rule``'s overrides (anthropic: its SDK's)."""
+        if self.provider == "anthropic":
+            return ANTHROPIC_RULE
+        return dataclasses.replace(rule_for(self.model), **self.model_rule)
 
     def cache_identity(self) -> dict[str, Any]:
         """What a stage's cached result depends on: the same fields as a request key (provider, model, sampling
-        parameters). Not the store, the mode, the endpoint or the transport settings, which change how answers
-        arrive, not what they are."""
-        return {"provider": self.provider, "model": self.model, "sampling": sampling_parameters(self)}
+        parameters, and where a system prompt goes when it cannot be a system message). Not the store, the mode,
+        the endpoint or the transport settings, which change how answers arrive, not what they are."""
+        identity: dict[str, Any] = {
+            "provider": self.provider,
+            "model": self.model,
+            "sampling": sampling_parameters(self),
+        }
+        if not self.rule.system_message:
+            identity["system_placement"] = "first_user_message"
+        return identity
 
     @classmethod
     def from_mapping(cls, section: Mapping[str, Any], env: Mapping[str, str] | None = None) -> LLMConfig:
@@ -217,8 +356,11 @@ def _sha256(text: str) -> str:
 
 
 def request_payload(config: LLMConfig, request: LLMRequest) -> dict[str, Any]:
-    """What a request's key is computed over (and what the store records as its request)."""
-    return {
+    """What a request's key is computed over (and what the store records as its request).
+
+    A system prompt that leads the first user message (a model without system messages) adds
+    ``system_placement``; without one the payload has the same fields it always had."""
+    payload = {
         "provider": config.provider,
         "model": config.model,
         "system": request.system,
@@ -226,13 +368,47 @@ def request_payload(config: LLMConfig, request: LLMRequest) -> dict[str, Any]:
         "parameters": sampling_parameters(config),
         "prompt_hash": request.prompt_hash,
     }
+    if request.system is not None and not config.rule.system_message:
+        payload["system_placement"] = "first_user_message"
+    return payload
 
 
 def sampling_parameters(config: LLMConfig) -> dict[str, Any]:
-    """The parameters sent with every request: anthropic's messages.create takes no temperature."""
-    if config.provider == "anthropic":
-        return {"max_tokens": config.max_tokens}
-    return {"temperature": config.temperature, "max_tokens": config.max_tokens}
+    """The parameters a request's answer depends on, as its key holds them: those actually sent, with the token
+    limit under one name, ``max_tokens``, whichever name the server reads (a rename changes no answer, so a
+    recorded transcript keeps replaying)."""
+    rule = config.rule
+    parameters: dict[str, Any] = {"max_tokens": config.max_tokens}
+    if rule.temperature:
+        parameters["temperature"] = config.temperature
+    if rule.reasoning_effort is not None:
+        parameters["reasoning_effort"] = rule.reasoning_effort
+    return parameters
+
+
+def sent_parameters(config: LLMConfig) -> dict[str, Any]:
+    """The keyword arguments of the SDK call: ``sampling_parameters`` with the token limit under the rule's name."""
+    parameters = sampling_parameters(config)
+    parameters[config.rule.token_limit] = parameters.pop("max_tokens")
+    return parameters
+
+
+def sent_messages(config: LLMConfig, request: LLMRequest) -> list[dict[str, str]]:
+    """An OpenAI-compatible request's messages: the system prompt first, or, for a model that takes no system
+    message, leading the first user message (``SYSTEM_MARK``)."""
+    messages = [{"role": role, "content": content} for role, content in request.messages]
+    if request.system is None:
+        return messages
+    if config.rule.system_message:
+        return [{"role": "system", "content": request.system}, *messages]
+    first = next((i for i, message in enumerate(messages) if message["role"] == "user"), None)
+    if first is None:
+        return [{"role": "user", "content": SYSTEM_MARK.format(system=request.system, content="").rstrip()}, *messages]
+    messages[first] = {
+        "role": "user",
+        "content": SYSTEM_MARK.format(system=request.system, content=messages[first]["content"]),
+    }
+    return messages
 
 
 def request_key(config: LLMConfig, request: LLMRequest) -> str:
@@ -610,16 +786,28 @@ class LLMClient:
         )
 
     def _call_all(self, misses: Sequence[tuple[str, LLMRequest]]) -> dict[str, LLMResponse]:
-        """Call every miss on at most ``max_concurrency`` threads; stop at the first failure."""
+        """Call every miss on at most ``max_concurrency`` threads; stop at the first failure: no call starts after
+        it (a refused request would be refused again), and the calls in flight finish."""
         workers = min(self.config.max_concurrency, len(misses))
+        failed = threading.Event()
+
+        def call(key: str, request: LLMRequest) -> LLMResponse:
+            if failed.is_set():
+                raise _Stopped
+            try:
+                return self._call_one(key, request)
+            except BaseException:
+                failed.set()
+                raise
+
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="pbbq-llm") as pool:
-            futures = [pool.submit(self._call_one, key, request) for key, request in misses]
+            futures = [pool.submit(call, key, request) for key, request in misses]
             _, pending = wait(futures, return_when=FIRST_EXCEPTION)
             for future in pending:
                 future.cancel()
         for future in futures:
             error = None if future.cancelled() else future.exception()
-            if error is not None:
+            if error is not None and not isinstance(error, _Stopped):
                 raise error
         return {response.request_id: response for response in (future.result() for future in futures)}
 
@@ -649,7 +837,7 @@ class LLMClient:
                 )
                 continue
             except (openai.APIStatusError, anthropic.APIStatusError) as err:
-                failure = self._error(request, f"HTTP {err.status_code}: {err.message}", err.status_code)
+                failure = self._error(request, self._refusal(err), err.status_code)
             except (openai.APITimeoutError, anthropic.APITimeoutError):
                 failure = self._error(
                     request, f"timed out ({self.config.timeout}s) after {self.config.max_retries} retries"
@@ -658,6 +846,8 @@ class LLMClient:
                 failure = self._error(request, f"connection failed after {self.config.max_retries} retries")
             except (openai.OpenAIError, anthropic.AnthropicError) as err:
                 failure = self._error(request, f"{type(err).__name__}: {err}")
+            except _CutOff as err:
+                failure = self._error(request, str(err))
             if failure is not None:
                 raise failure
             usage.record_tokens(tokens_in, tokens_out)
@@ -687,31 +877,30 @@ class LLMClient:
 
     def _send(self, request: LLMRequest) -> tuple[str, int, int]:
         """One SDK call; returns (text, tokens in, tokens out)."""
-        messages = [{"role": role, "content": content} for role, content in request.messages]
         if isinstance(self._sdk, openai.OpenAI):
-            return self._send_openai(self._sdk, request.system, messages)
+            return self._send_openai(self._sdk, request)
         assert isinstance(self._sdk, anthropic.Anthropic)
-        return self._send_anthropic(self._sdk, request.system, messages)
+        return self._send_anthropic(self._sdk, request)
 
-    def _send_openai(
-        self, sdk: openai.OpenAI, system: str | None, messages: list[dict[str, str]]
-    ) -> tuple[str, int, int]:
-        if system is not None:
-            messages = [{"role": "system", "content": system}, *messages]
+    def _send_openai(self, sdk: openai.OpenAI, request: LLMRequest) -> tuple[str, int, int]:
         completion = sdk.chat.completions.create(
-            model=self.config.model, messages=messages, **sampling_parameters(self.config)
+            model=self.config.model, messages=sent_messages(self.config, request), **sent_parameters(self.config)
         )
         choices = getattr(completion, "choices", None) or []
         text = getattr(getattr(choices[0], "message", None), "content", None) if choices else None
+        if not text and choices and getattr(choices[0], "finish_reason", None) == "length":
+            raise _CutOff(
+                f"the answer reached the token limit ({self.config.rule.token_limit} = {self.config.max_tokens}) "
+                "before any text; raise llm.max_tokens"
+            )
         usage = getattr(completion, "usage", None)
         return _checked(text, getattr(usage, "prompt_tokens", 0), getattr(usage, "completion_tokens", 0))
 
-    def _send_anthropic(
-        self, sdk: anthropic.Anthropic, system: str | None, messages: list[dict[str, str]]
-    ) -> tuple[str, int, int]:
-        optional = {"system": system} if system is not None else {}
+    def _send_anthropic(self, sdk: anthropic.Anthropic, request: LLMRequest) -> tuple[str, int, int]:
+        messages = [{"role": role, "content": content} for role, content in request.messages]
+        optional = {"system": request.system} if request.system is not None else {}
         message = sdk.messages.create(
-            model=self.config.model, messages=messages, **sampling_parameters(self.config), **optional
+            model=self.config.model, messages=messages, **sent_parameters(self.config), **optional
         )
         blocks = getattr(message, "content", None) or []
         texts = [block.text for block in blocks if getattr(block, "type", None) == "text"]
@@ -722,6 +911,23 @@ class LLMClient:
             getattr(usage, "output_tokens", 0),
         )
 
+    def _refusal(self, err: openai.APIStatusError | anthropic.APIStatusError) -> str:
+        """An HTTP error in one line: status, the API's type, code and the parameter it named, its message, and
+        for a parameter this module chose, the ``llm.model_rule`` that changes it."""
+        body = err.body.get("error", err.body) if isinstance(err.body, dict) else err.body
+        if not isinstance(body, dict):
+            body = {"message": body if isinstance(body, str) and body else err.message}
+        param = body.get("param")
+        kinds = ", ".join(str(body[name]) for name in ("type", "code") if body.get(name))
+        named = f"parameter {param!r}" if param else ""
+        head = "; ".join(part for part in (kinds, named) if part)
+        message = " ".join(str(body.get("message") or err.message).split())
+        detail = f"HTTP {err.status_code} ({head}): {message}" if head else f"HTTP {err.status_code}: {message}"
+        fix = _rule_fix(str(param or ""), self.config) if self.config.provider == "openai" else None
+        if fix is not None:
+            detail += f" To change what {self.config.model!r} is sent: {fix}."
+        return detail
+
     def _where(self, request: LLMRequest) -> str:
         return f"{self.config.provider} {self.config.model!r}, stage {request.stage!r} ({request.context})"
 
@@ -731,6 +937,29 @@ class LLMClient:
     def _scrub(self, text: str) -> str:
         """Replace the API key wherever it occurs."""
         return text.replace(self._secret, REDACTED) if self._secret else text
+
+
+def _rule_fix(param: str, config: LLMConfig) -> str | None:
+    """What to set in the configuration when the API refuses a parameter the model's rule decided."""
+    rule = config.rule
+    if param in TOKEN_LIMITS:
+        other = next(name for name in TOKEN_LIMITS if name != param)
+        return f'set [llm] model_rule = {{ token_limit = "{other}" }}'
+    if param == "temperature":
+        return "set [llm] model_rule = { temperature = false } and remove llm.temperature"
+    if param.startswith("messages[") and param.endswith(".role") and rule.system_message:
+        return "set [llm] model_rule = { system_message = false }"
+    if param == "reasoning_effort":
+        return "remove reasoning_effort from [llm] model_rule"
+    return None
+
+
+class _Stopped(Exception):
+    """A call not started because another call of the batch had failed."""
+
+
+class _CutOff(LLMError):
+    """An answer that ended at the token limit with no text: asking again would end the same way."""
 
 
 def _checked(text: object, tokens_in: object, tokens_out: object) -> tuple[str, int, int]:

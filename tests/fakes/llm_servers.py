@@ -16,6 +16,17 @@ and/or a seeded rate (``fail_rate("500", 0.1, seed=1)``). With ``expected_key`` 
 request presenting another key gets a 401 whose message echoes the presented key, as the
 worst case for leaking it.
 
+With ``strict=True`` the OpenAI route answers as the official API does when a request breaks one of its rules
+(HTTP 400, ``invalid_request_error``, the parameter named; HTTP 404 for a model it does not serve), and records
+each refusal in ``refusals``. The rules are written here from the API's own answers, independently of
+``tasks/llm.py``'s table, so that a wrong table fails the tests:
+
+- ``max_tokens`` to a reasoning model (o1, o1-mini, o1-preview, o3, o3-mini, o4-mini, gpt-5*);
+- ``temperature`` other than the default (1) to a reasoning model;
+- a ``system`` or ``developer`` message to o1-mini or o1-preview;
+- ``reasoning_effort`` to a model that takes none (o1-mini, o1-preview, every non-reasoning model), or a value
+  the model does not know.
+
 Usage: ``with FakeLLMServer() as server: OpenAI(base_url=server.openai_base_url, ...)``.
 """
 
@@ -23,6 +34,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import threading
 import time
 from collections import Counter, deque
@@ -36,6 +48,63 @@ ANTHROPIC_PATH = "/v1/messages"
 FAULT_KINDS = frozenset({"429", "500", "slow", "malformed"})
 
 AnswerFn = Callable[[dict[str, Any]], str]
+
+_SNAPSHOT = r"(-\d{4}-\d{2}-\d{2})?"
+REASONING_MODELS = re.compile(
+    rf"(o1|o1-mini|o1-preview|o3|o3-mini|o4-mini){_SNAPSHOT}|gpt-5(\.\d)?(-mini|-nano|-pro)?{_SNAPSHOT}"
+)
+NO_SYSTEM_MODELS = re.compile(rf"(o1-mini|o1-preview){_SNAPSHOT}")
+CHAT_MODELS = re.compile(
+    rf"(gpt-4o|gpt-4o-mini|gpt-4\.1|gpt-4\.1-mini|gpt-4\.1-nano|gpt-4-turbo|gpt-3\.5-turbo){_SNAPSHOT}|chatgpt-4o-latest"
+)
+"""The models the strict fake serves, as the official API names them (with or without a dated snapshot)."""
+EFFORTS = ("low", "medium", "high")
+"""The ``reasoning_effort`` values of the o-series (gpt-5 adds 'minimal')."""
+
+
+def official_refusal(body: dict[str, Any]) -> tuple[int, dict[str, Any]] | None:
+    """The official API's answer to a chat completions body that breaks one of its rules: (status, error body),
+    or None for a body it accepts. Messages, types, codes and params are the API's own."""
+    model = str(body.get("model", ""))
+    reasoning = REASONING_MODELS.fullmatch(model) is not None
+    if not reasoning and CHAT_MODELS.fullmatch(model) is None:
+        message = f"The model `{model}` does not exist or you do not have access to it."
+        return 404, _error(message, None, "model_not_found")
+    if reasoning and "max_tokens" in body:
+        message = (
+            "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead."
+        )
+        return 400, _error(message, "max_tokens", "unsupported_parameter")
+    if reasoning and "temperature" in body and body["temperature"] != 1:
+        value = json.dumps(body["temperature"])
+        message = (
+            f"Unsupported value: 'temperature' does not support {value} with this model. "
+            "Only the default (1) value is supported."
+        )
+        return 400, _error(message, "temperature", "unsupported_value")
+    if NO_SYSTEM_MODELS.fullmatch(model):
+        for index, item in enumerate(body.get("messages", [])):
+            if item.get("role") in ("system", "developer"):
+                param = f"messages[{index}].role"
+                message = f"Unsupported value: '{param}' does not support '{item['role']}' with this model."
+                return 400, _error(message, param, "unsupported_value")
+    if "reasoning_effort" in body:
+        if not reasoning or NO_SYSTEM_MODELS.fullmatch(model):
+            message = "Unsupported parameter: 'reasoning_effort' is not supported with this model."
+            return 400, _error(message, "reasoning_effort", "unsupported_parameter")
+        efforts = ("minimal", *EFFORTS) if model.startswith("gpt-5") else EFFORTS
+        if body["reasoning_effort"] not in efforts:
+            supported = ", ".join(f"'{e}'" for e in efforts[:-1]) + f", and '{efforts[-1]}'"
+            message = (
+                f"Unsupported value: 'reasoning_effort' does not support '{body['reasoning_effort']}' with this "
+                f"model. Supported values are: {supported}."
+            )
+            return 400, _error(message, "reasoning_effort", "unsupported_value")
+    return None
+
+
+def _error(message: str, param: str | None, code: str) -> dict[str, Any]:
+    return {"error": {"message": message, "type": "invalid_request_error", "param": param, "code": code}}
 
 
 def echo_answer(body: dict[str, Any]) -> str:
@@ -59,8 +128,11 @@ class FakeLLMServer:
         slow_seconds: float = 2.0,
         retry_after: str = "0.01",
         expected_key: str | None = None,
+        strict: bool = False,
     ) -> None:
         self.answer = answer
+        self.strict = strict
+        self.refusals: list[dict[str, Any]] = []
         self.latency = latency
         self.slow_seconds = slow_seconds
         self.retry_after = retry_after
@@ -145,6 +217,7 @@ class FakeLLMServer:
             self.requests_total = 0
             self.requests_by_path.clear()
             self.faults_served.clear()
+            self.refusals.clear()
             self.bodies.clear()
             self.headers.clear()
             self.arrivals.clear()
@@ -170,6 +243,14 @@ class FakeLLMServer:
             if fault is not None:
                 self.faults_served[fault] += 1
             return fault
+
+    def _refuse(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]] | None:
+        """In strict mode, the official API's refusal of an OpenAI request (recorded), else None."""
+        refusal = official_refusal(body) if self.strict else None
+        if refusal is not None:
+            with self._lock:
+                self.refusals.append(refusal[1]["error"])
+        return refusal
 
     def _end(self) -> None:
         with self._lock:
@@ -218,6 +299,10 @@ class _Handler(BaseHTTPRequestHandler):
         if fake.expected_key is not None and presented != fake.expected_key:
             message = f"Incorrect API key provided: {presented}."
             self._send(401, {"type": "error", "error": {"message": message, "type": "authentication_error"}})
+            return
+        refusal = fake._refuse(body) if self.path == OPENAI_PATH else None
+        if refusal is not None:
+            self._send(*refusal)
             return
         if fault in ("429", "500"):
             status = int(fault)
