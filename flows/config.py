@@ -7,12 +7,13 @@ stage's default, and an unknown key is an error (a typo must not silently fall b
 from __future__ import annotations
 
 import tomllib
-from dataclasses import dataclass, fields
+from dataclasses import asdict, dataclass, fields
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args, get_type_hints
 
 from tasks.artifacts import REPO_ROOT, display_path
+from tasks.crawl import CrawlParams
 from tasks.disambiguate import DisambiguateParams
 from tasks.diversity import DiversityParams
 from tasks.inputs import load_unknown_phrases
@@ -25,12 +26,64 @@ from tasks.survey_filter import SurveyParams
 from tasks.translate import TranslateParams
 
 SAMPLE_CONFIG = REPO_ROOT / "configs" / "sample.toml"
-INPUTS = ("questionnaire", "responses", "templates", "ratings", "unknown_phrases", "names")
+INPUTS = ("questionnaire", "responses", "templates", "ratings", "unknown_phrases", "names", "glossary")
 OPTIONAL_INPUTS = ("disambiguation_overrides",)
 
 
 class ConfigError(ValueError):
     """A configuration file that cannot be used as it is."""
+
+
+SECTIONS = (
+    "inputs",
+    "llm",
+    "crawl",
+    "survey_filter",
+    "kappa_gate",
+    "disambiguate",
+    "instantiate",
+    "names",
+    "translate",
+    "diversity",
+    "publish",
+)
+"""The top-level sections a build configuration may have; anything else is a typo, never ignored."""
+
+RANGES: dict[str, dict[str, tuple[float | None, float | None]]] = {
+    "crawl": {"max_posts": (1, None), "timeout": (1e-9, None), "min_interval": (0, None), "max_retries": (0, 20)}
+    | {"backoff": (0, None), "max_wait": (0, None), "similarity": (1e-9, 1), "ngram_min": (1, 10)}
+    | {"ngram_max": (1, 10), "max_examples": (1, None)},
+    "survey_filter": {"threshold": (0, 1), "confidence": (0.5, 0.999999), "population": (1, None)}
+    | {"target_margin": (1e-9, 1)},
+    "kappa_gate": {"min_kappa": (-1, 1), "min_relevance": (1, 3)},
+    "disambiguate": {"max_attempts": (1, 20), "max_sentences": (1, None)}
+    | {"min_persian_share": (0, 1), "max_repeat_share": (0, 1)},
+    "instantiate": {"seed": (0, 2**32 - 1)},
+    "names": {"seed": (0, 2**32 - 1), "n_seeds": (1, 100)},
+    "translate": {"min_chrf": (0, 100), "max_attempts": (1, 20)},
+    "diversity": {"homogenization_num_layers": (1, None), "homogenization_max_pairs": (1, None)}
+    | {"homogenization_batch_size": (1, None), "seed": (0, 2**32 - 1)},
+}
+"""The allowed range (inclusive; None: unbounded) of every numeric stage parameter."""
+
+
+def _check_value(path: Path, section: str, key: str, value: Any, expected: Any) -> None:
+    """A parameter's type (from its dataclass annotation) and range (:data:`RANGES`), the key named."""
+    allowed = get_args(expected) or (expected,)
+    kinds = tuple(k for k in (bool, int, float, str) if k in allowed)
+    numeric = not isinstance(value, bool) and isinstance(value, int | float)
+    fits = (
+        (value is None and type(None) in allowed)
+        or (isinstance(value, bool) and bool in kinds)
+        or (numeric and (float in kinds or (int in kinds and isinstance(value, int))))
+        or (isinstance(value, str) and str in kinds)
+    )
+    if kinds and not fits:
+        raise ConfigError(f"{path}: [{section}] {key} = {value!r} is not {' or '.join(k.__name__ for k in kinds)}")
+    low, high = RANGES.get(section, {}).get(key, (None, None))
+    if numeric and ((low is not None and value < low) or (high is not None and value > high)):
+        bounds = f"{'-∞' if low is None else low} … {'∞' if high is None else high}"
+        raise ConfigError(f"{path}: [{section}] {key} = {value!r} is outside {bounds}")
 
 
 @dataclass(frozen=True)
@@ -48,11 +101,14 @@ class BuildConfig:
     translate: TranslateParams
     diversity: DiversityParams
     publish: PublishParams
+    crawl: CrawlParams
+    """Stage 01: the sources file (paths resolved against the configuration) and the crawl's parameters."""
 
     def parameters(self) -> dict[str, Any]:
         """Every parameter of the build, for the manifest."""
         return {
             "config": display_path(self.path),
+            "crawl": self.crawl.as_report(),
             "survey_filter": self.survey_filter.__dict__,
             "kappa_gate": self.kappa_gate.__dict__,
             "disambiguate": self.disambiguate.__dict__,
@@ -61,19 +117,25 @@ class BuildConfig:
             "translate": self.translate.__dict__,
             "diversity": self.diversity.__dict__,
             "llm": {k: v for k, v in self.llm.__dict__.items() if k not in ("prices", "store_path")}
-            | {"transcript": display_path(self.transcript) if self.transcript else None},
+            | {"transcript": display_path(self.transcript) if self.transcript else None, "rule": asdict(self.llm.rule)},
             "publish": self.publish.__dict__,
         }
 
 
 def _section(path: Path, raw: dict[str, Any], name: str, kind: Any) -> Any:
     values = raw.get(name, {})
-    known = {f.name for f in fields(kind.func if isinstance(kind, partial) else kind)} - {"unknown_phrases"}
+    if not isinstance(values, dict):
+        raise ConfigError(f"{path}: {name} must be a section [{name}], not a value")
+    params = kind.func if isinstance(kind, partial) else kind
+    known = {f.name for f in fields(params)} - {"unknown_phrases"}
     unknown = sorted(set(values) - known)
     if unknown:
         raise ConfigError(
             f"{path}: [{name}] has unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}"
         )
+    hints = get_type_hints(params)
+    for key, value in values.items():
+        _check_value(path, name, key, value, hints[key])
     try:
         return kind(**values)
     except (TypeError, ValueError) as exc:
@@ -89,6 +151,11 @@ def load_config(path: Path | None = None) -> BuildConfig:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML ({exc})") from None
+    unknown_sections = sorted(set(raw) - set(SECTIONS))
+    if unknown_sections:
+        raise ConfigError(
+            f"{path}: unknown section(s) or key(s) {', '.join(unknown_sections)}; known: {', '.join(SECTIONS)}"
+        )
     declared = raw.get("inputs", {})
     missing = [name for name in INPUTS if name not in declared]
     if missing:
@@ -120,4 +187,5 @@ def load_config(path: Path | None = None) -> BuildConfig:
         translate=_section(path, raw, "translate", TranslateParams),
         diversity=_section(path, raw, "diversity", DiversityParams),
         publish=_section(path, raw, "publish", PublishParams),
+        crawl=_section(path, raw, "crawl", CrawlParams).relative_to(path.parent),
     )

@@ -1,4 +1,4 @@
-"""The run folder and what goes in it (DESIGN.md §4).
+"""The run folder and what goes in it (docs/architecture.md §5).
 
 A run writes ``outputs/<run_id>/``, one folder per stage (``02_survey/`` ...), each with its tables as parquet
 and a ``report.json``, and a ``manifest.json`` that lists every artifact with its sha256 and row count, the
@@ -13,8 +13,11 @@ import hashlib
 import io
 import json
 import os
+import re
+import socket
 import subprocess
 import tempfile
+import traceback
 import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -70,11 +73,23 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+FILE_MODE = 0o666 & ~_umask()
+"""The mode of every file a run writes: what ``open()`` would give under the user's umask (0644 by default),
+not ``mkstemp``'s private 0600, so another user or a web server can read a published folder."""
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` through a temporary file in the same folder and an atomic rename."""
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(handle, FILE_MODE)
         with os.fdopen(handle, "wb") as stream:
             stream.write(data)
             stream.flush()
@@ -83,6 +98,27 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+
+
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+"""Cell beginnings a spreadsheet may run as a formula (OWASP, CSV injection)."""
+
+
+def spreadsheet_safe(frame: pd.DataFrame) -> pd.DataFrame:
+    """A table for a CSV people open in a spreadsheet: every text cell that starts like a formula is prefixed
+    with ``'`` (OWASP's rule), so it shows as text; :func:`from_spreadsheet` undoes it."""
+    safe = frame.copy()
+    for column in safe.columns:
+        if pd.api.types.is_object_dtype(safe[column]) or pd.api.types.is_string_dtype(safe[column]):
+            safe[column] = safe[column].map(
+                lambda v: "'" + v if isinstance(v, str) and v.startswith(FORMULA_START) else v
+            )
+    return safe
+
+
+def from_spreadsheet(value: str) -> str:
+    """A cell as :func:`spreadsheet_safe` wrote it, back as it was."""
+    return value[1:] if value.startswith("'") and value[1:].startswith(FORMULA_START) else value
 
 
 def parquet_bytes(table: pa.Table) -> bytes:
@@ -166,8 +202,38 @@ def new_run_id() -> str:
     return f"{datetime.now(UTC):%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
 
 
+def run_status(manifest: Mapping[str, Any]) -> str:
+    """A run's status as an audit reads it: the manifest's, except that a ``running`` run whose process is gone
+    from this machine is ``incomplete`` (killed, or its machine went down)."""
+    status = manifest.get("status", "incomplete")
+    process = manifest.get("process") or {}
+    if status != "running" or process.get("host") != socket.gethostname():
+        return status
+    try:
+        os.kill(int(process["pid"]), 0)
+    except ProcessLookupError:
+        return "incomplete"
+    except PermissionError:
+        return status  # alive, another user's
+    return status
+
+
 class RunExistsError(FileExistsError):
     """The run folder exists already; a run never writes into another run's folder."""
+
+
+RUN_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}")
+"""A run id is one safe path component: letters, digits, ``-``, ``_``, ``.``; no leading dot."""
+
+
+def check_run_id(run_id: str) -> str:
+    """``run_id`` if it names one folder inside the outputs folder, else a ValueError saying why."""
+    if not RUN_ID.fullmatch(run_id):
+        raise ValueError(
+            f"run id {run_id!r} is not one safe folder name (letters, digits, '-', '_', '.', no leading dot, "
+            "at most 128 characters)"
+        )
+    return run_id
 
 
 @dataclass
@@ -180,16 +246,22 @@ class RunFolder:
     inputs: dict[str, dict[str, Any]] = field(default_factory=dict)
     stages: list[StageRecord] = field(default_factory=list)
     files: list[Artifact] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    """What a person should look at before trusting the run (e.g. inputs that read like instructions)."""
 
     @classmethod
     def create(cls, outputs: Path, run_id: str | None, parameters: Mapping[str, Any]) -> RunFolder:
-        run_id = run_id or new_run_id()
+        """Make the run's folder and write its manifest with status ``running`` (and who runs it), so that a
+        run whose process dies reads ``incomplete``, never as no run at all."""
+        run_id = check_run_id(run_id) if run_id else new_run_id()
         path = outputs / run_id
         try:
             path.mkdir(parents=True, exist_ok=False)
         except FileExistsError:
             raise RunExistsError(f"run folder {path} exists already; choose another --run-id") from None
-        return cls(path=path, run_id=run_id, parameters=dict(parameters))
+        run = cls(path=path, run_id=run_id, parameters=dict(parameters))
+        run.write_manifest("running")
+        return run
 
     def record_input(self, name: str, path: Path, rows: int | None) -> str:
         """Note an input file of the run with its hash; returns the hash."""
@@ -217,7 +289,7 @@ class RunFolder:
             atomic_write_bytes(target, data)
             artifacts.append(Artifact(target.relative_to(self.path).as_posix(), sha256_bytes(data), len(frame)))
             if name in output.csv:
-                text = frame.to_csv(index=False).encode("utf-8")
+                text = spreadsheet_safe(frame).to_csv(index=False).encode("utf-8")
                 atomic_write_bytes(target.with_suffix(".csv"), text)
                 artifacts.append(
                     Artifact(
@@ -248,10 +320,12 @@ class RunFolder:
             "run_id": self.run_id,
             "status": status,
             "error": error,
+            **({"process": {"pid": os.getpid(), "host": socket.gethostname()}} if status == "running" else {}),
             "written_at": datetime.now(UTC).isoformat(timespec="seconds"),
             "code_version": code_version(),
             "parameters": self.parameters,
             "inputs": self.inputs,
+            "warnings": self.warnings,
             "files": [artifact.__dict__ for artifact in self.files],
             "stages": [
                 {
@@ -275,6 +349,10 @@ class RunFolder:
         try:
             yield self
         except BaseException as exc:
+            log = self.path / "error.log"
+            atomic_write_bytes(log, "".join(traceback.format_exception(exc)).encode("utf-8"))
+            self.record_file(log)
+            exc.add_note(f"traceback: {log}")
             self.write_manifest("failed", error=f"{type(exc).__name__}: {exc}")
             raise
         self.write_manifest("completed")

@@ -1,19 +1,19 @@
-"""How a stage decides it need not run again (DESIGN.md §4, §6): a Prefect cache policy on the stage's inputs
+"""How a stage decides it need not run again (docs/architecture.md §5): a Prefect cache policy on the stage's inputs
 and its code.
 
 Prefect's own ``INPUTS + TASK_SOURCE`` hashes DataFrames by pickling their columns, which is not stable for
 Arrow-backed strings, and it hashes only the task function's own lines, not the helpers it calls. This policy
 hashes each table by its parquet bytes and each parameter set by its fields, and the code by the source of the
-stage's whole module plus the table schemas, so editing any rule of a stage invalidates exactly that stage.
+stage's module and of every project module it imports, directly or through others (:func:`module_closure`), so
+editing any rule a stage uses, in whatever module it lives, invalidates exactly the stages that use it.
 """
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import hashlib
-import inspect
 import json
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,8 +25,10 @@ from prefect import task
 from prefect.cache_policies import CachePolicy
 from prefect.context import TaskRunContext
 
-from tasks import schemas
-from tasks.artifacts import parquet_bytes, sha256_file
+from tasks.artifacts import REPO_ROOT, parquet_bytes, sha256_file
+
+PROJECT_PACKAGES = ("tasks", "flows")
+"""Top-level packages whose modules are the project's own code (the rest is libraries, pinned by version)."""
 
 
 def _digest(value: Any) -> Any:
@@ -47,11 +49,52 @@ def _digest(value: Any) -> Any:
     return value
 
 
-def stage_code_hash(fn: Callable[..., Any]) -> str:
-    """sha256 of the source of the module that defines ``fn`` and of the schemas module."""
+def _module_file(name: str, root: Path) -> Path | None:
+    """The source file of a project module ``name`` under ``root`` (None for a library)."""
+    if name.split(".")[0] not in PROJECT_PACKAGES:
+        return None
+    base = root.joinpath(*name.split("."))
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _imports(path: Path, name: str) -> set[str]:
+    """The modules a source file imports (``from a import b`` counts ``a`` and ``a.b``, which may be a module)."""
+    found: set[str] = set()
+    package = name.rsplit(".", 1)[0] if path.name != "__init__.py" else name
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                base = ".".join(parts[: len(parts) - node.level + 1] + ([base] if base else []))
+            found |= {base} | {f"{base}.{alias.name}" for alias in node.names}
+    return found
+
+
+def module_closure(name: str, root: Path = REPO_ROOT) -> dict[str, Path]:
+    """Every project module that module ``name`` imports, directly or indirectly, with itself: name → file."""
+    closure: dict[str, Path] = {}
+    pending = [name]
+    while pending:
+        current = pending.pop()
+        path = _module_file(current, root)
+        if path is None or current in closure:
+            continue
+        closure[current] = path
+        pending += sorted(_imports(path, current))
+    return dict(sorted(closure.items()))
+
+
+def stage_code_hash(fn: Callable[..., Any], root: Path = REPO_ROOT) -> str:
+    """sha256 of the source of the module that defines ``fn`` and of every project module it imports."""
     digest = hashlib.sha256()
-    for module in (sys.modules[fn.__module__], schemas):
-        digest.update(inspect.getsource(module).encode())
+    for name, path in module_closure(fn.__module__, root).items():
+        digest.update(name.encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()
 
 
