@@ -1,73 +1,336 @@
-"""Auditing a run afterwards (DESIGN.md §4): ``pbbq audit <run>`` and ``pbbq trace <example_id>``.
+"""Auditing a run afterwards (docs/architecture.md §5): ``pbbq audit <run>`` and ``pbbq trace <example_id>``.
 
-``audit`` reads a run folder: the funnel, every stage's counts in and out with its drops per reason, the
-warnings and the LLM usage, printed as text and written as a static HTML report (``audit.html`` in the run
-folder) with the drop tables, Table 1, Table 2 and the charts. ``trace`` follows one example back through
-the run: its template and where its disambiguated context came from, the stereotype with its survey figures,
-the template's kappa, the LLM prompts and answers behind it, and its name-proxy and English variants.
+``audit`` reads a run folder and says, in words a curator reads, what each stage took in, what it gave out and
+what the difference means (a drop, or an example that simply has no name proxy), every drop grouped by reason
+with its first rows, the funnel from crawled posts to published rows per config, the soundness checks, the
+warnings and the LLM usage. :mod:`flows.audit_report` draws the same as ``audit.html``. ``trace`` follows one
+example back through the run: its stereotype with its survey figures and any crawl evidence, the template's
+kappa and where its disambiguated context came from, the LLM prompts and answers behind it, its name-proxy
+and English variants, and whether it is new or changed since the previous completed run.
 """
 
 from __future__ import annotations
 
-import base64
 import gzip
-import html
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import pyarrow.parquet as pq
 
-from tasks.artifacts import atomic_write_bytes
-from tasks.llm import usage_summary
+from flows.runs import AuditError, manifest, read_table, run_folder, stage_folders, stage_report
+from tasks.artifacts import run_status
 
-EXAMPLE_TABLES = ("05_instantiate/examples", "06_names/examples", "07_translate/examples")
-DROP_TABLES = (
-    "02_survey/dropped",
-    "03_kappa_gate/dropped",
-    "04_disambiguate/review",
-    "05_instantiate/dropped_templates",
-    "05_instantiate/dropped_examples",
-    "06_names/unmapped",
-    "07_translate/dropped",
-)
+__all__ = ["AuditError", "audit_text", "drops", "funnel", "run_folder", "stage_summary", "trace"]
+
+EXAMPLE_TABLES = {"fa": "05_instantiate/examples", "fa-names": "06_names/examples", "en": "07_translate/examples"}
+"""The example table of each config, in the order the configs are built."""
+
+STAGE_WORDS: dict[str, tuple[str, str, str]] = {
+    "crawl": ("posts", "candidate stereotypes", "posts that gave no candidate"),
+    "survey": ("stereotypes surveyed", "accepted", "stereotypes the survey did not accept"),
+    "kappa_gate": ("templates rated", "through the gate", "templates the gate stopped"),
+    "disambiguate": ("gated templates", "with both continuations", "continuations left for review, not built"),
+    "instantiate": ("templates", "examples (fa)", "templates, entity pairs or examples not built"),
+    "names": ("examples (fa)", "name-proxy variants (fa-names)", "examples without a name proxy (they stay in fa)"),
+    "translate": ("examples (fa)", "English examples (en)", "examples without an English version (they stay in fa)"),
+    "diversity": ("examples", "rows of Table 2", "not measured"),
+    "statistics": ("examples", "examples counted", "not counted"),
+    "publish": ("examples", "published rows", "not published"),
+}
+"""Per stage (its folder name without the number): what its counts in and out are, and what a drop means there,
+so that a count reads as what it is."""
+
+REASON_WORDS: dict[str, str] = {
+    "stereotype_not_accepted": "its stereotype was not accepted by the survey",
+    "kappa_below_threshold": "Fleiss' kappa under the threshold",
+    "relevance_below_threshold": "mean relevance under the threshold",
+    "failed_validation": "every LLM attempt broke a rule (in review)",
+    "no_disambiguated_context": "no disambiguated continuation (in review)",
+    "gender_confound": "the two entities' genders differ outside Gender",
+    "age_confound": "the two entities' age bands differ outside Age",
+    "duplicate_example": "an exact duplicate of another example",
+    "unfilled_placeholder": "a placeholder left unfilled",
+    "entity_not_in_name_table": "an entity no name of the table stands for",
+    "flagged_translation": "a segment's back-translation under the chrF threshold",
+}
+"""Reasons in words; any other reason reads as its name with spaces."""
+
+FUNNEL_WORDS: dict[str, str] = {
+    "posts": "posts crawled",
+    "candidates": "candidate stereotypes",
+    "surveyed": "stereotypes surveyed",
+    "accepted": "stereotypes accepted by the survey",
+    "templates": "templates written",
+    "gated": "templates through the kappa gate",
+    "instantiated_templates": "templates instantiated",
+    "entity_pairs": "entity pairs",
+    "pairs_without_confound": "entity pairs without a confound",
+    "examples": "examples (fa)",
+}
+
+DROP_LIKE = ("dropped", "unmapped", "review")
+"""Table names that hold a stage's drops; a reason is looked for in these before the stage's other tables."""
+FIRST_ROWS = 3
+"""Rows shown per reason; every row stays in the parquet the report links to."""
+COLUMN_PRIORITY = (
+    "reason", "detail", "entity", "pair", "acceptance", "ci_low", "ci_high", "kappa", "mean_relevance", "chrf",
+    "assignment", "attempt", "failures", "stereo_entity", "nonstereo_entity", "category", "statement_fa",
+    "context", "answer", "text_fa", "text_en",
+)  # fmt: skip
+"""Columns shown in a reason's first rows, after the ids, up to :data:`MAX_COLUMNS`."""
+MAX_COLUMNS = 7
 
 
-class AuditError(ValueError):
-    """A run folder or an example that cannot be found or read."""
+def words(reason: str) -> str:
+    """A reason (or a step) in words."""
+    return REASON_WORDS.get(reason, reason.replace("_", " "))
 
 
-def run_folder(run: str, outputs: Path) -> Path:
-    """A run by id (under ``outputs``) or by path; it must hold a manifest."""
-    for candidate in (Path(run), outputs / run):
-        if (candidate / "manifest.json").is_file():
-            return candidate
-    raise AuditError(f"no run {run!r}: neither {run} nor {outputs / run} holds a manifest.json")
+def _stage_name(folder: str) -> str:
+    return folder.split("_", 1)[-1]
 
 
-def _json(path: Path) -> dict[str, Any]:
-    return json.loads(path.read_text(encoding="utf-8"))
+def _count(value: Any) -> str:
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {v}" for k, v in value.items())
+    return "?" if value is None else str(value)
 
 
-def _table(run: Path, name: str) -> pd.DataFrame:
-    path = run / f"{name}.parquet"
-    return pd.read_parquet(path) if path.is_file() else pd.DataFrame()
+@dataclass(frozen=True)
+class StageLine:
+    """One stage as the report states it."""
+
+    folder: str
+    count_in: str
+    what_in: str
+    count_out: str
+    what_out: str
+    dropped: int
+    what_dropped: str
+    by_reason: dict[str, int]
+    other_counts: dict[str, Any]
+    cached: bool | None
+
+    def sentence(self) -> str:
+        """E.g. ``5556 examples (fa) in → 3240 name-proxy variants (fa-names) out; 4476 examples without a name
+        proxy (they stay in fa)``."""
+        text = f"{self.count_in} {self.what_in} in → {self.count_out} {self.what_out} out"
+        if self.dropped:
+            text += f"; {self.dropped} {self.what_dropped}"
+        return text
+
+
+def stage_lines(run: Path) -> list[StageLine]:
+    """Every stage of the run with its counts in words."""
+    cached = {stage["folder"]: stage.get("cached") for stage in manifest(run).get("stages", [])}
+    lines = []
+    for folder in stage_folders(run):
+        report = stage_report(run, folder)
+        counts, dropped = report.get("counts", {}), report.get("dropped", {})
+        what_in, what_out, what_dropped = STAGE_WORDS.get(_stage_name(folder), ("rows", "rows", "dropped"))
+        lines.append(
+            StageLine(
+                folder=folder,
+                count_in=_count(counts.get("in")),
+                what_in=what_in,
+                count_out=_count(counts.get("out")),
+                what_out=what_out,
+                dropped=int(dropped.get("total", 0) or 0),
+                what_dropped=what_dropped,
+                by_reason=dict(dropped.get("by_reason", {})),
+                other_counts={k: v for k, v in counts.items() if k not in ("in", "out")},
+                cached=cached.get(folder),
+            )
+        )
+    return lines
 
 
 def stage_summary(run: Path) -> pd.DataFrame:
-    """One row per stage: rows in and out, drops per reason, recomputed or cached."""
+    """One row per stage: what went in and came out, what the difference means, recomputed or cached."""
+    rows = [
+        {
+            "stage": line.folder,
+            "in": f"{line.count_in} {line.what_in}",
+            "out": f"{line.count_out} {line.what_out}",
+            "not carried on": f"{line.dropped} {line.what_dropped}" if line.dropped else "",
+            "by reason": ", ".join(f"{k}: {v}" for k, v in line.by_reason.items()),
+            "cached": {True: "cached", False: "recomputed", None: ""}[line.cached],
+        }
+        for line in stage_lines(run)
+    ]
+    return pd.DataFrame(rows)
+
+
+@dataclass(frozen=True)
+class ReasonDrops:
+    """The drops of one stage for one reason: how many, what they mean, where all of them are, the first ones."""
+
+    folder: str
+    reason: str
+    count: int
+    meaning: str
+    table: str | None
+    """The parquet file (relative to the run) that holds every row of this reason, if the stage wrote one."""
+    first: pd.DataFrame
+
+
+def _is_nested(value: Any) -> bool:
+    return isinstance(value, list | dict | tuple) or (hasattr(value, "tolist") and not isinstance(value, str))
+
+
+def _shown_columns(frame: pd.DataFrame) -> list[str]:
+    """Ids first, then the informative columns of :data:`COLUMN_PRIORITY`, never nested values."""
+    sample = frame.iloc[0] if len(frame) else None
+    flat = [c for c in frame.columns if sample is None or not _is_nested(sample[c]) or c == "failures"]
+    ids = [c for c in flat if c.endswith("_id") and c not in ("request_id", "source_example_id")][:2]
+    rest = [c for c in COLUMN_PRIORITY if c in flat and c not in ids]
+    return [*ids, *rest][:MAX_COLUMNS]
+
+
+def _reason_tables(run: Path, folder: str) -> list[Path]:
+    """The stage's parquet tables that have a ``reason`` column, drop tables first."""
+    paths = sorted((run / folder).glob("*.parquet"), key=lambda p: (not p.stem.startswith(DROP_LIKE), p.stem))
+    return [path for path in paths if "reason" in pq.read_schema(path).names]
+
+
+def _reason_rows(tables: list[Path], reason: str) -> tuple[str | None, pd.DataFrame]:
+    """The first table (drop tables first) with rows of ``reason`` that were not kept, and those rows."""
+    for path in tables:
+        rows = pd.read_parquet(path, filters=[("reason", "==", reason)])
+        if "kept" in rows.columns:
+            rows = rows[~rows["kept"].astype(bool)]
+        if len(rows):
+            return path.stem, rows
+    return None, pd.DataFrame()
+
+
+def drops(run: Path) -> list[ReasonDrops]:
+    """Every stage's drops grouped by reason, with the table holding them all and the first rows of each.
+
+    Counts come from the stage's report; the rows from its tables (a stage whose tables carry no reason, e.g. a
+    review sheet, shows the drops its report lists)."""
+    found = []
+    for folder in stage_folders(run):
+        report = stage_report(run, folder)
+        by_reason = report.get("dropped", {}).get("by_reason", {})
+        if not by_reason:
+            continue
+        tables = _reason_tables(run, folder)
+        drop_tables = sorted(p.stem for p in (run / folder).glob("*.parquet") if p.stem.startswith(DROP_LIKE))
+        _, _, meaning = STAGE_WORDS.get(_stage_name(folder), ("", "", "dropped"))
+        for reason, count in by_reason.items():
+            name, rows = _reason_rows(tables, reason)
+            if name is None:  # the report's own list of drops, and the stage's drop table to look in
+                rows = pd.DataFrame([d for d in report.get("drops", []) if d.get("reason") == reason])
+                name = drop_tables[0] if drop_tables else None
+            first = rows.head(FIRST_ROWS)
+            found.append(
+                ReasonDrops(
+                    folder=folder,
+                    reason=reason,
+                    count=int(count),
+                    meaning=meaning,
+                    table=f"{folder}/{name}.parquet" if name else None,
+                    first=first[_shown_columns(first)].reset_index(drop=True) if len(first) else first,
+                )
+            )
+    return found
+
+
+@dataclass(frozen=True)
+class FunnelStep:
+    step: str
+    label: str
+    count: int
+    kind: str
+    """``step`` (a count on the way), ``drop`` (what a step lost), ``config`` (rows built per config) or
+    ``published`` (rows in the release per config)."""
+
+
+def funnel(run: Path) -> list[FunnelStep]:
+    """The whole funnel: the crawl (when its counts are not already the funnel's first steps), the statistics
+    stage's funnel from candidates to examples per config, and the published rows per config."""
+    table = read_table(run, "09_statistics/funnel")
+    steps: list[FunnelStep] = []
+    crawl = stage_report(run, "01_crawl").get("counts", {})
+    if crawl and (table.empty or table["step"].iloc[0] != "posts"):  # the statistics stage does not count the crawl
+        posts, candidates, _ = STAGE_WORDS["crawl"]
+        steps += [
+            FunnelStep(step, f"{what} (crawl)", int(crawl[k]), "step")
+            for k, step, what in (("in", "crawled_posts", posts), ("out", "crawl_candidates", candidates))
+            if isinstance(crawl.get(k), int)
+        ]
+    for row in table.itertuples():
+        step = str(row.step)
+        if step.startswith("pairs_dropped_"):
+            steps.append(
+                FunnelStep(step, f"pairs dropped: {words(step.removeprefix('pairs_dropped_'))}", row.count, "drop")
+            )
+        elif step.startswith("examples_"):
+            config = step.removeprefix("examples_")
+            steps.append(FunnelStep(step, f"examples ({config})", int(row.count), "config"))
+        else:
+            steps.append(FunnelStep(step, FUNNEL_WORDS.get(step, words(step)), int(row.count), "step"))
+    published = stage_report(run, "10_publish").get("configs", {})
+    steps += [
+        FunnelStep(f"published_{config}", f"published rows ({config})", int(count), "published")
+        for config, count in sorted(published.items(), key=lambda item: _config_order(item[0]))
+    ]
+    return steps
+
+
+def _config_order(config: str) -> tuple[int, str]:
+    order = list(EXAMPLE_TABLES)
+    return (order.index(config) if config in order else len(order), config)
+
+
+def soundness(run: Path) -> pd.DataFrame:
+    """The statistics stage's soundness checks (violations per config and check; 0 is sound)."""
+    return read_table(run, "09_statistics/soundness")
+
+
+def warnings(run: Path) -> list[str]:
+    """What a person should look at before trusting the run: the manifest's warnings and every stage's."""
+    found = [f"input: {w}" for w in manifest(run).get("warnings", [])]
+    for folder in stage_folders(run):
+        found += [f"{folder}: {w}" for w in stage_report(run, folder).get("warnings", [])]
+    return found
+
+
+def survey_margin(run: Path) -> str | None:
+    """The survey's Cochran margin of error against its target (PBBQ §5), in words, if the survey ran."""
+    report = stage_report(run, "02_survey")
+    margin, target = report.get("margin_of_error"), report.get("parameters", {}).get("target_margin")
+    if margin is None:
+        return None
+    respondents = report.get("counts", {}).get("respondents")
+    verdict = "" if target is None else (" (over the target)" if margin > target else f" (target {target})")
+    return f"Cochran margin of error {margin:.4f} with {respondents} respondents{verdict}"
+
+
+def llm_usage(run: Path) -> pd.DataFrame:
+    """Per LLM stage: provider, model, requests sent, answers from the store, tokens and cost (from its report;
+    a cached stage shows the figures of the run that computed it)."""
     rows = []
-    for stage in _json(run / "manifest.json")["stages"]:
-        report = _json(run / stage["folder"] / "report.json")
-        counts, dropped = report.get("counts", {}), report.get("dropped", {})
+    for folder in stage_folders(run):
+        report = stage_report(run, folder)
+        usage = report.get("llm")
+        if not usage:
+            continue
+        cost = usage.get("cost_usd")
         rows.append(
             {
-                "stage": stage["folder"],
-                "in": counts.get("in"),
-                "out": counts.get("out"),
-                "dropped": dropped.get("total", 0),
-                "by reason": ", ".join(f"{k}: {v}" for k, v in dropped.get("by_reason", {}).items()),
-                "cached": stage["cached"],
+                "stage": folder,
+                "model": f"{usage.get('provider')} {usage.get('model')}",
+                "requests sent": usage.get("requests_sent"),
+                "from the store": usage.get("cache_hits"),
+                "tokens in": usage.get("tokens_in"),
+                "tokens out": usage.get("tokens_out"),
+                "cost": "unknown" if cost is None else f"${cost:.4f}",
+                "stage cached": "yes" if report.get("cached") else "no",
             }
         )
     return pd.DataFrame(rows)
@@ -75,61 +338,41 @@ def stage_summary(run: Path) -> pd.DataFrame:
 
 def audit_text(run: Path) -> str:
     """The run at a glance, for the terminal."""
-    manifest = _json(run / "manifest.json")
-    lines = [f"run {manifest['run_id']} ({manifest['status']}), code {manifest['code_version'].get('git_commit')}"]
-    if manifest.get("error"):
-        lines.append(f"error: {manifest['error']}")
-    funnel = _table(run, "09_statistics/funnel")
-    if not funnel.empty:
-        lines.append("funnel: " + " → ".join(f"{r.step} {r.count}" for r in funnel.itertuples()))
+    info = manifest(run)
+    code = info.get("code_version", {})
+    lines = [f"run {info['run_id']} ({run_status(info)}), code {code.get('git_commit')}"]
+    if info.get("error"):
+        lines.append(f"error: {info['error']}")
+    steps = funnel(run)
+    if steps:
+        lines.append("funnel: " + " → ".join(f"{s.step} {s.count}" for s in steps if s.kind == "step"))
+        built = [s for s in steps if s.kind in ("config", "drop", "published")]
+        lines += [f"  {s.label}: {s.count}" for s in built]
     lines += ["", stage_summary(run).to_string(index=False), ""]
-    for stage in manifest["stages"]:
-        report = _json(run / stage["folder"] / "report.json")
-        lines += [f"warning ({stage['folder']}): {w}" for w in report.get("warnings", [])]
-        if report.get("llm"):
-            lines += [f"LLM {line}" for line in usage_summary({stage["folder"]: report})]
+    for group in drops(run):
+        where = f" (all in {group.table})" if group.table else ""
+        lines.append(f"{group.folder}: {group.count} {group.meaning}: {words(group.reason)}{where}")
+    sound = soundness(run)
+    if not sound.empty:
+        broken = sound[sound["violations"] > 0]
+        lines.append(
+            "soundness: every check holds in every config"
+            if broken.empty
+            else "soundness: " + ", ".join(f"{r.config} {r.check} {r.violations}" for r in broken.itertuples())
+        )
+    margin = survey_margin(run)
+    if margin:
+        lines.append(margin)
+    lines += [f"warning ({w.split(': ', 1)[0]}): {w.split(': ', 1)[1]}" for w in warnings(run)]
+    lines += [
+        f"LLM {r['stage']}: {r['model']}, {r['requests sent']} requests sent, {r['from the store']} answers from the "
+        f"store, {r['tokens in']} tokens in, {r['tokens out']} out, cost {r['cost']}"
+        for r in llm_usage(run).to_dict(orient="records")
+    ]
     return "\n".join(lines)
 
 
-def _cell(value: Any) -> Any:
-    """Lists, arrays and structs as JSON, so a table cell shows them whole."""
-    if hasattr(value, "tolist"):
-        value = value.tolist()
-    return json.dumps(value, ensure_ascii=False, default=str) if isinstance(value, list | dict) else value
-
-
-def _section(title: str, frame: pd.DataFrame, limit: int = 200) -> str:
-    if frame.empty:
-        return f"<h2>{html.escape(title)}</h2><p>none</p>"
-    shown = frame.head(limit).map(_cell)
-    more = f"<p>first {limit} of {len(frame)} rows; all in the parquet</p>" if len(frame) > limit else ""
-    return f"<h2>{html.escape(title)}</h2>{shown.to_html(index=False, escape=True, na_rep='')}{more}"
-
-
-def write_audit_html(run: Path) -> Path:
-    """A static HTML report of the run (one file, charts embedded), written to ``<run>/audit.html``."""
-    parts = [
-        f"<h1>PBBQ run {html.escape(run.name)}</h1><pre>{html.escape(audit_text(run))}</pre>",
-        _section("Funnel", _table(run, "09_statistics/funnel")),
-        _section("Stages", stage_summary(run)),
-        _section("Table 1: templates and samples per category", _table(run, "09_statistics/table1")),
-        _section("Table 2: diversity per category", _table(run, "08_diversity/table2")),
-    ]
-    parts += [_section(f"Dropped: {name}", _table(run, name)) for name in DROP_TABLES]
-    for chart in sorted((run / "08_diversity").glob("*.png")):
-        data = base64.b64encode(chart.read_bytes()).decode()
-        name = html.escape(chart.stem)
-        parts.append(f'<h2>{name}</h2><img alt="{name}" src="data:image/png;base64,{data}">')
-    page = (
-        '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>PBBQ audit</title>'
-        "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;font-size:13px}"
-        "td,th{border:1px solid #ccc;padding:2px 6px;unicode-bidi:plaintext}</style></head><body>"
-        + "\n".join(parts)
-        + "</body></html>\n"
-    )
-    target = run / "audit.html"
-    atomic_write_bytes(target, page.encode("utf-8"))
-    return target
+# ------------------------------------------------------------------------------------------------------ trace
 
 
 def _transcript(run: Path) -> dict[str, dict[str, Any]]:
@@ -146,19 +389,36 @@ def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
     return json.loads(frame.to_json(orient="records", force_ascii=False))
 
 
+def all_examples(run: Path) -> pd.DataFrame:
+    """The examples of every config of the run, one table."""
+    frames = [frame for name in EXAMPLE_TABLES.values() if len(frame := read_table(run, name))]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["example_id"])
+
+
+def crawl_evidence(run: Path, stereotype_id: str) -> list[dict[str, Any]]:
+    """The crawl's candidates behind a stereotype (post ids, channels), when the run crawled and the candidates
+    carry the stereotype id the experts gave them."""
+    candidates = read_table(run, "01_crawl/candidates")
+    if candidates.empty or "stereotype_id" not in candidates.columns:
+        return []
+    return _records(candidates[candidates["stereotype_id"] == stereotype_id])
+
+
 def trace(run: Path, example_id: str) -> dict[str, Any]:
     """Everything the run knows about one example, from its stereotype to its variants."""
-    examples = pd.concat([_table(run, name) for name in EXAMPLE_TABLES], ignore_index=True)
-    found = examples[examples["example_id"] == example_id]
+    from flows.diff import example_status
+
+    examples = all_examples(run)
+    found = examples[examples["example_id"] == example_id] if "example_id" in examples.columns else examples
     if found.empty:
         raise AuditError(f"no example {example_id!r} in {run}")
     example = found.iloc[0]
     original_id = example.source_example_id or example.example_id
     original = examples[examples["example_id"] == original_id]
-    template = _table(run, "04_disambiguate/templates").query("template_id == @example.template_id")
-    gate = _table(run, "03_kappa_gate/templates").query("template_id == @example.template_id")
-    stereotype = _table(run, "02_survey/stereotypes").query("stereotype_id == @example.stereotype_id")
-    attempts = _table(run, "04_disambiguate/attempts").query("template_id == @example.template_id")
+    template = read_table(run, "04_disambiguate/templates").query("template_id == @example.template_id")
+    gate = read_table(run, "03_kappa_gate/templates").query("template_id == @example.template_id")
+    stereotype = read_table(run, "02_survey/stereotypes").query("stereotype_id == @example.stereotype_id")
+    attempts = read_table(run, "04_disambiguate/attempts").query("template_id == @example.template_id")
     transcript = _transcript(run)
     llm = []
     for key in dict.fromkeys([*attempts.get("request_id", []), *example.llm_request_ids]):
@@ -170,6 +430,7 @@ def trace(run: Path, example_id: str) -> dict[str, Any]:
         "example": _records(found)[0],
         "original": _records(original)[0] if not original.empty else None,
         "stereotype": _records(stereotype)[0] if not stereotype.empty else None,
+        "crawl": crawl_evidence(run, example.stereotype_id),
         "template": _records(template)[0] if not template.empty else None,
         "gate": _records(gate[["kappa", "kappa_note", "mean_relevance", "kept", "reason"]])[0]
         if not gate.empty
@@ -179,4 +440,5 @@ def trace(run: Path, example_id: str) -> dict[str, Any]:
         "variants": _records(
             variants[["example_id", "lang", "variant", "context", "question", "ans0", "ans1", "ans2"]]
         ),
+        "diff": example_status(run, found),
     }

@@ -1,6 +1,6 @@
-"""The build-pbbq flow: the PBBQ paper's Figure 1 as a Prefect DAG (DESIGN.md §1).
+"""The build-pbbq flow: the PBBQ paper's Figure 1 as a Prefect DAG (docs/architecture.md §1).
 
-survey → survey_filter → kappa_gate → disambiguate (LLM) → instantiate → statistics. Each stage is a cached
+crawl → survey → survey_filter → kappa_gate → disambiguate (LLM) → instantiate → statistics. Each stage is a cached
 task (inputs + code), writes ``outputs/<run_id>/NN_<stage>/`` and adds itself to the run's manifest. This
 module only wires.
 """
@@ -15,13 +15,17 @@ from typing import Any
 
 import pandas as pd
 from prefect import flow, get_run_logger
-from prefect.artifacts import create_table_artifact
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
 from flows.config import load_config
+from flows.diff import changes_since_previous
 from tasks.artifacts import REPO_ROOT, RunFolder, StageOutput, display_path
+from tasks.candidates import load_lexicon
+from tasks.crawl import crawl_counts, crawl_task, fetch_sources, load_prompt
 from tasks.disambiguate import Prompts, disambiguate_task
 from tasks.diversity import diversity_task
-from tasks.inputs import load_inputs
+from tasks.glossary import load_glossary
+from tasks.inputs import instruction_like, load_inputs
 from tasks.instantiate import instantiate_task
 from tasks.kappa_gate import kappa_gate_task
 from tasks.llm import export_transcript, usage_summary
@@ -48,9 +52,14 @@ class StageRunner:
     def __init__(self, run: RunFolder, cache: Path) -> None:
         self.run, self.cache = run, cache
 
-    def __call__(self, folder: str, stage: Any, *args: Any, inputs: Mapping[str, str]) -> StageOutput:
+    def __call__(
+        self, folder: str, stage: Any, *args: Any, inputs: Mapping[str, str], report: Mapping[str, Any] | None = None
+    ) -> StageOutput:
+        """``report``: this run's figures merged into the stage's report (the crawl's fetch, never cached)."""
         state = stage.with_options(result_storage=self.cache)(*args, return_state=True)
         output: StageOutput = state.result()
+        if report:
+            output = dataclasses.replace(output, report={**output.report, **report})
         record = self.run.write_stage(folder, output, inputs=inputs, cached=state.name == "Cached")
         logger = get_run_logger()
         logger.info(record.summary())
@@ -90,14 +99,38 @@ def build_pbbq(
     get_run_logger().info("run %s → %s", run.run_id, run.path)
     with run.recording():
         tables = load_inputs(build.inputs)
+        run.warnings += instruction_like(tables, build.inputs)
+        for warning in run.warnings:
+            get_run_logger().warning("input: %s", warning)
         for name, frame in tables.items():
             if name in build.inputs:
                 run.record_input(name, build.inputs[name], len(frame))
         name_table = load_name_table(build.inputs["names"], tables["templates"])
         run.record_input("names", build.inputs["names"], len(name_table))
+        glossary = load_glossary(build.inputs["glossary"])
+        run.record_input("glossary", build.inputs["glossary"], len(glossary))
         if build.transcript is not None:
             run.record_input("transcript", build.transcript, None)
+        crawled = fetch_sources(build.crawl, root / ".crawl", log=get_run_logger().info)  # the network: not cached
+        for name, path in crawled.files.items():
+            run.record_input(name, path, None)
+        lexicon = load_lexicon(build.crawl.lexicon_path)
+        run.record_input("lexicon", build.crawl.lexicon_path, len(lexicon))
         hashes = {name: entry["sha256"] for name, entry in run.inputs.items()}
+
+        extractor = build.crawl.llm_extractor  # only then does the LLM configuration enter the cache key
+        crawl = stage(
+            "01_crawl",
+            crawl_task,
+            crawled.posts,
+            lexicon,
+            build.crawl,
+            llm if extractor else None,
+            build.transcript if extractor else None,
+            load_prompt() if extractor else "",
+            inputs={"posts": crawled.sha256, "lexicon": hashes["lexicon"]},
+            report=crawled.report,
+        )
 
         survey = stage(
             "02_survey",
@@ -136,8 +169,12 @@ def build_pbbq(
             "05_instantiate",
             instantiate_task,
             disambiguated["templates"],
+            survey["stereotypes"],
             build.instantiate,
-            inputs={"templates": run.artifact_hash("04_disambiguate", "templates")},
+            inputs={
+                "templates": run.artifact_hash("04_disambiguate", "templates"),
+                "stereotypes": run.artifact_hash("02_survey", "stereotypes"),
+            },
         )
         labeller = build.names.gender_llm  # only then does the LLM configuration enter the cache key
         proxies = stage(
@@ -157,11 +194,16 @@ def build_pbbq(
             translate_task,
             examples["examples"],
             tables["unknown_phrases"],
+            glossary,
             translation_prompts,
             llm,
             build.transcript,
             build.translate,
-            inputs={"examples": run.artifact_hash("05_instantiate", "examples"), "prompts": translation_prompts.sha256},
+            inputs={
+                "examples": run.artifact_hash("05_instantiate", "examples"),
+                "glossary": hashes["glossary"],
+                "prompts": translation_prompts.sha256,
+            },
         )
         dataset = pd.concat([examples["examples"], proxies["examples"], english["examples"]], ignore_index=True)
         dataset_hashes = {
@@ -173,8 +215,9 @@ def build_pbbq(
             "08_diversity",
             diversity_task,
             dataset,
+            disambiguated["templates"],
             build.diversity,
-            inputs=dataset_hashes,
+            inputs={**dataset_hashes, "templates": run.artifact_hash("04_disambiguate", "templates")},
         )
         stats = stage(
             "09_statistics",
@@ -182,10 +225,18 @@ def build_pbbq(
             survey["stereotypes"],
             gate["templates"],
             dataset,
-            inputs=dataset_hashes,
+            examples["dropped_pairs"],
+            crawl_counts(crawl),
+            inputs={
+                **dataset_hashes,
+                "stereotypes": run.artifact_hash("02_survey", "stereotypes"),
+                "templates": run.artifact_hash("03_kappa_gate", "templates"),
+                "dropped_pairs": run.artifact_hash("05_instantiate", "dropped_pairs"),
+            },
         )
         transcript = run.path / "transcript.jsonl"
         used = {
+            *crawl["candidates"]["llm_request_id"].loc[lambda ids: ids != ""],
             *disambiguated["attempts"]["request_id"],
             *proxies["examples"]["llm_request_ids"].explode().dropna(),
             *english["segments"]["request_ids"].explode().dropna(),
@@ -213,7 +264,10 @@ def build_pbbq(
         logger.info("release: %s", publish.report["link"])
         _table_artifact("funnel", stats["funnel"], "From surveyed stereotypes to examples, this build")
         _table_artifact("table-1", stats["table1"], "Templates and samples per category and config (Table 1)")
-        _table_artifact("table-2", diversity["table2"], "Diversity per category and config (Table 2)")
+        _table_artifact("table-2", diversity["table2"], "Diversity per category on template texts (Table 2)")
+        _table_artifact(
+            "table-2-instances", diversity["table2_instances"], "Diversity per category and config, on instances"
+        )
         _table_artifact(
             "survey-filter",
             survey["stereotypes"][["stereotype_id", "category", "acceptance", "ci_low", "ci_high", "kept", "reason"]],
@@ -223,5 +277,8 @@ def build_pbbq(
             "kappa-gate",
             gate["templates"][["template_id", "category", "kappa", "kappa_note", "mean_relevance", "kept", "reason"]],
             "Fleiss' kappa and mean relevance per template",
+        )
+        create_markdown_artifact(
+            key="changes", markdown=changes_since_previous(run.path), description="pbbq diff against the last run"
         )
     return str(run.path)

@@ -2,18 +2,24 @@
 
 pbbq build --sample | --config FILE [--run-id ID] [--outputs DIR]
 pbbq serve            # serve the build-pbbq deployment (prefect.yaml) for `prefect deployment run`
+pbbq evaluate --release RUN_OR_REPO --model SPEC [--config fa,fa-names,en] [--limit N]   # score models
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+import logging
 import os
 import sys
 from pathlib import Path
 
+from flows.audit_cli import AUDIT_COMMANDS, add_audit_commands
+from flows.crawl_cli import add_crawl_commands
+from flows.evaluate_cli import add_evaluate_command
 from flows.names_cli import add_names_command
-from tasks.artifacts import REPO_ROOT
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+"""The repository (``tasks.artifacts.REPO_ROOT``; not imported here, so that ``pbbq --help`` answers at once)."""
 
 
 def _prefect_defaults() -> None:
@@ -25,8 +31,35 @@ def _prefect_defaults() -> None:
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
 
 
+class _OneLineErrors(logging.Filter):
+    """Log records on the terminal without their traceback (it is in the run's ``error.log``)."""
+
+    def filter(self, record: logging.LogRecord) -> logging.LogRecord:
+        if not record.exc_info:
+            return record
+        copy = logging.makeLogRecord(record.__dict__)
+        copy.exc_info = copy.exc_text = None
+        return copy
+
+
+def _quiet_tracebacks() -> None:
+    """Keep tracebacks off the terminal: the user sees one line per failure (``--debug`` shows them)."""
+    import prefect.logging.configuration  # noqa: F401  (Prefect's handlers exist once it is imported)
+
+    for logger in (logging.getLogger(), logging.getLogger("prefect")):
+        for handler in logger.handlers:
+            handler.addFilter(_OneLineErrors())
+
+
+def _message(exc: BaseException) -> str:
+    """One line: the error and, when the run kept it, where its traceback is."""
+    notes = [note for note in getattr(exc, "__notes__", []) if note.startswith("traceback: ")]
+    return f"{exc}" + (f" ({notes[0]})" if notes else "")
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pbbq", description="Build PBBQ, the Persian bias benchmark for QA.")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks on the terminal")
     commands = parser.add_subparsers(dest="command", required=True)
     build = commands.add_parser("build", help="build a run and print its folder")
     source = build.add_mutually_exclusive_group(required=True)
@@ -39,18 +72,17 @@ def _parser() -> argparse.ArgumentParser:
         "--upload", action="store_true", help="upload the release (default: a dry run that writes the folder only)"
     )
     commands.add_parser("serve", help="serve the build-pbbq deployment with its weekly schedule")
-    audit = commands.add_parser("audit", help="a run's funnel, stages and drops; writes <run>/audit.html")
-    audit.add_argument("run", help="run id (under --outputs) or run folder")
-    audit.add_argument("--outputs", type=Path, help="where runs are (default: $PBBQ_OUTPUTS or outputs/)")
-    trace = commands.add_parser("trace", help="one example back through its run, as JSON")
-    trace.add_argument("example_id")
-    trace.add_argument("--run", required=True, help="run id (under --outputs) or run folder")
-    trace.add_argument("--outputs", type=Path, help="where runs are (default: $PBBQ_OUTPUTS or outputs/)")
+    add_audit_commands(commands)
     add_names_command(commands)
+    add_evaluate_command(commands)
+    add_crawl_commands(commands)
     return parser
 
 
 def _build(args: argparse.Namespace) -> int:
+    from flows.config import load_config
+
+    load_config(args.config)  # a bad configuration fails here, before a Prefect server starts
     from flows.build_pbbq import build_pbbq
 
     folder = build_pbbq(
@@ -64,20 +96,6 @@ def _build(args: argparse.Namespace) -> int:
     return 0
 
 
-def _audit(args: argparse.Namespace) -> int:
-    from flows.audit import audit_text, run_folder, trace, write_audit_html
-    from flows.build_pbbq import outputs_folder
-
-    outputs = outputs_folder(str(args.outputs) if args.outputs else None)
-    if args.command == "audit":
-        run = run_folder(args.run, outputs)
-        print(audit_text(run))
-        print(f"report: {write_audit_html(run)}")
-    else:
-        print(json.dumps(trace(run_folder(args.run, outputs), args.example_id), ensure_ascii=False, indent=2))
-    return 0
-
-
 def _serve() -> int:
     from flows.deployment import serve_build
 
@@ -88,16 +106,18 @@ def _serve() -> int:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     _prefect_defaults()
+    if not args.debug and args.command not in AUDIT_COMMANDS:  # these read runs: no Prefect to quieten
+        _quiet_tracebacks()
     try:
-        if args.command == "names":
+        if args.command in ("names", "evaluate", "crawl", "questionnaire", "responses", *AUDIT_COMMANDS):
             return args.handler(args)
-        if args.command in ("audit", "trace"):
-            return _audit(args)
         return _build(args) if args.command == "build" else _serve()
     except KeyboardInterrupt:
         return 130
     except Exception as exc:  # the one place that turns any failure into a message and an exit code
-        print(f"pbbq: error: {exc}", file=sys.stderr)
+        if args.debug:
+            raise
+        print(f"pbbq: error: {_message(exc)}", file=sys.stderr)
         return 1
 
 

@@ -49,7 +49,10 @@ FIELD_DOCS: dict[str, str] = {
     "ans1": "Option 1.",
     "ans2": "Option 2.",
     "label": "Index (0-2) of the correct option.",
-    "answer_info": "The role of each option: `stereotyped`, `non-stereotyped` or `unknown` (see below).",
+    "answer_info": "BBQ's field: per option `[text, group tag]`; the 'unknown' option's tag is `unknown`.",
+    "additional_metadata": "BBQ's field: `subcategory`, `stereotyped_groups` (the stereotyped group's tag), "
+    "`version` of the record format, `source` (the stereotype id and where it came from).",
+    "answer_roles": "The role of each option: `stereotyped`, `non-stereotyped` or `unknown` (see below).",
     "target_loc": "Index (0-2) of the option that holds the stereotyped entity.",
     "assignment": "`biased`, `counter_biased` (disambiguated contexts) or `none` (ambiguous contexts).",
     "entity_order": "`stereo_first` or `nonstereo_first`: which entity the context mentions first.",
@@ -81,13 +84,21 @@ FUNNEL_LABELS: dict[str, str] = {
     "templates": "Templates written",
     "gated": "Templates that passed the annotation gate",
     "instantiated_templates": "Templates that yielded examples",
+    "entity_pairs": "Entity pairs of those templates",
+    "pairs_dropped_gender_confound": "Pairs not built: genders differ outside Gender",
+    "pairs_dropped_age_confound": "Pairs not built: age bands differ outside Age",
+    "pairs_without_confound": "Pairs built (differ only in the stereotype's attribute)",
     "examples": "Examples (`fa`)",
+    "examples_fa-names": "Name-proxy variants (`fa-names`)",
+    "examples_en": "English examples (`en`)",
 }
 
 TABLE2_HEADERS: dict[str, str] = {
     "category": "Category",
+    "n_templates": "# templates",
     "n_units": "# units",
     "ngd": "NGD ↑",
+    "ngd_mean": "NGD ÷ 4 ↑",
     "ttr": "TTR ↑",
     "self_bleu": "Self-BLEU ↓",
     "homogenization": "BERTScore ↓",
@@ -266,6 +277,12 @@ def _table2_section(table2: pd.DataFrame | None) -> str:
     return "\n\n".join(parts)
 
 
+def _table2_instances_section(table2_instances: pd.DataFrame | None) -> str:
+    if table2_instances is None:
+        return "`08_diversity/table2_instances` of the build's run folder."
+    return "\n\n" + _table2_section(table2_instances)
+
+
 def _fields_section(schema: pa.Schema) -> str:
     undocumented = [field.name for field in schema if field.name not in FIELD_DOCS]
     if undocumented:
@@ -324,6 +341,7 @@ def render_card(
     manifest_sha256: str | None,
     has_transcript: bool,
     card: CardParams,
+    table2_instances: pd.DataFrame | None = None,
 ) -> DatasetCard:
     """The dataset card of a release: the YAML header from :func:`card_data`, then the Markdown body."""
     return DatasetCard(
@@ -408,16 +426,23 @@ Per config; the `fa` table counts what Table 1 of the paper counts.
 
 {_table1_section(table1)}
 
-### Table 2: diversity of the contexts
+### Table 2: diversity of the template texts
 
 NGD, TTR (stop words removed), Self-BLEU and the BERTScore homogenization score per category, as in Table 2
 and Appendix C of the paper. Higher NGD and TTR and lower Self-BLEU and BERTScore mean more diverse text.
-The units are each category's distinct contexts, pooled: NGD sums the four n-gram ratios (0 to 4) as Appendix
-C.3 writes it, and instantiated contexts share their template's wording, so Self-BLEU sits near 1 and pooled
-TTR is small. Compare builds with each other, not with the paper's figures, whose units the paper leaves
-unstated.
+The units are the texts people and the LLM wrote, each once: for every template of a category its ambiguous
+context and its two disambiguating continuations, with each placeholder (the two people, the wording variant)
+replaced by the one word «فلانی», which TTR leaves out with the stop words; a counter-biased continuation that
+mirrors the biased one is then the same text and counts once. NGD is the sum of the four n-gram ratios (0 to 4)
+as Appendix C.3 writes it; the paper's column (0.68-0.80) reads as their mean, given as NGD ÷ 4. TTR and NGD
+fall as a category's text grows, so a category with fewer templates than the paper's 10-35 reads higher.
 
 {_table2_section(table2)}
+
+Earlier builds computed this table on the instantiated contexts, where each template's words recur for every
+entity pair and wording variant: Self-BLEU read 1.000 and TTR about 0.02 in every category. Those
+instance-level figures are kept, per config, to compare builds with each other, not with the paper:
+{_table2_instances_section(table2_instances)}
 
 ## Record fields
 
@@ -425,9 +450,17 @@ unstated.
 
 How to read the roles:
 
-- `answer_info` gives the role of each option: `stereotyped` (the entity the stereotype is about),
+- `answer_roles` gives the role of each option: `stereotyped` (the entity the stereotype is about),
   `non-stereotyped` (the other entity) or `unknown`. Roles were recorded when the example was generated, never
   recovered afterwards by matching strings.
+- `answer_info` and `additional_metadata` are BBQ's own fields, so BBQ's tools (lm-evaluation-harness's `bbq`
+  task code) read the records as they are: each option's `[text, group tag]`, the stereotyped entity tagged with
+  the stereotype's target group (`stereotyped_groups`), the other entity with the non-target groups joined by
+  `/`, the 'unknown' option with `unknown`.
+- In a disambiguated context the two assignments are mirrors: the counter-biased continuation is the biased
+  one with the two entities exchanged, so the two differ only in who is who.
+- Outside the Gender category the two entities of an example never differ in gender, and outside the Age
+  category never in age band (pairs that would are not built; see the funnel).
 - `label` is the correct option: the `unknown` option in an ambiguous context; in a disambiguated context, the
   entity the text singles out.
 - `target_loc` is the option of the stereotyped entity, whichever question is asked.
@@ -463,7 +496,7 @@ The paper scores each option by the sum of the log-probabilities of its tokens a
 def target_and_counter(example):
     \"\"\"Option indices (target, counter-target) of an example, for the ambiguous bias score.\"\"\"
     stereotyped = example["target_loc"]
-    other = next(i for i in range(3) if example["answer_info"][f"ans{{i}}"] == "non-stereotyped")
+    other = next(i for i in range(3) if example["answer_roles"][f"ans{{i}}"] == "non-stereotyped")
     return (stereotyped, other) if example["question_polarity"] == "neg" else (other, stereotyped)
 ```
 

@@ -8,6 +8,9 @@ The release folder (``<out_dir>/hub/``) is what the Hub repository will hold:
   struct, categories plain strings. No column is held back: ``llm_request_ids`` and ``source_example_id`` are
   provenance that the shipped transcript and the other configs resolve, and ``stereo_entity`` /
   ``nonstereo_entity`` let a user analyse by group without parsing text.
+- ``lm_eval/``: the release's lm-evaluation-harness task (:mod:`tasks.lm_eval_task`), a YAML per config and
+  category and the ``utils.py`` they name, so ``lm_eval --include_path <release>/lm_eval --tasks pbbq_fa`` scores
+  a model on this folder as the PBBQ paper did (§4).
 - ``manifest.json`` (the run's manifest) and ``transcript.jsonl`` (the recorded LLM answers), when given.
 - ``README.md``, the dataset card (:mod:`tasks.dataset_card`).
 
@@ -17,8 +20,9 @@ killed run never leaves a half-written release.
 
 Upload (:func:`upload_release`) makes ONE commit holding every file of the folder, with the build id and the
 manifest's sha256 in its message, and tags it (the tag defaults to the build id). Files of the release's own
-paths (``data/``, ``README.md``, ``manifest.json``, ``transcript.jsonl``) that the Hub holds but the folder does
-not, e.g. a shard of an earlier, larger release, are deleted in the same commit; other files are left alone.
+paths (``data/``, ``lm_eval/``, ``README.md``, ``manifest.json``, ``transcript.jsonl``) that the Hub holds but the
+folder does not, e.g. a shard of an earlier, larger release, are deleted in the same commit; other files are left
+alone.
 A failure anywhere before the commit leaves the repository's history as it was; the local folder is never
 touched by an upload.
 
@@ -56,6 +60,7 @@ from prefect.artifacts import create_link_artifact
 
 from tasks.artifacts import StageOutput, atomic_write_bytes, parquet_bytes, sha256_bytes, sha256_file
 from tasks.dataset_card import CardParams, ConfigInfo, render_card
+from tasks.lm_eval_task import task_files
 from tasks.schemas import EXAMPLE, example_configs, to_arrow
 
 log = logging.getLogger(__name__)
@@ -69,6 +74,8 @@ CONFIG_ORDER = ("fa", "fa-names", "en", "en-names")
 CONFIG_NAME = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*")
 MANAGED_FILES = frozenset({"README.md", "manifest.json", "transcript.jsonl"})
 MANAGED_PREFIX = "data/"
+TASK_FOLDER = "lm_eval"
+MANAGED_PREFIXES = (MANAGED_PREFIX, f"{TASK_FOLDER}/")
 REPO_TYPE = "dataset"
 REVISION = "main"
 ARTIFACT_KEY = "pbbq-release"
@@ -199,7 +206,8 @@ def build_release(
     card: CardParams,
     shard_rows: int = SHARD_ROWS,
 ) -> ReleaseFolder:
-    """Write the release folder ``out_dir/hub/`` (parquet per config, manifest, transcript, dataset card)."""
+    """Write the release folder ``out_dir/hub/`` (parquet per config, the lm-eval task, manifest, transcript,
+    dataset card)."""
     if not configs:
         raise ReleaseError("nothing to publish: no config has examples")
     if shard_rows < 1:
@@ -231,6 +239,11 @@ def build_release(
                     download_size=size,
                 )
             )
+        categories = {name: sorted(configs[name]["category"].unique()) for name in sorted(configs, key=_config_key)}
+        for name, data in task_files(categories).items():  # no build id: the files depend on the data only
+            path = f"{TASK_FOLDER}/{name}"
+            atomic_write_bytes(staging / path, data)
+            files.append(ReleaseFile(path, sha256_bytes(data), len(data), None))
         manifest_sha256 = None
         for source, path in ((manifest_path, "manifest.json"), (transcript_path, "transcript.jsonl")):
             if source is not None:
@@ -295,7 +308,7 @@ def _release_files(folder: Path) -> dict[str, Path]:
 
 
 def _managed(path: str) -> bool:
-    return path in MANAGED_FILES or path.startswith(MANAGED_PREFIX)
+    return path in MANAGED_FILES or path.startswith(MANAGED_PREFIXES)
 
 
 def _same(remote: RepoFile | None, local: Path) -> bool:

@@ -27,7 +27,7 @@ def prefect_server() -> Iterator[None]:
 @pytest.fixture
 def sample_copy(tmp_path: Path) -> Path:
     """A writable copy of the bundled sample's inputs and configuration, laid out as in the repository."""
-    for folder in ("survey", "annotations", "configs", "prompts"):
+    for folder in ("survey", "annotations", "configs", "prompts", "crawl"):
         if (REPO_ROOT / folder).exists():
             shutil.copytree(REPO_ROOT / folder, tmp_path / folder, ignore=shutil.ignore_patterns("__pycache__"))
     return tmp_path

@@ -44,7 +44,7 @@ def test_a_cold_rebuild_elsewhere_is_byte_identical(
     """Not only the cache replaying its result: recomputing every stage gives the same bytes."""
     cold = Path(build_pbbq(run_id="cold", outputs=str(tmp_path_factory.mktemp("elsewhere"))))
     assert not any(stage["cached"] for stage in _manifest(cold)["stages"])
-    assert len(_manifest(cold)["stages"]) == 9
+    assert len(_manifest(cold)["stages"]) == 10  # 01_crawl … 10_publish
     assert _parquet_hashes(cold) == _parquet_hashes(two_builds[0])
 
 
@@ -60,7 +60,12 @@ def test_manifest_lists_every_artifact_with_hash_rows_inputs_and_code(two_builds
         "unknown_phrases",
         "disambiguation_overrides",
         "names",
+        "glossary",
         "transcript",
+        "crawl_sources",
+        "crawl_export_sample_export",
+        "crawl_export_sample_x",
+        "lexicon",
     }
     assert manifest["files"][0]["path"] == "transcript.jsonl"
     assert "10_publish/hub/data/fa/test-00000-of-00001.parquet" in {f["path"] for f in manifest["files"]}
@@ -125,22 +130,38 @@ def test_statistics_table1_counts_match_examples(two_builds: tuple[Path, Path]) 
     funnel = pd.read_parquet(run / "09_statistics" / "funnel.parquet").set_index("step")["count"]
     assert funnel["surveyed"] >= funnel["accepted"] and funnel["templates"] >= funnel["gated"]
     assert funnel["examples"] == len(configs["fa"])
+    assert (funnel["examples_fa-names"], funnel["examples_en"]) == (len(configs["fa-names"]), len(configs["en"]))
+    dropped_pairs = pd.read_parquet(run / "05_instantiate" / "dropped_pairs.parquet")
+    assert funnel["entity_pairs"] == funnel["pairs_without_confound"] + len(dropped_pairs)
+    for reason, count in dropped_pairs["reason"].value_counts().items():
+        assert funnel[f"pairs_dropped_{reason}"] == count
+
+
+def test_the_build_checks_its_own_soundness_in_every_config(two_builds: tuple[Path, Path]) -> None:
+    run = two_builds[0]
+    table = pd.read_parquet(run / "09_statistics" / "soundness.parquet")
+    assert set(table["config"]) == {"fa", "fa-names", "en"}
+    assert table["violations"].sum() == 0, table.query("violations > 0").to_dict(orient="records")
+    report = json.loads((run / "09_statistics" / "report.json").read_text(encoding="utf-8"))
+    assert report["warnings"] == []
 
 
 def test_table2_for_every_config_with_homogenization_not_computed_without_a_model(
     two_builds: tuple[Path, Path],
 ) -> None:
     folder = two_builds[0] / "08_diversity"
-    table2 = pd.read_parquet(folder / "table2.parquet")
-    assert set(table2["config"]) == {"fa", "fa-names", "en"}
-    assert table2[["ngd", "ttr", "self_bleu"]].notna().all().all()
-    assert table2["homogenization"].isna().all()
-    assert table2["homogenization_note"].str.contains("not computed").all()
+    table2 = pd.read_parquet(folder / "table2.parquet")  # the paper's Table 2: template texts, one per category
+    instances = pd.read_parquet(folder / "table2_instances.parquet")  # the instantiated contexts, per config
+    assert "config" not in table2.columns and set(instances["config"]) == {"fa", "fa-names", "en"}
+    for table in (table2, instances):
+        assert table[["ngd", "ttr", "self_bleu"]].notna().all().all()
+        assert table["homogenization"].isna().all()
+        assert table["homogenization_note"].str.contains("not computed").all()
     markdown = (folder / "table2.md").read_text(encoding="utf-8")
-    assert "| Category | # units | NGD ↑ | TTR ↑ | Self-BLEU ↓ | BERTScore ↓ |" in markdown
+    assert "| Category | # templates | # units | NGD ↑ | NGD ÷ 4 ↑ | TTR ↑ | Self-BLEU ↓ | BERTScore ↓ |" in markdown
     assert "not computed" in markdown
     assert {p.name for p in folder.glob("*.png")} == {
-        f"diversity_{m}.png" for m in ("ngd", "ttr", "self_bleu", "homogenization")
+        f"diversity_{kind}{m}.png" for kind in ("", "instances_") for m in ("ngd", "ttr", "self_bleu", "homogenization")
     }
     card = (two_builds[0] / "10_publish" / "hub" / "README.md").read_text(encoding="utf-8")
     assert (
@@ -190,18 +211,43 @@ def _sample(two_builds: tuple[Path, Path], table: str) -> pd.DataFrame:
 
 
 def test_examples_have_no_duplicates_and_per_template_counts_follow_the_product(two_builds: tuple[Path, Path]) -> None:
+    for table in ("05_instantiate/examples", "06_names/examples", "07_translate/examples"):
+        examples = _sample(two_builds, table)
+        assert not examples.duplicated(["context", "question", "ans0", "ans1", "ans2"]).any(), table
     examples = _sample(two_builds, "05_instantiate/examples")
-    assert not examples.duplicated(["context", "question", "ans0", "ans1", "ans2"]).any()
     assert _sample(two_builds, "05_instantiate/dropped_examples").empty
+    dropped_pairs = _sample(two_builds, "05_instantiate/dropped_pairs").groupby("template_id").size()
     templates = _sample(two_builds, "04_disambiguate/templates").set_index("template_id")
     counts = examples.groupby("template_id").size()
     assert len(counts) > 32
     for template_id, count in counts.items():
         template = templates.loc[template_id]
-        pairs = (
-            len(template.stereo_entities) * len(template.nonstereo_entities) * max(len(template.lexical_variants), 1)
-        )
-        assert count == pairs * 12, template_id
+        pairs = len(template.stereo_entities) * len(template.nonstereo_entities) - dropped_pairs.get(template_id, 0)
+        assert count == pairs * max(len(template.lexical_variants), 1) * 12, template_id
+
+
+def test_no_pair_mixes_genders_outside_gender_nor_age_bands_outside_age(two_builds: tuple[Path, Path]) -> None:
+    from tasks.cues import age_bands_differ, entity_age_band, entity_gender, genders_differ
+
+    examples = _sample(two_builds, "05_instantiate/examples")
+    pairs = examples[["category", "stereo_entity", "nonstereo_entity"]].drop_duplicates()
+    for row in pairs.itertuples():
+        genders = entity_gender(row.stereo_entity, "fa"), entity_gender(row.nonstereo_entity, "fa")
+        bands = entity_age_band(row.stereo_entity, "fa"), entity_age_band(row.nonstereo_entity, "fa")
+        assert row.category == "Gender" or not genders_differ(*genders), row
+        assert row.category == "Age" or not age_bands_differ(*bands), row
+    dropped = _sample(two_builds, "05_instantiate/dropped_pairs")
+    assert {"gender_confound", "age_confound"} <= set(dropped["reason"])
+
+
+def test_counter_biased_continuations_are_mirrors(two_builds: tuple[Path, Path]) -> None:
+    from tasks.inputs import swap_roles
+
+    templates = _sample(two_builds, "04_disambiguate/templates")
+    usable = templates[templates["disambiguated_source"] != "review"]
+    assert (usable["mirror_exception"] == "").all()
+    assert (usable["disambiguated_counter_biased_fa"] == usable["disambiguated_fa"].map(swap_roles)).all()
+    assert set(usable["counter_biased_source"]) == {"mirror"}
 
 
 def test_labels_are_right_in_all_four_conditions_of_the_sample(two_builds: tuple[Path, Path]) -> None:
@@ -210,7 +256,7 @@ def test_labels_are_right_in_all_four_conditions_of_the_sample(two_builds: tuple
     conditions = set()
     for row in examples.itertuples():
         options = (row.ans0, row.ans1, row.ans2)
-        answer = row.answer_info[f"ans{row.label}"]
+        answer = row.answer_roles[f"ans{row.label}"]
         if row.context_condition == "ambig":
             assert answer == "unknown"
         else:
@@ -226,7 +272,9 @@ def test_labels_are_right_in_all_four_conditions_of_the_sample(two_builds: tuple
 def test_no_position_leaks_the_role_or_the_label(two_builds: tuple[Path, Path]) -> None:
     examples = _sample(two_builds, "05_instantiate/examples")
     for role in ("stereotyped", "non-stereotyped", "unknown"):
-        positions = examples["answer_info"].map(lambda info, role=role: [info[f"ans{i}"] for i in range(3)].index(role))
+        positions = examples["answer_roles"].map(
+            lambda info, role=role: [info[f"ans{i}"] for i in range(3)].index(role)
+        )
         shares = positions.value_counts(normalize=True)
         assert len(shares) == 3 and shares.between(1 / 3 - 0.05, 1 / 3 + 0.05).all(), (role, shares.to_dict())
     for _, part in examples.groupby(["context_condition", "question_polarity"]):
@@ -242,4 +290,7 @@ def test_the_release_folder_loads_offline_with_datasets(two_builds: tuple[Path, 
     }
     loaded = load_release_offline(hub, expected, tmp_path)
     assert {name: entry["rows"] for name, entry in loaded.items()} == expected
-    assert loaded["fa"]["features"]["answer_info"]["ans0"] == {"dtype": "string", "_type": "Value"}
+    assert loaded["fa"]["features"]["answer_info"]["ans0"] == {
+        "feature": {"dtype": "string", "_type": "Value"},
+        "_type": "List",
+    }

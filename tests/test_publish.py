@@ -23,9 +23,10 @@ from prefect import flow
 from prefect.artifacts import Artifact
 
 from flows.cli import main
-from tasks.artifacts import StageOutput
+from tasks.artifacts import REPO_ROOT, StageOutput
 from tasks.dataset_card import CardParams, features_yaml, size_category
 from tasks.instantiate import answer_role
+from tasks.lm_eval_task import task_name
 from tasks.publish import (
     ARTIFACT_KEY,
     RELEASE,
@@ -71,6 +72,7 @@ def make_examples(n: int, *, lang: str = "fa", variant: str = "original", salt: 
         roles = PERMUTATIONS[(i // len(CELLS)) % len(PERMUTATIONS)]
         stereo, nonstereo = f"گروه {i % 5}", f"گروه دیگر {i % 3}"
         texts = {"stereotyped": stereo, "non-stereotyped": nonstereo, "unknown": "مشخص نیست"}
+        tags = {"stereotyped": f"گروه-{i % 5}", "non-stereotyped": f"گروه-دیگر-{i % 3}", "unknown": "unknown"}
         digest = hashlib.sha256(f"{lang}|{variant}|{salt}|{i}".encode()).hexdigest()[:12]
         rows.append(
             {
@@ -87,7 +89,14 @@ def make_examples(n: int, *, lang: str = "fa", variant: str = "original", salt: 
                 "ans1": texts[roles[1]],
                 "ans2": texts[roles[2]],
                 "label": roles.index(ROLE_NAMES[answer_role(condition, assignment, polarity)]),
-                "answer_info": {f"ans{k}": role for k, role in enumerate(roles)},
+                "answer_info": {f"ans{k}": [texts[role], tags[role]] for k, role in enumerate(roles)},
+                "additional_metadata": {
+                    "subcategory": "None",
+                    "stereotyped_groups": [tags["stereotyped"]],
+                    "version": "pbbq-1",
+                    "source": f"S{i // 24:03d} (expert)",
+                },
+                "answer_roles": {f"ans{k}": role for k, role in enumerate(roles)},
                 "target_loc": roles.index("stereotyped"),
                 "assignment": assignment,
                 "entity_order": "stereo_first" if i % 2 == 0 else "nonstereo_first",
@@ -250,12 +259,31 @@ def test_release_folder_holds_sorted_typed_shards(tmp_path: Path) -> None:
         assert ids == sorted(frame["example_id"])
         first = tables[0].to_pylist()[0]
         assert set(first["answer_info"]) == {"ans0", "ans1", "ans2"}
+        assert [first[f"ans{k}"] for k in range(3)] == [first["answer_info"][f"ans{k}"][0] for k in range(3)]
         assert isinstance(first["category"], str)
     assert files["manifest.json"] == (tmp_path / "run" / "manifest.json").read_bytes()
     assert files["transcript.jsonl"] == (tmp_path / "run" / "transcript.jsonl").read_bytes()
     assert {file.path: file.sha256 for file in folder.files} == {
         path: hashlib.sha256(data).hexdigest() for path, data in files.items()
     }
+
+
+def test_the_release_carries_its_lm_eval_task(tmp_path: Path) -> None:
+    folder = release(tmp_path)
+    tasks = {path.name for path in (folder.path / "lm_eval").iterdir()}
+    categories = {name: sorted(frame["category"].unique()) for name, frame in make_configs().items()}
+    expected = {f"{task_name(config)}.yaml" for config in categories}
+    expected |= {f"{task_name(config, generate=True)}.yaml" for config in categories}
+    expected |= {f"{task_name(config, category)}.yaml" for config, names in categories.items() for category in names}
+    assert {name for name in tasks if name.endswith(".yaml")} == expected
+    assert "pbbq_fa_names_socio_economic_status.yaml" in expected
+    assert (folder.path / "lm_eval" / "utils.py").read_bytes() == (
+        REPO_ROOT / "tasks" / "lm_eval_utils.py"
+    ).read_bytes()
+    listed = {file.path for file in folder.files if file.path.startswith("lm_eval/")}
+    assert listed == {f"lm_eval/{name}" for name in tasks} and {"lm_eval/README.md", "lm_eval/utils.py"} <= listed
+    config_task = (folder.path / "lm_eval" / "pbbq_fa_names.yaml").read_text(encoding="utf-8")
+    assert 'config: "fa-names"' in config_task and "include: _pbbq_mc_template_yaml" in config_task
 
 
 def test_same_inputs_give_the_same_bytes_and_a_rebuild_leaves_no_stale_shard(tmp_path: Path) -> None:
@@ -320,7 +348,9 @@ def test_card_yaml_round_trips(tmp_path: Path) -> None:
         [split] = infos[name]["splits"]
         assert split["name"] == "test" and split["num_examples"] == rows and split["num_bytes"] > 0
     answer_info = next(f for f in infos["fa"]["features"] if f["name"] == "answer_info")
-    assert answer_info == {"name": "answer_info", "struct": [{"name": f"ans{i}", "dtype": "string"} for i in range(3)]}
+    assert answer_info == {"name": "answer_info", "struct": [{"name": f"ans{i}", "list": "string"} for i in range(3)]}
+    roles = next(f for f in infos["fa"]["features"] if f["name"] == "answer_roles")
+    assert roles == {"name": "answer_roles", "struct": [{"name": f"ans{i}", "dtype": "string"} for i in range(3)]}
     assert data["license"] == "cc-by-4.0"
     assert data["language"] == ["fa", "en"]
     assert data["task_categories"] == ["question-answering", "multiple-choice"]
@@ -340,7 +370,7 @@ def test_card_body_reports_this_build(tmp_path: Path) -> None:
         "| Published in `fa-names` | 25 |",
         "| **Total** | **3** | **30** |",
         "Not computed in this build",
-        "| `answer_info` | `struct<ans0: string, ans1: string, ans2: string>` |",
+        "| `answer_info` | `struct<ans0: list<item: string>, ans1: list<item: string>, ans2: list<item: string>>` |",
         "Δ_bias = Acc(Q_bias) − Acc(Q_counter)",
         "PBBQ_LLM_MODE=replay pbbq build --config configs/sample.toml",
         "Farsi, Farhan and Bali, Shayan",
@@ -508,7 +538,11 @@ def test_a_new_release_replaces_the_files_of_the_last_one(tmp_path: Path, hub: F
     smaller = release(tmp_path, {"fa": make_examples(30, salt="v2")}, out="v2", shard_rows=100, transcript=False)
     result = upload(hub, smaller, tag="v2")
     old_data = {file.path for file in first.files if file.path.startswith("data/")}
-    assert result.committed and set(result.deleted) == old_data | {"transcript.jsonl"}
+    # the tasks of the configs the new release no longer has go too; the shared ones are replaced
+    old_tasks = {file.path for file in first.files if file.path.startswith("lm_eval/")}
+    new_tasks = {file.path for file in smaller.files if file.path.startswith("lm_eval/")}
+    assert "lm_eval/pbbq_en.yaml" in old_tasks - new_tasks and "lm_eval/utils.py" in new_tasks
+    assert result.committed and set(result.deleted) == old_data | (old_tasks - new_tasks) | {"transcript.jsonl"}
     files = hub.repo(REPO).files()
     assert set(files) == {".gitattributes", "notes/curators.md", *snapshot(smaller.path)}
     assert hub.repo(REPO).tags["v1"] != hub.repo(REPO).tags["v2"] == result.commit_oid

@@ -1,0 +1,99 @@
+"""Finding and reading run folders (docs/architecture.md §5): the outputs folder, a run by id or path, the
+completed runs in the order they finished, and a run's manifest, reports and tables.
+
+Light on purpose: ``pbbq audit``, ``diff``, ``trace`` and ``browse`` import this, not the flow and its stages.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from tasks.artifacts import REPO_ROOT, run_status
+
+
+class AuditError(ValueError):
+    """A run folder or an example that cannot be found or read."""
+
+
+def outputs_folder(outputs: str | None) -> Path:
+    """Where runs go: the argument, else ``$PBBQ_OUTPUTS``, else ``outputs/`` in the repository."""
+    return Path(outputs or os.environ.get("PBBQ_OUTPUTS") or REPO_ROOT / "outputs").resolve()
+
+
+def run_folder(run: str | Path, outputs: Path) -> Path:
+    """A run by id (under ``outputs``) or by path; it must hold a manifest."""
+    for candidate in (Path(run), outputs / run):
+        if (candidate / "manifest.json").is_file():
+            return candidate.resolve()
+    raise AuditError(f"no run {str(run)!r}: neither {run} nor {outputs / run} holds a manifest.json")
+
+
+def read_json(path: Path) -> dict[str, Any]:
+    """A JSON file of a run; a broken one is an error naming it."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise AuditError(f"{path}: cannot be read as JSON ({exc})") from exc
+
+
+def manifest(run: Path) -> dict[str, Any]:
+    return read_json(run / "manifest.json")
+
+
+def stage_report(run: Path, folder: str) -> dict[str, Any]:
+    """A stage's ``report.json``, or an empty report when the stage folder has none (a failed stage)."""
+    path = run / folder / "report.json"
+    return read_json(path) if path.is_file() else {}
+
+
+def read_table(run: Path, name: str, columns: list[str] | None = None) -> pd.DataFrame:
+    """``<run>/<name>.parquet``, or an empty table when the run has no such table."""
+    path = run / f"{name}.parquet"
+    if not path.is_file():
+        return pd.DataFrame(columns=columns or [])
+    return pd.read_parquet(path, columns=columns)
+
+
+def stage_folders(run: Path) -> list[str]:
+    """The stage folders of a run in DAG order: those the manifest lists, and any ``NN_name`` folder on disk
+    that it does not (a stage that failed half-way)."""
+    listed = [stage["folder"] for stage in manifest(run).get("stages", [])]
+    on_disk = [p.name for p in run.iterdir() if p.is_dir() and p.name[:2].isdigit() and p.name[2:3] == "_"]
+    return sorted(dict.fromkeys([*listed, *on_disk]))
+
+
+def _finished_at(run: Path) -> tuple[str, int]:
+    written = manifest(run).get("written_at") or ""
+    return written, (run / "manifest.json").stat().st_mtime_ns
+
+
+def completed_runs(outputs: Path) -> list[Path]:
+    """Every completed run under ``outputs``, oldest first (by when its manifest was written)."""
+    if not outputs.is_dir():
+        return []
+    runs = []
+    for path in outputs.iterdir():
+        if path.name.startswith(".") or not (path / "manifest.json").is_file():
+            continue
+        try:
+            if run_status(manifest(path)) == "completed":
+                runs.append(path.resolve())
+        except AuditError:
+            continue  # a run whose manifest is broken is not a completed run
+    return sorted(runs, key=_finished_at)
+
+
+def previous_completed(run: Path) -> Path | None:
+    """The last completed run in ``run``'s outputs folder that finished before ``run`` (any completed run other
+    than ``run`` when ``run`` has not finished yet), or None."""
+    run = run.resolve()
+    others = [other for other in completed_runs(run.parent) if other != run]
+    if run_status(manifest(run)) == "completed":
+        mine = _finished_at(run)
+        others = [other for other in others if _finished_at(other) < mine]
+    return others[-1] if others else None
