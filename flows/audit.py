@@ -55,6 +55,7 @@ REASON_WORDS: dict[str, str] = {
     "unfilled_placeholder": "a placeholder left unfilled",
     "entity_not_in_name_table": "an entity no name of the table stands for",
     "flagged_translation": "a segment's back-translation under the chrF threshold",
+    "pair_incomplete": "another example of its entity pair has no English version (pairs stay whole)",
 }
 """Reasons in words; any other reason reads as its name with spaces."""
 

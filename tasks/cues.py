@@ -178,10 +178,14 @@ def entity_age_band(entity: str, lang: str) -> str:
 
 
 def age_bands_differ(first: str, second: str) -> bool:
-    """Whether two age bands cannot describe people of one age. :data:`NONE` agrees with everything; ``youth``
-    with child, teen and young; ``adult`` with young, middle-aged and old; ``youth`` and ``adult`` differ."""
-    if NONE in (first, second) or first == second:
+    """Whether two age bands cannot describe people of one age, or an age is stated for one entity only. ``youth``
+    agrees with child, teen and young; ``adult`` with young, middle-aged and old; ``youth`` and ``adult`` differ.
+    :data:`NONE` agrees only with ``adult`` ('کارگر' against 'مرد'): against any other band the pair sets an age
+    beside the attribute ('کارگر افغانستانی' against 'جوان ایرانی')."""
+    if first == second:
         return False
+    if NONE in (first, second):
+        return (second if first == NONE else first) != "adult"
     possible = [_GENERIC_BANDS.get(band, frozenset({band})) for band in (first, second)]
     if {first, second} == {"youth", "adult"}:
         return True
@@ -189,5 +193,6 @@ def age_bands_differ(first: str, second: str) -> bool:
 
 
 def genders_differ(first: str, second: str) -> bool:
-    """Whether two entities have known, different genders."""
-    return NONE not in (first, second) and first != second
+    """Whether two entities' genders differ: known and different, or known for one only ('مرد پرخالکوبی'
+    against 'جوان بدون خالکوبی' sets a man against a person of either gender)."""
+    return first != second

@@ -3,18 +3,21 @@ Initialisation' and 'Name Selection', Appendix C; issue 9 §2, §3, §5).
 
 - **Sub-seeds** (Appendix C): ``np.random.seed(42)``, then ``np.random.randint(1, 10000, 3)`` = 7271, 861, 5391;
   one variant per sub-seed (:func:`sub_seeds`).
-- **One stream per example and sub-seed**: ``np.random.default_rng([sub_seed, example_seed(example_id)])``, so an
-  example's names depend on the sub-seed and its own id, not on the other rows of the table.
+- **One stream per entity pair and sub-seed**: ``np.random.default_rng([sub_seed, example_seed(pair_key)])``, the
+  key naming the template, the two entities and the lexical variant (:meth:`tasks.names.Prepared.pair_key`): the
+  twelve examples of a pair take the same names, so its mirrored examples differ only in who did what; the names
+  depend on the sub-seed and the pair, not on the other rows of the table.
 - **A draw** takes from that stream, in this order: (1) the era, uniformly among the eras the pair may have (all
   three, unless an entity's age band narrows them: :data:`ERAS_BY_AGE_BAND`); (2) the gender, female or male
   uniformly, when neither entity's reference gives one, for both names (two roommates are two men or two women);
   an entity without a gender whose partner has one takes the partner's; (3) the first entity's name, uniformly
-  among its group's names of that era and gender; (4) the second entity's, uniformly among its group's, the first
-  name left out. Both names therefore come from one era, and share one gender where the entities do.
-- **Distinct variants**: an example's variants are drawn in sub-seed order; a draw whose names repeat a name pair
-  already taken (by an earlier variant of the example, or by any variant of an example that reads the same once
-  named and whose id sorts first, see :func:`tasks.names.names`) is drawn again from the same stream (its next
-  values), until it differs. So the three variants are three different rows.
+  among its group's names of that era and gender; (4) the second entity's, uniformly among its group's, leaving
+  out the first name and any name that contains it or is part of it (:func:`apart`). Both names therefore come
+  from one era, and share one gender where the entities do.
+- **Distinct variants**: a pair's variants are drawn in sub-seed order; a draw whose names repeat a name pair
+  already taken (by an earlier variant of the pair, or by any variant of a pair with an example that reads the
+  same once named and whose key sorts first, see :func:`tasks.names.draw_all`) is drawn again from the same
+  stream (its next values), until it differs. So the three variants are three different rows.
 """
 
 from __future__ import annotations
@@ -118,8 +121,14 @@ def draw_pair(pools: Pools, request: PairRequest, rng: np.random.Generator) -> D
     genders = choices[int(rng.integers(len(choices)))] if len(choices) > 1 else choices[0]
     first_pool = _pool(pools, request, 0, genders[0], era)
     first = first_pool[int(rng.integers(len(first_pool)))]
-    second_pool = [name for name in _pool(pools, request, 1, genders[1], era) if name != first]
+    second_pool = [name for name in _pool(pools, request, 1, genders[1], era) if apart(first, name)]
     return Drawn(era, (first, second_pool[int(rng.integers(len(second_pool)))]))
+
+
+def apart(first: str, second: str) -> bool:
+    """Two names a pair may have: neither is part of the other ('حسین' and 'خادم‌حسین' would let a string match
+    of one option find the other)."""
+    return first not in second and second not in first
 
 
 def possible_pairs(pools: Pools, request: PairRequest) -> set[tuple[str, str]]:
@@ -128,7 +137,7 @@ def possible_pairs(pools: Pools, request: PairRequest) -> set[tuple[str, str]]:
     for era in request.eras:
         for genders in gender_choices(request.genders):
             for first in _pool(pools, request, 0, genders[0], era):
-                pairs.update((first, second) for second in _pool(pools, request, 1, genders[1], era) if second != first)
+                pairs.update((first, s) for s in _pool(pools, request, 1, genders[1], era) if apart(first, s))
     return pairs
 
 

@@ -107,10 +107,17 @@ class Prepared:
         genders = (self.genders[0], self.genders[1])
         return PairRequest(self.row["lang"], self.groups, genders, pair_eras(self.age_bands))
 
+    def pair_key(self) -> str:
+        """The entity pair the example instantiates: its template, two entities and lexical variant. The twelve
+        examples of a pair (conditions, polarities, assignments, orders) take the same names, so that a mirrored
+        pair of examples still differs only in who did what (BBQ's control; issue 9 §1)."""
+        fields = ("lang", "template_id", *ENTITY_COLUMNS, "lexical_variant")
+        return "|".join(str(self.row.get(field) or "") for field in fields)
+
     def reading(self) -> tuple[str, ...]:
-        """The example as it reads with slots for the names: two examples that read the same differ only in their
-        names."""
-        return (self.row["lang"], *(self.texts.get(field, self.row[field]) for field in TEXT_FIELDS))
+        """The example's context and question with slots for the names: two examples that read the same would
+        differ only in their names (and in the order and wording of their options)."""
+        return (self.row["lang"], *(self.texts.get(field, self.row[field]) for field in ("context", "question")))
 
 
 def _texts(row: Mapping[str, Any]) -> dict[str, str]:
@@ -216,6 +223,28 @@ def _listed(value: Iterable[str] | None) -> list[str]:
     return [] if value is None else list(value)
 
 
+def _pairs_reading_alike(pairs: Mapping[str, Sequence[Prepared]]) -> list[list[str]]:
+    """The pair keys grouped so that two pairs with an example that reads the same once named (e.g. 'کارگر ترک'
+    and 'جوان ترک', both a name) are in one group; groups and their keys sorted."""
+    parent = {key: key for key in pairs}
+
+    def root(key: str) -> str:
+        while parent[key] != key:
+            parent[key] = parent[parent[key]]
+            key = parent[key]
+        return key
+
+    first_of_reading: dict[tuple[str, ...], str] = {}
+    for key in sorted(pairs):
+        for item in pairs[key]:
+            other = first_of_reading.setdefault(item.reading(), key)
+            parent[root(key)] = root(other)
+    groups: dict[str, list[str]] = {}
+    for key in sorted(pairs):
+        groups.setdefault(root(key), []).append(key)
+    return sorted(groups.values())
+
+
 def _variant_row(item: Prepared, names: Sequence[str], sub_seed: int) -> dict[str, Any]:
     """The variant of ``item`` with ``names``: new texts, ``answer_info`` texts rewritten with the options, tags
     kept (issue 9 §6)."""
@@ -239,21 +268,28 @@ def _variant_row(item: Prepared, names: Sequence[str], sub_seed: int) -> dict[st
 def draw_all(
     mapped: Sequence[Prepared], pools: Pools, seeds: Sequence[int]
 ) -> tuple[dict[str, list[tuple[Drawn, int]]], list[tuple[Prepared, Unmapped]]]:
-    """The draws of every example (per sub-seed: the names and how many draws it took), class by class (module
-    docstring), and the examples left without enough free name pairs."""
-    classes: dict[tuple[str, ...], list[Prepared]] = {}
+    """The draws of every example (per sub-seed: the names and how many draws it took), and the examples left
+    without enough free name pairs. One draw per entity pair (:meth:`Prepared.pair_key`), from the pair's own
+    stream; pairs whose examples would read the same once named are drawn in key order against one set of taken
+    name pairs, so that no two of them get the same names (module docstring of :mod:`tasks.name_draw`)."""
+    pairs: dict[str, list[Prepared]] = {}
     for item in mapped:
-        classes.setdefault(item.reading(), []).append(item)
+        pairs.setdefault(item.pair_key(), []).append(item)
+    linked = _pairs_reading_alike(pairs)
     drawn: dict[str, list[tuple[Drawn, int]]] = {}
     short: list[tuple[Prepared, Unmapped]] = []
-    for members in classes.values():
+    for component in linked:
         taken: set[tuple[str, str]] = set()
-        for item in sorted(members, key=lambda p: p.example_id):
+        for key in component:
+            members = pairs[key]
+            first = min(members, key=lambda p: p.example_id)
             try:
-                drawn[item.example_id] = draw_variants(pools, item.request(), item.example_id, seeds, taken)
+                draws = draw_variants(pools, first.request(), key, seeds, taken)
             except TooFewPairs as error:
-                entities = [item.row[column] for column in ENTITY_COLUMNS]
-                short.append((item, Unmapped("too_few_distinct_names", entities, str(error))))
+                entities = [first.row[column] for column in ENTITY_COLUMNS]
+                short += [(item, Unmapped("too_few_distinct_names", entities, str(error))) for item in members]
+                continue
+            drawn.update((item.example_id, draws) for item in members)
     return drawn, short
 
 

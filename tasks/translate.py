@@ -472,7 +472,8 @@ def english_examples(
 
     An example is dropped when one of its segments (context, question, entities, lexical variant) failed
     validation (``failed_validation``) or, unless ``keep_flagged``, was flagged by its back-translation
-    (``flagged_translation``)."""
+    (``flagged_translation``); then the other examples of its entity pair (template, entities, lexical variant)
+    are dropped too (``pair_incomplete``), so that every English pair keeps its mirrors and both contexts."""
     by_kind = {kind: group for kind, group in translated.groupby("kind")}
     english = {
         (kind, fa): en
@@ -492,8 +493,9 @@ def english_examples(
         for k, fa, ids in zip(translated["kind"], translated["text_fa"], translated["request_ids"], strict=True)
     }
     unknown = dict(zip(unknown_phrases["phrase_fa"], unknown_phrases["phrase_en"], strict=True))
-    rows, reasons = [], []
+    rows, reasons, pairs = [], [], []
     for row in examples.to_dict(orient="records"):
+        pairs.append((row["template_id"], row["stereo_entity"], row["nonstereo_entity"], row["lexical_variant"]))
         keys = [("context", row["context"]), ("question", row["question"])]
         keys += [("entity", row["stereo_entity"]), ("entity", row["nonstereo_entity"])]
         keys += [("lex", row["lexical_variant"])] if row["lexical_variant"] else []
@@ -526,6 +528,10 @@ def english_examples(
             }
         )
         reasons.append(reason)
+    broken = {pair for pair, reason in zip(pairs, reasons, strict=True) if reason}
+    reasons = [
+        reason or ("pair_incomplete" if pair in broken else "") for pair, reason in zip(pairs, reasons, strict=True)
+    ]
     frame = pd.DataFrame(rows, columns=EXAMPLE.names)
     reason_series = pd.Series(reasons, index=frame.index, dtype="object")
     kept = frame[reason_series == ""].reset_index(drop=True)

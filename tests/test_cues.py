@@ -2,9 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 
 from tasks.cues import NONE, age_bands_differ, entity_age_band, entity_gender, explicit_age, genders_differ
+
+
+@pytest.fixture(autouse=True)
+def _fresh_cue_caches() -> Iterator[None]:
+    """entity_gender and entity_age_band are cached: clear them so each test reads the cue table afresh (mutation
+    testing runs each mutant in a process whose caches an earlier test run already filled)."""
+    entity_gender.cache_clear()
+    entity_age_band.cache_clear()
+    yield
 
 
 @pytest.mark.parametrize(
@@ -86,8 +97,10 @@ def test_explicit_ages(text: str, lang: str, age: int | None) -> None:
         ("young", "middle", True),
         ("teen", "young", True),
         ("old", "old", False),
-        (NONE, "old", False),
-        ("old", NONE, False),
+        (NONE, "old", True),  # an age stated for one entity only
+        ("young", NONE, True),
+        (NONE, "adult", False),  # 'کارگر' against 'مرد': both adults
+        (NONE, NONE, False),
     ],
 )
 def test_age_bands_differ(first: str, second: str, differ: bool) -> None:
@@ -95,6 +108,42 @@ def test_age_bands_differ(first: str, second: str, differ: bool) -> None:
     assert age_bands_differ(second, first) is differ
 
 
-def test_genders_differ_only_when_both_are_known() -> None:
+def test_genders_differ_when_different_or_stated_for_one_only() -> None:
     assert genders_differ("male", "female") and not genders_differ("male", "male")
-    assert not genders_differ(NONE, "female") and not genders_differ("male", NONE)
+    assert genders_differ(NONE, "female") and genders_differ("male", NONE)
+    assert not genders_differ(NONE, NONE)
+
+
+@pytest.mark.parametrize(
+    ("entity", "band"),
+    [
+        ("a 12-year-old", "child"),
+        ("a 13-year-old", "teen"),
+        ("a 19-year-old", "teen"),
+        ("a 20-year-old", "young"),
+        ("a 39-year-old", "young"),
+        ("a 40-year-old", "middle"),
+        ("a 59-year-old", "middle"),
+        ("a 60-year-old", "old"),
+    ],
+)
+def test_an_age_on_a_band_edge_falls_in_the_band_it_ends_or_starts(entity: str, band: str) -> None:
+    """AGE_BANDS: child ≤ 12, teen 13–19, young 20–39, middle-aged 40–59, old ≥ 60 (each last year included)."""
+    assert entity_age_band(entity, "en") == band
+
+
+def test_a_head_noun_is_not_cut_to_a_cue_word_unless_it_ends_in_the_indefinite_ye() -> None:
+    """'مردم' (people) is not 'مرد' (man) plus a suffix: only an indefinite ی is dropped from the head noun."""
+    assert (entity_gender("مردم شهر الف", "fa"), entity_age_band("مردم شهر الف", "fa")) == (NONE, NONE)
+    assert (entity_gender("زنی که آنجا بود", "fa"), entity_age_band("زنی که آنجا بود", "fa")) == ("female", "adult")
+
+
+@pytest.mark.parametrize("lang", ["fa", "en"])
+def test_an_empty_entity_has_no_cue(lang: str) -> None:
+    assert (entity_gender("", lang), entity_age_band("", lang)) == (NONE, NONE)
+    assert (entity_gender("  ", lang), entity_age_band("  ", lang)) == (NONE, NONE)
+
+
+def test_an_english_head_comes_last_so_a_possessor_gives_no_gender() -> None:
+    assert entity_gender("the boy's mother", "en") == "female"
+    assert entity_gender("the girl's father", "en") == "male"

@@ -74,7 +74,7 @@ def test_live_then_replay_then_faults_give_the_bundled_dataset(
     live = Path(build_pbbq(config=str(config), run_id="live", outputs=str(tmp_path / "a")))
     sent = server.requests_total
     header = json.loads((live / "transcript.jsonl").read_text(encoding="utf-8").splitlines()[0])
-    assert sent == header["records"] > 5000  # each distinct request sent once, and each one in the transcript
+    assert sent == header["records"] > 4000  # each distinct request sent once, and each one in the transcript
     usage = _report(live, "07_translate")["llm"]
     assert usage["requests_sent"] > 0 and usage["tokens_in"] > 0 and "cost_usd" in usage
     assert _report(live, "04_disambiguate")["llm"]["requests_sent"] >= 57  # one per template, and the retries

@@ -21,6 +21,7 @@ from tasks.artifacts import REPO_ROOT, StageOutput, parquet_bytes
 from tasks.inputs import load_questionnaire, load_templates, load_unknown_phrases, swap_roles
 from tasks.instantiate import InstantiateParams, instantiate
 from tasks.llm import LLMConfig
+from tasks.name_draw import PairRequest, possible_pairs
 from tasks.name_patterns import (
     NEUTRAL,
     REFERENCE_PATTERNS,
@@ -192,7 +193,7 @@ def fa_examples() -> pd.DataFrame:
             _template("ETH-01-T1", "Ethnicity", ["مرد ترک", "زن آذری"], ["مرد فارس", "زن کرد"]),
             _template("DOM-01-T1", "Domestic Area", ["دانشجوی اصفهانی"], ["دانشجوی شیرازی"]),
             _template("DOM-02-T2", "Domestic Area", ["جوان شیرازی"], ["جوان یزدی"]),
-            _template("DOM-03-T1", "Domestic Area", ["مرد تهرانی"], ["کارمند همدانی"]),
+            _template("DOM-03-T1", "Domestic Area", ["مرد تهرانی"], ["مرد همدانی"]),
             _template("AGE-01-T1", "Age", ["مرد هفتاد ساله"], ["مرد ترک"]),
         ]
     )
@@ -272,7 +273,7 @@ def test_a_pairs_names_share_one_gender(fa_output: StageOutput, fa_table: pd.Dat
     students = variants[variants["template_id"] == "DOM-01-T1"]
     drawn = {gender[n] for v in students.itertuples() for n in _entity_names(pd.Series(v._asdict())).values()}
     assert drawn == {"female", "male"}
-    assert fa_output.report["reference_genders"] == {"female": 48, "male": 48 + 24, "neutral": 96 + 24}
+    assert fa_output.report["reference_genders"] == {"female": 48, "male": 48 + 48, "neutral": 96}
     for row in fa_output.report["per_sub_seed"]:
         assert set(row["pair_genders"]) <= {"female/female", "male/male"}
         assert sum(row["pair_genders"].values()) == 120
@@ -290,6 +291,26 @@ def test_a_pairs_names_share_one_era_that_fits_their_age(fa_output: StageOutput,
     assert all(shared & {"1970-1995", "post1995"} for shared, y in zip(common, young, strict=True) if y)
     for row in fa_output.report["per_sub_seed"]:
         assert set(row["eras"]) == set(ERAS) and sum(row["eras"].values()) == 120
+
+
+def test_the_twelve_examples_of_an_entity_pair_take_the_same_names(fa_output: StageOutput) -> None:
+    """A mirrored pair of examples (biased and counter-biased) must differ only in who did what: every example of
+    one template, entity pair and lexical variant gets the same stereotyped and non-stereotyped names."""
+    variants = fa_output["examples"]
+    named = variants.apply(lambda v: tuple(sorted(_entity_names(v).items())), axis=1)
+    pair = ["template_id", "stereo_entity", "nonstereo_entity", "lexical_variant", "variant"]
+    per_pair = named.groupby([variants[c] for c in pair]).nunique()
+    assert len(per_pair) == 30 and (per_pair == 1).all()  # 10 pairs × 3 variants
+    assert variants.groupby(pair).size().eq(12).all()
+
+
+def test_no_name_of_a_pair_is_part_of_the_other() -> None:
+    """'حسین' against 'خادم‌حسین' would let a string match of one option find the other."""
+    pools = {("fa", "الف", "male", era): ("حسین", "خادم‌حسین", "رضا") for era in ERAS}
+    pools |= {("fa", "ب", "male", era): ("حسین", "خادم‌حسین", "علی") for era in ERAS}
+    request = PairRequest("fa", ("الف", "ب"), ("male", "male"), ERAS)
+    assert possible_pairs(pools, request) == {("حسین", "علی"), ("خادم‌حسین", "علی"), ("رضا", "حسین"),
+                                              ("رضا", "خادم‌حسین"), ("رضا", "علی")}  # fmt: skip
 
 
 def test_the_three_variants_of_an_example_differ(fa_output: StageOutput) -> None:
@@ -312,10 +333,10 @@ def test_unnameable_entities_are_reported_not_passed_through(fa_examples: pd.Dat
     assert report["per_category"]["Domestic Area"] == {"in": 72, "mapped": 72, "unmapped": 0, "out": 216}
     assert [row["sub_seed"] for row in report["per_sub_seed"]] == [7271, 861, 5391]
     assert all(row["in"] == row["out"] == 120 for row in report["per_sub_seed"])
-    assert all(row["distinct_names"] > 20 for row in report["per_sub_seed"])
+    assert all(row["distinct_names"] > 10 for row in report["per_sub_seed"])  # 10 pairs, 2 names each at most
     assert report["per_sub_seed"][0]["redraws"] == 0  # the first variant repeats nothing
     # per entity of a pair and lexical variant: 4 ambiguous examples × 2 mentions + 8 disambiguated × 3 = 32
-    assert report["patterns"] == {"fa-gendered-person": (8 + 2) * 32, "fa-noun": (4 + 4 + 2) * 32}
+    assert report["patterns"] == {"fa-gendered-person": (8 + 2 + 2) * 32, "fa-noun": (4 + 4) * 32}
 
 
 def test_rebuild_is_byte_identical_and_independent_of_row_order(
@@ -350,8 +371,11 @@ def _pin_table() -> pd.DataFrame:
 
 
 def _example(example_id: str, stereo: str, nonstereo: str, context: str | None = None) -> dict:
+    """An example of template ``<example_id up to its last '-'>``, no lexical variant."""
     return {
         "example_id": example_id,
+        "template_id": example_id.rsplit("-", 1)[0],
+        "lexical_variant": "",
         "category": "Ethnicity",
         "lang": "fa",
         "stereo_entity": stereo,
@@ -385,25 +409,25 @@ def test_one_examples_three_variants_are_pinned() -> None:
     assert [row["redraws"] for row in output.report["per_sub_seed"]] == [0, 0, 0]
 
 
-PINNED = [
-    ("ت-m-1970-1995-1", "ف-m-1970-1995-0"),
+PINNED = [  # the streams of pair 'fa|ETH-01-T1|دانشجوی ترک|دانشجوی فارس|' under sub-seeds 7271, 861, 5391
+    ("ت-f-post1995-1", "ف-f-post1995-1"),
+    ("ت-f-1970-1995-0", "ف-f-1970-1995-1"),
     ("ت-m-post1995-0", "ف-m-post1995-0"),
-    ("ت-f-1970-1995-0", "ف-f-1970-1995-0"),
 ]
 
 
 def test_examples_that_read_the_same_once_named_get_different_names() -> None:
     """'کارگر ترک' and 'جوان ترک' both become a name: the two examples would be one text but for their names."""
-    worker = _example("X-2", "کارگر ترک", "کارگر فارس", "یک کارگر ترک و یک کارگر فارس آمدند.")
-    young = _example("X-3", "جوان ترک", "جوان فارس", "یک جوان ترک و یک جوان فارس آمدند.")
+    worker = _example("X-2-a", "کارگر ترک", "کارگر فارس", "یک کارگر ترک و یک کارگر فارس آمدند.")
+    young = _example("Y-2-a", "جوان ترک", "جوان فارس", "یک جوان ترک و یک جوان فارس آمدند.")
     output = names(_frame(worker, young), _pin_table(), NamesParams())
     variants = output["examples"]
     assert len(variants) == 6 and not variants.duplicated(DUPLICATE_KEY).any()
     assert variants["context"].str.fullmatch(r"\S+ و \S+ آمدند\.").all()
     alone = names(_frame(young), _pin_table(), NamesParams())["examples"]
-    first = variants[variants["source_example_id"] == "X-2"]["context"].tolist()
+    first = variants[variants["source_example_id"] == "X-2-a"]["context"].tolist()
     assert first == names(_frame(worker), _pin_table(), NamesParams())["examples"]["context"].tolist()
-    assert set(alone["context"]) & set(first)  # alone, X-3 would repeat X-2: the class draws again
+    assert set(alone["context"]) & set(first)  # alone, Y-2 would repeat X-2: the linked pairs draw again
     assert sum(row["redraws"] for row in output.report["per_sub_seed"]) > 0
     reversed_input = names(_frame(young, worker), _pin_table(), NamesParams())["examples"]
     by_id = variants.set_index("example_id")["context"]
@@ -411,9 +435,9 @@ def test_examples_that_read_the_same_once_named_get_different_names() -> None:
 
 
 def test_an_example_without_enough_free_pairs_is_unmapped() -> None:
-    old = [_example(f"O-{i}", "پیرمرد ترک", "پیرمرد فارس") for i in range(2)]  # male, pre1970: 2 × 2 = 4 pairs
+    old = [_example(f"O-{i}-a", "پیرمرد ترک", "پیرمرد فارس") for i in range(2)]  # male, pre1970: 2 × 2 = 4 pairs
     output = names(_frame(*old), _pin_table(), NamesParams())
-    assert output["examples"]["source_example_id"].unique().tolist() == ["O-0"]
+    assert output["examples"]["source_example_id"].unique().tolist() == ["O-0-a"]
     assert output["unmapped"]["reason"].tolist() == ["too_few_distinct_names"]
     assert output.report["drops"][0]["detail"] == "1 name pair(s) left for 3 variants"
     assert all("-pre1970-" in name for name in output["examples"][["ans0", "ans2"]].to_numpy().ravel())

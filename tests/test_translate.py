@@ -323,13 +323,20 @@ def test_translation_validates_retries_reviews_and_keeps_the_record(
     assert segments.at[ambiguous[0], "chrf"] < params.min_chrf and segments.at[ambiguous[0], "flagged"]
     assert {reasons[e] for e in by_context[ambiguous[0]]} == {"flagged_translation"}
     assert params.min_chrf < segments.at[ambiguous[1], "chrf"] < 100 and not segments.at[ambiguous[1], "flagged"]
-    assert set(reasons) == by_context[disambiguated[0]] | by_context[ambiguous[0]]
+    # the rest of the (one) entity pair goes with them, so that no English pair lacks a mirror or a context
+    rest = set(persian["example_id"]) - by_context[disambiguated[0]] - by_context[ambiguous[0]]
+    assert {e for e, reason in reasons.items() if reason == "pair_incomplete"} == rest and len(rest) == 8
+    assert output["examples"].empty and set(reasons) == set(persian["example_id"])
     assert output.report["failures_by_rule"] == {"glossary": 1, "singular_they": 3}
-    assert output.report["dropped"]["by_reason"] == {"failed_validation": 2, "flagged_translation": 2}
+    assert output.report["dropped"]["by_reason"] == {
+        "failed_validation": 2,
+        "flagged_translation": 2,
+        "pair_incomplete": 8,
+    }
 
-    # the English record: ids aligned, options English, tags and roles the Persian example's
-    english = output["examples"]
-    assert len(english) + len(dropped) == len(persian)
+    # the English record (of the examples dropped only for their pair): ids aligned, options English, tags and
+    # roles the Persian example's
+    english = dropped[dropped["reason"] == "pair_incomplete"].drop(columns="reason")
     assert (english["example_id"] == english["source_example_id"] + "-en").all()
     merged = english.merge(persian, left_on="source_example_id", right_on="example_id", suffixes=("", "_fa"))
     for row in merged.itertuples():
@@ -347,8 +354,9 @@ def test_translation_validates_retries_reviews_and_keeps_the_record(
     assert server.requests_by_path["/v1/chat/completions"] == len(segments) + 1 + 2 + segments["text_en"].nunique()
 
     kept = translate(persian, UNKNOWN, glossary, TranslatePrompts.load(), client, TranslateParams(keep_flagged=True))
-    assert len(kept["examples"]) == len(english) + len(by_context[ambiguous[0]])
-    assert set(kept["dropped"]["reason"]) == {"failed_validation"}
+    kept_reasons = dict(zip(kept["dropped"]["source_example_id"], kept["dropped"]["reason"], strict=True))
+    assert {kept_reasons[e] for e in by_context[ambiguous[0]]} == {"pair_incomplete"}  # flagged, but kept
+    assert kept["examples"].empty and set(kept_reasons.values()) == {"failed_validation", "pair_incomplete"}
 
 
 def test_unknown_phrasings_come_from_the_fixed_list(fake: tuple[FakeLLMServer, LLMClient], tmp_path: Path) -> None:
@@ -437,3 +445,160 @@ def test_stand_in_answers_only_the_biased_disambiguation(stand_in: tuple[StandIn
     counter = {"messages": [{"role": "system", "content": "شخصیت {nonstereo} باید"}, {"role": "user", "content": data}]}
     with pytest.raises(KeyError, match="biased disambiguation requests only"):
         model(counter)
+
+
+# --- the validator's reference rules, worked by hand ------------------------------------------------------------
+
+
+def _codes(failures: list[Any]) -> list[str]:
+    return [failure.code for failure in failures]
+
+
+def test_an_entity_is_found_without_its_article_in_any_case_as_whole_words_only() -> None:
+    def missing(english: str, entity: str) -> bool:
+        return "entity_missing" in _codes(translation_failures("context", "…", english, {"x": entity}, []))
+
+    assert not missing("Yesterday the PERSIAN Man left.", "  a Persian man ")
+    assert not missing("An old man left.", "the old man")
+    assert missing("The non-Persian man left.", "Persian man")  # part of a hyphenated word
+    assert missing("The Persian man-servant left.", "Persian man")
+    assert missing("The Persian manager left.", "Persian man")
+    assert missing("Mrs Smith left.", "Mr. Smith")  # the entity's '.' is a dot, not any character
+    assert not missing("Mr. Smith left.", "Mr. Smith")
+
+
+def test_a_longer_entity_wins_over_one_inside_it() -> None:
+    """'boy' inside 'boy's mother' is no mention of the boy: 'they' can only be the mother, who is female."""
+    failures = pronoun_failures("The boy's mother said they were late.", ["boy", "boy's mother"], "context")
+    assert failures == [
+        (
+            "singular_they",
+            "'they' refers to the boy's mother, who is female: use she/her/hers.",
+        )
+    ]
+    assert pronoun_failures("The boy's mother said she was late.", ["boy", "boy's mother"], "context") == []
+
+
+def test_a_pronoun_refers_to_the_last_earlier_sentence_that_mentions_someone() -> None:
+    entities = ["man", "woman"]
+    # nobody before 'she' in its sentence: the last earlier sentence with a mention holds the woman, not the man
+    assert pronoun_failures("The man waited. The woman sat. Then she left.", entities, "context") == []
+    assert _codes(pronoun_failures("The woman sat. The man waited. Then she left.", entities, "context")) == [
+        "pronoun_gender"
+    ]
+    # a mention after the pronoun in its own sentence is no antecedent
+    assert pronoun_failures("The woman waited. Then she saw the man.", entities, "context") == []
+    # no mention before the pronoun at all: nothing to check
+    assert pronoun_failures("She waited. Then the man came.", entities, "context") == []
+    # an entity mentioned twice before the pronoun is one candidate: 'they' for the man alone
+    twice = pronoun_failures("The man saw the man's car and they left.", entities, "context")
+    assert twice == [("singular_they", "'they' refers to the man, who is male: use he/him/his.")]
+
+
+def test_a_gendered_pronoun_fails_only_when_no_candidate_has_its_gender() -> None:
+    entities = ["man", "woman", "accountant"]
+    assert pronoun_failures("The man and the woman said she was late.", entities, "context") == []
+    assert pronoun_failures("The man and the accountant said she was late.", entities, "context") == []
+    assert pronoun_failures("The man told the man that she was late.", entities, "context") == [
+        ("pronoun_gender", "'she' is female but can only refer to someone who is not: the man is male.")
+    ]
+    # 'they' for two people, or for one whose gender no word gives, is right
+    assert pronoun_failures("The accountant said they were late.", entities, "context") == []
+    # a pronoun that is neither gendered nor 'they' is not checked
+    assert pronoun_failures("The man said it was late and we left.", entities, "context") == []
+
+
+def test_a_repeated_failure_is_listed_once() -> None:
+    failures = pronoun_failures("The man said they knew they were late.", ["man", "woman"], "context")
+    assert failures == [("singular_they", "'they' refers to the man, who is male: use he/him/his.")]
+
+
+def test_a_question_may_not_give_the_person_asked_about_another_gender() -> None:
+    assert pronoun_failures("Who lost her job?", ["man", "woman"], "question") == [
+        (
+            "pronoun_gender",
+            "'her' gives a gender to the person the question asks about, who may be the man (male): "
+            "use they/them/their.",
+        )
+    ]
+    assert pronoun_failures("Who lost their job?", ["man", "accountant"], "question") == []  # 'they' is fine
+    assert pronoun_failures("Who lost her job?", ["accountant", "woman"], "question") == []
+
+
+def test_an_entity_gender_failure_names_both_genders() -> None:
+    assert entity_gender_failures("جوان کم‌درآمد", "low-income young man") == [
+        (
+            "entity_gender",
+            'The Persian phrase names someone of a gender the Persian does not give, but "low-income young man" '
+            "names someone male: keep the Persian's gender.",
+        )
+    ]
+    assert entity_gender_failures("زن ترک", "Azerbaijani person") == [
+        (
+            "entity_gender",
+            'The Persian phrase names someone female, but "Azerbaijani person" names someone of a gender the '
+            "Persian does not give: keep the Persian's gender.",
+        )
+    ]
+
+
+def test_which_rules_apply_to_which_kind_of_segment() -> None:
+    glossary = [("ترک", "Azerbaijani")]
+    entities = {"مرد ترک": "Azerbaijani man", "مرد فارس": "Persian man"}
+    # an entity phrase: its own gender, no pronoun or entity check
+    assert translation_failures("entity", "مرد ترک", "Azerbaijani man", entities, glossary) == []
+    # a lexical variant: the glossary only, never the gender of the words
+    assert translation_failures("lex", "بانک ترک‌ها", "Azerbaijani woman's bank", entities, glossary) == []
+    assert _codes(translation_failures("lex", "بانک ترک‌ها", "Turkish bank", {}, glossary)) == ["glossary"]
+    # a question: pronouns, but not the entities' phrases
+    assert translation_failures("question", "…", "Who left?", entities, []) == []
+    assert _codes(translation_failures("question", "…", "Who lost her way?", entities, [])) == ["pronoun_gender"]
+    # a context: every entity's phrase and the pronouns
+    context = "The Azerbaijani man and the Persian man met, and he left."
+    assert translation_failures("context", "…", context, entities, glossary) == []
+    assert _codes(translation_failures("context", "…", "The Persian man left.", entities, [])) == ["entity_missing"]
+    # Persian letters and the glossary in any kind; several rules at once, in the validator's order
+    assert _codes(translation_failures("context", "…", "مرد left with his Turkish friend.", entities, glossary)) == [
+        "not_english",
+        "glossary",
+        "entity_missing",
+        "entity_missing",
+    ]
+    assert _codes(translation_failures("context", "…", " \n ", entities, glossary)) == ["empty"]
+
+
+def test_a_pronoun_that_begins_an_entitys_words_is_part_of_them() -> None:
+    """'his' in 'his father' is the entity's own word, not a pronoun to resolve (else it would have to be the
+    woman's)."""
+    assert pronoun_failures("The woman met his father.", ["woman", "his father"], "context") == []
+
+
+def test_the_longest_entity_claims_its_words_whatever_its_first_letter() -> None:
+    """'man' inside 'daughter of the man' (which sorts before it) is no mention of the man."""
+    failures = pronoun_failures(
+        "The daughter of the man said they were late.", ["man", "daughter of the man"], "context"
+    )
+    assert failures == [("singular_they", "'they' refers to the daughter of the man, who is female: use she/her/hers.")]
+
+
+def test_every_candidate_is_named_when_a_pronoun_fits_none() -> None:
+    failures = pronoun_failures("The man and the boy said she was late.", ["man", "boy"], "context")
+    assert failures == [
+        (
+            "pronoun_gender",
+            "'she' is female but can only refer to someone who is not: the man is male and the boy is male.",
+        )
+    ]
+
+
+def test_every_pronoun_of_a_question_is_checked_even_inside_an_entitys_words() -> None:
+    """A question names no one, so its pronouns are never read as an entity's own words, and a pronoun after a
+    genderless 'they' is checked too."""
+    boy = "boy who lives with both his parents"
+    assert _codes(pronoun_failures(f"Was it the {boy}?", [boy, "girl"], "question")) == ["pronoun_gender"]
+    assert _codes(pronoun_failures("Who said they lost her job?", ["man", "woman"], "question")) == ["pronoun_gender"]
+
+
+def test_a_missing_entity_is_named_in_its_failure() -> None:
+    failures = translation_failures("context", "…", "The man left.", {"مرد فارس": "Persian man"}, [])
+    assert failures == [("entity_missing", 'It does not hold the phrase "Persian man" exactly as given.')]
