@@ -8,7 +8,6 @@ module only wires.
 from __future__ import annotations
 
 import dataclasses
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -16,10 +15,15 @@ from typing import Any
 import pandas as pd
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.client.orchestration import get_client
+from prefect.exceptions import ObjectNotFound
+from prefect.runtime import flow_run
+from prefect.states import Crashed
 
 from flows.config import load_config
 from flows.diff import changes_since_previous
-from tasks.artifacts import REPO_ROOT, RunFolder, StageOutput, display_path
+from flows.runs import mark_killed_runs, outputs_folder
+from tasks.artifacts import RunFolder, StageOutput, display_path
 from tasks.candidates import load_lexicon
 from tasks.crawl import crawl_counts, crawl_task, fetch_sources, load_prompt
 from tasks.disambiguate import Prompts, disambiguate_task
@@ -39,11 +43,6 @@ TRANSCRIPT_NOTE = (
     "The LLM answers this PBBQ build used: import it (llm.transcript) and build in replay mode to rebuild it "
     "byte for byte with no API key."
 )
-
-
-def outputs_folder(outputs: str | None) -> Path:
-    """Where runs go: the argument, else ``$PBBQ_OUTPUTS``, else ``outputs/`` in the repository."""
-    return Path(outputs or os.environ.get("PBBQ_OUTPUTS") or REPO_ROOT / "outputs").resolve()
 
 
 class StageRunner:
@@ -66,6 +65,25 @@ class StageRunner:
         for warning in output.report.get("warnings", []):
             logger.warning("%s: %s", folder, warning)
         return output
+
+
+def mark_crashed(killed: list[dict[str, Any]]) -> None:
+    """Say that the builds of killed runs crashed: their run folders read ``incomplete`` now, and their Prefect
+    flow runs, left Running by a process that could not report its end, become Crashed."""
+    logger = get_run_logger()
+    with get_client(sync_client=True) as client:
+        for manifest in killed:
+            logger.warning("run %s: its build was killed; marked incomplete", manifest["run_id"])
+            flow_run_id = manifest.get("process", {}).get("flow_run_id")
+            if not flow_run_id:
+                continue
+            try:
+                state = client.read_flow_run(flow_run_id).state
+            except ObjectNotFound:  # recorded on another Prefect server
+                continue
+            if state is not None and state.is_running():
+                message = f"the process of run {manifest['run_id']} ended without reporting (killed)"
+                client.set_flow_run_state(flow_run_id, Crashed(message=message), force=True)
 
 
 def _table_artifact(key: str, frame: Any, description: str) -> None:
@@ -91,7 +109,8 @@ def build_pbbq(
         )
         build = dataclasses.replace(build, publish=publish)
     root = outputs_folder(outputs)
-    run = RunFolder.create(root, run_id, build.parameters())
+    mark_crashed(mark_killed_runs(root))
+    run = RunFolder.create(root, run_id, build.parameters(), process={"flow_run_id": str(flow_run.id)})
     stage = StageRunner(run, root / ".cache" / "prefect-results")
     llm = build.llm
     if not llm.store_path.is_absolute():  # not configured: one response store per outputs folder
@@ -243,13 +262,15 @@ def build_pbbq(
         }
         export_transcript(llm, used, transcript, note=TRANSCRIPT_NOTE)
         run.record_file(transcript, rows=len(used))
+        release_manifest = run.write_manifest("built", target=run.path / "10_publish" / "manifest.json")
+        run.record_file(release_manifest)
         publish = publish_stage(
             run.path / "10_publish",
             dataset,
             table1=stats["table1"],
             table2=diversity["table2"],
             funnel=stats["funnel"],
-            manifest_path=run.write_manifest("built"),
+            manifest_path=release_manifest,
             transcript_path=transcript,
             build_id=run.run_id,
             build_config=display_path(build.path),

@@ -44,7 +44,7 @@ class _OneLineErrors(logging.Filter):
 
 def _quiet_tracebacks() -> None:
     """Keep tracebacks off the terminal: the user sees one line per failure (``--debug`` shows them)."""
-    import prefect.logging.configuration  # noqa: F401  (Prefect's handlers exist once it is imported)
+    import prefect.main  # noqa: F401  (Prefect sets up its log handlers when its main module is imported)
 
     for logger in (logging.getLogger(), logging.getLogger("prefect")):
         for handler in logger.handlers:
@@ -84,14 +84,16 @@ def _build(args: argparse.Namespace) -> int:
 
     load_config(args.config)  # a bad configuration fails here, before a Prefect server starts
     from flows.build_pbbq import build_pbbq
+    from flows.server import startup_timeout, temporary_server
 
-    folder = build_pbbq(
-        config=str(args.config) if args.config else None,
-        run_id=args.run_id,
-        outputs=str(args.outputs) if args.outputs else None,
-        repo_id=args.repo_id,
-        dry_run=False if args.upload else None,
-    )
+    with temporary_server(startup_timeout()):
+        folder = build_pbbq(
+            config=str(args.config) if args.config else None,
+            run_id=args.run_id,
+            outputs=str(args.outputs) if args.outputs else None,
+            repo_id=args.repo_id,
+            dry_run=False if args.upload else None,
+        )
     print(folder)
     return 0
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import tomllib
 from dataclasses import asdict, fields
@@ -87,6 +86,7 @@ def add_crawl_commands(subparsers: Any) -> None:
 def crawl_command(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
+    from flows.runs import outputs_folder
     from tasks.artifacts import RunFolder
     from tasks.candidates import load_lexicon
     from tasks.crawl import DEFAULT_SOURCES, CrawlParams, crawl_stage, fetch_sources, with_fetch_report
@@ -104,8 +104,7 @@ def crawl_command(args: argparse.Namespace) -> int:
         from tasks.llm import LLMConfig
 
         llm = LLMConfig.from_mapping(llm_section)
-    # flows.build_pbbq.outputs_folder's rule, without importing the flow and every stage
-    outputs = Path(args.outputs or os.environ.get("PBBQ_OUTPUTS") or REPO_ROOT / "outputs").resolve()
+    outputs = outputs_folder(str(args.outputs) if args.outputs else None)
     run = RunFolder.create(outputs, args.run_id, {"crawl": asdict(params)})
     with run.recording():
         fetched = fetch_sources(params, outputs / ".crawl", log=lambda line: print(line, file=sys.stderr))

@@ -328,6 +328,7 @@ def _cells(a: pd.DataFrame, b: pd.DataFrame, table: str, key: list[str]) -> list
     """Rows of two versions of a table whose numbers differ (a row missing in one run has empty cells)."""
     if a.empty and b.empty:
         return []
+    a, b = (f if set(key) <= set(f.columns) else pd.DataFrame(columns=(b if f is a else a).columns) for f in (a, b))
     frame = a.merge(b, on=key, how="outer", suffixes=("_a", "_b"), sort=False)
     numeric = [c for c in a.columns if c not in key and c in b.columns and pd.api.types.is_numeric_dtype(a[c])]
     whole = {c for c in numeric if pd.api.types.is_integer_dtype(a[c]) or pd.api.types.is_integer_dtype(b[c])}

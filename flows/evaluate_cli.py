@@ -46,24 +46,26 @@ def add_evaluate_command(subparsers: Any) -> argparse.ArgumentParser:
 
 def evaluate_command(args: argparse.Namespace) -> int:
     """Run the evaluate-pbbq flow and print its run folder. A run id under ``--outputs`` names a build."""
-    from flows.build_pbbq import outputs_folder
     from flows.evaluate_pbbq import evaluate_pbbq
+    from flows.runs import outputs_folder
+    from flows.server import startup_timeout, temporary_server
 
     outputs = outputs_folder(str(args.outputs) if args.outputs else None)
     release = args.release
     if not Path(release).exists() and (outputs / release).is_dir():
         release = str(outputs / release)
-    folder = evaluate_pbbq(
-        release=release,
-        models=args.models,
-        configs=args.config,
-        limit=args.limit,
-        eval_id=args.eval_id,
-        outputs=str(outputs),
-        survey=str(args.survey) if args.survey else None,
-        bootstrap=args.bootstrap,
-        seed=args.seed,
-        batch_size=args.batch_size,
-    )
+    with temporary_server(startup_timeout()):
+        folder = evaluate_pbbq(
+            release=release,
+            models=args.models,
+            configs=args.config,
+            limit=args.limit,
+            eval_id=args.eval_id,
+            outputs=str(outputs),
+            survey=str(args.survey) if args.survey else None,
+            bootstrap=args.bootstrap,
+            seed=args.seed,
+            batch_size=args.batch_size,
+        )
     print(folder)
     return 0

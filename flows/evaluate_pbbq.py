@@ -30,7 +30,7 @@ from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
-from flows.build_pbbq import outputs_folder
+from flows.runs import outputs_folder
 from tasks.artifacts import RunFolder, StageOutput, atomic_write_bytes, new_run_id, parquet_bytes, write_json
 from tasks.eval_reports import (
     BBQ_TABLE,

@@ -13,7 +13,7 @@ from typing import Any
 
 import pandas as pd
 
-from tasks.artifacts import REPO_ROOT, run_status
+from tasks.artifacts import REPO_ROOT, mark_incomplete, run_status
 
 
 class AuditError(ValueError):
@@ -72,8 +72,13 @@ def _finished_at(run: Path) -> tuple[str, int]:
     return written, (run / "manifest.json").stat().st_mtime_ns
 
 
+def is_build(manifest: dict[str, Any]) -> bool:
+    """A run of the build (not an evaluation or a crawl alone): one that instantiates examples."""
+    return any(stage.get("folder") == "05_instantiate" for stage in manifest.get("stages", []))
+
+
 def completed_runs(outputs: Path) -> list[Path]:
-    """Every completed run under ``outputs``, oldest first (by when its manifest was written)."""
+    """Every completed build under ``outputs``, oldest first (by when its manifest was written)."""
     if not outputs.is_dir():
         return []
     runs = []
@@ -81,7 +86,8 @@ def completed_runs(outputs: Path) -> list[Path]:
         if path.name.startswith(".") or not (path / "manifest.json").is_file():
             continue
         try:
-            if run_status(manifest(path)) == "completed":
+            found = manifest(path)
+            if run_status(found) == "completed" and is_build(found):
                 runs.append(path.resolve())
         except AuditError:
             continue  # a run whose manifest is broken is not a completed run
@@ -97,3 +103,11 @@ def previous_completed(run: Path) -> Path | None:
         mine = _finished_at(run)
         others = [other for other in others if _finished_at(other) < mine]
     return others[-1] if others else None
+
+
+def mark_killed_runs(outputs: Path) -> list[dict[str, Any]]:
+    """Every run of ``outputs`` whose build was killed (``running``, its process gone): marked ``incomplete`` in
+    its manifest, its leftovers removed. Returns their manifests (the flow marks their Prefect flow runs)."""
+    if not outputs.is_dir():
+        return []
+    return [manifest(run) for run in sorted(outputs.iterdir()) if run.is_dir() and mark_incomplete(run)]

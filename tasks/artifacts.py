@@ -14,6 +14,8 @@ import io
 import json
 import os
 import re
+import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -222,6 +224,38 @@ class RunExistsError(FileExistsError):
     """The run folder exists already; a run never writes into another run's folder."""
 
 
+REPLACEABLE = ("incomplete", "failed")
+"""Statuses of a run whose id a new build may take: its folder is replaced (its finished stages come back from
+the result cache)."""
+LEFTOVERS = (".*.tmp", ".hub-*")
+"""What a killed process leaves in a run: the atomic writer's temporary files, publish's staging folder."""
+KILL_HOOK = "PBBQ_TEST_KILL_IN"
+"""Fault injection for tests/test_killed_runs.py: a build whose environment names a stage folder here is killed
+(SIGKILL) half-way through writing that stage, after its first file."""
+
+
+def leftovers(run: Path) -> list[Path]:
+    """Temporary files and folders a killed process left in ``run``."""
+    return sorted({path for pattern in LEFTOVERS for path in run.rglob(pattern)})
+
+
+def mark_incomplete(run: Path) -> bool:
+    """If ``run`` reads ``incomplete`` (``running`` in its manifest, its process gone), say so in its manifest
+    and remove its leftovers; True when it did."""
+    path = run / "manifest.json"
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    if manifest.get("status") != "running" or run_status(manifest) != "incomplete":
+        return False
+    for leftover in leftovers(run):
+        shutil.rmtree(leftover) if leftover.is_dir() else leftover.unlink(missing_ok=True)
+    manifest.update(status="incomplete", error="the build's process ended before the run finished (killed?)")
+    write_json(path, manifest)
+    return True
+
+
 RUN_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}")
 """A run id is one safe path component: letters, digits, ``-``, ``_``, ``.``; no leading dot."""
 
@@ -236,6 +270,17 @@ def check_run_id(run_id: str) -> str:
     return run_id
 
 
+def _status_of(run: Path) -> str:
+    """The status of an existing folder: its manifest's as an audit reads it, ``incomplete`` for a folder with no
+    manifest that holds nothing else, ``unknown`` for anything else."""
+    try:
+        return run_status(json.loads((run / "manifest.json").read_text(encoding="utf-8")))
+    except FileNotFoundError:
+        return "incomplete" if not any(run.iterdir()) else "unknown"
+    except (OSError, ValueError):
+        return "unknown"
+
+
 @dataclass
 class RunFolder:
     """One run's folder, and the manifest it accumulates as stages finish."""
@@ -248,9 +293,13 @@ class RunFolder:
     files: list[Artifact] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     """What a person should look at before trusting the run (e.g. inputs that read like instructions)."""
+    process: dict[str, str] = field(default_factory=dict)
+    """Who runs it besides the pid and host (the Prefect flow run id), kept in the manifest while it runs."""
 
     @classmethod
-    def create(cls, outputs: Path, run_id: str | None, parameters: Mapping[str, Any]) -> RunFolder:
+    def create(
+        cls, outputs: Path, run_id: str | None, parameters: Mapping[str, Any], process: Mapping[str, str] | None = None
+    ) -> RunFolder:
         """Make the run's folder and write its manifest with status ``running`` (and who runs it), so that a
         run whose process dies reads ``incomplete``, never as no run at all."""
         run_id = check_run_id(run_id) if run_id else new_run_id()
@@ -258,8 +307,12 @@ class RunFolder:
         try:
             path.mkdir(parents=True, exist_ok=False)
         except FileExistsError:
-            raise RunExistsError(f"run folder {path} exists already; choose another --run-id") from None
-        run = cls(path=path, run_id=run_id, parameters=dict(parameters))
+            status = _status_of(path)
+            if status not in REPLACEABLE:
+                raise RunExistsError(f"run folder {path} exists already ({status}); choose another --run-id") from None
+            shutil.rmtree(path)  # an incomplete or failed run of this id: built again from scratch
+            path.mkdir()
+        run = cls(path=path, run_id=run_id, parameters=dict(parameters), process=dict(process or {}))
         run.write_manifest("running")
         return run
 
@@ -287,6 +340,8 @@ class RunFolder:
             data = parquet_bytes(to_arrow(frame, output.schemas[name], name))
             target = stage_dir / f"{name}.parquet"
             atomic_write_bytes(target, data)
+            if os.environ.get(KILL_HOOK) == folder:
+                os.kill(os.getpid(), signal.SIGKILL)
             artifacts.append(Artifact(target.relative_to(self.path).as_posix(), sha256_bytes(data), len(frame)))
             if name in output.csv:
                 text = spreadsheet_safe(frame).to_csv(index=False).encode("utf-8")
@@ -315,12 +370,18 @@ class RunFolder:
                     return artifact.sha256
         raise KeyError(wanted)
 
-    def write_manifest(self, status: str, error: str | None = None) -> Path:
+    def write_manifest(self, status: str, error: str | None = None, target: Path | None = None) -> Path:
+        """Write the manifest with ``status`` to ``<run>/manifest.json``, or to ``target`` (the copy a release
+        carries, so that the run's own manifest stays ``running`` while it publishes)."""
         manifest = {
             "run_id": self.run_id,
             "status": status,
             "error": error,
-            **({"process": {"pid": os.getpid(), "host": socket.gethostname()}} if status == "running" else {}),
+            **(
+                {"process": {"pid": os.getpid(), "host": socket.gethostname(), **self.process}}
+                if status == "running"
+                else {}
+            ),
             "written_at": datetime.now(UTC).isoformat(timespec="seconds"),
             "code_version": code_version(),
             "parameters": self.parameters,
@@ -338,7 +399,7 @@ class RunFolder:
                 for record in self.stages
             ],
         }
-        target = self.path / "manifest.json"
+        target = target or self.path / "manifest.json"
         write_json(target, manifest)
         return target
 
