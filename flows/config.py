@@ -7,6 +7,7 @@ stage's default, and an unknown key is an error (a typo must not silently fall b
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, fields
 from functools import partial
 from pathlib import Path
@@ -67,6 +68,11 @@ RANGES: dict[str, dict[str, tuple[float | None, float | None]]] = {
 """The allowed range (inclusive; None: unbounded) of every numeric stage parameter."""
 
 
+def _names(keys: Iterable[str]) -> str:
+    """Keys of a configuration, for a one-line message: as they are, or their ``repr`` if not printable."""
+    return ", ".join(key if key.isprintable() else repr(key) for key in keys)
+
+
 def _check_value(path: Path, section: str, key: str, value: Any, expected: Any) -> None:
     """A parameter's type (from its dataclass annotation) and range (:data:`RANGES`), the key named."""
     allowed = get_args(expected) or (expected,)
@@ -80,6 +86,10 @@ def _check_value(path: Path, section: str, key: str, value: Any, expected: Any) 
     )
     if kinds and not fits:
         raise ConfigError(f"{path}: [{section}] {key} = {value!r} is not {' or '.join(k.__name__ for k in kinds)}")
+    if numeric and value != value:
+        raise ConfigError(f"{path}: [{section}] {key} = nan is not a number")
+    if isinstance(value, str) and "\0" in value:
+        raise ConfigError(f"{path}: [{section}] {key} = {value!r} holds a NUL character")
     low, high = RANGES.get(section, {}).get(key, (None, None))
     if numeric and ((low is not None and value < low) or (high is not None and value > high)):
         bounds = f"{'-∞' if low is None else low} … {'∞' if high is None else high}"
@@ -122,17 +132,50 @@ class BuildConfig:
         }
 
 
-def _section(path: Path, raw: dict[str, Any], name: str, kind: Any) -> Any:
+def _table(path: Path, raw: dict[str, Any], name: str) -> dict[str, Any]:
     values = raw.get(name, {})
     if not isinstance(values, dict):
         raise ConfigError(f"{path}: {name} must be a section [{name}], not a value")
+    return values
+
+
+def _file(path: Path, section: str, key: str, value: Any) -> Path:
+    """A path of the configuration (a string, relative to its file), resolved."""
+    if not isinstance(value, str) or "\0" in value:
+        raise ConfigError(f"{path}: [{section}] {key} = {value!r} is not a path (a string)")
+    return (path.parent / value).resolve()
+
+
+def _llm_section(path: Path, raw: dict[str, Any]) -> tuple[dict[str, Any], Path | None]:
+    """``[llm]`` checked by type before :class:`LLMConfig` checks its values, and its transcript path."""
+    llm = dict(_table(path, raw, "llm"))
+    hints = get_type_hints(LLMConfig)
+    for key, value in llm.items():
+        if key in hints and key not in ("store_path", "model_rule", "prices"):
+            _check_value(path, "llm", key, value, hints[key])
+    prices = llm.get("prices", {})
+    if not isinstance(prices, dict) or not all(
+        isinstance(pair, list)
+        and len(pair) == 2
+        and all(not isinstance(p, bool) and isinstance(p, int | float) and p >= 0 for p in pair)
+        for pair in prices.values()
+    ):
+        raise ConfigError(
+            f"{path}: [llm] prices = {prices!r} is not a table of [usd per 1M input tokens, usd per 1M output tokens]"
+        )
+    transcript = llm.pop("transcript", None)
+    if "store_path" in llm:
+        llm["store_path"] = _file(path, "llm", "store_path", llm["store_path"])
+    return llm, None if transcript in (None, "") else _file(path, "llm", "transcript", transcript)
+
+
+def _section(path: Path, raw: dict[str, Any], name: str, kind: Any) -> Any:
+    values = _table(path, raw, name)
     params = kind.func if isinstance(kind, partial) else kind
     known = {f.name for f in fields(params)} - {"unknown_phrases"}
     unknown = sorted(set(values) - known)
     if unknown:
-        raise ConfigError(
-            f"{path}: [{name}] has unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}"
-        )
+        raise ConfigError(f"{path}: [{name}] has unknown key(s) {_names(unknown)}; known: {', '.join(sorted(known))}")
     hints = get_type_hints(params)
     for key, value in values.items():
         _check_value(path, name, key, value, hints[key])
@@ -149,25 +192,24 @@ def load_config(path: Path | None = None) -> BuildConfig:
         raise ConfigError(f"{path}: configuration file not found")
     try:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not UTF-8 text") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML ({exc})") from None
     unknown_sections = sorted(set(raw) - set(SECTIONS))
     if unknown_sections:
         raise ConfigError(
-            f"{path}: unknown section(s) or key(s) {', '.join(unknown_sections)}; known: {', '.join(SECTIONS)}"
+            f"{path}: unknown section(s) or key(s) {_names(unknown_sections)}; known: {', '.join(SECTIONS)}"
         )
-    declared = raw.get("inputs", {})
+    declared = _table(path, raw, "inputs")
     missing = [name for name in INPUTS if name not in declared]
     if missing:
         raise ConfigError(f"{path}: [inputs] is missing {', '.join(missing)}")
-    phrases = load_unknown_phrases((path.parent / declared["unknown_phrases"]).resolve())
+    phrases = load_unknown_phrases(_file(path, "inputs", "unknown_phrases", declared["unknown_phrases"]))
     unknown = sorted(set(declared) - set(INPUTS) - set(OPTIONAL_INPUTS))
     if unknown:
-        raise ConfigError(f"{path}: [inputs] has unknown key(s) {', '.join(unknown)}")
-    llm = dict(raw.get("llm", {}))
-    transcript = llm.pop("transcript", None)
-    if "store_path" in llm:
-        llm["store_path"] = (path.parent / llm["store_path"]).resolve()
+        raise ConfigError(f"{path}: [inputs] has unknown key(s) {_names(unknown)}")
+    llm, transcript = _llm_section(path, raw)
     try:
         llm_config = LLMConfig.from_mapping(llm)
     except ValueError as exc:
@@ -175,10 +217,12 @@ def load_config(path: Path | None = None) -> BuildConfig:
     return BuildConfig(
         path=path,
         inputs={
-            name: (path.parent / declared[name]).resolve() for name in (*INPUTS, *OPTIONAL_INPUTS) if name in declared
+            name: _file(path, "inputs", name, declared[name])
+            for name in (*INPUTS, *OPTIONAL_INPUTS)
+            if name in declared
         },
         llm=llm_config,
-        transcript=(path.parent / transcript).resolve() if transcript else None,
+        transcript=transcript,
         survey_filter=_section(path, raw, "survey_filter", SurveyParams),
         kappa_gate=_section(path, raw, "kappa_gate", GateParams),
         disambiguate=_section(path, raw, "disambiguate", DisambiguateParams),

@@ -39,8 +39,8 @@ def load_glossary(path: Path) -> pd.DataFrame:
     frame = read_csv_checked(path, GLOSSARY_COLUMNS)[GLOSSARY_COLUMNS]
     if frame.empty:
         raise InputError(path, None, "no glossary entries")
+    frame["term_fa"] = frame["term_fa"].map(normalize_fa)  # first: a cell of bidi marks alone is empty
     require_filled(frame, ["term_fa", "term_en"], path)
-    frame["term_fa"] = frame["term_fa"].map(normalize_fa)
     require_none(
         path,
         frame["term_fa"].str.contains(_NOT_PERSIAN_TERM),

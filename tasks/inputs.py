@@ -89,10 +89,19 @@ class InputError(ValueError):
         super().__init__(f"{where}: {problem}")
 
 
+_LINE_BREAK = re.compile(r"[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]")
+
+
+def _shown(text: str) -> str:
+    """A cell or column name inside a message: as it is, or its ``repr`` if it would break the message's line."""
+    return repr(text) if _LINE_BREAK.search(text) else text
+
+
 def read_csv_checked(path: Path, required: Iterable[str], *, allow_empty: bool = False) -> pd.DataFrame:
     """A UTF-8 CSV file as strings, every cell stripped; one :class:`InputError` naming the file (and the row)
-    for a missing or empty file, a repeated column, a missing required column, a NUL byte, or no data rows
-    (unless ``allow_empty``: a header alone then means 'none')."""
+    for a missing or empty file, a repeated column, a missing required column, a NUL byte, text that is not
+    CSV, a row with more (non-empty) cells than the header has columns, or no data rows (unless ``allow_empty``:
+    a header alone then means 'none'). Blank lines are skipped; a row's missing cells at its end are empty."""
     if not path.is_file():
         raise InputError(path, None, "file not found")
     raw = path.read_bytes()
@@ -102,16 +111,23 @@ def read_csv_checked(path: Path, required: Iterable[str], *, allow_empty: bool =
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise InputError(path, raw[: exc.start].count(b"\n") + 1, "not UTF-8 text") from None
-    header = next(csv.reader(io.StringIO(text)), [])
+    reader = csv.reader(io.StringIO(text))
+    try:
+        records = list(reader)
+    except csv.Error as exc:
+        raise InputError(path, None, f"line {reader.line_num}: not a readable CSV file ({exc})") from None
+    header = records[0] if records else []
     if not [column for column in header if column.strip()]:
         raise InputError(path, None, "empty file: no header row")
     repeated = sorted({column for column in header if header.count(column) > 1})
     if repeated:
-        raise InputError(path, 1, f"column(s) {', '.join(repeated)} appear more than once in the header")
-    try:
-        frame = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False)
-    except pd.errors.ParserError as exc:
-        raise InputError(path, None, f"not a readable CSV file ({exc})") from None
+        raise InputError(path, 1, f"column(s) {', '.join(map(_shown, repeated))} appear more than once in the header")
+    for row, record in enumerate(records[1:], 2):
+        if any(cell.strip() for cell in record[len(header) :]):
+            raise InputError(path, row, f"{len(record)} cells, more than the {len(header)} columns of the header")
+    # a blank line is no row; missing cells at the end of a row are empty, extra empty ones are dropped
+    cells = [(record + [""] * len(header))[: len(header)] for record in records[1:] if record]
+    frame = pd.DataFrame(cells, columns=header, dtype=str)
     missing = [column for column in required if column not in frame.columns]
     if missing:
         raise InputError(path, 1, f"missing column(s) {', '.join(missing)}")
@@ -126,7 +142,7 @@ def spreadsheet_row(index: int) -> int:
 
 
 def _split_list(value: str) -> list[str]:
-    return [normalize_fa(part) for part in value.split(LIST_SEPARATOR) if part.strip()]
+    return [part for part in map(normalize_fa, value.split(LIST_SEPARATOR)) if part]
 
 
 def _require_unique(frame: pd.DataFrame, column: str, path: Path, what: str) -> None:
@@ -154,19 +170,27 @@ def require_filled(frame: pd.DataFrame, columns: Iterable[str], path: Path) -> N
         require_none(path, frame[column] == "", lambda _, column=column: f"empty {column}")
 
 
+QUESTIONNAIRE_COLUMNS = [
+    "stereotype_id",
+    "category",
+    "statement_fa",
+    "statement_en",
+    "target_group",
+    "non_target_groups",
+    "source",
+]
+"""The questionnaire's columns, in its order (``survey/questionnaire.csv``)."""
+
+
 def load_questionnaire(path: Path) -> pd.DataFrame:
     """The surveyed stereotypes: one row each, with the groups they are about (PBBQ §3.2)."""
-    columns = [
-        "stereotype_id",
-        "category",
-        "statement_fa",
-        "statement_en",
-        "target_group",
-        "non_target_groups",
-        "source",
-    ]
+    columns = QUESTIONNAIRE_COLUMNS
     frame = read_csv_checked(path, columns)[columns]
-    require_filled(frame, ["stereotype_id", "category", "statement_fa", "target_group", "non_target_groups"], path)
+    for column in ("statement_fa", "target_group"):  # first, so a cell of bidi marks alone counts as empty
+        frame[column] = frame[column].map(normalize_fa)
+    frame["non_target_groups"] = frame["non_target_groups"].map(_split_list)
+    require_filled(frame, ["stereotype_id", "category", "statement_fa", "target_group"], path)
+    require_none(path, frame["non_target_groups"].map(len) == 0, lambda _: "empty non_target_groups")
     _require_unique(frame, "stereotype_id", path, "stereotype_id")
     for index, row in frame.iterrows():
         if row.category not in CATEGORIES:
@@ -175,9 +199,6 @@ def load_questionnaire(path: Path) -> pd.DataFrame:
             )
         if row.source not in SOURCES:
             raise InputError(path, spreadsheet_row(index), f"source {row.source!r} is not one of {', '.join(SOURCES)}")
-    for column in ("statement_fa", "target_group"):
-        frame[column] = frame[column].map(normalize_fa)
-    frame["non_target_groups"] = frame["non_target_groups"].map(_split_list)
     return frame.reset_index(drop=True)
 
 
@@ -188,10 +209,14 @@ def load_responses(path: Path, stereotype_ids: Iterable[str]) -> pd.DataFrame:
     answer_columns = [column for column in frame.columns if column not in ("respondent_id", *DEMOGRAPHIC_COLUMNS)]
     unknown = [column for column in answer_columns if column not in known]
     if unknown:
-        raise InputError(path, 1, f"unknown stereotype id(s) {', '.join(unknown)}: not in the questionnaire")
+        raise InputError(
+            path, 1, f"unknown stereotype id(s) {', '.join(map(_shown, unknown))}: not in the questionnaire"
+        )
     unasked = [stereotype for stereotype in known if stereotype not in answer_columns]
     if unasked:
-        raise InputError(path, 1, f"no answer column for stereotype(s) {', '.join(unasked)} of the questionnaire")
+        raise InputError(
+            path, 1, f"no answer column for stereotype(s) {', '.join(map(_shown, unasked))} of the questionnaire"
+        )
     require_filled(frame, ["respondent_id"], path)
     _require_unique(frame, "respondent_id", path, "respondent")
     answers = frame[known].apply(lambda column: column.str.lower())
@@ -201,7 +226,7 @@ def load_responses(path: Path, stereotype_ids: Iterable[str]) -> pd.DataFrame:
         raise InputError(
             path,
             spreadsheet_row(index),
-            f"answer {frame.at[index, column]!r} for {column} (respondent {frame.at[index, 'respondent_id']}) "
+            f"answer {frame.at[index, column]!r} for {column} (respondent {_shown(frame.at[index, 'respondent_id'])}) "
             f"is not one of {', '.join(ANSWERS)} or empty",
         )
     return pd.concat([frame[["respondent_id", *DEMOGRAPHIC_COLUMNS]], answers], axis=1)
@@ -273,12 +298,12 @@ def load_templates(path: Path, stereotype_ids: Iterable[str]) -> pd.DataFrame:
     """
     known = set(stereotype_ids)
     frame = read_csv_checked(path, TEMPLATE_COLUMNS)[TEMPLATE_COLUMNS]
+    text_columns = [column for column in TEMPLATE_COLUMNS if column.endswith("_fa")]
+    frame[text_columns] = frame[text_columns].map(normalize_fa)  # first: a cell of bidi marks alone is empty
     require_filled(
         frame, ["template_id", "stereotype_id", "ambiguous_fa", "question_negative_fa", "question_nonnegative_fa"], path
     )
     _require_unique(frame, "template_id", path, "template_id")
-    text_columns = [column for column in TEMPLATE_COLUMNS if column.endswith("_fa")]
-    frame[text_columns] = frame[text_columns].map(normalize_fa)
     for column in ("stereo_entities", "nonstereo_entities", "lexical_variants"):
         frame[column] = frame[column].map(_split_list)
     roles = {"stereo", "nonstereo"}
@@ -348,7 +373,7 @@ def load_ratings(path: Path, template_ids: Iterable[str]) -> pd.DataFrame:
     require_none(
         path,
         frame.duplicated(["template_id", "item_id", "annotator_id"]),
-        lambda i: f"annotator {frame.at[i, 'annotator_id']} rated item {frame.at[i, 'item_id']} twice",
+        lambda i: f"annotator {_shown(frame.at[i, 'annotator_id'])} rated item {_shown(frame.at[i, 'item_id'])} twice",
     )
     return frame.assign(target_label=labels, relevance=relevance.astype("int64"))
 
@@ -356,10 +381,10 @@ def load_ratings(path: Path, template_ids: Iterable[str]) -> pd.DataFrame:
 def load_unknown_phrases(path: Path) -> pd.DataFrame:
     """The 'unknown' option's Persian phrasings and the fixed English rendering of each."""
     frame = read_csv_checked(path, ["phrase_fa", "phrase_en"])[["phrase_fa", "phrase_en"]]
+    frame["phrase_fa"] = frame["phrase_fa"].map(normalize_fa)  # first: a cell of bidi marks alone is empty
     for index, row in frame.iterrows():
         if not row.phrase_fa or not row.phrase_en:
             raise InputError(path, spreadsheet_row(index), "empty phrase")
-    frame["phrase_fa"] = frame["phrase_fa"].map(normalize_fa)
     if frame["phrase_fa"].duplicated().any():
         raise InputError(path, spreadsheet_row(frame["phrase_fa"].duplicated().idxmax()), "duplicate phrase_fa")
     return frame
@@ -388,7 +413,7 @@ def load_overrides(path: Path | None, templates: pd.DataFrame) -> pd.DataFrame:
             raise InputError(
                 path,
                 spreadsheet_row(index),
-                f"a counter_biased override for {row.template_id}, which declares no mirror_exception: fix the "
+                f"a counter_biased override for {_shown(row.template_id)}, which declares no mirror_exception: fix the "
                 "biased text instead (the counter-biased one is its mirror)",
             )
         roles = {"stereo", "nonstereo"}

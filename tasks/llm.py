@@ -1,4 +1,4 @@
-"""The only module that talks to a model (DESIGN §5).
+"""The only module that talks to a model (docs/architecture.md §6).
 
 Every request goes through a response store keyed by ``request_key`` (sha256 over the
 provider, model, system prompt, messages, sampling parameters and the prompt file's
@@ -35,6 +35,7 @@ import os
 import sqlite3
 import threading
 import time
+import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, fields
@@ -343,8 +344,20 @@ def _encode_transcript(path: Path, text: str) -> bytes:
 
 
 def _decode_transcript(path: Path) -> str:
+    """A transcript's text; a ``ValueError`` naming the file if it is missing, not gzip (a ``.gz`` path), or
+    not UTF-8."""
+    if not path.is_file():
+        raise ValueError(f"{path}: transcript not found")
     data = path.read_bytes()
-    return (gzip.decompress(data) if path.suffix == ".gz" else data).decode("utf-8")
+    try:
+        data = gzip.decompress(data) if path.suffix == ".gz" else data
+    except (OSError, EOFError, zlib.error) as err:  # gzip.BadGzipFile is an OSError; a truncated stream, EOFError
+        raise ValueError(f"{path}: not a readable gzip file ({err})") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data[: err.start].count(b"\n") + 1
+        raise ValueError(f"{path}:{line}: not UTF-8 text") from None
 
 
 def _canonical_json(value: Any) -> str:
@@ -542,7 +555,9 @@ class ResponseStore:
             _json_to_record(path, number, _parse_line(path, number, line)) for number, line in enumerate(lines[1:], 2)
         ]
         if header.get("records") != len(records):
-            raise ValueError(f"{path}: header announces {header.get('records')} records, the file holds {len(records)}")
+            raise ValueError(
+                f"{path}: header announces {header.get('records')!r} records, the file holds {len(records)}"
+            )
         with self._lock:
             self._insert(records)
         return header, len(records)
@@ -596,8 +611,15 @@ def _parse_line(path: Path, number: int, line: str) -> dict[str, Any]:
         value = json.loads(line)
     except json.JSONDecodeError as err:
         raise ValueError(f"{path}:{number}: not valid JSON ({err.msg})") from None
+    except (ValueError, RecursionError) as err:  # an integer of over 4300 digits; nesting too deep
+        raise ValueError(f"{path}:{number}: not usable JSON ({err})") from None
     if not isinstance(value, dict):
         raise ValueError(f"{path}:{number}: expected a JSON object")
+    try:
+        if "\\u" in line:  # only a \u escape makes a lone surrogate
+            _canonical_json(value).encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(f"{path}:{number}: a \\u escape of a lone surrogate (\\ud800-\\udfff) is not text") from None
     return value
 
 
@@ -609,6 +631,9 @@ def _json_to_record(path: Path, number: int, value: dict[str, Any]) -> StoredRes
     for name, kind in types.items():
         if not isinstance(value[name], kind):
             raise ValueError(f"{path}:{number}: {name} must be a {kind.__name__}")
+    for name in ("tokens_in", "tokens_out"):
+        if not 0 <= value[name] < 2**63:  # what SQLite stores
+            raise ValueError(f"{path}:{number}: {name} = {value[name]} is not a token count (0 … 2**63 - 1)")
     if _sha256(_canonical_json(value["request"])) != value["key"]:
         raise ValueError(f"{path}:{number}: key {value['key']!r} is not the sha256 of the record's request")
     return StoredResponse(

@@ -30,7 +30,13 @@ import pandas as pd
 
 from tasks.artifacts import atomic_write_bytes
 from tasks.candidates import REVIEW_COLUMNS, people_csv, restore_cell
-from tasks.inputs import DEMOGRAPHIC_COLUMNS, InputError, load_questionnaire, spreadsheet_row
+from tasks.inputs import (
+    DEMOGRAPHIC_COLUMNS,
+    QUESTIONNAIRE_COLUMNS,
+    InputError,
+    load_questionnaire,
+    spreadsheet_row,
+)
 from tasks.persian_text import normalize_fa
 from tasks.schemas import CATEGORIES
 from tasks.scrub import scrub_segments
@@ -54,15 +60,6 @@ CATEGORY_CODES = {
     "Sexual Orientation": "SEX",
 }
 """The stereotype id prefix of each category (survey/README.md)."""
-QUESTIONNAIRE_COLUMNS = [
-    "stereotype_id",
-    "category",
-    "statement_fa",
-    "statement_en",
-    "target_group",
-    "non_target_groups",
-    "source",
-]
 DECISIONS = ("keep", "drop")
 
 _NOT_SAYING = "ترجیح می‌دهم نگویم"

@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 from statsmodels.stats.proportion import samplesize_confint_proportion
 
-from tasks.inputs import DEMOGRAPHIC_COLUMNS
+from tasks.inputs import DEMOGRAPHIC_COLUMNS, QUESTIONNAIRE_COLUMNS
 from tasks.schemas import STEREOTYPE
 from tasks.survey_filter import (
     ACCEPTANCE_BY_DEMOGRAPHIC,
@@ -24,16 +24,6 @@ from tasks.survey_filter import (
     cochran_margin,
     survey_filter,
 )
-
-QUESTIONNAIRE_COLUMNS = [
-    "stereotype_id",
-    "category",
-    "statement_fa",
-    "statement_en",
-    "target_group",
-    "non_target_groups",
-    "source",
-]
 
 
 def _questionnaire(ids: list[str]) -> pd.DataFrame:
