@@ -96,6 +96,8 @@ POST = pa.schema(
 """A crawled post, scrubbed: ``post_key`` is ``<source>/<post_id>``; ``text`` is normalised line by line, with
 its line breaks, personal data replaced by ``[HANDLE]``, ``[PHONE]``, ``[EMAIL]``, ``[URL]``, ``[NAME]``,
 ``[ACCOUNT]``; ``forwarded_from`` is a public channel's name, ``[NAME]`` for a person, or empty."""
+DROPPED_POST = POST.append(pa.field("reason", pa.string()))
+"""A post that gave no candidate (``no_candidate_in_post``): kept whole in ``01_crawl/dropped``."""
 
 
 @dataclass(frozen=True)
@@ -446,7 +448,8 @@ def crawl(
     clusters, assigned = cluster_candidates(candidates, params.cluster_params())
     if len(candidates):
         candidates["cluster_id"] = assigned
-    without = int((~posts["post_key"].isin(candidates["post_key"])).sum())
+    dropped = posts[~posts["post_key"].isin(candidates["post_key"])].assign(reason="no_candidate_in_post")
+    without = len(dropped)
     report: dict[str, Any] = {
         "stage": STAGE,
         "parameters": params.as_report(),
@@ -469,8 +472,8 @@ def crawl(
         report["llm_rejected"] = rejected
         report["prompt_sha256"] = hashlib.sha256(prompt.encode("utf-8")).hexdigest()
     return StageOutput(
-        tables={"posts": posts, "candidates": candidates, "clusters": clusters},
-        schemas={"posts": POST, "candidates": CANDIDATE, "clusters": CLUSTER},
+        tables={"posts": posts, "candidates": candidates, "clusters": clusters, "dropped": dropped},
+        schemas={"posts": POST, "candidates": CANDIDATE, "clusters": CLUSTER, "dropped": DROPPED_POST},
         report=report,
         files={"review.csv": people_csv(review_sheet(clusters))},
     )

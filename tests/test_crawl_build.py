@@ -27,7 +27,12 @@ def test_the_sample_build_crawls_first_and_its_funnel_starts_at_the_crawled_post
     two = json.loads((second / "01_crawl" / "report.json").read_text())
     assert (one["cached"], one["fetch"]["totals"]["posts_new"]) == (False, 59)
     assert (two["cached"], two["fetch"]["totals"]["posts_new"], two["fetch"]["totals"]["posts_seen"]) == (True, 0, 35)
-    for name in ("posts", "candidates", "clusters"):
+    posts = pd.read_parquet(first / "01_crawl" / "posts.parquet")
+    candidates = pd.read_parquet(first / "01_crawl" / "candidates.parquet")
+    dropped = pd.read_parquet(first / "01_crawl" / "dropped.parquet")
+    assert len(dropped) == one["dropped"]["total"] == 38 and set(dropped["reason"]) == {"no_candidate_in_post"}
+    assert set(dropped["post_key"]) == set(posts["post_key"]) - set(candidates["post_key"])  # every post accounted
+    for name in ("posts", "candidates", "clusters", "dropped"):
         assert (first / "01_crawl" / f"{name}.parquet").read_bytes() == (
             second / "01_crawl" / f"{name}.parquet"
         ).read_bytes()
