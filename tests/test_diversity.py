@@ -104,6 +104,8 @@ def test_closest_reference_length_of_the_other_sentences() -> None:
     assert _closest_other_lengths(np.array([3, 2, 4, 3, 0])).tolist() == [3, 3, 3, 3, 2]
     # 5 is 1 away from both 4 and 6: the shorter wins
     assert _closest_other_lengths(np.array([5, 4, 6])).tolist() == [4, 5, 5]
+    # long units: the longest has no longer neighbour, the shortest no shorter one, whatever their length
+    assert _closest_other_lengths(np.array([100, 250, 400])).tolist() == [250, 100, 250]
 
 
 def _random_sentences(vocab: list[str], seed: int, n: int = 60) -> list[str]:
@@ -159,10 +161,11 @@ SENTENCES = [
 
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """A tiny random BERT saved on disk (skipped only when the homogenization extra is not installed)."""
+    """A tiny random BERT saved on disk (skipped only when the homogenization extra is not installed, or outside
+    the repository: mutation testing's scratch copy holds no benchmarks/)."""
     for module in ("torch", "transformers", "tokenizers", "bert_score"):
         pytest.importorskip(module)
-    from benchmarks.homogenization import build_tiny_bert
+    build_tiny_bert = pytest.importorskip("benchmarks.homogenization").build_tiny_bert
 
     return str(build_tiny_bert(SENTENCES, tmp_path_factory.mktemp("tiny_bert")))
 

@@ -2,14 +2,27 @@
 
 from __future__ import annotations
 
+import hashlib
 import itertools
+from collections.abc import Iterator
+from typing import Any
 
+import numpy as np
 import pandas as pd
 import pytest
 
+from tasks.cues import entity_age_band, entity_gender
 from tasks.inputs import swap_roles
-from tasks.instantiate import DROPPED_PAIR, InstantiateParams, group_tag, instantiate, pair_confound
-from tasks.schemas import EXAMPLE, OPTIONS, to_arrow
+from tasks.instantiate import (
+    DROPPED_PAIR,
+    DUPLICATE_KEY,
+    EXAMPLE_DROPPED,
+    InstantiateParams,
+    group_tag,
+    instantiate,
+    pair_confound,
+)
+from tasks.schemas import EXAMPLE, OPTIONS, TEMPLATE_DISAMBIGUATED, to_arrow
 
 PHRASES = ("نمی‌توان گفت", "مشخص نیست", "اطلاعات کافی نیست")
 LATE, EARLY = "دیر آمد", "زود آمد"
@@ -21,6 +34,15 @@ STEREOTYPES = pd.DataFrame(
         "source": ["expert", "crawl"],
     }
 )
+
+
+@pytest.fixture(autouse=True)
+def _fresh_cue_caches() -> Iterator[None]:
+    """entity_gender and entity_age_band are cached: clear them so each test reads the cue table afresh (mutation
+    testing runs each mutant in a process whose caches an earlier test run already filled)."""
+    entity_gender.cache_clear()
+    entity_age_band.cache_clear()
+    yield
 
 
 def _template(template_id: str, **overrides: object) -> dict:
@@ -46,8 +68,10 @@ def _run(*templates: dict, seed: int = 42) -> dict:
     return instantiate(pd.DataFrame(list(templates)), STEREOTYPES, InstantiateParams(PHRASES, seed=seed))
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def examples() -> pd.DataFrame:
+    """Function-scoped on purpose: mutmut ties a function to the tests that call it, and a module-scoped fixture
+    calls it in the first test only, so every later test would be skipped for the function's mutants."""
     t2 = _template("T2", lexical_variants=[], ambiguous_fa="{nonstereo} کنار {stereo} نشست.")
     return _run(_template("T1"), t2)["examples"]
 
@@ -271,3 +295,195 @@ def test_swap_roles_exchanges_only_the_two_role_placeholders() -> None:
     assert swap_roles("{stereo} و {nonstereo} در {lex}") == "{nonstereo} و {stereo} در {lex}"
     assert all(swap_roles(swap_roles(t)) == t for t in ("{stereo}{nonstereo}", "a {stereo} b", "{lex}"))
     assert list(itertools.islice(iter(swap_roles("{stereo}")), 3)) == list("{no")
+
+
+# The six orders of the three roles, in itertools.permutations' order of (stereo, nonstereo, unknown), written out.
+ROLE_ORDERS = [
+    ("stereotyped", "non-stereotyped", "unknown"),
+    ("stereotyped", "unknown", "non-stereotyped"),
+    ("non-stereotyped", "stereotyped", "unknown"),
+    ("non-stereotyped", "unknown", "stereotyped"),
+    ("unknown", "stereotyped", "non-stereotyped"),
+    ("unknown", "non-stereotyped", "stereotyped"),
+]
+CELL_ORDER = [
+    ("ambig", "none", "neg"),
+    ("ambig", "none", "nonneg"),
+    ("disambig", "biased", "neg"),
+    ("disambig", "biased", "nonneg"),
+    ("disambig", "counter_biased", "neg"),
+    ("disambig", "counter_biased", "nonneg"),
+]
+
+
+def _roles(row: Any) -> tuple[str, ...]:
+    return tuple(row.answer_roles[option] for option in OPTIONS)
+
+
+def test_option_order_is_a_seeded_cycle_per_cell_from_the_templates_own_stream(examples: pd.DataFrame) -> None:
+    """The module docstring's draws written out by hand: a stream seeded with (seed, first 32 bits of the sha256
+    of the template id); per cell, in a fixed order, a permutation of the six orders and a start; the i-th example
+    of a cell (in build order) takes the order at (start + i) mod 6 of its cycle; then each example, in build
+    order, draws its 'unknown' phrase from the same stream."""
+    for template_id, rows in examples.groupby("template_id", sort=False):
+        digest = int(hashlib.sha256(str(template_id).encode()).hexdigest()[:8], 16)
+        rng = np.random.default_rng([42, digest])
+        cycles = {cell: (rng.permutation(6), int(rng.integers(6))) for cell in CELL_ORDER}
+        seen = dict.fromkeys(CELL_ORDER, 0)
+        for row in rows.itertuples():
+            cell = (row.context_condition, row.assignment, row.question_polarity)
+            cycle, start = cycles[cell]
+            assert _roles(row) == ROLE_ORDERS[cycle[(start + seen[cell]) % 6]], (template_id, cell, seen[cell])
+            seen[cell] += 1
+            assert _options(row)[_roles(row).index("unknown")] == str(rng.choice(PHRASES))
+        assert set(seen.values()) == {len(rows) // 6}
+
+
+def test_entity_order_is_who_is_mentioned_first_when_one_is_mentioned_twice() -> None:
+    template = _template(
+        "R1",
+        ambiguous_fa="{nonstereo} به {stereo} گفت که {nonstereo} در {lex} است.",
+        stereo_entities=["مرد پیر"],
+        lexical_variants=["پارک"],
+    )
+    ambiguous = _run(template)["examples"].query("context_condition == 'ambig'")
+    orders = {row.context: row.entity_order for row in ambiguous.itertuples()}
+    assert orders == {
+        "مرد جوان به مرد پیر گفت که مرد جوان در پارک است.": "nonstereo_first",
+        "مرد پیر به مرد جوان گفت که مرد پیر در پارک است.": "stereo_first",
+    }
+
+
+@pytest.mark.parametrize("missing", ["disambiguated_fa", "disambiguated_counter_biased_fa"])
+def test_a_template_missing_either_continuation_is_dropped(missing: str) -> None:
+    output = _run(_template("T1", **{missing: ""}), _template("T2"))
+    assert set(output["examples"]["template_id"]) == {"T2"}
+    dropped = output["dropped_templates"]
+    assert dropped[["template_id", "reason"]].values.tolist() == [["T1", "no_disambiguated_context"]]
+    assert dropped["kept"].tolist() == [False]
+    assert output.report["counts"]["templates_instantiated"] == 1
+    assert output.report["drops"] == [{"template_id": "T1", "reason": "no_disambiguated_context"}]
+
+
+def test_the_report_counts_and_lists_every_drop() -> None:
+    ethnic = {"stereotype_id": "S2", "category": "Ethnicity", "lexical_variants": []}
+    output = _run(
+        _template("A1", disambiguated_counter_biased_fa=""),
+        _template(
+            "E1",
+            **ethnic,
+            ambiguous_fa="{stereo} و {nonstereo} آنجا بودند.",
+            stereo_entities=["مرد لر", "زن لر"],
+            nonstereo_entities=["مرد فارس"],
+            allowed_pairs=["زن لر|مرد فارس|the only pair of the story"],
+        ),
+        _template(
+            "E2",
+            **ethnic,
+            ambiguous_fa="{stereo} و {nonstereo} اینجا بودند.",
+            stereo_entities=["مرد لر"],
+            nonstereo_entities=["زن فارس"],
+        ),
+    )
+    assert output.report == {
+        "stage": "instantiate",
+        "parameters": {"unknown_phrases": PHRASES, "seed": 42},
+        "counts": {"in": 3, "out": 2 * 12, "templates_instantiated": 2, "pairs_built": 2, "pairs_dropped": 1},
+        "dropped": {"total": 2, "by_reason": {"gender_confound": 1, "no_disambiguated_context": 1}},
+        "drops": [
+            {"template_id": "A1", "reason": "no_disambiguated_context"},
+            {"template_id": "E2", "pair": "مرد لر / زن فارس", "reason": "gender_confound"},
+        ],
+        "allowed_pairs": [
+            {
+                "template_id": "E1",
+                "stereo_entity": "زن لر",
+                "nonstereo_entity": "مرد فارس",
+                "confound": "gender_confound",
+                "reason": "the only pair of the story",
+            }
+        ],
+        "examples_per_template": {"E1": 2 * 12},
+    }
+    assert output.schemas == {
+        "examples": EXAMPLE,
+        "dropped_examples": EXAMPLE_DROPPED,
+        "dropped_pairs": DROPPED_PAIR,
+        "dropped_templates": TEMPLATE_DISAMBIGUATED,
+    }
+
+
+def test_a_dropped_pair_row_holds_the_cues_that_decided_it() -> None:
+    template = _template(
+        "E1",
+        stereotype_id="S2",
+        category="Ethnicity",
+        stereo_entities=["پیرمرد لر"],
+        nonstereo_entities=["زن جوان فارس"],
+    )
+    dropped = _run(template)["dropped_pairs"]
+    assert dropped.to_dict("records") == [
+        {
+            "template_id": "E1",
+            "category": "Ethnicity",
+            "stereo_entity": "پیرمرد لر",
+            "nonstereo_entity": "زن جوان فارس",
+            "stereo_gender": "male",
+            "nonstereo_gender": "female",
+            "stereo_age_band": "old",
+            "nonstereo_age_band": "young",
+            "reason": "gender_confound",
+        }
+    ]
+
+
+def test_an_exact_duplicate_is_dropped_and_the_first_kept() -> None:
+    """With no {lex} in the texts, four lexical variants give one text per order of mention four times over. In a
+    cell the i-th example is the pair × variant × order product's i-th (a0 a1 b0 b1 c0 c1 d0 d1) and the option
+    order repeats every six, so with one 'unknown' phrase d0 and d1 repeat a0 and a1 exactly: 2 × 6 cells."""
+    template = _template(
+        "D1",
+        ambiguous_fa="یک {stereo} و یک {nonstereo} آنجا بودند.",
+        stereo_entities=["مرد پیر"],
+        lexical_variants=["a", "b", "c", "d"],
+    )
+    output = instantiate(pd.DataFrame([template]), STEREOTYPES, InstantiateParams(("نمی‌دانم",)))
+    examples, dropped = output["examples"], output["dropped_examples"]
+    assert list(dropped.columns) == EXAMPLE_DROPPED.names
+    assert len(dropped) == 2 * 6 and set(dropped["reason"]) == {"duplicate_example"}
+    assert set(dropped["lexical_variant"]) == {"d"}
+    assert len(examples) == 4 * 2 * 6 - 12 and not examples.duplicated(DUPLICATE_KEY).any()
+    assert list(examples.columns) == EXAMPLE.names and examples.index.equals(pd.RangeIndex(36))
+    assert output.report["drops"] == [{"example_id": e, "reason": "duplicate_example"} for e in dropped["example_id"]]
+    assert output.report["dropped"]["by_reason"] == {"duplicate_example": 12}
+
+
+def test_each_example_carries_its_templates_fields_and_its_cell(examples: pd.DataFrame) -> None:
+    for row in examples.itertuples():
+        assert (row.stereotype_id, row.category, row.question_index) == ("S1", "Age", row.template_id)
+        assert (row.lang, row.variant, row.source_example_id) == ("fa", "original", None)
+        assert list(row.llm_request_ids) == []
+    assert examples.groupby("template_id")["lexical_variant"].agg(set).to_dict() == {
+        "T1": {"پارک", "بازار"},
+        "T2": {""},
+    }
+    assert set(zip(examples["context_condition"], examples["assignment"], strict=True)) == {
+        ("ambig", "none"),
+        ("disambig", "biased"),
+        ("disambig", "counter_biased"),
+    }
+    t2 = examples.query("template_id == 'T2' and stereo_entity == 'مرد پیر'")
+    contexts = set(zip(t2["context_condition"], t2["assignment"], t2["context"], strict=True))
+    assert contexts == {
+        ("ambig", "none", "مرد جوان کنار مرد پیر نشست."),
+        ("ambig", "none", "مرد پیر کنار مرد جوان نشست."),
+        ("disambig", "biased", "مرد جوان کنار مرد پیر نشست. مرد پیر دیر آمد و مرد جوان زود آمد."),
+        ("disambig", "biased", "مرد پیر کنار مرد جوان نشست. مرد پیر دیر آمد و مرد جوان زود آمد."),
+        ("disambig", "counter_biased", "مرد جوان کنار مرد پیر نشست. مرد جوان دیر آمد و مرد پیر زود آمد."),
+        ("disambig", "counter_biased", "مرد پیر کنار مرد جوان نشست. مرد جوان دیر آمد و مرد پیر زود آمد."),
+    }
+
+
+def test_the_templates_llm_request_ids_are_carried_to_each_example() -> None:
+    rows = _run(_template("T1", llm_request_ids=["req-1", "req-2"]))["examples"]
+    assert len(rows) == 48 and all(list(ids) == ["req-1", "req-2"] for ids in rows["llm_request_ids"])

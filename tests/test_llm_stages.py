@@ -252,3 +252,65 @@ def test_transport_faults_are_retried_by_the_sdk_and_change_nothing(llm: tuple[F
     clean_config = LLMConfig(**{**config.__dict__, "store_path": config.store_path.with_name("clean.sqlite")})
     clean = _run(server, clean_config, pd.DataFrame([_template()]))
     pd.testing.assert_frame_equal(faulty["templates"], clean["templates"])
+
+
+# --- the validator's thresholds and edges, worked by hand -------------------------------------------------------
+
+
+def _failures(text: str, **overrides: Any) -> list[str]:
+    return continuation_failures(text, pd.Series(_template(**overrides)), DisambiguateParams())
+
+
+def test_an_answer_repeats_the_initial_text_only_above_half_its_word_4_grams() -> None:
+    # 5 words, 4-grams (آنها دیروز کنار دریا) and (دیروز کنار دریا نشستند): one of two is half, not more
+    five = {"ambiguous_fa": "آنها دیروز کنار دریا نشستند"}
+    assert _failures("{stereo} گفت آنها دیروز کنار دریا بودند و {nonstereo} خندید.", **five) == []
+    assert _failures("{stereo} گفت آنها دیروز کنار دریا نشستند و {nonstereo} خندید.", **five) == [
+        "repeats_initial_text"
+    ]
+    # 6 words, three 4-grams; an answer holding five of the words in a row holds two of them (2/3): a repeat
+    # (counted in 5-grams it would hold one of two, no more than half)
+    six = {"ambiguous_fa": "آنها دیروز عصر کنار دریا نشستند"}
+    assert _failures("{stereo} گفت آنها دیروز عصر کنار دریا بودند و {nonstereo} خندید.", **six) == [
+        "repeats_initial_text"
+    ]
+    # an initial text of fewer than 4 words has no 4-gram: nothing to repeat
+    assert _failures("{stereo} گفت کنار دریا و {nonstereo} خندید.", ambiguous_fa="کنار دریا") == []
+
+
+def test_an_answer_is_persian_when_at_least_the_share_of_its_letters_is() -> None:
+    # placeholders are not letters of the answer: 8 Persian letters (سلام twice) and 2 Latin ones are 0.8
+    assert _failures("{stereo} سلام {nonstereo} سلام ab.") == []
+    assert _failures("{stereo} سلام {nonstereo} سلام abc.") == ["not_persian"]  # 8 of 11
+    assert _failures("{stereo} {nonstereo} ۱۲۳.") == ["not_persian"]  # no letter at all
+    # the Arabic block ends at U+06FF and the presentation forms start at U+FB50 (U+FB4F is Hebrew)
+    assert _failures("{stereo} \u06ff {nonstereo}.") == []
+    assert _failures("{stereo} \ufb50 {nonstereo}.") == []
+    assert _failures("{stereo} \ufb4f {nonstereo}.") == ["not_persian"]
+
+
+def test_two_sentences_are_allowed_and_a_stray_brace_or_lex_without_variants_is_an_extra_placeholder() -> None:
+    assert _failures("{stereo} آمد. {nonstereo} رفت.") == []
+    assert _failures("{stereo} آمد. {nonstereo} رفت. همه رفتند.") == ["too_many_sentences"]
+    assert _failures("{stereo} آمد و {nonstereo} رفت }") == ["extra_placeholder"]
+    assert _failures("{stereo} در {lex} ماند و {nonstereo} رفت.") == []
+    assert _failures("{stereo} در {lex} ماند و {nonstereo} رفت.", lexical_variants=[]) == ["extra_placeholder"]
+    assert _failures("{stereo} رفت.") == ["missing_nonstereo"]
+    assert _failures("{nonstereo} رفت.") == ["missing_stereo"]
+
+
+def test_mirror_diff_lists_each_difference_and_a_deletion() -> None:
+    biased = "{stereo} آمد و {nonstereo} رفت."
+    assert mirror_diff(biased, "{nonstereo} دوید و {stereo} ماند.") == "-[آمد] +[دوید]; -[رفت.] +[ماند.]"
+    assert mirror_diff(biased, "{nonstereo} آمد {stereo} رفت.") == "-[و]"
+
+
+def test_mirror_diff_joins_a_removed_run_by_spaces_and_stays_token_level_on_a_long_text() -> None:
+    assert mirror_diff("{stereo} خیلی زود آمد.", "{nonstereo} آمد.") == "-[خیلی زود]"
+    # 231 tokens, each word of the 57 four times: difflib's 'popular' heuristic (autojunk, on from 200 tokens)
+    # would lose the alignment after the first change; tokens 12 and 200 are w9 and w26 ((200 - 3) % 57)
+    words = [f"w{i}" for i in range(57)] * 4
+    biased = "{stereo} و {nonstereo} " + " ".join(words)
+    counter = ["{nonstereo}", "و", "{stereo}", *words]
+    counter[12], counter[200] = "w0", "w1"
+    assert mirror_diff(biased, " ".join(counter)) == "-[w9] +[w0]; -[w26] +[w1]"

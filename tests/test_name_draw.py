@@ -16,6 +16,7 @@ from tasks.name_draw import (
     Drawn,
     PairRequest,
     TooFewPairs,
+    apart,
     draw_pair,
     draw_variants,
     example_seed,
@@ -44,8 +45,10 @@ def _table() -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["lang", "group", "gender", "era", "name"])
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def pools() -> dict[tuple[str, str, str, str], tuple[str, ...]]:
+    """Function-scoped on purpose: mutmut runs a function's mutants against the tests that called it, and a
+    module-scoped fixture calls name_pools in the first test only."""
     return name_pools(_table())
 
 
@@ -239,3 +242,59 @@ def test_a_draw_keeps_to_the_allowed_eras(pools: dict) -> None:
     drawn = {draw_pair(pools, request, example_stream(7271, f"Y-{i}")).era for i in range(100)}
     assert drawn == {"1970-1995", "post1995"}
     assert set(ERAS_BY_AGE_BAND) == {"child", "teen", "youth", "young", "middle", "old", "adult", "none"}
+
+
+def test_a_name_that_is_part_of_the_other_is_never_its_partner() -> None:
+    """'حسین' inside 'خادم‌حسین' would let a string match of one option find the other: such names are not a pair,
+    whichever comes first; a name is not its own partner either."""
+    assert not apart("حسین", "خادم‌حسین") and not apart("خادم‌حسین", "حسین") and not apart("حسین", "حسین")
+    assert apart("حسین", "حسن") and apart("علی", "رضا")
+    table = pd.DataFrame(
+        [("fa", "A", "male", "pre1970", "حسین"), *(("fa", "B", "male", "pre1970", n) for n in ("خادم‌حسین", "رضا"))],
+        columns=["lang", "group", "gender", "era", "name"],
+    )
+    pools = name_pools(table)
+    request = PairRequest("fa", ("A", "B"), ("male", "male"), ("pre1970",))
+    assert possible_pairs(pools, request) == {("حسین", "رضا")}
+    assert {draw_pair(pools, request, example_stream(s, f"H{i}")).names for i in range(20) for s in SEEDS} == {
+        ("حسین", "رضا")
+    }
+
+
+def test_exactly_as_many_free_pairs_as_variants_is_enough(pools: dict) -> None:
+    request = PairRequest("fa", ("A", "B"), ("male", "male"), ("pre1970",))  # 4 possible pairs
+    taken = {("Am-pre1970-1", "Bm-pre1970-1")}
+    drawn = draw_variants(pools, request, "T-5", SEEDS, taken)
+    assert {result.names for result, _ in drawn} == possible_pairs(pools, request) - {("Am-pre1970-1", "Bm-pre1970-1")}
+    assert len(taken) == 4
+
+
+def test_sub_seeds_are_appendix_cs_draw_for_any_number_of_them() -> None:
+    """np.random.seed(seed); np.random.randint(1, 10000, n): every sub-seed in 1..9999 (randint's high is left out),
+    for as many as asked (50,000 draws reach the stream's rejected values, where another range would differ)."""
+    state = np.random.get_state()
+    np.random.seed(42)
+    global_draw = np.random.randint(1, 10000, 50_000).tolist()
+    np.random.set_state(state)
+    many = sub_seeds(42, 50_000)
+    assert many == global_draw and min(many) == 1 and max(many) == 9999
+
+
+def test_possible_pairs_take_each_entitys_own_gender(pools: dict) -> None:
+    request = PairRequest("fa", ("A", "B"), ("female", "male"), ERAS)
+    pairs = possible_pairs(pools, request)
+    assert len(pairs) == 3 * 2 * 2
+    assert all(_gender(first) == "female" and _gender(second) == "male" for first, second in pairs)
+
+
+def test_a_gender_or_era_without_names_gives_no_pair() -> None:
+    table = pd.DataFrame(
+        [("fa", group, "male", "pre1970", f"{group}m") for group in ("A", "B")],
+        columns=["lang", "group", "gender", "era", "name"],
+    )
+    pools = name_pools(table)
+    assert possible_pairs(pools, PairRequest("fa", ("A", "B"), ("neutral", "neutral"), ERAS)) == {("Am", "Bm")}
+    assert possible_pairs(pools, PairRequest("fa", ("A", "B"), ("female", "female"), ERAS)) == set()
+    with pytest.raises(TooFewPairs) as error:
+        draw_variants(pools, PairRequest("fa", ("A", "B"), ("female", "male"), ERAS), "T-6", SEEDS, set())
+    assert (error.value.free, error.value.wanted) == (0, 3)

@@ -8,7 +8,8 @@ import pandas as pd
 import pytest
 
 from tasks.instantiate import InstantiateParams, instantiate
-from tasks.soundness import CHECKS, soundness
+from tasks.soundness import CHECKS, SOUNDNESS, soundness
+from tasks.soundness import _violations as _row_flags
 from tests.test_instantiate import STEREOTYPES, _template
 
 
@@ -83,3 +84,78 @@ def test_age_confound_outside_age_and_allowed_pairs(built: tuple[pd.DataFrame, p
     assert _violations(broken, templates)["age_confound"] == (broken["template_id"] == "T2").sum()
     allowed = templates.assign(allowed_pairs=[[], ["زن جوان|آقای میان‌سال|same office"]])
     assert _violations(broken, allowed)["age_confound"] == 0
+
+
+def test_each_config_is_checked_apart_and_confounds_only_in_original_persian_rows(
+    built: tuple[pd.DataFrame, pd.DataFrame],
+) -> None:
+    """The same rows in three configs are no duplicates of each other; a mixed-gender pair is a confound only in the
+    original Persian rows (the English and the name-proxy rows keep the Persian pair they were made from)."""
+    examples, templates = built
+    mixed = examples.copy()
+    _mixed_pair(mixed)
+    english = mixed.assign(lang="en")
+    names = mixed.assign(variant="names-7271")
+    table = soundness(pd.concat([examples, english, names], ignore_index=True), templates)
+    assert list(table["config"]) == ["fa"] * 7 + ["en"] * 7 + ["fa-names"] * 7
+    assert list(table["check"]) == list(CHECKS) * 3
+    assert (table["examples"] == len(examples)).all()
+    assert table["violations"].sum() == 0
+
+
+def test_a_check_counts_every_broken_row(built: tuple[pd.DataFrame, pd.DataFrame]) -> None:
+    examples, templates = built
+    broken = examples.copy()
+    for row in (0, 5, 9):
+        broken.at[row, "context"] += " {lex}"
+    for row in (1, 2):
+        broken.at[row, "label"] = (broken.at[row, "label"] + 1) % 3
+    violations = _violations(broken, templates)
+    assert (violations["unfilled_placeholder"], violations["label_role"]) == (3, 2)
+
+
+def test_age_bands_may_differ_in_the_age_category_only() -> None:
+    old_and_young = _template("A1", category="Age", stereo_entities=["پیرمرد"], nonstereo_entities=["مرد جوان"])
+    templates = pd.DataFrame([old_and_young])
+    examples = instantiate(templates, STEREOTYPES, InstantiateParams(("نمی‌دانم",)))["examples"]
+    assert len(examples) == 2 * 12  # one pair, two lexical variants
+    assert _violations(examples, templates)["age_confound"] == 0
+    assert _violations(examples.assign(category="Religion"), templates)["age_confound"] == len(examples)
+
+
+def test_genders_may_differ_in_the_gender_category_only(built: tuple[pd.DataFrame, pd.DataFrame]) -> None:
+    examples, templates = built
+    gender = examples[examples["template_id"] == "T2"]  # 'زن جوان' and 'مرد جوان'
+    assert _violations(gender, templates)["gender_confound"] == 0
+    assert _violations(gender.assign(category="Religion"), templates)["gender_confound"] == len(gender)
+
+
+def test_confounds_are_found_wherever_the_persian_rows_stand_in_the_table(
+    built: tuple[pd.DataFrame, pd.DataFrame],
+) -> None:
+    """The original Persian config after another one: its rows' index does not start at 0."""
+    examples, templates = built
+    mixed = examples.copy()
+    _mixed_pair(mixed)  # T1 (Ethnicity): 'مرد لر' and 'زن فارس', genders differ
+    mixed.loc[mixed["template_id"] == "T2", "nonstereo_entity"] = "آقای میان‌سال"  # T2 (Gender): young and middle
+    table = soundness(pd.concat([mixed.assign(lang="en"), mixed], ignore_index=True), templates)
+    persian = table[table["config"] == "fa"].set_index("check")["violations"]
+    n_t1, n_t2 = (examples["template_id"] == "T1").sum(), (examples["template_id"] == "T2").sum()
+    assert (persian["gender_confound"], persian["age_confound"]) == (n_t1, n_t2) == (24, 24)
+    assert table.loc[table["config"] == "en", "violations"].sum() == 0
+
+
+def test_an_empty_build_gives_an_empty_table_with_its_columns(built: tuple[pd.DataFrame, pd.DataFrame]) -> None:
+    examples, templates = built
+    table = soundness(examples.iloc[0:0], templates)
+    assert table.empty and list(table.columns) == SOUNDNESS.names
+
+
+def test_each_check_is_a_flag_per_row_of_the_config(built: tuple[pd.DataFrame, pd.DataFrame]) -> None:
+    """_violations gives one boolean per row of the config it is given, indexed as its rows (here not from 0)."""
+    examples, _ = built
+    frame = examples.iloc[10:30]
+    flags = _row_flags(frame, set())
+    assert list(flags) == list(CHECKS)
+    for check, flag in flags.items():
+        assert flag.index.equals(frame.index) and flag.dtype == bool, check
