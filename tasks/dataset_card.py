@@ -1,4 +1,4 @@
-"""The dataset card of a release: the README.md the Hub shows (DESIGN.md §1 publish).
+"""The dataset card of a release: the README.md the Hub shows (docs/architecture.md §1, publish).
 
 The YAML header, built with ``huggingface_hub.DatasetCardData``, declares every config with its parquet files
 (split ``test``) and its features, written from the same Arrow schema the parquet files are written with, so

@@ -571,17 +571,7 @@ TEMPLATE_COLUMNS = [
     "homogenization",
     "homogenization_note",
 ]
-INSTANCE_COLUMNS = [
-    "config",
-    "category",
-    "n_units",
-    "ngd",
-    "ngd_mean",
-    "ttr",
-    "self_bleu",
-    "homogenization",
-    "homogenization_note",
-]
+INSTANCE_COLUMNS = ["config", *(column for column in TEMPLATE_COLUMNS if column != "n_templates")]
 
 
 def _template_table(

@@ -1,4 +1,4 @@
-"""The one Persian text pipeline: normalisation, tokenisation and stop words (DESIGN §7).
+"""The one Persian text pipeline: normalisation, tokenisation and stop words (docs/architecture.md §7).
 
 Every loader normalises every Persian text field once with :func:`normalize_fa`; nothing later normalises again.
 The diversity metrics (PBBQ paper §3.5, Appendix C) tokenise with :func:`tokenize` and count words with
@@ -47,7 +47,8 @@ _ZWNJ_RUN = re.compile(r"\u200c{2,}")
 
 
 def normalize_fa(text: str) -> str:
-    """Normalise a Persian text field once, at load (DESIGN §7; the rules TARAZ §5.2 lists, but ASCII digits).
+    """Normalise a Persian text field once, at load (docs/architecture.md §7; the rules TARAZ §5.2 lists, but
+    ASCII digits).
 
     Arabic ي/ى → ی and ك → ک; Arabic-Indic and Persian digits → ASCII 0-9; Arabic diacritics, superscript
     alef and tatweel removed; ZWJ, BOM, word joiner, soft hyphen and bidi marks removed and the zero-width space

@@ -1,4 +1,4 @@
-"""Publishing a build (DESIGN.md §1 publish): a release folder, and one Hub commit per release.
+"""Publishing a build (docs/architecture.md §1, publish): a release folder, and one Hub commit per release.
 
 The release folder (``<out_dir>/hub/``) is what the Hub repository will hold:
 
