@@ -21,7 +21,8 @@ import time
 from multiprocessing.connection import Connection
 from pathlib import Path
 
-from tasks.llm import LLMClient, LLMConfig, LLMRequest
+from pbbq.tasks.llm import LLMClient, LLMConfig, LLMRequest
+
 from tests.fakes.llm_servers import FakeLLMServer
 
 KEY_ENV = "PBBQ_BENCHMARK_KEY"

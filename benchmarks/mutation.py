@@ -34,8 +34,11 @@ from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 EQUIVALENTS_FILE = Path(__file__).with_name("mutation_equivalents.toml")
-COPIED = ("tasks", "flows", "tests", "annotations", "survey", "configs", "prompts")
-"""What the scratch copy holds: the packages, the tests and the inputs the tests read."""
+PACKAGED = ("tasks", "flows")
+"""The code's folders, copied into the scratch copy's ``pbbq/`` package: mutmut names a mutant after its file's
+path, and the name must be the module's import name (``pbbq.tasks.cues``) for mutmut to switch it on."""
+COPIED = ("pbbq", "tests", "benchmarks", "annotations", "survey", "configs", "prompts")
+"""What else the scratch copy holds: the namespace package, the tests and the inputs the tests read."""
 KILLED = ("killed", "timeout")
 """mutmut's statuses of a mutant a test caught (a timeout is a mutant that made the tests hang)."""
 _CLASS_SEPARATOR = "ǁ"  # mutmut's separator in a method's mangled name
@@ -56,8 +59,13 @@ class RuleModule:
     functions: tuple[str, ...] = ()
 
     @property
+    def scratch_path(self) -> str:
+        """The module's file in the scratch copy (``pbbq/tasks/cues.py``)."""
+        return f"pbbq/{self.path}"
+
+    @property
     def dotted(self) -> str:
-        return self.path.removesuffix(".py").replace("/", ".")
+        return self.scratch_path.removesuffix(".py").replace("/", ".")
 
     def patterns(self) -> list[str]:
         """mutmut's mutant-name patterns of the chosen functions (empty: the whole module)."""
@@ -188,14 +196,16 @@ def toml_tables(tables: Mapping[str, Mapping[str, Any]]) -> str:
 def prepare_scratch(repo: Path, scratch: Path, module: RuleModule) -> None:
     """Copy the working tree's packages, tests and inputs into ``scratch`` with a pyproject.toml that holds the
     repository's pytest settings and mutmut's, narrowed to ``module`` and its test files."""
-    for name in COPIED:
+    ignore = shutil.ignore_patterns("__pycache__", "mutants")
+    targets = {name: scratch / name for name in COPIED} | {name: scratch / "pbbq" / name for name in PACKAGED}
+    for name, target in targets.items():
         if (repo / name).is_dir():
-            shutil.copytree(repo / name, scratch / name, ignore=shutil.ignore_patterns("__pycache__", "mutants"))
+            shutil.copytree(repo / name, target, ignore=ignore, dirs_exist_ok=True)
     tool = _pyproject(repo).get("tool", {})
     mutmut = dict(tool.get("mutmut", {}))
     mutmut |= {
-        "source_paths": [module.path.split("/")[0]],
-        "only_mutate": [module.path],
+        "source_paths": ["pbbq"],
+        "only_mutate": [module.scratch_path],
         "pytest_add_cli_args_test_selection": list(module.tests),
     }
     pytest_settings = tool.get("pytest", {}).get("ini_options", {})

@@ -9,10 +9,9 @@ import argparse
 import time
 
 import numpy as np
+from pbbq.tasks.diversity import self_bleu
+from pbbq.tasks.persian_text import tokenize_fa
 from sacrebleu import sentence_bleu
-
-from tasks.diversity import self_bleu
-from tasks.persian_text import tokenize_fa
 
 LETTERS = list("آابپتثجچحخدذرزژسشصضطظعغفقکگلمنوهی")
 

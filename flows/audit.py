@@ -3,7 +3,7 @@
 ``audit`` reads a run folder and says, in words a curator reads, what each stage took in, what it gave out and
 what the difference means (a drop, or an example that simply has no name proxy), every drop grouped by reason
 with its first rows, the funnel from crawled posts to published rows per config, the soundness checks, the
-warnings and the LLM usage. :mod:`flows.audit_report` draws the same as ``audit.html``. ``trace`` follows one
+warnings and the LLM usage. :mod:`pbbq.flows.audit_report` draws the same as ``audit.html``. ``trace`` follows one
 example back through the run: its stereotype with its survey figures and any crawl evidence, the template's
 kappa and where its disambiguated context came from, the LLM prompts and answers behind it, its name-proxy
 and English variants, and whether it is new or changed since the previous completed run.
@@ -19,9 +19,8 @@ from typing import Any
 
 import pandas as pd
 import pyarrow.parquet as pq
-
-from flows.runs import AuditError, manifest, read_table, run_folder, stage_folders, stage_report
-from tasks.artifacts import run_status
+from pbbq.flows.runs import AuditError, manifest, read_table, run_folder, stage_folders, stage_report
+from pbbq.tasks.artifacts import run_status
 
 __all__ = ["AuditError", "audit_text", "drops", "funnel", "run_folder", "stage_summary", "trace"]
 
@@ -407,7 +406,7 @@ def crawl_evidence(run: Path, stereotype_id: str) -> list[dict[str, Any]]:
 
 def trace(run: Path, example_id: str) -> dict[str, Any]:
     """Everything the run knows about one example, from its stereotype to its variants."""
-    from flows.diff import example_status
+    from pbbq.flows.diff import example_status
 
     examples = all_examples(run)
     found = examples[examples["example_id"] == example_id] if "example_id" in examples.columns else examples

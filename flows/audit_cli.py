@@ -43,14 +43,14 @@ def add_audit_commands(subparsers: Any) -> None:
 
 
 def _run(args: argparse.Namespace, name: str) -> Path:
-    from flows.runs import outputs_folder, run_folder
+    from pbbq.flows.runs import outputs_folder, run_folder
 
     return run_folder(name, outputs_folder(str(args.outputs) if args.outputs else None))
 
 
 def audit_command(args: argparse.Namespace) -> int:
-    from flows.audit import audit_text
-    from flows.audit_report import write_audit_html
+    from pbbq.flows.audit import audit_text
+    from pbbq.flows.audit_report import write_audit_html
 
     run = _run(args, args.run)
     print(audit_text(run))
@@ -59,15 +59,15 @@ def audit_command(args: argparse.Namespace) -> int:
 
 
 def trace_command(args: argparse.Namespace) -> int:
-    from flows.audit import trace
+    from pbbq.flows.audit import trace
 
     print(json.dumps(trace(_run(args, args.run), args.example_id), ensure_ascii=False, indent=2))
     return 0
 
 
 def diff_command(args: argparse.Namespace) -> int:
-    from flows.diff import default_pair, diff_runs
-    from flows.runs import AuditError, outputs_folder, previous_completed
+    from pbbq.flows.diff import default_pair, diff_runs
+    from pbbq.flows.runs import AuditError, outputs_folder, previous_completed
 
     if len(args.runs) > 2:
         raise AuditError(f"pbbq diff takes at most two runs, not {len(args.runs)}")
@@ -88,7 +88,7 @@ def diff_command(args: argparse.Namespace) -> int:
 
 
 def browse_command(args: argparse.Namespace) -> int:
-    from flows.browse import serve
+    from pbbq.flows.browse import serve
 
     serve(_run(args, args.run), port=args.port)
     return 0

@@ -20,8 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-
-from flows.audit import (
+from pbbq.flows.audit import (
     ReasonDrops,
     drops,
     funnel,
@@ -32,9 +31,9 @@ from flows.audit import (
     warnings,
     words,
 )
-from flows.runs import manifest, previous_completed, read_table, stage_report
-from tasks.artifacts import atomic_write_bytes, run_status
-from tasks.schemas import CATEGORIES
+from pbbq.flows.runs import manifest, previous_completed, read_table, stage_report
+from pbbq.tasks.artifacts import atomic_write_bytes, run_status
+from pbbq.tasks.schemas import CATEGORIES
 
 FONTS = '"Vazirmatn", "Noto Sans Arabic", "Noto Naskh Arabic", "DejaVu Sans", "Tahoma", sans-serif'
 """Fonts with Persian glyphs first; DejaVu Sans (on most Linux systems) covers Persian too."""
@@ -495,7 +494,7 @@ def charts_section(run: Path) -> str:
 
 
 def changes_section(run: Path) -> str:
-    from flows.diff import diff_runs
+    from pbbq.flows.diff import diff_runs
 
     previous = previous_completed(run)
     if previous is None:

@@ -21,10 +21,9 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
-
-from flows.audit import DROP_LIKE, EXAMPLE_TABLES
-from flows.runs import AuditError, manifest, stage_folders, stage_report
-from tasks.artifacts import FILE_MODE, sha256_file
+from pbbq.flows.audit import DROP_LIKE, EXAMPLE_TABLES
+from pbbq.flows.runs import AuditError, manifest, stage_folders, stage_report
+from pbbq.tasks.artifacts import FILE_MODE, sha256_file
 
 DB_NAME = "run.db"
 DATABASE = "run"

@@ -13,31 +13,30 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from pbbq.flows.config import load_config
+from pbbq.flows.diff import changes_since_previous
+from pbbq.flows.runs import mark_killed_runs, outputs_folder
+from pbbq.tasks.artifacts import RunFolder, StageOutput, display_path
+from pbbq.tasks.candidates import load_lexicon
+from pbbq.tasks.crawl import crawl_counts, crawl_task, fetch_sources, load_prompt
+from pbbq.tasks.disambiguate import Prompts, disambiguate_task
+from pbbq.tasks.diversity import diversity_task
+from pbbq.tasks.glossary import load_glossary
+from pbbq.tasks.inputs import instruction_like, load_inputs
+from pbbq.tasks.instantiate import instantiate_task
+from pbbq.tasks.kappa_gate import kappa_gate_task
+from pbbq.tasks.llm import export_transcript, usage_summary
+from pbbq.tasks.names import load_gender_prompt, load_name_table, names_task
+from pbbq.tasks.publish import create_release_artifact, publish_stage
+from pbbq.tasks.statistics import statistics_task
+from pbbq.tasks.survey_filter import survey_filter_task
+from pbbq.tasks.translate import TranslatePrompts, translate_task
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.client.orchestration import get_client
 from prefect.exceptions import ObjectNotFound
 from prefect.runtime import flow_run
 from prefect.states import Crashed
-
-from flows.config import load_config
-from flows.diff import changes_since_previous
-from flows.runs import mark_killed_runs, outputs_folder
-from tasks.artifacts import RunFolder, StageOutput, display_path
-from tasks.candidates import load_lexicon
-from tasks.crawl import crawl_counts, crawl_task, fetch_sources, load_prompt
-from tasks.disambiguate import Prompts, disambiguate_task
-from tasks.diversity import diversity_task
-from tasks.glossary import load_glossary
-from tasks.inputs import instruction_like, load_inputs
-from tasks.instantiate import instantiate_task
-from tasks.kappa_gate import kappa_gate_task
-from tasks.llm import export_transcript, usage_summary
-from tasks.names import load_gender_prompt, load_name_table, names_task
-from tasks.publish import create_release_artifact, publish_stage
-from tasks.statistics import statistics_task
-from tasks.survey_filter import survey_filter_task
-from tasks.translate import TranslatePrompts, translate_task
 
 TRANSCRIPT_NOTE = (
     "The LLM answers this PBBQ build used: import it (llm.transcript) and build in replay mode to rebuild it "

@@ -13,13 +13,13 @@ import os
 import sys
 from pathlib import Path
 
-from flows.audit_cli import AUDIT_COMMANDS, add_audit_commands
-from flows.crawl_cli import add_crawl_commands
-from flows.evaluate_cli import add_evaluate_command
-from flows.names_cli import add_names_command
+from pbbq.flows.audit_cli import AUDIT_COMMANDS, add_audit_commands
+from pbbq.flows.crawl_cli import add_crawl_commands
+from pbbq.flows.evaluate_cli import add_evaluate_command
+from pbbq.flows.names_cli import add_names_command
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-"""The repository (``tasks.artifacts.REPO_ROOT``; not imported here, so that ``pbbq --help`` answers at once)."""
+"""The repository (``pbbq.tasks.artifacts.REPO_ROOT``; not imported here, so that ``pbbq --help`` answers at once)."""
 
 
 def _prefect_defaults() -> None:
@@ -80,11 +80,11 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _build(args: argparse.Namespace) -> int:
-    from flows.config import load_config
+    from pbbq.flows.config import load_config
 
     load_config(args.config)  # a bad configuration fails here, before a Prefect server starts
-    from flows.build_pbbq import build_pbbq
-    from flows.server import startup_timeout, temporary_server
+    from pbbq.flows.build_pbbq import build_pbbq
+    from pbbq.flows.server import startup_timeout, temporary_server
 
     with temporary_server(startup_timeout()):
         folder = build_pbbq(
@@ -99,7 +99,7 @@ def _build(args: argparse.Namespace) -> int:
 
 
 def _serve() -> int:
-    from flows.deployment import serve_build
+    from pbbq.flows.deployment import serve_build
 
     serve_build()
     return 0

@@ -13,18 +13,18 @@ from functools import partial
 from pathlib import Path
 from typing import Any, get_args, get_type_hints
 
-from tasks.artifacts import REPO_ROOT, display_path
-from tasks.crawl import CrawlParams
-from tasks.disambiguate import DisambiguateParams
-from tasks.diversity import DiversityParams
-from tasks.inputs import load_unknown_phrases
-from tasks.instantiate import InstantiateParams
-from tasks.kappa_gate import GateParams
-from tasks.llm import LLMConfig
-from tasks.names import NamesParams
-from tasks.publish import PublishParams
-from tasks.survey_filter import SurveyParams
-from tasks.translate import TranslateParams
+from pbbq.tasks.artifacts import REPO_ROOT, display_path
+from pbbq.tasks.crawl import CrawlParams
+from pbbq.tasks.disambiguate import DisambiguateParams
+from pbbq.tasks.diversity import DiversityParams
+from pbbq.tasks.inputs import load_unknown_phrases
+from pbbq.tasks.instantiate import InstantiateParams
+from pbbq.tasks.kappa_gate import GateParams
+from pbbq.tasks.llm import LLMConfig
+from pbbq.tasks.names import NamesParams
+from pbbq.tasks.publish import PublishParams
+from pbbq.tasks.survey_filter import SurveyParams
+from pbbq.tasks.translate import TranslateParams
 
 SAMPLE_CONFIG = REPO_ROOT / "configs" / "sample.toml"
 INPUTS = ("questionnaire", "responses", "templates", "ratings", "unknown_phrases", "names", "glossary")

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-"""The repository (``tasks.artifacts.REPO_ROOT``, not imported here: ``pbbq --help`` must not load pandas)."""
+"""The repository (``pbbq.tasks.artifacts.REPO_ROOT``, not imported here: ``pbbq --help`` must not load pandas)."""
 SURVEY = REPO_ROOT / "survey"
 
 
@@ -31,7 +31,7 @@ class CrawlConfigError(ValueError):
 def crawl_section(path: Path) -> tuple[Any, dict[str, Any], Path | None]:
     """The ``[crawl]`` section of a TOML file (a build configuration or a file of its own) as CrawlParams with
     its paths resolved against the file, and the ``[llm]`` section with its transcript, for the extractor."""
-    from tasks.crawl import CrawlParams
+    from pbbq.tasks.crawl import CrawlParams
 
     try:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
@@ -86,10 +86,10 @@ def add_crawl_commands(subparsers: Any) -> None:
 def crawl_command(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
-    from flows.runs import outputs_folder
-    from tasks.artifacts import RunFolder
-    from tasks.candidates import load_lexicon
-    from tasks.crawl import DEFAULT_SOURCES, CrawlParams, crawl_stage, fetch_sources, with_fetch_report
+    from pbbq.flows.runs import outputs_folder
+    from pbbq.tasks.artifacts import RunFolder
+    from pbbq.tasks.candidates import load_lexicon
+    from pbbq.tasks.crawl import DEFAULT_SOURCES, CrawlParams, crawl_stage, fetch_sources, with_fetch_report
 
     llm_section: dict[str, Any] = {}
     transcript = None
@@ -101,7 +101,7 @@ def crawl_command(args: argparse.Namespace) -> int:
         params = replace(params, recorded_pages=str(args.recorded_pages.resolve()))
     llm = None
     if params.llm_extractor:
-        from tasks.llm import LLMConfig
+        from pbbq.tasks.llm import LLMConfig
 
         llm = LLMConfig.from_mapping(llm_section)
     outputs = outputs_folder(str(args.outputs) if args.outputs else None)
@@ -132,8 +132,8 @@ def crawl_command(args: argparse.Namespace) -> int:
 
 
 def questionnaire_command(args: argparse.Namespace) -> int:
-    from tasks.inputs import load_questionnaire
-    from tasks.survey_form import add_to_questionnaire, kept_rows, write_forms
+    from pbbq.tasks.inputs import load_questionnaire
+    from pbbq.tasks.survey_form import add_to_questionnaire, kept_rows, write_forms
 
     sheet = kept_rows(args.reviewed)
     update = add_to_questionnaire(args.questionnaire, sheet)
@@ -151,9 +151,9 @@ def questionnaire_command(args: argparse.Namespace) -> int:
 
 
 def responses_command(args: argparse.Namespace) -> int:
-    from tasks.artifacts import atomic_write_bytes
-    from tasks.inputs import load_questionnaire, load_responses
-    from tasks.survey_form import read_form_exports
+    from pbbq.tasks.artifacts import atomic_write_bytes
+    from pbbq.tasks.inputs import load_questionnaire, load_responses
+    from pbbq.tasks.survey_form import read_form_exports
 
     questionnaire = load_questionnaire(args.questionnaire)
     imported = read_form_exports(args.export, questionnaire)

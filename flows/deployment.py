@@ -5,9 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import yaml
-
-from flows.build_pbbq import build_pbbq
-from tasks.artifacts import REPO_ROOT
+from pbbq.flows.build_pbbq import build_pbbq
+from pbbq.tasks.artifacts import REPO_ROOT
 
 DEPLOYMENT_NAME = "build-pbbq"
 

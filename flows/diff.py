@@ -17,10 +17,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-
-from flows.audit import EXAMPLE_TABLES
-from flows.runs import AuditError, completed_runs, manifest, previous_completed, read_table
-from tasks.schemas import config_name
+from pbbq.flows.audit import EXAMPLE_TABLES
+from pbbq.flows.runs import AuditError, completed_runs, manifest, previous_completed, read_table
+from pbbq.tasks.schemas import config_name
 
 PROVENANCE = ("llm_request_ids",)
 """Columns that say how a row was made, not what it is: a new prompt gives new request ids to the same text."""

@@ -46,9 +46,9 @@ def add_evaluate_command(subparsers: Any) -> argparse.ArgumentParser:
 
 def evaluate_command(args: argparse.Namespace) -> int:
     """Run the evaluate-pbbq flow and print its run folder. A run id under ``--outputs`` names a build."""
-    from flows.evaluate_pbbq import evaluate_pbbq
-    from flows.runs import outputs_folder
-    from flows.server import startup_timeout, temporary_server
+    from pbbq.flows.evaluate_pbbq import evaluate_pbbq
+    from pbbq.flows.runs import outputs_folder
+    from pbbq.flows.server import startup_timeout, temporary_server
 
     outputs = outputs_folder(str(args.outputs) if args.outputs else None)
     release = args.release

@@ -4,17 +4,17 @@ results → PBBQ's Tables 3–4, BBQ's bias scores, ε_c and the KL to the surve
 A run writes ``outputs/<eval_id>/`` with the build's conventions (a manifest with every artifact's sha256, the
 inputs' hashes, the parameters, the code version; ``pbbq audit`` reads it):
 
-- ``01_samples/samples.parquet``: one row per model, config and example (:data:`tasks.metrics.SAMPLES`); the
+- ``01_samples/samples.parquet``: one row per model, config and example (:data:`pbbq.tasks.metrics.SAMPLES`); the
   report lists every unit (model × config) with its cache key, whether it was cached, its request count and
   lm-eval's own aggregates of the task;
 - ``02_metrics/``: ``scores`` (every metric per model, config and category, with intervals), ``table3``,
   ``table4``, ``bbq_scores``, ``error_retention``, ``kl`` and ``kl_by_stereotype`` as parquet (and CSV),
   ``tables.md`` (the papers' layout) and the plots.
 
-Units are cached under ``<outputs>/.cache/eval/units/`` by :func:`tasks.evaluate.unit_key` (model spec + release
+Units are cached under ``<outputs>/.cache/eval/units/`` by :func:`pbbq.tasks.evaluate.unit_key` (model spec + release
 hash + task files + config + limit): a rerun of the same evaluation calls no model. lm-eval's own request cache
 (``<outputs>/.cache/eval/requests/``) keeps every answer as it arrives, so a crashed run resumes. This module
-only wires; the work is in :mod:`tasks.evaluate`, :mod:`tasks.metrics` and :mod:`tasks.eval_reports`.
+only wires; the work is in :mod:`pbbq.tasks.evaluate`, :mod:`pbbq.tasks.metrics` and :mod:`pbbq.tasks.eval_reports`.
 """
 
 from __future__ import annotations
@@ -26,13 +26,9 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from prefect import flow, get_run_logger, task
-from prefect.artifacts import create_table_artifact
-from prefect.cache_policies import NO_CACHE
-
-from flows.runs import outputs_folder
-from tasks.artifacts import RunFolder, StageOutput, atomic_write_bytes, new_run_id, parquet_bytes, write_json
-from tasks.eval_reports import (
+from pbbq.flows.runs import outputs_folder
+from pbbq.tasks.artifacts import RunFolder, StageOutput, atomic_write_bytes, new_run_id, parquet_bytes, write_json
+from pbbq.tasks.eval_reports import (
     BBQ_TABLE,
     TABLE3,
     TABLE4,
@@ -43,7 +39,7 @@ from tasks.eval_reports import (
     table3,
     table4,
 )
-from tasks.evaluate import (
+from pbbq.tasks.evaluate import (
     EvaluateError,
     ModelSpec,
     Release,
@@ -56,7 +52,7 @@ from tasks.evaluate import (
     tasks_sha256,
     unit_key,
 )
-from tasks.metrics import (
+from pbbq.tasks.metrics import (
     ERROR_RETENTION,
     KL,
     KL_STEREOTYPES,
@@ -68,7 +64,10 @@ from tasks.metrics import (
     kl_to_survey,
     score_table,
 )
-from tasks.schemas import to_arrow
+from pbbq.tasks.schemas import to_arrow
+from prefect import flow, get_run_logger, task
+from prefect.artifacts import create_table_artifact
+from prefect.cache_policies import NO_CACHE
 
 _SECRET_ARG = re.compile(r"(?i)(key|token|secret|password)$")
 

@@ -6,7 +6,7 @@ Writes ``DIR/<input stem>.names.jsonl`` (one BBQ record per variant, plus ``vari
 BBQ's ``answer_info`` and ``additional_metadata`` as the source record has them, so lm-evaluation-harness's BBQ
 code still finds the stereotyped answer by its label) and ``DIR/report.json`` (counts per sub-seed and per
 category, every unmapped record with its reason). The names are drawn as the build's names stage draws them
-(:mod:`tasks.name_draw`): one era per pair, one gender where the entities share one, three different variants.
+(:mod:`pbbq.tasks.name_draw`): one era per pair, one gender where the entities share one, three different variants.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 LANGUAGES = ("en", "fa")
-"""The languages with reference patterns (``tasks.name_tables.LANGUAGES``, not imported: ``pbbq --help`` stays fast)."""
+"""The languages with reference patterns (``pbbq.tasks.name_tables.LANGUAGES``, not imported: ``pbbq --help``
+stays fast)."""
 
 
 def add_names_command(subparsers: Any) -> argparse.ArgumentParser:
@@ -36,9 +37,9 @@ def add_names_command(subparsers: Any) -> argparse.ArgumentParser:
 
 def names_command(args: argparse.Namespace) -> int:
     """Run the name proxy over ``args.input``; 0 when the files are written, 1 with a message on a bad input."""
-    from tasks.artifacts import atomic_write_bytes, write_json
-    from tasks.inputs import InputError
-    from tasks.names import (
+    from pbbq.tasks.artifacts import atomic_write_bytes, write_json
+    from pbbq.tasks.inputs import InputError
+    from pbbq.tasks.names import (
         NamesParams,
         bbq_examples,
         bbq_variants,

@@ -12,8 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-
-from tasks.artifacts import REPO_ROOT, mark_incomplete, run_status
+from pbbq.tasks.artifacts import REPO_ROOT, mark_incomplete, run_status
 
 
 class AuditError(ValueError):

@@ -31,8 +31,7 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
-
-from tasks.schemas import to_arrow
+from pbbq.tasks.schemas import to_arrow
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 """The repository this code runs from; the bundled sample and the prompts live here."""
@@ -167,7 +166,7 @@ class StageRecord:
 def code_version() -> dict[str, Any]:
     """The git commit (and whether the tree is dirty) plus a hash of the code's own source files."""
     digest = hashlib.sha256()
-    for source in sorted([*REPO_ROOT.glob("tasks/*.py"), *REPO_ROOT.glob("flows/*.py")]):
+    for source in sorted([*REPO_ROOT.glob("pbbq/*.py"), *REPO_ROOT.glob("tasks/*.py"), *REPO_ROOT.glob("flows/*.py")]):
         digest.update(source.relative_to(REPO_ROOT).as_posix().encode())
         digest.update(source.read_bytes())
     version: dict[str, Any] = {"source_sha256": digest.hexdigest(), "git_commit": None, "git_dirty": None}
@@ -178,7 +177,7 @@ def code_version() -> dict[str, Any]:
             ["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True, check=True
         ).stdout.strip()
         status = subprocess.run(
-            ["git", "status", "--porcelain", "--", "tasks", "flows", "prompts"],
+            ["git", "status", "--porcelain", "--", "pbbq", "tasks", "flows", "prompts"],
             cwd=REPO_ROOT,
             capture_output=True,
             text=True,

@@ -21,14 +21,14 @@ from typing import Any
 
 import pandas as pd
 import pyarrow as pa
+from pbbq.tasks.artifacts import REPO_ROOT, parquet_bytes, sha256_file
 from prefect import task
 from prefect.cache_policies import CachePolicy
 from prefect.context import TaskRunContext
 
-from tasks.artifacts import REPO_ROOT, parquet_bytes, sha256_file
-
-PROJECT_PACKAGES = ("tasks", "flows")
-"""Top-level packages whose modules are the project's own code (the rest is libraries, pinned by version)."""
+PROJECT_PACKAGE = "pbbq"
+"""The package whose modules are the project's own code (the rest is libraries, pinned by version); its
+subpackages are the repository's top folders (``pbbq.tasks`` is ``tasks/``, see ``pbbq/__init__.py``)."""
 
 
 def _digest(value: Any) -> Any:
@@ -51,9 +51,10 @@ def _digest(value: Any) -> Any:
 
 def _module_file(name: str, root: Path) -> Path | None:
     """The source file of a project module ``name`` under ``root`` (None for a library)."""
-    if name.split(".")[0] not in PROJECT_PACKAGES:
+    package, *path = name.split(".")
+    if package != PROJECT_PACKAGE:
         return None
-    base = root.joinpath(*name.split("."))
+    base = root.joinpath(*path) if path else root / PROJECT_PACKAGE
     for candidate in (base.with_suffix(".py"), base / "__init__.py"):
         if candidate.is_file():
             return candidate

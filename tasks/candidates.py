@@ -7,7 +7,7 @@ docs/architecture.md, crawl).
   ('… ها … اند'), or a joke frame ('یه روز یه …'; a joke frame anywhere in a post marks its sentences).
   The experts' review decides; these rules only propose.
 - **LLM extractor** (optional): the prompt ``prompts/extract_stereotypes.fa.txt``, the post appended after the
-  instructions inside ``<post>…</post>`` (delimiters inside the post removed), through :mod:`tasks.llm`
+  instructions inside ``<post>…</post>`` (delimiters inside the post removed), through :mod:`pbbq.tasks.llm`
   (cached and replayable); an answer is kept only when it is JSON of the asked shape, its category is one of
   the 16 and its quote occurs in the post.
 - **Near-duplicates** (the same joke forwarded or retold) collapse within one category and group: character
@@ -34,13 +34,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-
-from tasks.inputs import InputError, read_csv_checked, require_filled, require_none, spreadsheet_row
-from tasks.persian_text import ZWNJ, normalize_fa
-from tasks.schemas import CATEGORIES
+from pbbq.tasks.inputs import InputError, read_csv_checked, require_filled, require_none, spreadsheet_row
+from pbbq.tasks.persian_text import ZWNJ, normalize_fa
+from pbbq.tasks.schemas import CATEGORIES
 
 if TYPE_CHECKING:  # the LLM SDKs load only when the extractor runs
-    from tasks.llm import LLMClient, LLMRequest
+    from pbbq.tasks.llm import LLMClient, LLMRequest
 
 STAGE = "crawl"
 LEXICON_COLUMNS = ["category", "group", "term"]
@@ -253,7 +252,7 @@ _DELIMITER = re.compile(r"<\s*/?\s*post\s*>", re.IGNORECASE)
 def extraction_request(prompt: str, post_key: str, text: str) -> LLMRequest:
     """The instructions first, then the post inside ``<post>…</post>``; a delimiter inside the post is removed,
     so the post cannot close its block and speak as instructions."""
-    from tasks.llm import LLMRequest
+    from pbbq.tasks.llm import LLMRequest
 
     instructions = Template(prompt).substitute(categories="، ".join(CATEGORIES))
     body = _DELIMITER.sub(" ", text)
@@ -432,7 +431,7 @@ def review_sheet(clusters: pd.DataFrame) -> pd.DataFrame:
 
 def placeholders_by_kind(texts: Iterable[str]) -> dict[str, int]:
     """Placeholders of personal data in ``texts``, by kind (what the scrubber left in their place)."""
-    from tasks.scrub import PLACEHOLDERS
+    from pbbq.tasks.scrub import PLACEHOLDERS
 
     joined = "\n".join(texts)
     return {kind: joined.count(token) for kind, token in PLACEHOLDERS.items()}

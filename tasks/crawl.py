@@ -8,10 +8,10 @@ Two steps, because one of them reads the outside world:
    a channel, a cursor (the newest post id seen). A rerun fetches only the pages down to the cursor and stores no
    post twice. A channel's cursor moves only when its walk joined the posts already stored (or reached the
    channel's first post, or the source's post limit), so a walk cut short by an error leaves no gap behind.
-   Personal data is replaced before any row exists (:mod:`tasks.scrub`); the raw HTML is never kept. It is not a
+   Personal data is replaced before any row exists (:mod:`pbbq.tasks.scrub`); the raw HTML is never kept. It is not a
    cached task: its input is the network.
 2. :func:`crawl` (the cached task ``crawl_task``) finds candidates in the posts, collapses near-duplicates and
-   writes ``posts``, ``candidates``, ``clusters`` and ``review.csv`` (:mod:`tasks.candidates`).
+   writes ``posts``, ``candidates``, ``clusters`` and ``review.csv`` (:mod:`pbbq.tasks.candidates`).
 
 A source that fails (a page that does not parse, a server that keeps refusing) is reported with its URL as a
 warning and the others go on; a wrong sources file or export file stops the run with one message naming it.
@@ -34,11 +34,10 @@ import httpx
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
-
-from tasks import candidates as candidates_module
-from tasks.artifacts import REPO_ROOT, StageOutput, atomic_write_bytes, display_path, parquet_bytes, write_json
-from tasks.caching import stage_task
-from tasks.candidates import (
+from pbbq.tasks import candidates as candidates_module
+from pbbq.tasks.artifacts import REPO_ROOT, StageOutput, atomic_write_bytes, display_path, parquet_bytes, write_json
+from pbbq.tasks.caching import stage_task
+from pbbq.tasks.candidates import (
     CANDIDATE,
     CLUSTER,
     PROMPT_FILE,
@@ -52,10 +51,10 @@ from tasks.candidates import (
     placeholders_by_kind,
     review_sheet,
 )
-from tasks.inputs import InputError
-from tasks.schemas import to_arrow
-from tasks.scrub import KINDS, scrub_field, scrub_segments
-from tasks.telegram import (
+from pbbq.tasks.inputs import InputError
+from pbbq.tasks.schemas import to_arrow
+from pbbq.tasks.scrub import KINDS, scrub_field, scrub_segments
+from pbbq.tasks.telegram import (
     USER_AGENT,
     FetchError,
     FetchSettings,
@@ -71,7 +70,7 @@ from tasks.telegram import (
 )
 
 if TYPE_CHECKING:  # the LLM SDKs load only when the extractor runs
-    from tasks.llm import LLMClient, LLMConfig
+    from pbbq.tasks.llm import LLMClient, LLMConfig
 
 DEFAULT_SOURCES = REPO_ROOT / "crawl" / "sources.toml"
 DEFAULT_LEXICON = REPO_ROOT / "annotations" / "lexicon" / "lexicon.csv"
@@ -497,7 +496,7 @@ def crawl_stage(
         raise ValueError("[crawl] llm_extractor = true needs the [llm] configuration")
     client = None
     if params.llm_extractor and llm is not None:
-        from tasks.llm import open_llm
+        from pbbq.tasks.llm import open_llm
 
         client = open_llm(llm, transcript)
     return crawl(posts, lexicon, params, client, prompt or (load_prompt() if client is not None else ""))

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from functools import cache
 
-from tasks.persian_text import normalize_fa
+from pbbq.tasks.persian_text import normalize_fa
 
 NONE = "none"
 """Neither gender nor age band: the entity's words say nothing about it."""

@@ -30,13 +30,12 @@ from string import Template
 
 import pandas as pd
 import pyarrow as pa
-
-from tasks.artifacts import REPO_ROOT, StageOutput, count_reasons, sha256_bytes
-from tasks.caching import stage_task
-from tasks.inputs import PLACEHOLDER, swap_roles
-from tasks.llm import LLMClient, LLMConfig, LLMRequest, open_llm
-from tasks.persian_text import normalize_fa, tokenize_fa, words
-from tasks.schemas import TEMPLATE_DISAMBIGUATED
+from pbbq.tasks.artifacts import REPO_ROOT, StageOutput, count_reasons, sha256_bytes
+from pbbq.tasks.caching import stage_task
+from pbbq.tasks.inputs import PLACEHOLDER, swap_roles
+from pbbq.tasks.llm import LLMClient, LLMConfig, LLMRequest, open_llm
+from pbbq.tasks.persian_text import normalize_fa, tokenize_fa, words
+from pbbq.tasks.schemas import TEMPLATE_DISAMBIGUATED
 
 STAGE = "disambiguate"
 ASSIGNMENTS: dict[str, tuple[str, str]] = {

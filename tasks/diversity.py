@@ -38,13 +38,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+from pbbq.tasks.artifacts import StageOutput
+from pbbq.tasks.caching import stage_task
+from pbbq.tasks.inputs import PLACEHOLDER
+from pbbq.tasks.persian_text import stop_words, tokenize, tokenize_en, words
+from pbbq.tasks.schemas import example_configs
 from sacrebleu.metrics.bleu import BLEU
-
-from tasks.artifacts import StageOutput
-from tasks.caching import stage_task
-from tasks.inputs import PLACEHOLDER
-from tasks.persian_text import stop_words, tokenize, tokenize_en, words
-from tasks.schemas import example_configs
 
 if TYPE_CHECKING:
     import torch
@@ -99,7 +98,7 @@ def ngram_diversity(token_lists: Sequence[Sequence[str]]) -> float:
     D⊕ is the dataset "concatenated into a single string": the units' token lists are joined into one
     sequence, in the order given, and n-grams are counted over it, so an n-gram may span two units. Units are
     the distinct contexts of a group, tokens their words (punctuation out, stop words kept:
-    ``tasks.persian_text.words``). Ranges over (0, 4]. NaN when D⊕ has fewer than 4 tokens (a ratio is 0/0).
+    ``pbbq.tasks.persian_text.words``). Ranges over (0, 4]. NaN when D⊕ has fewer than 4 tokens (a ratio is 0/0).
     """
     codes, _ = _token_codes(token_lists)
     if len(codes) < NGRAM_ORDER:
@@ -111,7 +110,7 @@ def type_token_ratio(token_lists: Sequence[Sequence[str]], stop_words: frozenset
     """Type-token ratio, Appendix C.2: #unique words / #words of T, stop words removed.
 
     T is all units of a group taken together (the distinct contexts' words, punctuation out); ``stop_words``
-    is ``tasks.persian_text.stop_words(lang)``. NaN when no word is left.
+    is ``pbbq.tasks.persian_text.stop_words(lang)``. NaN when no word is left.
     """
     kept = [token for tokens in token_lists for token in tokens if token not in stop_words]
     return len(set(kept)) / len(kept) if kept else math.nan
@@ -192,7 +191,7 @@ def self_bleu(sentences: Sequence[str], tokenize: Callable[[str], list[str]] = t
     Exactly the mean of sacrebleu's ``sentence_bleu(h, others)`` with its defaults (smooth_method='exp',
     effective order, 4-grams), but computed from n-gram count tables with no pairwise BLEU call. ``tokenize``
     gives BLEU's tokens: the default is sacrebleu's 13a tokenizer, so English equals ``tokenize='13a'`` on the
-    raw text; for Persian pass ``tasks.persian_text.tokenize_fa`` (hazm), which equals sacrebleu on the tokens
+    raw text; for Persian pass ``pbbq.tasks.persian_text.tokenize_fa`` (hazm), which equals sacrebleu on the tokens
     joined by spaces with ``tokenize='none'``, so both sides see the same tokens. Punctuation tokens count, as
     in BLEU. Units are the distinct contexts of a group; an empty unit scores 0 (as sacrebleu) and still counts
     as a reference of length 0. NaN (not computed) for fewer than 2 units: there is no reference.
@@ -647,8 +646,8 @@ def diversity_table(
     the category rows) and an 'Overall' row (all units of the config). Not the paper's Table 2 (see the module).
 
     ``examples`` is the example table (columns category, lang, variant, context); configs as
-    ``tasks.schemas.example_configs`` says ('fa', 'fa-names' with all seeds together, 'en'). Units are each
-    group's distinct contexts, tokenised once per config (``tasks.persian_text.tokenize``).
+    ``pbbq.tasks.schemas.example_configs`` says ('fa', 'fa-names' with all seeds together, 'en'). Units are each
+    group's distinct contexts, tokenised once per config (``pbbq.tasks.persian_text.tokenize``).
     ``homogenization_model``: one model for every language, a mapping lang → model (a missing or None entry
     is not computed), or None to skip BERTScore. Columns: config, category, n_units, ngd, ngd_mean, ttr,
     self_bleu, homogenization, homogenization_note.

@@ -9,7 +9,7 @@
 - :func:`run_unit`: one model on one config through ``lm_eval.simple_evaluate`` with ``log_samples=True``, the
   release's own task (``lm_eval/``), and lm-eval's request cache (``use_cache``: every answer is stored as it
   arrives, so a crashed run resumes where it stopped); the samples become the per-sample table
-  (:data:`tasks.metrics.SAMPLES`).
+  (:data:`pbbq.tasks.metrics.SAMPLES`).
 - :func:`unit_key`: a unit's cache key, the sha256 of the model spec, the release (its manifest's sha256, or of
   its data files), the task files, the config, the limit and lm-eval's version; a unit whose key is cached is not
   run again.
@@ -31,12 +31,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
-
-from tasks.artifacts import sha256_file
-from tasks.lm_eval_task import task_name, write_task_folder
-from tasks.lm_eval_utils import parse_choice
-from tasks.metrics import SAMPLES
-from tasks.schemas import OPTIONS
+from pbbq.tasks.artifacts import sha256_file
+from pbbq.tasks.lm_eval_task import task_name, write_task_folder
+from pbbq.tasks.lm_eval_utils import parse_choice
+from pbbq.tasks.metrics import SAMPLES
+from pbbq.tasks.schemas import OPTIONS
 
 CHAT_BACKENDS = frozenset(
     {"openai-chat-completions", "local-chat-completions", "anthropic-chat", "anthropic-chat-completions"}

@@ -5,7 +5,7 @@ An LLM left alone renders 'مرد ترک' (an Iranian Azerbaijani) as "Turkish m
 rendering of every group term that the entities and lexical variants use (ethnicities, cities and their
 adjectives, nationalities, political camps, religions, sexual orientations, institutions whose name matters);
 the translation stage gives the model the entries of each segment and requires their renderings in its
-English (:mod:`tasks.translate`).
+English (:mod:`pbbq.tasks.translate`).
 
 A term occurs in a phrase as whole words (a Persian plural '‌ها'/'‌های' attached to its last word counts), so
 'ترک' is found in 'مرد ترک' but not in 'ترکمن' or 'ترکیه‌ای'. An English rendering occurs in a text as whole
@@ -20,9 +20,8 @@ from functools import cached_property
 from pathlib import Path
 
 import pandas as pd
-
-from tasks.inputs import InputError, read_csv_checked, require_filled, require_none
-from tasks.persian_text import ZWNJ, normalize_fa
+from pbbq.tasks.inputs import InputError, read_csv_checked, require_filled, require_none
+from pbbq.tasks.persian_text import ZWNJ, normalize_fa
 
 GLOSSARY_COLUMNS = ["term_fa", "term_en", "note"]
 _PERSIAN = re.compile(r"[\u0600-\u06ff]")

@@ -2,7 +2,7 @@
 
 A wrong input stops the build with one :class:`InputError` that names the file, the row and the problem.
 Rows are counted as a spreadsheet shows them: the header is row 1, the first data row is row 2. Persian text
-is normalised here, once, with :func:`tasks.persian_text.normalize_fa`.
+is normalised here, once, with :func:`pbbq.tasks.persian_text.normalize_fa`.
 """
 
 from __future__ import annotations
@@ -15,9 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-
-from tasks.persian_text import normalize_fa
-from tasks.schemas import CATEGORIES
+from pbbq.tasks.persian_text import normalize_fa
+from pbbq.tasks.schemas import CATEGORIES
 
 LIST_SEPARATOR = ";"
 ANSWERS = ("yes", "no")

@@ -12,7 +12,7 @@ scores a model on the published dataset as the PBBQ paper did (§4: context and 
 - ``pbbq_<config>_gen.yaml``: the generation variant for chat models without log-probabilities (tag
   ``pbbq_gen``), whose answers are parsed to an option and counted as ``unparseable`` when they name none;
 - the shared settings in ``_pbbq_mc_template_yaml`` and ``_pbbq_gen_template_yaml`` (not ``.yaml``, so lm-eval
-  does not list them as tasks) and ``utils.py``, a verbatim copy of :mod:`tasks.lm_eval_utils`;
+  does not list them as tasks) and ``utils.py``, a verbatim copy of :mod:`pbbq.tasks.lm_eval_utils`;
 - ``README.md``: how to run it and what each metric is.
 
 The data is read by ``utils.load_release`` relative to ``utils.py`` (lm-eval resolves a task's ``data_files``
@@ -27,7 +27,7 @@ import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from tasks.artifacts import atomic_write_bytes
+from pbbq.tasks.artifacts import atomic_write_bytes
 
 PREFIX = "pbbq"
 UTILS_SOURCE = Path(__file__).with_name("lm_eval_utils.py")

@@ -4,7 +4,7 @@ A per-sample table (:data:`SAMPLES`) has one row per model, config and example: 
 (``answer_roles``), label, context condition, polarity and assignment, the three options' summed log-likelihoods
 (multiple choice; NaN for generation) and the chosen option (``-1``: a generated answer that named no option).
 
-Conventions, shared with the release's lm-eval task (:mod:`tasks.lm_eval_utils`):
+Conventions, shared with the release's lm-eval task (:mod:`pbbq.tasks.lm_eval_utils`):
 
 - the **biased** answer is BBQ's (Parrish et al. 2022 §4): the stereotyped entity for a negative question, the
   non-stereotyped entity for a non-negative one; the **counter** answer is the other entity. PBBQ's "target" and
@@ -50,9 +50,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+from pbbq.tasks.schemas import ANSWER_ROLES, OPTIONS
 from scipy.special import logsumexp, rel_entr
-
-from tasks.schemas import ANSWER_ROLES, OPTIONS
 
 UNPARSEABLE = -1
 SAMPLES = pa.schema(

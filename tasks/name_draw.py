@@ -4,7 +4,7 @@ Initialisation' and 'Name Selection', Appendix C; issue 9 §2, §3, §5).
 - **Sub-seeds** (Appendix C): ``np.random.seed(42)``, then ``np.random.randint(1, 10000, 3)`` = 7271, 861, 5391;
   one variant per sub-seed (:func:`sub_seeds`).
 - **One stream per entity pair and sub-seed**: ``np.random.default_rng([sub_seed, example_seed(pair_key)])``, the
-  key naming the template, the two entities and the lexical variant (:meth:`tasks.names.Prepared.pair_key`): the
+  key naming the template, the two entities and the lexical variant (:meth:`pbbq.tasks.names.Prepared.pair_key`): the
   twelve examples of a pair take the same names, so its mirrored examples differ only in who did what; the names
   depend on the sub-seed and the pair, not on the other rows of the table.
 - **A draw** takes from that stream, in this order: (1) the era, uniformly among the eras the pair may have (all
@@ -16,7 +16,7 @@ Initialisation' and 'Name Selection', Appendix C; issue 9 §2, §3, §5).
   from one era, and share one gender where the entities do.
 - **Distinct variants**: a pair's variants are drawn in sub-seed order; a draw whose names repeat a name pair
   already taken (by an earlier variant of the pair, or by any variant of a pair with an example that reads the
-  same once named and whose key sorts first, see :func:`tasks.names.draw_all`) is drawn again from the same
+  same once named and whose key sorts first, see :func:`pbbq.tasks.names.draw_all`) is drawn again from the same
   stream (its next values), until it differs. So the three variants are three different rows.
 """
 
@@ -28,10 +28,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-
-from tasks.cues import NONE
-from tasks.name_patterns import NEUTRAL
-from tasks.name_tables import ERAS, GENDERS, table_eras
+from pbbq.tasks.cues import NONE
+from pbbq.tasks.name_patterns import NEUTRAL
+from pbbq.tasks.name_tables import ERAS, GENDERS, table_eras
 
 ERAS_BY_AGE_BAND: dict[str, tuple[str, ...]] = {
     "child": ("post1995",),
@@ -43,7 +42,7 @@ ERAS_BY_AGE_BAND: dict[str, tuple[str, ...]] = {
     "adult": ERAS,
     NONE: ERAS,
 }
-"""The eras a person of an age band (:func:`tasks.cues.entity_age_band`) can be born in, for people described
+"""The eras a person of an age band (:func:`pbbq.tasks.cues.entity_age_band`) can be born in, for people described
 today: 20–39 years old were born 1985–2005, 40–59 in 1965–1985, 60 and over before 1965, under 20 after 2005."""
 
 Pools = Mapping[tuple[str, str, str, str], tuple[str, ...]]

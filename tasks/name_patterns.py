@@ -5,7 +5,7 @@ Gender Requirements' and 'String Substitution').
   → "Paolo's father", Persian ezafe 'پدر ترک' → 'پدر آیدین'). A text is first rewritten with a slot per entity
   (:func:`rewrite`), then each slot is filled with the entity's name (:func:`fill`), so one rewrite serves every
   variant.
-- **Gender**: each reference's own words (:data:`tasks.cues.PERSON_GENDER`, :data:`KIN_NAME_GENDER`) and, in
+- **Gender**: each reference's own words (:data:`pbbq.tasks.cues.PERSON_GENDER`, :data:`KIN_NAME_GENDER`) and, in
   English, he/she pronouns. No cue: neutral. Cues that contradict each other leave the gender undecided
   (:func:`reference_gender`).
 """
@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache, lru_cache
 
-from tasks.cues import KIN_GENDER, PERSON_GENDER, PRONOUN_GENDER, SPOUSES
+from pbbq.tasks.cues import KIN_GENDER, PERSON_GENDER, PRONOUN_GENDER, SPOUSES
 
 NEUTRAL = "neutral"
 """A reference without a gender cue."""

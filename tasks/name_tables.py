@@ -8,7 +8,7 @@ for: ``pre1970``, ``1970-1995``, ``post1995``, several ``;``-separated, or ``all
 ``transliteration`` and ``note`` (free text; where the name's gender was checked against another list, the
 decision, see ``tests/test_name_tables.py``). ``aliases`` and ``note`` may be left out.
 
-**The validator** (:func:`validate_name_table`) raises one :class:`~tasks.inputs.InputError` naming the file, the
+**The validator** (:func:`validate_name_table`) raises one :class:`~pbbq.tasks.inputs.InputError` naming the file, the
 row and the problem: an empty cell; a language, gender or era not allowed; aliases that differ within a group or
 name another group; a name twice in one group; fewer than :data:`NAMES_PER_GENDER` names of a gender in a group;
 fewer than :data:`NAMES_PER_ERA` names of a gender and era in a group (a pair's two names come from one era, and
@@ -25,9 +25,15 @@ from functools import cache
 from pathlib import Path
 
 import pandas as pd
-
-from tasks.inputs import LIST_SEPARATOR, InputError, read_csv_checked, require_filled, require_none, spreadsheet_row
-from tasks.persian_text import normalize_fa
+from pbbq.tasks.inputs import (
+    LIST_SEPARATOR,
+    InputError,
+    read_csv_checked,
+    require_filled,
+    require_none,
+    spreadsheet_row,
+)
+from pbbq.tasks.persian_text import normalize_fa
 
 REQUIRED_COLUMNS = ["lang", "group", "gender", "era", "name", "transliteration"]
 OPTIONAL_COLUMNS = ["aliases", "note"]

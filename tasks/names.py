@@ -1,13 +1,13 @@
 """Name proxies (stage 06): explicit group mentions replaced by culturally indicative first names (Obscured but
 Not Erased §4.1, §4.1.1, Appendix C; docs/architecture.md, the names stage).
 
-An example is mapped when both of its entities name a group of the name table (:mod:`tasks.name_tables`:
+An example is mapped when both of its entities name a group of the name table (:mod:`pbbq.tasks.name_tables`:
 per language and group 5 female and 5 male first names, each with the birth years it is common for). Each of
 its variants, one per sub-seed, gives each entity one name and replaces every mention of the entity with it, in
-the context, the question and the entity's option (:mod:`tasks.name_patterns`); ``answer_info`` takes the new
+the context, the question and the entity's option (:mod:`pbbq.tasks.name_patterns`); ``answer_info`` takes the new
 option texts and keeps its group tags; the 'unknown' option, ``answer_roles``, ``additional_metadata``, the label,
 ``target_loc`` and the entity columns carry over unchanged, and ``source_example_id`` links the variant to the
-original. The names are drawn as :mod:`tasks.name_draw` says: seeded per sub-seed and example, both names of a
+original. The names are drawn as :mod:`pbbq.tasks.name_draw` says: seeded per sub-seed and example, both names of a
 pair from one era and, where the entities share a gender or have none, of one gender.
 
 **Distinct rows.** The three variants of an example differ: a draw that repeats an earlier variant's names is
@@ -35,16 +35,15 @@ from typing import Any
 
 import pandas as pd
 import pyarrow as pa
-
-from tasks.artifacts import REPO_ROOT, StageOutput, count_reasons, sha256_bytes
-from tasks.caching import stage_task
-from tasks.cues import NONE, entity_age_band
-from tasks.inputs import InputError
-from tasks.llm import LLMClient, LLMConfig, LLMRequest, open_store
-from tasks.name_draw import Drawn, PairRequest, Pools, TooFewPairs, draw_variants, name_pools, pair_eras, sub_seeds
-from tasks.name_patterns import NEUTRAL, UNDECIDED, fill, persian_entity, reference_gender, rewrite
-from tasks.name_tables import GENDERS, LANGUAGES, entity_mentions, group_words, load_name_table
-from tasks.schemas import EXAMPLE, OPTIONS
+from pbbq.tasks.artifacts import REPO_ROOT, StageOutput, count_reasons, sha256_bytes
+from pbbq.tasks.caching import stage_task
+from pbbq.tasks.cues import NONE, entity_age_band
+from pbbq.tasks.inputs import InputError
+from pbbq.tasks.llm import LLMClient, LLMConfig, LLMRequest, open_store
+from pbbq.tasks.name_draw import Drawn, PairRequest, Pools, TooFewPairs, draw_variants, name_pools, pair_eras, sub_seeds
+from pbbq.tasks.name_patterns import NEUTRAL, UNDECIDED, fill, persian_entity, reference_gender, rewrite
+from pbbq.tasks.name_tables import GENDERS, LANGUAGES, entity_mentions, group_words, load_name_table
+from pbbq.tasks.schemas import EXAMPLE, OPTIONS
 
 __all__ = [
     "LANGUAGES",
@@ -103,7 +102,7 @@ class Prepared:
         return str(self.row["example_id"])
 
     def request(self) -> PairRequest:
-        """What the example asks of its names (:mod:`tasks.name_draw`)."""
+        """What the example asks of its names (:mod:`pbbq.tasks.name_draw`)."""
         genders = (self.genders[0], self.genders[1])
         return PairRequest(self.row["lang"], self.groups, genders, pair_eras(self.age_bands))
 
@@ -133,7 +132,7 @@ def _residue(text: str, surface: str) -> str:
 
 
 def _age_band(entity: str, surface: str, lang: str) -> str:
-    """The age band of the person a name stands for: the entity's (:func:`tasks.cues.entity_age_band`) when the
+    """The age band of the person a name stands for: the entity's (:func:`pbbq.tasks.cues.entity_age_band`) when the
     name is the person mentioned; none when it is a possessor ('پدربزرگ آیدین': Aydin's grandfather)."""
     if lang == "fa":
         form = persian_entity(entity, surface)
@@ -271,7 +270,7 @@ def draw_all(
     """The draws of every example (per sub-seed: the names and how many draws it took), and the examples left
     without enough free name pairs. One draw per entity pair (:meth:`Prepared.pair_key`), from the pair's own
     stream; pairs whose examples would read the same once named are drawn in key order against one set of taken
-    name pairs, so that no two of them get the same names (module docstring of :mod:`tasks.name_draw`)."""
+    name pairs, so that no two of them get the same names (module docstring of :mod:`pbbq.tasks.name_draw`)."""
     pairs: dict[str, list[Prepared]] = {}
     for item in mapped:
         pairs.setdefault(item.pair_key(), []).append(item)

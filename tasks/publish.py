@@ -4,17 +4,17 @@ The release folder (``<out_dir>/hub/``) is what the Hub repository will hold:
 
 - ``data/<config>/test-0000i-of-0000N.parquet`` per config (``fa``, ``fa-names``, ``en``, ...), rows sorted by
   ``example_id``, split into N files of at most ``shard_rows`` rows. The schema is explicit and is
-  :data:`RELEASE`: every column of the example table (``tasks.schemas.EXAMPLE``), typed, ``answer_info`` a
+  :data:`RELEASE`: every column of the example table (``pbbq.tasks.schemas.EXAMPLE``), typed, ``answer_info`` a
   struct, categories plain strings. No column is held back: ``llm_request_ids`` and ``source_example_id`` are
   provenance that the shipped transcript and the other configs resolve, and ``stereo_entity`` /
   ``nonstereo_entity`` let a user analyse by group without parsing text.
-- ``lm_eval/``: the release's lm-evaluation-harness task (:mod:`tasks.lm_eval_task`), a YAML per config and
+- ``lm_eval/``: the release's lm-evaluation-harness task (:mod:`pbbq.tasks.lm_eval_task`), a YAML per config and
   category and the ``utils.py`` they name, so ``lm_eval --include_path <release>/lm_eval --tasks pbbq_fa`` scores
   a model on this folder as the PBBQ paper did (§4).
 - ``manifest.json`` (the run's manifest) and ``transcript.jsonl`` (the recorded LLM answers), when given.
-- ``README.md``, the dataset card (:mod:`tasks.dataset_card`).
+- ``README.md``, the dataset card (:mod:`pbbq.tasks.dataset_card`).
 
-The same inputs give the same bytes (parquet as :func:`tasks.artifacts.parquet_bytes` writes it, without the
+The same inputs give the same bytes (parquet as :func:`pbbq.tasks.artifacts.parquet_bytes` writes it, without the
 pandas metadata; no timestamp in the card). The folder is written under a temporary name and swapped in, so a
 killed run never leaves a half-written release.
 
@@ -56,12 +56,11 @@ import pyarrow as pa
 from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi, get_token
 from huggingface_hub.hf_api import RepoFile
 from huggingface_hub.utils.sha import git_hash
+from pbbq.tasks.artifacts import StageOutput, atomic_write_bytes, parquet_bytes, sha256_bytes, sha256_file
+from pbbq.tasks.dataset_card import CardParams, ConfigInfo, render_card
+from pbbq.tasks.lm_eval_task import task_files
+from pbbq.tasks.schemas import EXAMPLE, example_configs, to_arrow
 from prefect.artifacts import create_link_artifact
-
-from tasks.artifacts import StageOutput, atomic_write_bytes, parquet_bytes, sha256_bytes, sha256_file
-from tasks.dataset_card import CardParams, ConfigInfo, render_card
-from tasks.lm_eval_task import task_files
-from tasks.schemas import EXAMPLE, example_configs, to_arrow
 
 log = logging.getLogger(__name__)
 

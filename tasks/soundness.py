@@ -16,10 +16,9 @@ from __future__ import annotations
 
 import pandas as pd
 import pyarrow as pa
-
-from tasks.cues import age_bands_differ, entity_age_band, entity_gender, genders_differ
-from tasks.inputs import PAIR_SEPARATOR
-from tasks.schemas import OPTIONS, example_configs
+from pbbq.tasks.cues import age_bands_differ, entity_age_band, entity_gender, genders_differ
+from pbbq.tasks.inputs import PAIR_SEPARATOR
+from pbbq.tasks.schemas import OPTIONS, example_configs
 
 DUPLICATE_KEY = ["context", "question", *OPTIONS]
 CELL_ROLE: dict[tuple[str, str, str], str] = {

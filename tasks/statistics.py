@@ -8,11 +8,10 @@ from collections.abc import Mapping
 
 import pandas as pd
 import pyarrow as pa
-
-from tasks.artifacts import StageOutput
-from tasks.caching import stage_task
-from tasks.schemas import CATEGORIES, example_configs
-from tasks.soundness import SOUNDNESS, soundness
+from pbbq.tasks.artifacts import StageOutput
+from pbbq.tasks.caching import stage_task
+from pbbq.tasks.schemas import CATEGORIES, example_configs
+from pbbq.tasks.soundness import SOUNDNESS, soundness
 
 TABLE1 = pa.schema(
     [("config", pa.string()), ("category", pa.string()), ("templates", pa.int64()), ("samples", pa.int64())]
@@ -61,7 +60,7 @@ def funnel(
     """Counts at every step: crawled posts (``posts``) → candidates → candidate clusters (what the experts review) →
     surveyed → accepted → templates → gated → instantiated templates → entity pairs → pairs without a confound →
     examples (fa) → examples of every other config. ``crawl`` holds the crawl's counts (``crawled_posts``,
-    ``candidates``, ``clusters``: ``tasks.crawl.crawl_counts``); when no crawl ran, the surveyed count stands in
+    ``candidates``, ``clusters``: ``pbbq.tasks.crawl.crawl_counts``); when no crawl ran, the surveyed count stands in
     for the candidates."""
     original = examples.query("lang == 'fa' and variant == 'original'")
     built_pairs = len(original[["template_id", "stereo_entity", "nonstereo_entity"]].drop_duplicates())

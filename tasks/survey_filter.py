@@ -15,13 +15,12 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+from pbbq.tasks.artifacts import StageOutput, count_reasons
+from pbbq.tasks.caching import stage_task
+from pbbq.tasks.inputs import DEMOGRAPHIC_COLUMNS
+from pbbq.tasks.schemas import STEREOTYPE
 from scipy.stats import norm
 from statsmodels.stats.proportion import proportion_confint
-
-from tasks.artifacts import StageOutput, count_reasons
-from tasks.caching import stage_task
-from tasks.inputs import DEMOGRAPHIC_COLUMNS
-from tasks.schemas import STEREOTYPE
 
 
 @dataclass(frozen=True)

@@ -27,19 +27,18 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-
-from tasks.artifacts import atomic_write_bytes
-from tasks.candidates import REVIEW_COLUMNS, people_csv, restore_cell
-from tasks.inputs import (
+from pbbq.tasks.artifacts import atomic_write_bytes
+from pbbq.tasks.candidates import REVIEW_COLUMNS, people_csv, restore_cell
+from pbbq.tasks.inputs import (
     DEMOGRAPHIC_COLUMNS,
     QUESTIONNAIRE_COLUMNS,
     InputError,
     load_questionnaire,
     spreadsheet_row,
 )
-from tasks.persian_text import normalize_fa
-from tasks.schemas import CATEGORIES
-from tasks.scrub import scrub_segments
+from pbbq.tasks.persian_text import normalize_fa
+from pbbq.tasks.schemas import CATEGORIES
+from pbbq.tasks.scrub import scrub_segments
 
 CATEGORY_CODES = {
     "Age": "AGE",

@@ -13,7 +13,7 @@
   ``date``, ``text`` and optionally ``views``.
 
 All three give :class:`RawPost` objects, which hold text that may carry personal data: they live in memory
-only, and :mod:`tasks.scrub` turns them into rows before anything is written. The raw HTML is never kept.
+only, and :mod:`pbbq.tasks.scrub` turns them into rows before anything is written. The raw HTML is never kept.
 """
 
 from __future__ import annotations
@@ -33,10 +33,9 @@ from urllib.parse import urlencode, urlsplit, urlunsplit
 
 import httpx
 from bs4 import BeautifulSoup, NavigableString, Tag
+from pbbq.tasks.inputs import InputError
+from pbbq.tasks.scrub import Segment
 from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt
-
-from tasks.inputs import InputError
-from tasks.scrub import Segment
 
 USER_AGENT = (
     "pbbq-builder/0.1 (research crawler for PBBQ, a Persian bias benchmark; reads public channel previews "
@@ -46,7 +45,7 @@ USER_AGENT = (
 
 @dataclass(frozen=True)
 class RawPost:
-    """A post as read, before scrubbing. Never written: :func:`tasks.crawl.scrub_post` makes the row."""
+    """A post as read, before scrubbing. Never written: :func:`pbbq.tasks.crawl.scrub_post` makes the row."""
 
     post_id: int | str
     date: str

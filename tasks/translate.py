@@ -7,8 +7,8 @@ context. The 'unknown' phrasings are not translated: they map to a fixed English
 (``annotations/unknown_phrases.csv``).
 
 Every translation is validated (:func:`translation_failures`, issue 9 §4): English only; each group term of the
-segment's entities and lexical variant named as ``annotations/glossary.csv`` names it (:mod:`tasks.glossary`);
-an entity phrase keeps the gender its Persian gives (:mod:`tasks.cues`), no more and no less; a context holds
+segment's entities and lexical variant named as ``annotations/glossary.csv`` names it (:mod:`pbbq.tasks.glossary`);
+an entity phrase keeps the gender its Persian gives (:mod:`pbbq.tasks.cues`), no more and no less; a context holds
 each of its entities' English and its pronouns agree with the gender of the entity they refer to (no 'they'
 for a man, no 'she' for him); a question genders no one it may be about. A failing translation is sent back
 with the failures named (``prompts/translate.retry.en.txt``), up to ``max_attempts`` answers in all; what still
@@ -33,15 +33,14 @@ from typing import Any, NamedTuple
 
 import pandas as pd
 import pyarrow as pa
+from pbbq.tasks.artifacts import REPO_ROOT, StageOutput, count_reasons, sha256_bytes
+from pbbq.tasks.caching import stage_task
+from pbbq.tasks.cues import NONE, PRONOUN_GENDER, entity_gender
+from pbbq.tasks.glossary import Glossary, rendered
+from pbbq.tasks.llm import LLMClient, LLMConfig, LLMRequest, LLMResponse, open_llm
+from pbbq.tasks.persian_text import normalize_fa
+from pbbq.tasks.schemas import EXAMPLE, OPTIONS
 from sacrebleu.metrics import CHRF
-
-from tasks.artifacts import REPO_ROOT, StageOutput, count_reasons, sha256_bytes
-from tasks.caching import stage_task
-from tasks.cues import NONE, PRONOUN_GENDER, entity_gender
-from tasks.glossary import Glossary, rendered
-from tasks.llm import LLMClient, LLMConfig, LLMRequest, LLMResponse, open_llm
-from tasks.persian_text import normalize_fa
-from tasks.schemas import EXAMPLE, OPTIONS
 
 STAGE = "translate"
 PROMPTS = REPO_ROOT / "prompts"
@@ -233,7 +232,7 @@ def _antecedents(position: int, mentions: list[tuple[int, int, str]], sentence: 
 
 
 def pronoun_failures(english: str, entities_en: Iterable[str], kind: str) -> list[Failure]:
-    """Pronouns that do not agree with the gender (:func:`tasks.cues.entity_gender` of the English entity) of
+    """Pronouns that do not agree with the gender (:func:`pbbq.tasks.cues.entity_gender` of the English entity) of
     the person they refer to.
 
     In a context a pronoun refers to an entity mentioned before it in its sentence, else in the last sentence
@@ -279,7 +278,7 @@ def pronoun_failures(english: str, entities_en: Iterable[str], kind: str) -> lis
 
 def entity_gender_failures(persian: str, english: str) -> list[Failure]:
     """An English entity phrase must give the gender its Persian gives, and none it does not
-    ('جوان' is a young person, not a young man): both by :func:`tasks.cues.entity_gender`."""
+    ('جوان' is a young person, not a young man): both by :func:`pbbq.tasks.cues.entity_gender`."""
     fa, en = entity_gender(persian, "fa"), entity_gender(english, "en")
     if fa == en:
         return []

@@ -18,8 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
-
-from tasks.schemas import EXAMPLE
+from pbbq.tasks.schemas import EXAMPLE
 
 ROLES = ("stereotyped", "non-stereotyped", "unknown")
 PERMUTATIONS = list(itertools.permutations(ROLES))
@@ -227,10 +226,10 @@ SURVEY = pd.DataFrame({"stereotype_id": ["AGE-01", "AGE-03", "ETH-01", "SES-01"]
 def write_run(run: Path, specs: tuple[Spec, ...] = SPECS) -> Path:
     """A build's run folder as the evaluation reads it: ``10_publish/hub`` written by the publish stage's own
     code from :func:`make_records`, ``02_survey/stereotypes.parquet`` and ``manifest.json``; returns ``run``."""
-    from tasks.artifacts import atomic_write_bytes, parquet_bytes
-    from tasks.dataset_card import CardParams
-    from tasks.publish import build_release
-    from tasks.statistics import table1
+    from pbbq.tasks.artifacts import atomic_write_bytes, parquet_bytes
+    from pbbq.tasks.dataset_card import CardParams
+    from pbbq.tasks.publish import build_release
+    from pbbq.tasks.statistics import table1
 
     configs = make_records(specs)
     manifest = run / "manifest.json"

@@ -8,8 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-from tasks.artifacts import REPO_ROOT
+from pbbq.tasks.artifacts import REPO_ROOT
 
 os.environ.setdefault("DO_NOT_TRACK", "1")
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
@@ -36,7 +35,7 @@ def sample_copy(tmp_path: Path) -> Path:
 @pytest.fixture(scope="session")
 def two_builds(prefect_server: None, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """Two builds of the sample into one outputs folder: the second one finds every stage cached."""
-    from flows.build_pbbq import build_pbbq
+    from pbbq.flows.build_pbbq import build_pbbq
 
     outputs = tmp_path_factory.mktemp("outputs")
     first = Path(build_pbbq(run_id="first", outputs=str(outputs)))

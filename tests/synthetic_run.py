@@ -11,9 +11,8 @@ from typing import Any
 
 import pandas as pd
 import pyarrow as pa
-
-from tasks.artifacts import RunFolder, StageOutput
-from tasks.schemas import EXAMPLE, RECORD_VERSION
+from pbbq.tasks.artifacts import RunFolder, StageOutput
+from pbbq.tasks.schemas import EXAMPLE, RECORD_VERSION
 
 STEREOTYPES = {  # id: category, acceptance, target group, non-target groups, stereo entities, nonstereo entities
     "AGE-01": ("Age", 0.72, "old", ["young"], ["پیرمرد هفتاد ساله"], ["مرد جوان بیست ساله"]),

@@ -8,10 +8,9 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-
-from flows.audit import AuditError, audit_text, trace
-from flows.audit_report import write_audit_html
-from flows.cli import main
+from pbbq.flows.audit import AuditError, audit_text, trace
+from pbbq.flows.audit_report import write_audit_html
+from pbbq.flows.cli import main
 
 REPORT_LIMIT = 300_000
 """Bytes: the report is read, not downloaded (issue on the audit)."""

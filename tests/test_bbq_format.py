@@ -18,8 +18,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 from lm_eval.tasks.bbq import utils as bbq
+from pbbq.tasks.schemas import EXAMPLE
 
-from tasks.schemas import EXAMPLE
 from tests.bbq_records import SPECS, Spec, make_records
 
 BBQ_CATEGORY = "Age"

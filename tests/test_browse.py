@@ -13,8 +13,8 @@ from pathlib import Path
 import httpx
 import pandas as pd
 import pytest
+from pbbq.flows.browse import build_db, metadata, table_name
 
-from flows.browse import build_db, metadata, table_name
 from tests.synthetic_run import make_run
 
 
@@ -80,7 +80,7 @@ def test_facets_and_saved_queries(run: Path) -> None:
 def test_pbbq_browse_serves_a_table_and_a_facet(run: Path) -> None:
     port = _free_port()
     server = subprocess.Popen(
-        [sys.executable, "-m", "flows.cli", "browse", str(run), "--port", str(port)],
+        [sys.executable, "-m", "pbbq.flows.cli", "browse", str(run), "--port", str(port)],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

@@ -6,12 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
-
-from tasks.caching import _digest, module_closure, stage_code_hash
+from pbbq.tasks.caching import _digest, module_closure, stage_code_hash
 
 
 def _module(root: Path, name: str, source: str) -> None:
-    path = root.joinpath(*name.split(".")).with_suffix(".py")
+    path = root.joinpath(*name.split(".")[1:]).with_suffix(".py")  # pbbq.tasks.x is tasks/x.py
     path.parent.mkdir(parents=True, exist_ok=True)
     (path.parent / "__init__.py").touch()
     path.write_text(source, encoding="utf-8")
@@ -25,34 +24,34 @@ def _stage(module: str) -> object:
 
 
 def test_editing_a_helper_recomputes_the_dependent_stage_only(tmp_path: Path) -> None:
-    _module(tmp_path, "tasks.text", "def tokens(s):\n    return s.split()\n")
-    _module(tmp_path, "tasks.metric", "from tasks.text import tokens\n")
-    _module(tmp_path, "tasks.diversity", "import numpy\nfrom tasks import metric\n")
-    _module(tmp_path, "tasks.survey", "from .schemas import X\n")
-    _module(tmp_path, "tasks.schemas", "X = 1\n")
-    assert list(module_closure("tasks.diversity", tmp_path)) == [
-        "tasks",
-        "tasks.diversity",
-        "tasks.metric",
-        "tasks.text",
+    _module(tmp_path, "pbbq.tasks.text", "def tokens(s):\n    return s.split()\n")
+    _module(tmp_path, "pbbq.tasks.metric", "from pbbq.tasks.text import tokens\n")
+    _module(tmp_path, "pbbq.tasks.diversity", "import numpy\nfrom pbbq.tasks import metric\n")
+    _module(tmp_path, "pbbq.tasks.survey", "from .schemas import X\n")
+    _module(tmp_path, "pbbq.tasks.schemas", "X = 1\n")
+    assert list(module_closure("pbbq.tasks.diversity", tmp_path)) == [
+        "pbbq.tasks",
+        "pbbq.tasks.diversity",
+        "pbbq.tasks.metric",
+        "pbbq.tasks.text",
     ]
-    assert list(module_closure("tasks.survey", tmp_path)) == ["tasks.schemas", "tasks.survey"]
-    diversity, survey = _stage("tasks.diversity"), _stage("tasks.survey")
+    assert list(module_closure("pbbq.tasks.survey", tmp_path)) == ["pbbq.tasks.schemas", "pbbq.tasks.survey"]
+    diversity, survey = _stage("pbbq.tasks.diversity"), _stage("pbbq.tasks.survey")
     before = stage_code_hash(diversity, tmp_path), stage_code_hash(survey, tmp_path)
-    _module(tmp_path, "tasks.text", "def tokens(s):\n    return s.lower().split()\n")  # two modules away
+    _module(tmp_path, "pbbq.tasks.text", "def tokens(s):\n    return s.lower().split()\n")  # two modules away
     after = stage_code_hash(diversity, tmp_path), stage_code_hash(survey, tmp_path)
     assert after[0] != before[0] and after[1] == before[1]
-    _module(tmp_path, "tasks.schemas", "X = 2\n")  # reached by a relative import
+    _module(tmp_path, "pbbq.tasks.schemas", "X = 2\n")  # reached by a relative import
     assert stage_code_hash(survey, tmp_path) != after[1]
 
 
 def test_the_real_stages_cover_the_modules_they_use() -> None:
-    assert {"tasks.persian_text", "tasks.schemas"} <= set(module_closure("tasks.diversity"))
-    assert {"tasks.cues", "tasks.name_draw", "tasks.name_patterns", "tasks.name_tables"} <= set(
-        module_closure("tasks.names")
+    assert {"pbbq.tasks.persian_text", "pbbq.tasks.schemas"} <= set(module_closure("pbbq.tasks.diversity"))
+    assert {"pbbq.tasks.cues", "pbbq.tasks.name_draw", "pbbq.tasks.name_patterns", "pbbq.tasks.name_tables"} <= set(
+        module_closure("pbbq.tasks.names")
     )
-    assert "tasks.cues" in module_closure("tasks.instantiate")
-    assert "tasks.names" not in module_closure("tasks.survey_filter")
+    assert "pbbq.tasks.cues" in module_closure("pbbq.tasks.instantiate")
+    assert "pbbq.tasks.names" not in module_closure("pbbq.tasks.survey_filter")
 
 
 def test_a_table_is_keyed_by_its_content_not_its_index() -> None:

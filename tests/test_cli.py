@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tasks.artifacts import REPO_ROOT
+from pbbq.tasks.artifacts import REPO_ROOT
 
 HEAVY = ("pandas", "pyarrow", "prefect", "torch", "openai", "anthropic", "lm_eval", "numpy")
 
@@ -15,7 +15,7 @@ HEAVY = ("pandas", "pyarrow", "prefect", "torch", "openai", "anthropic", "lm_eva
 def test_help_and_argument_errors_import_no_heavy_library() -> None:
     script = (
         "import sys\n"
-        "from flows.cli import main\n"
+        "from pbbq.flows.cli import main\n"
         "for argv in (['--help'], ['build'], ['names', '--help'], ['evaluate', '--help']):\n"
         "    try:\n"
         "        main(argv)\n"
@@ -38,7 +38,16 @@ def test_a_bad_input_found_in_the_flow_is_one_line_without_a_traceback(
     ratings = sample_copy / "annotations" / "ratings.csv"
     ratings.write_text(ratings.read_text(encoding="utf-8") + "AGE-01-T1,1,A1,stereo,9\n", encoding="utf-8")
     config = sample_copy / "configs" / "sample.toml"
-    command = [sys.executable, "-m", "flows.cli", "build", "--config", str(config), "--outputs", str(tmp_path / "o")]
+    command = [
+        sys.executable,
+        "-m",
+        "pbbq.flows.cli",
+        "build",
+        "--config",
+        str(config),
+        "--outputs",
+        str(tmp_path / "o"),
+    ]
     env = {**os.environ, "PREFECT_API_URL": str(PREFECT_API_URL.value())}
     result = subprocess.run(command, capture_output=True, text=True, env=env, cwd=REPO_ROOT, timeout=600)
     assert result.returncode == 1

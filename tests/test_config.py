@@ -5,9 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from flows.cli import main
-from flows.config import ConfigError, load_config
+from pbbq.flows.cli import main
+from pbbq.flows.config import ConfigError, load_config
 
 
 def _config(sample_copy: Path, text: str) -> Path:

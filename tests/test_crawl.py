@@ -14,14 +14,14 @@ from pathlib import Path
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
+from pbbq.flows.cli import main
+from pbbq.tasks.artifacts import REPO_ROOT
+from pbbq.tasks.crawl import CrawlParams, fetch_sources, load_sources
+from pbbq.tasks.inputs import InputError
+from pbbq.tasks.persian_text import normalize_fa
+from pbbq.tasks.scrub import scrub_segments
+from pbbq.tasks.telegram import USER_AGENT, parse_preview_page, parse_views, read_manual_export
 
-from flows.cli import main
-from tasks.artifacts import REPO_ROOT
-from tasks.crawl import CrawlParams, fetch_sources, load_sources
-from tasks.inputs import InputError
-from tasks.persian_text import normalize_fa
-from tasks.scrub import scrub_segments
-from tasks.telegram import USER_AGENT, parse_preview_page, parse_views, read_manual_export
 from tests.fakes.telegram_server import FakeChannel, FakePost, FakeTelegram, render_page
 
 SAMPLE = REPO_ROOT / "crawl" / "sample"
@@ -411,8 +411,8 @@ def test_a_page_is_never_kept_raw(tmp_path: Path, fake: FakeTelegram) -> None:
 
 
 def test_a_skipped_crawl_writes_empty_tables_and_says_why(tmp_path: Path) -> None:
-    from tasks.candidates import load_lexicon
-    from tasks.crawl import crawl, crawl_counts, with_fetch_report
+    from pbbq.tasks.candidates import load_lexicon
+    from pbbq.tasks.crawl import crawl, crawl_counts, with_fetch_report
 
     fetched = fetch_sources(CrawlParams(), tmp_path / "state")
     output = with_fetch_report(
@@ -451,7 +451,7 @@ def test_pbbq_crawl_against_the_fake_server_crawls_resumes_and_scrubs(
 
 
 def test_a_bad_crawl_parameter_names_the_section_and_the_key(sample_copy: Path) -> None:
-    from flows.config import ConfigError, load_config
+    from pbbq.flows.config import ConfigError, load_config
 
     config = sample_copy / "configs" / "sample.toml"
     text = config.read_text(encoding="utf-8")

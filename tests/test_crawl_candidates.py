@@ -13,9 +13,8 @@ from typing import Any
 
 import pandas as pd
 import pytest
-
-from tasks.artifacts import REPO_ROOT
-from tasks.candidates import (
+from pbbq.tasks.artifacts import REPO_ROOT
+from pbbq.tasks.candidates import (
     REVIEW_COLUMNS,
     GroupMatcher,
     lexicon_candidates,
@@ -25,9 +24,10 @@ from tasks.candidates import (
     restore_cell,
     sentences,
 )
-from tasks.crawl import CrawlParams, crawl, fetch_sources
-from tasks.inputs import InputError
-from tasks.llm import LLMClient, LLMConfig, ResponseStore
+from pbbq.tasks.crawl import CrawlParams, crawl, fetch_sources
+from pbbq.tasks.inputs import InputError
+from pbbq.tasks.llm import LLMClient, LLMConfig, ResponseStore
+
 from tests.fakes.llm_servers import FakeLLMServer
 
 SAMPLE = REPO_ROOT / "crawl" / "sample"

@@ -12,12 +12,11 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-
-from flows.cli import main
-from tasks.artifacts import REPO_ROOT
-from tasks.candidates import REVIEW_COLUMNS, people_csv
-from tasks.inputs import DEMOGRAPHIC_COLUMNS, InputError, load_questionnaire, load_responses
-from tasks.survey_form import (
+from pbbq.flows.cli import main
+from pbbq.tasks.artifacts import REPO_ROOT
+from pbbq.tasks.candidates import REVIEW_COLUMNS, people_csv
+from pbbq.tasks.inputs import DEMOGRAPHIC_COLUMNS, InputError, load_questionnaire, load_responses
+from pbbq.tasks.survey_form import (
     DEMOGRAPHIC_QUESTIONS,
     WRITE_IN,
     WRITE_IN_TITLE,

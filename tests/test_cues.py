@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-
-from tasks.cues import NONE, age_bands_differ, entity_age_band, entity_gender, explicit_age, genders_differ
+from pbbq.tasks.cues import NONE, age_bands_differ, entity_age_band, entity_gender, explicit_age, genders_differ
 
 
 @pytest.fixture(autouse=True)

@@ -15,8 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-from tasks.artifacts import REPO_ROOT
+from pbbq.tasks.artifacts import REPO_ROOT
 
 pytestmark = pytest.mark.deployment
 BIN = Path(sys.executable).parent

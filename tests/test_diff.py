@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from pbbq.flows.audit import EXAMPLE_TABLES
+from pbbq.flows.cli import main
+from pbbq.flows.diff import changes_since_previous, default_pair, diff_runs
+from pbbq.flows.runs import AuditError, completed_runs
 
-from flows.audit import EXAMPLE_TABLES
-from flows.cli import main
-from flows.diff import changes_since_previous, default_pair, diff_runs
-from flows.runs import AuditError, completed_runs
 from tests.synthetic_run import make_run
 
 NEW_ANSWER = "{stereo} گفت و {nonstereo} شنید."
@@ -112,7 +112,7 @@ def test_changing_one_survey_answer_file_names_exactly_what_changed(
     two_builds: tuple[Path, Path], sample_copy: Path, tmp_path: Path
 ) -> None:
     """DOM-03 is accepted at 153/250 = 0.612; four fewer acceptances put it under the 60 % threshold."""
-    from flows.build_pbbq import build_pbbq
+    from pbbq.flows.build_pbbq import build_pbbq
 
     first = two_builds[0]
     _flip_one_stereotype(sample_copy, "DOM-03", 4)

@@ -9,9 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from sacrebleu import sentence_bleu
-
-from tasks.diversity import (
+from pbbq.tasks.diversity import (
     HomogenizationResult,
     _closest_other_lengths,
     _pair_f1,
@@ -28,7 +26,8 @@ from tasks.diversity import (
     template_units,
     type_token_ratio,
 )
-from tasks.persian_text import stop_words, tokenize_fa, words
+from pbbq.tasks.persian_text import stop_words, tokenize_fa, words
+from sacrebleu import sentence_bleu
 
 # ------------------------------------------------------------------------------------------------------ NGD
 
@@ -199,7 +198,7 @@ def test_homogenization_samples_pairs_with_the_seed(tiny_model: str) -> None:
 
 
 def test_pair_f1_is_symmetric_and_zero_for_an_empty_text(tiny_model: str) -> None:
-    from tasks.diversity import _embed, _scorer_or_reason
+    from pbbq.tasks.diversity import _embed, _scorer_or_reason
 
     scorer = _scorer_or_reason(tiny_model, 2, 4, "cpu")
     embedded = _embed([*SENTENCES[:3], ""], scorer)

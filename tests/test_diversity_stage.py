@@ -7,11 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
+import pbbq.tasks.diversity
 import pytest
+from pbbq.tasks.diversity import DiversityParams, diversity, diversity_table, template_diversity_table
+from pbbq.tasks.schemas import to_arrow
 
-import tasks.diversity
-from tasks.diversity import DiversityParams, diversity, diversity_table, template_diversity_table
-from tasks.schemas import to_arrow
 from tests.test_diversity import _examples, _templates
 
 METRICS = ("ngd", "ttr", "self_bleu", "homogenization")
@@ -64,13 +64,13 @@ def test_with_a_local_model_each_model_is_loaded_once(monkeypatch: pytest.Monkey
     examples, templates = _examples(), _templates()
     model = str(build_tiny_bert([*examples["context"], *templates["ambiguous_fa"], "فلانی"], tmp_path / "tiny"))
     loads: list[str] = []
-    load = tasks.diversity._load_bertscore_model
+    load = pbbq.tasks.diversity._load_bertscore_model
 
     def counted(path: str, *args: object) -> object:
         loads.append(path)
         return load(path, *args)
 
-    monkeypatch.setattr(tasks.diversity, "_load_bertscore_model", counted)
+    monkeypatch.setattr(pbbq.tasks.diversity, "_load_bertscore_model", counted)
     params = DiversityParams(homogenization_model=model, homogenization_num_layers=2, homogenization_max_pairs=4)
     output = diversity(examples, templates, params)
     assert loads == [model]  # the Persian model, once for both tables; no English model configured

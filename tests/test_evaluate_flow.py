@@ -19,13 +19,13 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 from lm_eval.tasks.bbq import utils as bbq
+from pbbq.flows.cli import main
+from pbbq.flows.evaluate_pbbq import display_spec, evaluate_pbbq
+from pbbq.tasks.artifacts import REPO_ROOT
+from pbbq.tasks.evaluate import EvaluateError, ModelSpec, check_configs, resolve_release, run_unit, task_folder
+from pbbq.tasks.lm_eval_utils import parse_choice
+from pbbq.tasks.metrics import accuracy, ambiguous_bias, bbq_bias_scores, delta_bias, uncertainty
 
-from flows.cli import main
-from flows.evaluate_pbbq import display_spec, evaluate_pbbq
-from tasks.artifacts import REPO_ROOT
-from tasks.evaluate import EvaluateError, ModelSpec, check_configs, resolve_release, run_unit, task_folder
-from tasks.lm_eval_utils import parse_choice
-from tasks.metrics import accuracy, ambiguous_bias, bbq_bias_scores, delta_bias, uncertainty
 from tests.bbq_records import SPECS, write_run
 from tests.fakes.completions_server import FakeCompletionsServer
 from tests.fakes.tiny_lm import build_tiny_causal_lm
@@ -64,7 +64,7 @@ def test_the_build_does_not_import_lm_eval() -> None:
     without it, and so does the evaluation flow's module until a unit runs."""
     code = (
         "import sys\n"
-        "import flows.build_pbbq, flows.cli, flows.evaluate_pbbq, tasks.publish\n"
+        "import pbbq.flows.build_pbbq, pbbq.flows.cli, pbbq.flows.evaluate_pbbq, pbbq.tasks.publish\n"
         "print(sorted(name for name in sys.modules if name.split('.')[0] in ('lm_eval', 'torch', 'transformers')))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, check=False)
@@ -135,7 +135,7 @@ def test_lm_eval_runs_the_release_outside_the_project(run_folder: Path, tiny_lm:
     imported |= {
         node.module.split(".")[0] for node in ast.walk(utils) if isinstance(node, ast.ImportFrom) and node.module
     }
-    assert not imported & {"tasks", "flows", "tests"}  # the release's task needs no project code
+    assert not imported & {"pbbq", "tasks", "flows", "tests"}  # the release's task needs no project code
     command = [
         sys.executable,
         "-m",

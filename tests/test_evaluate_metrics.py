@@ -10,10 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 from lm_eval.tasks.bbq import utils as bbq
-
-from tasks import lm_eval_utils
-from tasks.eval_reports import bbq_table, reports_markdown, table3, table4
-from tasks.metrics import (
+from pbbq.tasks import lm_eval_utils
+from pbbq.tasks.eval_reports import bbq_table, reports_markdown, table3, table4
+from pbbq.tasks.metrics import (
     AVERAGE,
     SAMPLES,
     BootstrapParams,
@@ -27,6 +26,7 @@ from tasks.metrics import (
     score_table,
     uncertainty,
 )
+
 from tests.bbq_records import SURVEY, make_records
 from tests.test_bbq_format import as_dataset
 

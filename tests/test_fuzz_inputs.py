@@ -2,14 +2,14 @@
 error naming the file (and the row or key), never another exception.
 
 The loaders: the questionnaire, the responses, the templates, the ratings, the unknown phrases and the
-disambiguation overrides (:mod:`tasks.inputs`), the glossary (:mod:`tasks.glossary`), the name table
-(:mod:`tasks.name_tables`), the gzip JSONL transcript of LLM answers (:class:`tasks.llm.ResponseStore`) and the
-build configuration (:func:`flows.config.load_config`). Each strategy starts from the bundled sample file and
-mutates it (cells replaced with awkward text, columns dropped, repeated or reordered, rows dropped or repeated,
+disambiguation overrides (:mod:`pbbq.tasks.inputs`), the glossary (:mod:`pbbq.tasks.glossary`), the name table
+(:mod:`pbbq.tasks.name_tables`), the gzip JSONL transcript of LLM answers (:class:`pbbq.tasks.llm.ResponseStore`)
+and the build configuration (:func:`pbbq.flows.config.load_config`). Each strategy starts from the bundled sample
+file and mutates it (cells replaced with awkward text, columns dropped, repeated or reordered, rows dropped or repeated,
 a BOM, CRLF, truncated or spliced bytes, non-UTF-8 bytes), and each loader also gets arbitrary bytes. A loader
 that returns must return a table that keeps its documented invariants; one that refuses must raise its own
-error (:class:`~tasks.inputs.InputError`, :class:`~flows.config.ConfigError`, or the transcript's ``ValueError``
-that starts with the path), one line that names the file.
+error (:class:`~pbbq.tasks.inputs.InputError`, :class:`~pbbq.flows.config.ConfigError`, or the transcript's
+``ValueError`` that starts with the path), one line that names the file.
 
 The runs are derandomized (the same examples on every run) and bounded so the file takes seconds; set
 ``PBBQ_FUZZ_SCALE`` (an integer) to multiply the number of examples for a longer search.
@@ -35,14 +35,13 @@ import pandas as pd
 import pytest
 from hypothesis import HealthCheck, currently_in_test_context, event, example, given, settings
 from hypothesis import strategies as st
-
-from flows.config import INPUTS, OPTIONAL_INPUTS, RANGES, SECTIONS, BuildConfig, ConfigError, load_config
-from tasks.artifacts import REPO_ROOT
-from tasks.crawl import CrawlParams
-from tasks.disambiguate import DisambiguateParams
-from tasks.diversity import DiversityParams
-from tasks.glossary import GLOSSARY_COLUMNS, load_glossary
-from tasks.inputs import (
+from pbbq.flows.config import INPUTS, OPTIONAL_INPUTS, RANGES, SECTIONS, BuildConfig, ConfigError, load_config
+from pbbq.tasks.artifacts import REPO_ROOT
+from pbbq.tasks.crawl import CrawlParams
+from pbbq.tasks.disambiguate import DisambiguateParams
+from pbbq.tasks.diversity import DiversityParams
+from pbbq.tasks.glossary import GLOSSARY_COLUMNS, load_glossary
+from pbbq.tasks.inputs import (
     ANSWERS,
     ASSIGNMENTS,
     DEMOGRAPHIC_COLUMNS,
@@ -60,15 +59,15 @@ from tasks.inputs import (
     load_templates,
     load_unknown_phrases,
 )
-from tasks.instantiate import InstantiateParams
-from tasks.kappa_gate import GateParams
-from tasks.llm import TRANSCRIPT_FORMAT, TRANSCRIPT_VERSION, LLMConfig, ResponseStore
-from tasks.name_tables import GENDERS, LANGUAGES, NAME_COLUMNS, load_name_table, parse_eras
-from tasks.names import NamesParams
-from tasks.publish import PublishParams
-from tasks.schemas import CATEGORIES
-from tasks.survey_filter import SurveyParams
-from tasks.translate import TranslateParams
+from pbbq.tasks.instantiate import InstantiateParams
+from pbbq.tasks.kappa_gate import GateParams
+from pbbq.tasks.llm import TRANSCRIPT_FORMAT, TRANSCRIPT_VERSION, LLMConfig, ResponseStore
+from pbbq.tasks.name_tables import GENDERS, LANGUAGES, NAME_COLUMNS, load_name_table, parse_eras
+from pbbq.tasks.names import NamesParams
+from pbbq.tasks.publish import PublishParams
+from pbbq.tasks.schemas import CATEGORIES
+from pbbq.tasks.survey_filter import SurveyParams
+from pbbq.tasks.translate import TranslateParams
 
 SCALE = max(1, int(os.environ.get("PBBQ_FUZZ_SCALE", "1")))
 settings.register_profile(
@@ -866,7 +865,7 @@ TOML_VALUES = st.recursive(
 
 
 def in_range(section: str, key: str) -> st.SearchStrategy[int | float]:
-    """A value of a numeric parameter within its range (:data:`flows.config.RANGES`), bounds included."""
+    """A value of a numeric parameter within its range (:data:`pbbq.flows.config.RANGES`), bounds included."""
     low, high = RANGES[section][key]
     if get_type_hints(PARAMETERS[section])[key] is int:
         return st.integers(None if low is None else math.ceil(low), None if high is None else math.floor(high))

@@ -10,10 +10,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
-
-from tasks.cues import entity_age_band, entity_gender
-from tasks.inputs import swap_roles
-from tasks.instantiate import (
+from pbbq.tasks.cues import entity_age_band, entity_gender
+from pbbq.tasks.inputs import swap_roles
+from pbbq.tasks.instantiate import (
     DROPPED_PAIR,
     DUPLICATE_KEY,
     EXAMPLE_DROPPED,
@@ -22,7 +21,7 @@ from tasks.instantiate import (
     instantiate,
     pair_confound,
 )
-from tasks.schemas import EXAMPLE, OPTIONS, TEMPLATE_DISAMBIGUATED, to_arrow
+from pbbq.tasks.schemas import EXAMPLE, OPTIONS, TEMPLATE_DISAMBIGUATED, to_arrow
 
 PHRASES = ("نمی‌توان گفت", "مشخص نیست", "اطلاعات کافی نیست")
 LATE, EARLY = "دیر آمد", "زود آمد"

@@ -12,8 +12,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
-
-from tasks.kappa_gate import (
+from pbbq.tasks.kappa_gate import (
     SINGLE_LABEL,
     GateParams,
     RatingsError,
@@ -21,7 +20,7 @@ from tasks.kappa_gate import (
     kappa_gate,
     template_kappa,
 )
-from tasks.schemas import TEMPLATE
+from pbbq.tasks.schemas import TEMPLATE
 
 S, N, X = "stereo", "nonstereo", "neither"
 

@@ -15,9 +15,8 @@ from pathlib import Path
 
 import httpx
 import pytest
-
-from flows.audit import audit_text
-from tasks.artifacts import KILL_HOOK, REPO_ROOT, run_status, sha256_file
+from pbbq.flows.audit import audit_text
+from pbbq.tasks.artifacts import KILL_HOOK, REPO_ROOT, run_status, sha256_file
 
 KILL_POINTS = ("01_crawl", "05_instantiate", "10_publish")
 """The first stage, one in the middle, and publish (the release written, the manifest not yet)."""
@@ -28,7 +27,17 @@ def _build(outputs: Path, run_id: str, api_url: str, kill_in: str | None = None)
     env.pop(KILL_HOOK, None)
     if kill_in:
         env[KILL_HOOK] = kill_in
-    command = [sys.executable, "-m", "flows.cli", "build", "--sample", "--run-id", run_id, "--outputs", str(outputs)]
+    command = [
+        sys.executable,
+        "-m",
+        "pbbq.flows.cli",
+        "build",
+        "--sample",
+        "--run-id",
+        run_id,
+        "--outputs",
+        str(outputs),
+    ]
     return subprocess.run(command, env=env, cwd=REPO_ROOT, capture_output=True, text=True, timeout=600)
 
 
@@ -122,7 +131,7 @@ def test_the_temporary_server_dies_with_a_killed_command(tmp_path: Path) -> None
     """What ``pbbq build`` does without PREFECT_API_URL, then SIGKILL: the server must not stay behind."""
     script = (
         "import os, signal, sys\n"
-        "from flows.server import temporary_server\n"
+        "from pbbq.flows.server import temporary_server\n"
         "with temporary_server(120) as url:\n"
         "    print(url, flush=True)\n"
         "    os.kill(os.getpid(), signal.SIGKILL)\n"

@@ -13,8 +13,7 @@ from typing import Any
 import anthropic
 import openai
 import pytest
-
-from tasks.llm import (
+from pbbq.tasks.llm import (
     LLMClient,
     LLMConfig,
     LLMError,
@@ -25,6 +24,7 @@ from tasks.llm import (
     prompt_file_hash,
     request_key,
 )
+
 from tests.fakes.llm_servers import FakeLLMServer
 
 KEY = "sk-test-SECRET-123456"

@@ -13,11 +13,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from pbbq.flows.build_pbbq import build_pbbq
+from pbbq.flows.config import load_config
+from pbbq.tasks.artifacts import sha256_file
+from pbbq.tasks.inputs import load_inputs
 
-from flows.build_pbbq import build_pbbq
-from flows.config import load_config
-from tasks.artifacts import sha256_file
-from tasks.inputs import load_inputs
 from tests.fakes.llm_servers import FakeLLMServer
 from tests.fakes.stand_in_model import StandInModel
 

@@ -8,10 +8,17 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from pbbq.tasks.disambiguate import (
+    FAILURES,
+    DisambiguateParams,
+    Prompts,
+    continuation_failures,
+    disambiguate,
+    mirror_diff,
+)
+from pbbq.tasks.instantiate import InstantiateParams, instantiate
+from pbbq.tasks.llm import LLMClient, LLMConfig, ResponseStore
 
-from tasks.disambiguate import FAILURES, DisambiguateParams, Prompts, continuation_failures, disambiguate, mirror_diff
-from tasks.instantiate import InstantiateParams, instantiate
-from tasks.llm import LLMClient, LLMConfig, ResponseStore
 from tests.fakes.llm_servers import FakeLLMServer
 
 KEY = "sk-test-SECRET-123456"

@@ -18,11 +18,10 @@ import openai
 import pandas as pd
 import pyarrow as pa
 import pytest
-
-from flows.config import ConfigError, load_config
-from tasks.disambiguate import COLUMNS, DisambiguateParams, Prompts, disambiguate
-from tasks.glossary import GLOSSARY_COLUMNS, Glossary
-from tasks.llm import (
+from pbbq.flows.config import ConfigError, load_config
+from pbbq.tasks.disambiguate import COLUMNS, DisambiguateParams, Prompts, disambiguate
+from pbbq.tasks.glossary import GLOSSARY_COLUMNS, Glossary
+from pbbq.tasks.llm import (
     MODEL_RULES,
     REASONING_MAX_TOKENS,
     SYSTEM_MARK,
@@ -35,8 +34,9 @@ from tasks.llm import (
     request_payload,
     rule_for,
 )
-from tasks.schemas import TEMPLATE
-from tasks.translate import TranslateParams, TranslatePrompts, segments, translate_segments
+from pbbq.tasks.schemas import TEMPLATE
+from pbbq.tasks.translate import TranslateParams, TranslatePrompts, segments, translate_segments
+
 from tests.fakes.llm_servers import FakeLLMServer
 
 KEY = "test.strict.key.0a1b2c3d"  # fake, shaped unlike a real key
@@ -557,8 +557,9 @@ def test_the_model_from_the_environment_brings_its_rule() -> None:
 
 @pytest.fixture(scope="module")
 def stand_in() -> Any:
-    from flows.config import load_config as load
-    from tasks.inputs import load_inputs
+    from pbbq.flows.config import load_config as load
+    from pbbq.tasks.inputs import load_inputs
+
     from tests.fakes.stand_in_model import StandInModel
 
     build = load()
@@ -577,7 +578,7 @@ def test_the_readme_o1_mini_build_sends_only_accepted_parameters(
     """``PBBQ_LLM_MODE=auto PBBQ_LLM_MODEL=o1-mini pbbq build --config configs/sample.toml`` against the strict
     fake, answered by the stand-in model; then the same build told to send ``max_tokens``: refused, not retried,
     and the user reads one line that says what to change."""
-    from flows.cli import main
+    from pbbq.flows.cli import main
 
     config = sample_copy / "configs" / "sample.toml"
     with FakeLLMServer(strict=True, expected_key=KEY, answer=stand_in) as server:

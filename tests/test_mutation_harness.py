@@ -4,6 +4,7 @@ one run of mutmut on a toy module in a scratch repository (skipped without the `
 from __future__ import annotations
 
 import importlib.util
+import shutil
 import textwrap
 import tomllib
 from pathlib import Path
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.mutation import (
+    REPO_ROOT,
     Equivalent,
     ModuleResult,
     MutationError,
@@ -44,27 +46,31 @@ def test_function_names_as_mutmut_mangles_them() -> None:
     assert mangle("cochran_margin") == "x_cochran_margin"
     assert mangle("_reason") == "x__reason"
     assert mangle("Groups.pairs") == "xǁGroupsǁpairs"
-    assert function_of("tasks.kappa_gate.x__reason__mutmut_4") == "_reason"
-    assert function_of("tasks.instantiate.xǁGroupsǁpairs__mutmut_12") == "Groups.pairs"
+    assert function_of("pbbq.tasks.kappa_gate.x__reason__mutmut_4") == "_reason"
+    assert function_of("pbbq.tasks.instantiate.xǁGroupsǁpairs__mutmut_12") == "Groups.pairs"
     module = RuleModule("v", "tasks/disambiguate.py", ("t.py",), ("continuation_failures", "Prompts.load"))
     assert module.patterns() == [
-        "tasks.disambiguate.x_continuation_failures__mutmut_*",
-        "tasks.disambiguate.xǁPromptsǁload__mutmut_*",
+        "pbbq.tasks.disambiguate.x_continuation_failures__mutmut_*",
+        "pbbq.tasks.disambiguate.xǁPromptsǁload__mutmut_*",
     ]
-    assert module.selects("tasks.disambiguate.x_continuation_failures__mutmut_3")
-    assert not module.selects("tasks.disambiguate.x_disambiguate__mutmut_3")
+    assert module.selects("pbbq.tasks.disambiguate.x_continuation_failures__mutmut_3")
+    assert not module.selects("pbbq.tasks.disambiguate.x_disambiguate__mutmut_3")
     whole = RuleModule("s", "tasks/survey_filter.py", ("t.py",))
-    assert whole.selects("tasks.survey_filter.x_survey_filter__mutmut_1")
-    assert not whole.selects("tasks.kappa_gate.x_kappa_gate__mutmut_1")
+    assert whole.selects("pbbq.tasks.survey_filter.x_survey_filter__mutmut_1")
+    assert not whole.selects("pbbq.tasks.kappa_gate.x_kappa_gate__mutmut_1")
 
 
 def test_mutmuts_results_and_diffs_are_read() -> None:
-    lines = ["tasks.a.x_f__mutmut_1: killed", "tasks.a.x_f__mutmut_2: survived", "tasks.a.x_g__mutmut_1: no tests"]
+    lines = [
+        "pbbq.tasks.a.x_f__mutmut_1: killed",
+        "pbbq.tasks.a.x_f__mutmut_2: survived",
+        "pbbq.tasks.a.x_g__mutmut_1: no tests",
+    ]
     text = "".join(f"    {line}\n" for line in lines)
     assert parse_results("noise\n" + text) == {
-        "tasks.a.x_f__mutmut_1": "killed",
-        "tasks.a.x_f__mutmut_2": "survived",
-        "tasks.a.x_g__mutmut_1": "no tests",
+        "pbbq.tasks.a.x_f__mutmut_1": "killed",
+        "pbbq.tasks.a.x_f__mutmut_2": "survived",
+        "pbbq.tasks.a.x_g__mutmut_1": "no tests",
     }
     diff = "# tasks.a.x_f__mutmut_2: survived\n--- tasks/a.py\n+++ tasks/a.py\n@@ -1 +1 @@\n-    a < b\n+    a <= b\n"
     assert changed_lines(diff) == ["a <= b"]
@@ -72,14 +78,14 @@ def test_mutmuts_results_and_diffs_are_read() -> None:
 
 def test_survivors_are_matched_to_known_equivalents_by_function_and_line() -> None:
     module = RuleModule("m", "tasks/a.py", ("t.py",))
-    statuses = {"tasks.a.x_f__mutmut_1": "killed", "tasks.a.x_f__mutmut_2": "survived"}
-    statuses |= {"tasks.a.x_g__mutmut_1": "survived", "tasks.a.x_g__mutmut_2": "timeout"}
+    statuses = {"pbbq.tasks.a.x_f__mutmut_1": "killed", "pbbq.tasks.a.x_f__mutmut_2": "survived"}
+    statuses |= {"pbbq.tasks.a.x_g__mutmut_1": "survived", "pbbq.tasks.a.x_g__mutmut_2": "timeout"}
     result = ModuleResult(module, statuses, 3.0)
-    result.changed = {"tasks.a.x_f__mutmut_2": ["a <= b"], "tasks.a.x_g__mutmut_1": ["a <= b"]}
+    result.changed = {"pbbq.tasks.a.x_f__mutmut_2": ["a <= b"], "pbbq.tasks.a.x_g__mutmut_1": ["a <= b"]}
     known = [Equivalent("f", "a <= b", "the same"), Equivalent("h", "x", "gone")]
     match_equivalents(result, known)
-    assert result.killed == 2 and result.survivors == ["tasks.a.x_f__mutmut_2", "tasks.a.x_g__mutmut_1"]
-    assert result.equivalent == {"tasks.a.x_f__mutmut_2": known[0]}  # same line in g is not g's equivalent
+    assert result.killed == 2 and result.survivors == ["pbbq.tasks.a.x_f__mutmut_2", "pbbq.tasks.a.x_g__mutmut_1"]
+    assert result.equivalent == {"pbbq.tasks.a.x_f__mutmut_2": known[0]}  # same line in g is not g's equivalent
     assert result.unmatched == [known[1]]
     assert table([result]).splitlines()[2] == "| m | 4 | 2 | 2 | 1 | 50.0 | 66.7 | 3 |"
 
@@ -122,7 +128,7 @@ def test_the_scratch_copy_narrows_mutmut_to_the_module(tmp_path: Path) -> None:
     )
     scratch.mkdir()
     prepare_scratch(repo, scratch, RuleModule("a", "tasks/a.py", ("tests/test_a.py",)))
-    assert (scratch / "tasks" / "a.py").read_text(encoding="utf-8") == "X = 1\n"
+    assert (scratch / "pbbq" / "tasks" / "a.py").read_text(encoding="utf-8") == "X = 1\n"  # as pbbq.tasks.a
     written = tomllib.loads((scratch / "pyproject.toml").read_text(encoding="utf-8"))
     assert written == {
         "tool": {
@@ -130,8 +136,8 @@ def test_the_scratch_copy_narrows_mutmut_to_the_module(tmp_path: Path) -> None:
             "mutmut": {
                 "also_copy": ["flows"],
                 "use_git_change_detection": False,
-                "source_paths": ["tasks"],
-                "only_mutate": ["tasks/a.py"],
+                "source_paths": ["pbbq"],
+                "only_mutate": ["pbbq/tasks/a.py"],
                 "pytest_add_cli_args_test_selection": ["tests/test_a.py"],
             },
         }
@@ -148,13 +154,14 @@ def test_mutmut_runs_on_a_toy_module(tmp_path: Path) -> None:
     (repo / "tasks").mkdir(parents=True)
     (repo / "tests").mkdir()
     (repo / "tasks" / "__init__.py").write_text("", encoding="utf-8")
+    shutil.copytree(REPO_ROOT / "pbbq", repo / "pbbq", ignore=shutil.ignore_patterns("__pycache__"))
     (repo / "tasks" / "toy.py").write_text(
         "def clamp(value: int, low: int) -> int:\n    return value if value > low else low\n", encoding="utf-8"
     )
     (repo / "tests" / "test_toy.py").write_text(
         textwrap.dedent(
             """
-            from tasks.toy import clamp
+            from pbbq.tasks.toy import clamp
 
             def test_clamp() -> None:
                 assert clamp(5, 1) == 5

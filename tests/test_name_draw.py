@@ -10,8 +10,7 @@ import hashlib
 import numpy as np
 import pandas as pd
 import pytest
-
-from tasks.name_draw import (
+from pbbq.tasks.name_draw import (
     ERAS_BY_AGE_BAND,
     Drawn,
     PairRequest,
@@ -27,7 +26,7 @@ from tasks.name_draw import (
     possible_pairs,
     sub_seeds,
 )
-from tasks.name_tables import ERAS, GENDERS
+from pbbq.tasks.name_tables import ERAS, GENDERS
 
 SEEDS = [7271, 861, 5391]
 NEUTRAL_PAIR = PairRequest("fa", ("A", "B"), ("neutral", "neutral"), ERAS)

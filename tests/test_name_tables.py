@@ -11,11 +11,9 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from persian_gender_detection import get_gender
-
-from tasks.artifacts import REPO_ROOT
-from tasks.inputs import InputError, load_questionnaire, load_templates
-from tasks.name_tables import (
+from pbbq.tasks.artifacts import REPO_ROOT
+from pbbq.tasks.inputs import InputError, load_questionnaire, load_templates
+from pbbq.tasks.name_tables import (
     ERAS,
     NAME_COLUMNS,
     REQUIRED_COLUMNS,
@@ -23,6 +21,7 @@ from tasks.name_tables import (
     group_words,
     load_name_table,
 )
+from persian_gender_detection import get_gender
 
 NAMES_FA = REPO_ROOT / "annotations" / "names" / "names_fa.csv"
 NAMES_EN = REPO_ROOT / "annotations" / "names" / "names_en_bbq.csv"

@@ -15,14 +15,13 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-
-from flows.names_cli import add_names_command
-from tasks.artifacts import REPO_ROOT, StageOutput, parquet_bytes
-from tasks.inputs import load_questionnaire, load_templates, load_unknown_phrases, swap_roles
-from tasks.instantiate import InstantiateParams, instantiate
-from tasks.llm import LLMConfig
-from tasks.name_draw import PairRequest, possible_pairs
-from tasks.name_patterns import (
+from pbbq.flows.names_cli import add_names_command
+from pbbq.tasks.artifacts import REPO_ROOT, StageOutput, parquet_bytes
+from pbbq.tasks.inputs import load_questionnaire, load_templates, load_unknown_phrases, swap_roles
+from pbbq.tasks.instantiate import InstantiateParams, instantiate
+from pbbq.tasks.llm import LLMConfig
+from pbbq.tasks.name_draw import PairRequest, possible_pairs
+from pbbq.tasks.name_patterns import (
     NEUTRAL,
     REFERENCE_PATTERNS,
     UNDECIDED,
@@ -31,8 +30,8 @@ from tasks.name_patterns import (
     reference_gender,
     rewrite,
 )
-from tasks.name_tables import ERAS, NAME_COLUMNS, entity_groups, group_words
-from tasks.names import (
+from pbbq.tasks.name_tables import ERAS, NAME_COLUMNS, entity_groups, group_words
+from pbbq.tasks.names import (
     TEXT_FIELDS,
     NamesParams,
     bbq_examples,
@@ -43,7 +42,8 @@ from tasks.names import (
     names_stage,
     read_bbq_jsonl,
 )
-from tasks.schemas import EXAMPLE, OPTIONS, to_arrow
+from pbbq.tasks.schemas import EXAMPLE, OPTIONS, to_arrow
+
 from tests.fakes.llm_servers import FakeLLMServer
 
 NAMES_FA = REPO_ROOT / "annotations" / "names" / "names_fa.csv"

@@ -3,8 +3,7 @@
 import random
 
 import pytest
-
-from tasks.persian_text import (
+from pbbq.tasks.persian_text import (
     ZWNJ,
     is_punctuation,
     normalize_fa,

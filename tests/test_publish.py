@@ -19,15 +19,12 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 from huggingface_hub import CommitOperationAdd, DatasetCard, HfApi
-from prefect import flow
-from prefect.artifacts import Artifact
-
-from flows.cli import main
-from tasks.artifacts import REPO_ROOT, StageOutput
-from tasks.dataset_card import CardParams, features_yaml, size_category
-from tasks.instantiate import answer_role
-from tasks.lm_eval_task import task_name
-from tasks.publish import (
+from pbbq.flows.cli import main
+from pbbq.tasks.artifacts import REPO_ROOT, StageOutput
+from pbbq.tasks.dataset_card import CardParams, features_yaml, size_category
+from pbbq.tasks.instantiate import answer_role
+from pbbq.tasks.lm_eval_task import task_name
+from pbbq.tasks.publish import (
     ARTIFACT_KEY,
     RELEASE,
     PublishError,
@@ -40,8 +37,11 @@ from tasks.publish import (
     split_configs,
     upload_release,
 )
-from tasks.schemas import CATEGORIES, EXAMPLE
-from tasks.statistics import table1
+from pbbq.tasks.schemas import CATEGORIES, EXAMPLE
+from pbbq.tasks.statistics import table1
+from prefect import flow
+from prefect.artifacts import Artifact
+
 from tests.fakes.hub_server import FakeHub
 from tests.helpers import load_release_offline
 

@@ -6,10 +6,10 @@ from collections.abc import Callable
 
 import pandas as pd
 import pytest
+from pbbq.tasks.instantiate import InstantiateParams, instantiate
+from pbbq.tasks.soundness import CHECKS, SOUNDNESS, soundness
+from pbbq.tasks.soundness import _violations as _row_flags
 
-from tasks.instantiate import InstantiateParams, instantiate
-from tasks.soundness import CHECKS, SOUNDNESS, soundness
-from tasks.soundness import _violations as _row_flags
 from tests.test_instantiate import STEREOTYPES, _template
 
 

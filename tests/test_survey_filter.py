@@ -13,17 +13,16 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from statsmodels.stats.proportion import samplesize_confint_proportion
-
-from tasks.inputs import DEMOGRAPHIC_COLUMNS, QUESTIONNAIRE_COLUMNS
-from tasks.schemas import STEREOTYPE
-from tasks.survey_filter import (
+from pbbq.tasks.inputs import DEMOGRAPHIC_COLUMNS, QUESTIONNAIRE_COLUMNS
+from pbbq.tasks.schemas import STEREOTYPE
+from pbbq.tasks.survey_filter import (
     ACCEPTANCE_BY_DEMOGRAPHIC,
     SurveyParams,
     acceptance_by_demographic,
     cochran_margin,
     survey_filter,
 )
+from statsmodels.stats.proportion import samplesize_confint_proportion
 
 
 def _questionnaire(ids: list[str]) -> pd.DataFrame:

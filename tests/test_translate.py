@@ -10,16 +10,14 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from sacrebleu.metrics import CHRF
-
-from flows.config import load_config
-from tasks.artifacts import REPO_ROOT
-from tasks.glossary import Glossary, load_glossary, rendered
-from tasks.inputs import InputError, load_inputs
-from tasks.instantiate import InstantiateParams, instantiate
-from tasks.llm import LLMClient, LLMConfig, ResponseStore
-from tasks.schemas import OPTIONS
-from tasks.translate import (
+from pbbq.flows.config import load_config
+from pbbq.tasks.artifacts import REPO_ROOT
+from pbbq.tasks.glossary import Glossary, load_glossary, rendered
+from pbbq.tasks.inputs import InputError, load_inputs
+from pbbq.tasks.instantiate import InstantiateParams, instantiate
+from pbbq.tasks.llm import LLMClient, LLMConfig, ResponseStore
+from pbbq.tasks.schemas import OPTIONS
+from pbbq.tasks.translate import (
     FAILURES,
     TranslateParams,
     TranslatePrompts,
@@ -28,6 +26,8 @@ from tasks.translate import (
     translate,
     translation_failures,
 )
+from sacrebleu.metrics import CHRF
+
 from tests.fakes.llm_servers import FakeLLMServer
 from tests.fakes.stand_in_model import POOR_BACK_TRANSLATION, PRONOUN_BREAKERS, StandInModel, paraphrase_fa
 

@@ -1,7 +1,7 @@
 """Check the stand-in answers against the program's own rules; exits non-zero (AssertionError) when a file is wrong.
 
 Run from anywhere: ``python prompts/transcripts/stand_ins/check_stand_ins.py``. It validates every row of
-``disambiguations.csv`` with :func:`tasks.disambiguate.continuation_failures` and asserts that each designed
+``disambiguations.csv`` with :func:`pbbq.tasks.disambiguate.continuation_failures` and asserts that each designed
 rule-breaker breaks exactly its one rule, the review case breaks a different rule on each of its three
 attempts, every other answer passes, and that ``translations.csv`` and ``phrases.csv`` cover the templates.
 """
@@ -17,9 +17,9 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 
-from tasks.disambiguate import ASSIGNMENTS, COLUMNS, DisambiguateParams, continuation_failures  # noqa: E402
-from tasks.inputs import PLACEHOLDER, load_overrides, load_questionnaire, load_templates  # noqa: E402
-from tasks.persian_text import normalize_fa  # noqa: E402
+from pbbq.tasks.disambiguate import ASSIGNMENTS, COLUMNS, DisambiguateParams, continuation_failures  # noqa: E402
+from pbbq.tasks.inputs import PLACEHOLDER, load_overrides, load_questionnaire, load_templates  # noqa: E402
+from pbbq.tasks.persian_text import normalize_fa  # noqa: E402
 
 
 def _contains(context: str, option: str) -> bool:
