@@ -28,4 +28,4 @@ lint: $(VENV)/.test
 	$(BIN)/ruff format --check .
 
 test: lint
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n 2 --dist loadgroup

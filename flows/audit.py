@@ -19,28 +19,22 @@ from typing import Any
 
 import pandas as pd
 import pyarrow.parquet as pq
-from pbbq.flows.runs import AuditError, manifest, read_table, run_folder, stage_folders, stage_report
+from pbbq.flows.runs import (
+    AuditError,
+    drop_tables,
+    manifest,
+    read_table,
+    run_folder,
+    stage_folders,
+    stage_report,
+    stage_words,
+)
 from pbbq.tasks.artifacts import run_status
 
 __all__ = ["AuditError", "audit_text", "drops", "funnel", "run_folder", "stage_summary", "trace"]
 
 EXAMPLE_TABLES = {"fa": "05_instantiate/examples", "fa-names": "06_names/examples", "en": "07_translate/examples"}
 """The example table of each config, in the order the configs are built."""
-
-STAGE_WORDS: dict[str, tuple[str, str, str]] = {
-    "crawl": ("posts", "candidate stereotypes", "posts that gave no candidate"),
-    "survey": ("stereotypes surveyed", "accepted", "stereotypes the survey did not accept"),
-    "kappa_gate": ("templates rated", "through the gate", "templates the gate stopped"),
-    "disambiguate": ("gated templates", "with both continuations", "continuations left for review, not built"),
-    "instantiate": ("templates", "examples (fa)", "templates, entity pairs or examples not built"),
-    "names": ("examples (fa)", "name-proxy variants (fa-names)", "examples without a name proxy (they stay in fa)"),
-    "translate": ("examples (fa)", "English examples (en)", "examples without an English version (they stay in fa)"),
-    "diversity": ("examples", "rows of Table 2", "not measured"),
-    "statistics": ("examples", "examples counted", "not counted"),
-    "publish": ("examples", "published rows", "not published"),
-}
-"""Per stage (its folder name without the number): what its counts in and out are, and what a drop means there,
-so that a count reads as what it is."""
 
 REASON_WORDS: dict[str, str] = {
     "stereotype_not_accepted": "its stereotype was not accepted by the survey",
@@ -71,8 +65,6 @@ FUNNEL_WORDS: dict[str, str] = {
     "examples": "examples (fa)",
 }
 
-DROP_LIKE = ("dropped", "unmapped", "review")
-"""Table names that hold a stage's drops; a reason is looked for in these before the stage's other tables."""
 FIRST_ROWS = 3
 """Rows shown per reason; every row stays in the parquet the report links to."""
 COLUMN_PRIORITY = (
@@ -87,10 +79,6 @@ MAX_COLUMNS = 7
 def words(reason: str) -> str:
     """A reason (or a step) in words."""
     return REASON_WORDS.get(reason, reason.replace("_", " "))
-
-
-def _stage_name(folder: str) -> str:
-    return folder.split("_", 1)[-1]
 
 
 def _count(value: Any) -> str:
@@ -130,7 +118,7 @@ def stage_lines(run: Path) -> list[StageLine]:
     for folder in stage_folders(run):
         report = stage_report(run, folder)
         counts, dropped = report.get("counts", {}), report.get("dropped", {})
-        what_in, what_out, what_dropped = STAGE_WORDS.get(_stage_name(folder), ("rows", "rows", "dropped"))
+        what_in, what_out, what_dropped = stage_words(run, folder)
         lines.append(
             StageLine(
                 folder=folder,
@@ -192,7 +180,8 @@ def _shown_columns(frame: pd.DataFrame) -> list[str]:
 
 def _reason_tables(run: Path, folder: str) -> list[Path]:
     """The stage's parquet tables that have a ``reason`` column, drop tables first."""
-    paths = sorted((run / folder).glob("*.parquet"), key=lambda p: (not p.stem.startswith(DROP_LIKE), p.stem))
+    declared = drop_tables(run, folder)
+    paths = sorted((run / folder).glob("*.parquet"), key=lambda p: (p.stem not in declared, p.stem))
     return [path for path in paths if "reason" in pq.read_schema(path).names]
 
 
@@ -219,13 +208,13 @@ def drops(run: Path) -> list[ReasonDrops]:
         if not by_reason:
             continue
         tables = _reason_tables(run, folder)
-        drop_tables = sorted(p.stem for p in (run / folder).glob("*.parquet") if p.stem.startswith(DROP_LIKE))
-        _, _, meaning = STAGE_WORDS.get(_stage_name(folder), ("", "", "dropped"))
+        declared = drop_tables(run, folder)
+        _, _, meaning = stage_words(run, folder)
         for reason, count in by_reason.items():
             name, rows = _reason_rows(tables, reason)
             if name is None:  # the report's own list of drops, and the stage's drop table to look in
                 rows = pd.DataFrame([d for d in report.get("drops", []) if d.get("reason") == reason])
-                name = drop_tables[0] if drop_tables else None
+                name = declared[0] if declared else None
             first = rows.head(FIRST_ROWS)
             found.append(
                 ReasonDrops(
@@ -257,7 +246,7 @@ def funnel(run: Path) -> list[FunnelStep]:
     steps: list[FunnelStep] = []
     crawl = stage_report(run, "01_crawl").get("counts", {})
     if crawl and (table.empty or table["step"].iloc[0] != "posts"):  # the statistics stage does not count the crawl
-        posts, candidates, _ = STAGE_WORDS["crawl"]
+        posts, candidates, _ = stage_words(run, "01_crawl")
         steps += [
             FunnelStep(step, f"{what} (crawl)", int(crawl[k]), "step")
             for k, step, what in (("in", "crawled_posts", posts), ("out", "crawl_candidates", candidates))

@@ -21,8 +21,8 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pbbq.flows.audit import DROP_LIKE, EXAMPLE_TABLES
-from pbbq.flows.runs import AuditError, manifest, stage_folders, stage_report
+from pbbq.flows.audit import EXAMPLE_TABLES
+from pbbq.flows.runs import AuditError, drop_tables, manifest, stage_folders, stage_report
 from pbbq.tasks.artifacts import FILE_MODE, sha256_file
 
 DB_NAME = "run.db"
@@ -64,7 +64,7 @@ def _columns(connection: sqlite3.Connection, table: str) -> list[str]:
     return [row[1] for row in connection.execute(f"pragma table_info({_quote(table)})")]
 
 
-def _views(connection: sqlite3.Connection, tables: dict[str, str]) -> None:
+def _views(connection: sqlite3.Connection, tables: dict[str, str], run: Path) -> None:
     """``examples`` (every config) and ``drops`` (every row with a reason that was not kept)."""
     present = [(c, name) for c, t in EXAMPLE_TABLES.items() if (name := table_name(Path(f"{t}.parquet"))) in tables]
     if present:
@@ -75,12 +75,12 @@ def _views(connection: sqlite3.Connection, tables: dict[str, str]) -> None:
         union = " union all ".join(f"select '{config}' as config, {select} from {_quote(n)}" for config, n in present)
         connection.execute(f"create view examples as {union}")
     with_reason = {name: folder for name, folder in tables.items() if folder and "reason" in _columns(connection, name)}
-    drop_like = {
-        folder for name, folder in with_reason.items() if name.removeprefix(f"{folder}_").startswith(DROP_LIKE)
-    }
+    declared = {folder: drop_tables(run, folder) for folder in set(with_reason.values())}
+    is_drop_table = {name: name.removeprefix(f"{folder}_") in declared[folder] for name, folder in with_reason.items()}
+    drop_like = {folder for name, folder in with_reason.items() if is_drop_table[name]}
     parts = []
     for name, folder in with_reason.items():
-        if folder in drop_like and not name.removeprefix(f"{folder}_").startswith(DROP_LIKE):
+        if folder in drop_like and not is_drop_table[name]:
             continue  # the stage's drop tables hold these rows already (e.g. 02_survey: stereotypes and dropped)
         columns = _columns(connection, name)
         row_id = next((c for c in ID_COLUMNS if c in columns), "rowid")
@@ -153,7 +153,7 @@ def build_db(run: Path) -> Path:
                     raise AuditError(f"{path}: two parquet files of the run map to the table {name!r}")
                 _write_table(connection, name, pq.read_table(path))
                 tables[name] = relative.parts[0] if len(relative.parts) == 2 else None
-            _views(connection, tables)
+            _views(connection, tables, run)
             _run_tables(connection, run)
             connection.execute("create table run_db (run_id text, manifest_sha256 text)")
             connection.execute("insert into run_db values (?, ?)", (manifest(run)["run_id"], stamp))

@@ -1,42 +1,43 @@
 """The build-pbbq flow: the PBBQ paper's Figure 1 as a Prefect DAG (docs/architecture.md §1).
 
-crawl → survey → survey_filter → kappa_gate → disambiguate (LLM) → instantiate → statistics. Each stage is a cached
-task (inputs + code), writes ``outputs/<run_id>/NN_<stage>/`` and adds itself to the run's manifest. This
-module only wires.
+The stages are the list ``PIPELINE`` (``flows/pipeline.py``); :class:`PipelineRunner` runs it: each stage a cached
+Prefect task (inputs + code) submitted as soon as the stages it reads have finished, so independent stages
+(names and translate) run side by side on Prefect's thread runner. Each stage writes ``outputs/<run_id>/NN_<stage>/``
+and adds itself to the run's manifest, in pipeline order whatever order they finish in. This module only wires.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+import resource
+import threading
+import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-from pbbq.flows.config import load_config
+from pbbq.flows.config import BuildConfig, load_config
 from pbbq.flows.diff import changes_since_previous
+from pbbq.flows.pipeline import PIPELINE, extra_funnel, funnel_labels
 from pbbq.flows.runs import mark_killed_runs, outputs_folder
-from pbbq.tasks.artifacts import RunFolder, StageOutput, display_path
+from pbbq.tasks.artifacts import RunFolder, StageOutput, atomic_write_bytes, display_path, json_text, sha256_file
+from pbbq.tasks.caching import stage_task
 from pbbq.tasks.candidates import load_lexicon
-from pbbq.tasks.crawl import crawl_counts, crawl_task, fetch_sources, load_prompt
-from pbbq.tasks.disambiguate import Prompts, disambiguate_task
-from pbbq.tasks.diversity import diversity_task
+from pbbq.tasks.crawl import fetch_sources
 from pbbq.tasks.glossary import load_glossary
 from pbbq.tasks.inputs import instruction_like, load_inputs
-from pbbq.tasks.instantiate import instantiate_task
-from pbbq.tasks.kappa_gate import kappa_gate_task
-from pbbq.tasks.llm import export_transcript, usage_summary
-from pbbq.tasks.names import load_gender_prompt, load_name_table, names_task
-from pbbq.tasks.publish import create_release_artifact, publish_stage
-from pbbq.tasks.statistics import statistics_task
-from pbbq.tasks.survey_filter import survey_filter_task
-from pbbq.tasks.translate import TranslatePrompts, translate_task
+from pbbq.tasks.llm import LLMClient, LLMConfig, export_transcript, open_llm, usage_summary
+from pbbq.tasks.names import load_name_table
+from pbbq.tasks.publish import create_release_artifact
+from pbbq.tasks.stage import Input, Resource, RunValue, Sources, Stage, Table, Tables, arguments, finish, resource_hash
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.client.orchestration import get_client
 from prefect.exceptions import ObjectNotFound
+from prefect.futures import PrefectFuture
 from prefect.runtime import flow_run
 from prefect.states import Crashed
+from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 
 TRANSCRIPT_NOTE = (
     "The LLM answers this PBBQ build used: import it (llm.transcript) and build in replay mode to rebuild it "
@@ -44,26 +45,104 @@ TRANSCRIPT_NOTE = (
 )
 
 
-class StageRunner:
-    """Runs a stage task against the run's result cache, writes its folder and logs one progress line."""
+class PipelineRunner:
+    """Runs the stages of a pipeline against one run folder: resolves each stage's declared inputs, submits it
+    as a Prefect task, writes its folder and records the hashes of what it read."""
 
-    def __init__(self, run: RunFolder, cache: Path) -> None:
-        self.run, self.cache = run, cache
+    def __init__(
+        self,
+        run: RunFolder,
+        cache: Path,
+        build: BuildConfig,
+        llm: LLMConfig,
+        inputs: BuildInputs,
+        run_values: Mapping[str, Callable[[], Any]],
+        pipeline: list[Stage] = PIPELINE,
+    ) -> None:
+        """``inputs``: the loaded build inputs; ``run_values``: the values :class:`RunValue` names, each made
+        when a stage asks for it."""
+        self.run, self.cache, self.build, self.llm = run, cache, build, llm
+        self.inputs, self.run_values, self.pipeline = inputs, run_values, pipeline
+        self.outputs: dict[str, StageOutput] = {}
+        self.reports: dict[str, dict[str, Any]] = {}
+        self._pending: dict[str, tuple[PrefectFuture[Any], dict[str, str], float]] = {}
+        self.timings: list[dict[str, Any]] = []
+        """Per stage: wall seconds from its submission to its result, the process's peak RSS once it is
+        written, and whether it came from the cache (``timings.json``; not in the manifest: not reproducible)."""
+        self._client: LLMClient | None = None
+        self._client_lock = threading.Lock()
 
-    def __call__(
-        self, folder: str, stage: Any, *args: Any, inputs: Mapping[str, str], report: Mapping[str, Any] | None = None
-    ) -> StageOutput:
-        """``report``: this run's figures merged into the stage's report (the crawl's fetch, never cached)."""
-        state = stage.with_options(result_storage=self.cache)(*args, return_state=True)
-        output: StageOutput = state.result()
-        if report:
-            output = dataclasses.replace(output, report={**output.report, **report})
-        record = self.run.write_stage(folder, output, inputs=inputs, cached=state.name == "Cached")
+    def client(self) -> LLMClient:
+        """The build's LLM client, opened once (the transcript imported once) for every stage that asks."""
+        with self._client_lock:
+            if self._client is None:
+                self._client = open_llm(self.llm, self.build.transcript)
+            return self._client
+
+    def run_all(self) -> dict[str, StageOutput]:
+        """Every stage, each submitted once the stages it reads are written; returns their outputs by folder."""
+        for stage in self.pipeline:
+            for folder in sorted(stage.upstream):
+                self.wait(folder)
+            self.submit(stage)
+        for stage in self.pipeline:
+            self.wait(stage.folder)
+        return self.outputs
+
+    def submit(self, stage: Stage) -> None:
+        if any(isinstance(source, RunValue) for source in stage.inputs.values()):
+            for earlier in self.pipeline[: self.pipeline.index(stage)]:  # a run value describes the run so far
+                self.wait(earlier.folder)
+        params = self.build.params(stage.name) if stage.params else None
+        found = arguments(stage, params, Sources(self.inputs.tables, self.outputs, self.client, self.run_values))
+        recorded = self.recorded(stage, params, found)
+        task = stage_task(stage.run, cached=stage.cached)
+        if stage.cached:
+            task = task.with_options(result_storage=self.cache)
+        self._pending[stage.folder] = (task.submit(**found), recorded, time.time())
+
+    def wait(self, folder: str) -> StageOutput:
+        """The stage's output, written to its folder once it is done."""
+        if folder in self.outputs:
+            return self.outputs[folder]
+        stage = next(s for s in self.pipeline if s.folder == folder)
+        for earlier in self.pipeline[: self.pipeline.index(stage)]:  # stages are written in pipeline order
+            self.wait(earlier.folder)
+        future, recorded, submitted = self._pending.pop(folder)
+        output = finish(stage, future.result(), self.build.params(stage.name) if stage.params else None)
+        done = future.state.timestamp.timestamp() if future.state.timestamp else time.time()
+        if folder in self.reports:  # this run's own figures (the crawl's fetch), never cached
+            output = dataclasses.replace(output, report={**output.report, **self.reports[folder]})
+        record = self.run.write_stage(
+            folder, output, inputs=recorded, cached=future.state.name == "Cached", declared=stage.audit_view()
+        )
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        self.timings.append({"folder": folder, "seconds": done - submitted, "peak_rss": peak, "cached": record.cached})
         logger = get_run_logger()
-        logger.info(record.summary())
+        logger.info("%s (%.1f s)", record.summary(), done - submitted)
         for warning in output.report.get("warnings", []):
             logger.warning("%s: %s", folder, warning)
+        self.outputs[folder] = output
         return output
+
+    def recorded(self, stage: Stage, params: Any, arguments: Mapping[str, Any]) -> dict[str, str]:
+        """The hashes of the stage's inputs for the manifest, from its declaration: an input file's, another
+        stage's table's, a loaded resource's, a run file's (the LLM client and computed values are in the
+        parameters and the tables they come from)."""
+        recorded: dict[str, str] = {}
+        for name, source in stage.inputs.items():
+            match source:
+                case Input(input_name) if input_name in self.inputs.hashes:
+                    recorded[name] = self.inputs.hashes[input_name]
+                case Table(folder, table):
+                    recorded[name] = self.run.artifact_hash(folder, table)
+                case Tables(tables):
+                    recorded |= {label: self.run.artifact_hash(t.folder, t.name) for label, t in tables.items()}
+                case Resource(_, when) if when(params):
+                    recorded[name] = resource_hash(arguments[name])
+                case RunValue() if isinstance(arguments[name], Path) and arguments[name].is_file():
+                    recorded[name] = sha256_file(arguments[name])
+        return recorded
 
 
 def mark_crashed(killed: list[dict[str, Any]]) -> None:
@@ -85,219 +164,156 @@ def mark_crashed(killed: list[dict[str, Any]]) -> None:
                 client.set_flow_run_state(flow_run_id, Crashed(message=message), force=True)
 
 
-def _table_artifact(key: str, frame: Any, description: str) -> None:
-    create_table_artifact(key=key, table=frame.astype(str).to_dict(orient="records"), description=description)
+@dataclasses.dataclass(frozen=True)
+class BuildInputs:
+    """The build's inputs as loaded (:class:`Input` names them), the hash each is recorded by, and what the
+    manifest lists of them: name → (file, rows), with the loaders' warnings and the crawl's fetch report."""
+
+    tables: dict[str, Any]
+    hashes: dict[str, str]
+    files: dict[str, tuple[Path, int | None]]
+    warnings: list[str]
+    fetch_report: dict[str, Any]
 
 
-@flow(name="build-pbbq")
+def load_build_inputs(build: BuildConfig, root: Path, log: Callable[[str], None]) -> BuildInputs:
+    """Every input of the build, loaded and checked, and the crawl's sources fetched (the network: never
+    cached; ``log`` says what it fetches)."""
+    tables: dict[str, Any] = load_inputs(build.inputs)
+    files: dict[str, tuple[Path, int | None]] = {
+        name: (build.inputs[name], len(frame)) for name, frame in tables.items() if name in build.inputs
+    }
+    tables["names"] = load_name_table(build.inputs["names"], tables["templates"])
+    tables["glossary"] = load_glossary(build.inputs["glossary"])
+    files |= {name: (build.inputs[name], len(tables[name])) for name in ("names", "glossary")}
+    if build.transcript is not None:
+        files["transcript"] = (build.transcript, None)
+    crawled = fetch_sources(build.crawl, root / ".crawl", log=log)
+    files |= {name: (path, None) for name, path in crawled.files.items()}
+    tables["lexicon"] = load_lexicon(build.crawl.lexicon_path)
+    files["lexicon"] = (build.crawl.lexicon_path, len(tables["lexicon"]))
+    tables["posts"] = crawled.posts
+    hashes = {name: sha256_file(path) for name, (path, _) in files.items()} | {"posts": crawled.sha256}
+    warnings = instruction_like(tables, build.inputs)
+    return BuildInputs(tables, hashes, files, warnings, crawled.report)
+
+
+def release_values(
+    run: RunFolder, build: BuildConfig, llm: LLMConfig, runner: Callable[[], PipelineRunner]
+) -> dict[str, Callable[[], Any]]:
+    """What the publish stage gets from the run: its folder, the run's transcript and the release's copy of
+    the manifest (written when publish asks for them, after every other stage); and the funnel's extra steps
+    and labels, from the stages' declarations."""
+    folder = run.path / "10_publish"
+
+    def transcript() -> Path:
+        path = run.path / "transcript.jsonl"
+        if not any(f.path == path.name for f in run.files):
+            outputs = runner().outputs
+            used = {
+                request
+                for stage in runner().pipeline
+                if stage.request_ids is not None and stage.folder in outputs
+                for request in stage.request_ids(outputs[stage.folder])
+            }
+            export_transcript(llm, used, path, note=TRANSCRIPT_NOTE)
+            run.record_file(path, rows=len(used))
+        return path
+
+    def manifest() -> Path:
+        transcript()
+        path = run.write_manifest("built", target=folder / "manifest.json")
+        run.record_file(path)
+        return path
+
+    return {
+        "out_dir": lambda: folder,
+        "transcript_path": transcript,
+        "manifest_path": manifest,
+        "build_id": lambda: run.run_id,
+        "build_config": lambda: display_path(build.path),
+        "funnel_labels": lambda: funnel_labels(runner().pipeline),
+        "gate": lambda: build.kappa_gate,
+        "extra_funnel": lambda: extra_funnel(runner().outputs, runner().pipeline),
+    }
+
+
+def _table_artifacts(runner: PipelineRunner) -> None:
+    for stage in runner.pipeline:
+        for key, (table, columns, description) in stage.artifacts.items():
+            frame = runner.outputs[stage.folder][table]
+            frame = frame[list(columns)] if columns else frame
+            create_table_artifact(key=key, table=frame.astype(str).to_dict(orient="records"), description=description)
+
+
+TASK_RUNNERS = ("threads", "dask")
+
+
+def task_runner(name: str = "threads", address: str | None = None) -> TaskRunner[Any]:
+    """Where the stages run: Prefect's thread pool (the default; one paper-scale build fits one machine), or
+    Dask (``pip install -e ".[dask]"``): the cluster at ``address``, or a local one of two single-threaded
+    workers in this process, since the stages share the build's LLM client and its response store."""
+    if name == "threads":
+        return ThreadPoolTaskRunner()
+    if name != "dask":
+        raise ValueError(f"task runner {name!r} is not one of {', '.join(TASK_RUNNERS)}")
+    try:
+        from prefect_dask import DaskTaskRunner
+    except ImportError:
+        raise ValueError('task runner dask needs the dask extra: pip install -e ".[dask]"') from None
+    if address:
+        return DaskTaskRunner(address=address)
+    return DaskTaskRunner(cluster_kwargs={"n_workers": 2, "threads_per_worker": 1, "processes": False})
+
+
+@flow(name="build-pbbq", task_runner=ThreadPoolTaskRunner())
 def build_pbbq(
     config: str | None = None,
     run_id: str | None = None,
     outputs: str | None = None,
     repo_id: str | None = None,
     dry_run: bool | None = None,
+    force_synthetic: bool | None = None,
 ) -> str:
-    """Build PBBQ from a configuration (default: the bundled sample) and return the run folder. ``repo_id``
-    and ``dry_run`` override the configuration's [publish] section."""
-    build = load_config(Path(config) if config else None)
-    if repo_id is not None or dry_run is not None:
-        publish = dataclasses.replace(
-            build.publish,
-            repo_id=repo_id if repo_id is not None else build.publish.repo_id,
-            dry_run=dry_run if dry_run is not None else build.publish.dry_run,
-        )
-        build = dataclasses.replace(build, publish=publish)
+    """Build PBBQ from a configuration (default: the bundled sample) and return the run folder. ``repo_id``,
+    ``dry_run`` and ``force_synthetic`` override the configuration's [publish] section."""
+    build = load_config(Path(config) if config else None).with_publish(repo_id, dry_run, force_synthetic)
     root = outputs_folder(outputs)
     mark_crashed(mark_killed_runs(root))
     run = RunFolder.create(root, run_id, build.parameters(), process={"flow_run_id": str(flow_run.id)})
-    stage = StageRunner(run, root / ".cache" / "prefect-results")
     llm = build.llm
     if not llm.store_path.is_absolute():  # not configured: one response store per outputs folder
         llm = dataclasses.replace(llm, store_path=root / ".cache" / "llm" / "responses.sqlite")
     get_run_logger().info("run %s → %s", run.run_id, run.path)
+    started = time.perf_counter()
     with run.recording():
-        tables = load_inputs(build.inputs)
-        run.warnings += instruction_like(tables, build.inputs)
-        for warning in run.warnings:
+        inputs = load_build_inputs(build, root, log=get_run_logger().info)
+        run.warnings += inputs.warnings
+        for warning in inputs.warnings:
             get_run_logger().warning("input: %s", warning)
-        for name, frame in tables.items():
-            if name in build.inputs:
-                run.record_input(name, build.inputs[name], len(frame))
-        name_table = load_name_table(build.inputs["names"], tables["templates"])
-        run.record_input("names", build.inputs["names"], len(name_table))
-        glossary = load_glossary(build.inputs["glossary"])
-        run.record_input("glossary", build.inputs["glossary"], len(glossary))
-        if build.transcript is not None:
-            run.record_input("transcript", build.transcript, None)
-        crawled = fetch_sources(build.crawl, root / ".crawl", log=get_run_logger().info)  # the network: not cached
-        for name, path in crawled.files.items():
-            run.record_input(name, path, None)
-        lexicon = load_lexicon(build.crawl.lexicon_path)
-        run.record_input("lexicon", build.crawl.lexicon_path, len(lexicon))
-        hashes = {name: entry["sha256"] for name, entry in run.inputs.items()}
-
-        extractor = build.crawl.llm_extractor  # only then does the LLM configuration enter the cache key
-        crawl = stage(
-            "01_crawl",
-            crawl_task,
-            crawled.posts,
-            lexicon,
-            build.crawl,
-            llm if extractor else None,
-            build.transcript if extractor else None,
-            load_prompt() if extractor else "",
-            inputs={"posts": crawled.sha256, "lexicon": hashes["lexicon"]},
-            report=crawled.report,
-        )
-
-        survey = stage(
-            "02_survey",
-            survey_filter_task,
-            tables["questionnaire"],
-            tables["responses"],
-            build.survey_filter,
-            inputs={k: hashes[k] for k in ("questionnaire", "responses")},
-        )
-        gate = stage(
-            "03_kappa_gate",
-            kappa_gate_task,
-            tables["templates"],
-            tables["ratings"],
-            survey["stereotypes"],
-            build.kappa_gate,
-            inputs={
-                **{k: hashes[k] for k in ("templates", "ratings")},
-                "stereotypes": run.artifact_hash("02_survey", "stereotypes"),
-            },
-        )
-        prompts = Prompts.load()
-        disambiguated = stage(
-            "04_disambiguate",
-            disambiguate_task,
-            gate["gated"],
-            survey["stereotypes"],
-            tables["disambiguation_overrides"],
-            prompts,
+        for name, (path, rows) in inputs.files.items():
+            run.record_input(name, path, rows)
+        runner = PipelineRunner(
+            run,
+            root / ".cache" / "prefect-results",
+            build,
             llm,
-            build.transcript,
-            build.disambiguate,
-            inputs={"gated": run.artifact_hash("03_kappa_gate", "gated"), "prompts": prompts.sha256},
+            inputs,
+            release_values(run, build, llm, lambda: runner),
         )
-        examples = stage(
-            "05_instantiate",
-            instantiate_task,
-            disambiguated["templates"],
-            survey["stereotypes"],
-            build.instantiate,
-            inputs={
-                "templates": run.artifact_hash("04_disambiguate", "templates"),
-                "stereotypes": run.artifact_hash("02_survey", "stereotypes"),
-            },
-        )
-        labeller = build.names.gender_llm  # only then does the LLM configuration enter the cache key
-        proxies = stage(
-            "06_names",
-            names_task,
-            examples["examples"],
-            name_table,
-            build.names,
-            llm if labeller else None,
-            build.transcript if labeller else None,
-            load_gender_prompt() if labeller else "",
-            inputs={"examples": run.artifact_hash("05_instantiate", "examples"), "names": hashes["names"]},
-        )
-        translation_prompts = TranslatePrompts.load()
-        english = stage(
-            "07_translate",
-            translate_task,
-            examples["examples"],
-            tables["unknown_phrases"],
-            glossary,
-            translation_prompts,
-            llm,
-            build.transcript,
-            build.translate,
-            inputs={
-                "examples": run.artifact_hash("05_instantiate", "examples"),
-                "glossary": hashes["glossary"],
-                "prompts": translation_prompts.sha256,
-            },
-        )
-        dataset = pd.concat([examples["examples"], proxies["examples"], english["examples"]], ignore_index=True)
-        dataset_hashes = {
-            "fa": run.artifact_hash("05_instantiate", "examples"),
-            "fa-names": run.artifact_hash("06_names", "examples"),
-            "en": run.artifact_hash("07_translate", "examples"),
-        }
-        diversity = stage(
-            "08_diversity",
-            diversity_task,
-            dataset,
-            disambiguated["templates"],
-            build.diversity,
-            inputs={**dataset_hashes, "templates": run.artifact_hash("04_disambiguate", "templates")},
-        )
-        stats = stage(
-            "09_statistics",
-            statistics_task,
-            survey["stereotypes"],
-            gate["templates"],
-            dataset,
-            examples["dropped_pairs"],
-            crawl_counts(crawl),
-            inputs={
-                **dataset_hashes,
-                "stereotypes": run.artifact_hash("02_survey", "stereotypes"),
-                "templates": run.artifact_hash("03_kappa_gate", "templates"),
-                "dropped_pairs": run.artifact_hash("05_instantiate", "dropped_pairs"),
-            },
-        )
-        transcript = run.path / "transcript.jsonl"
-        used = {
-            *crawl["candidates"]["llm_request_id"].loc[lambda ids: ids != ""],
-            *disambiguated["attempts"]["request_id"],
-            *proxies["examples"]["llm_request_ids"].explode().dropna(),
-            *english["segments"]["request_ids"].explode().dropna(),
-        }
-        export_transcript(llm, used, transcript, note=TRANSCRIPT_NOTE)
-        run.record_file(transcript, rows=len(used))
-        release_manifest = run.write_manifest("built", target=run.path / "10_publish" / "manifest.json")
-        run.record_file(release_manifest)
-        publish = publish_stage(
-            run.path / "10_publish",
-            dataset,
-            table1=stats["table1"],
-            table2=diversity["table2"],
-            funnel=stats["funnel"],
-            manifest_path=release_manifest,
-            transcript_path=transcript,
-            build_id=run.run_id,
-            build_config=display_path(build.path),
-            params=build.publish,
-        )
-        run.write_stage("10_publish", publish, inputs={"manifest": publish.report["manifest_sha256"]}, cached=False)
-        run.record_tree(Path(publish.report["folder"]))
-        create_release_artifact(publish.report)
+        runner.reports["01_crawl"] = inputs.fetch_report
+        runner.run_all()
+        timings = {"flow_seconds": time.perf_counter() - started, "stages": runner.timings}
+        atomic_write_bytes(run.path / "timings.json", json_text(timings).encode("utf-8"))
+        run.record_file(run.path / "timings.json")  # listed, like every file of the run; its times differ per run
+        release = runner.outputs["10_publish"].report
+        run.record_tree(Path(release["folder"]))
+        create_release_artifact(release)
         logger = get_run_logger()
         for line in usage_summary({r.folder: r.report for r in run.stages}):
             logger.info("LLM %s", line)
-        logger.info("release: %s", publish.report["link"])
-        _table_artifact("funnel", stats["funnel"], "From surveyed stereotypes to examples, this build")
-        _table_artifact("table-1", stats["table1"], "Templates and samples per category and config (Table 1)")
-        _table_artifact("table-2", diversity["table2"], "Diversity per category on template texts (Table 2)")
-        _table_artifact(
-            "table-2-instances", diversity["table2_instances"], "Diversity per category and config, on instances"
-        )
-        _table_artifact(
-            "survey-filter",
-            survey["stereotypes"][["stereotype_id", "category", "acceptance", "ci_low", "ci_high", "kept", "reason"]],
-            "Acceptance per stereotype (keep > threshold)",
-        )
-        _table_artifact(
-            "kappa-gate",
-            gate["templates"][["template_id", "category", "kappa", "kappa_note", "mean_relevance", "kept", "reason"]],
-            "Fleiss' kappa and mean relevance per template",
-        )
+        logger.info("release: %s", release["link"])
+        _table_artifacts(runner)
         create_markdown_artifact(
             key="changes", markdown=changes_since_previous(run.path), description="pbbq diff against the last run"
         )

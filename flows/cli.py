@@ -17,6 +17,7 @@ from pbbq.flows.audit_cli import AUDIT_COMMANDS, add_audit_commands
 from pbbq.flows.crawl_cli import add_crawl_commands
 from pbbq.flows.evaluate_cli import add_evaluate_command
 from pbbq.flows.names_cli import add_names_command
+from pbbq.flows.synth_cli import add_synth_command
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 """The repository (``pbbq.tasks.artifacts.REPO_ROOT``; not imported here, so that ``pbbq --help`` answers at once)."""
@@ -71,9 +72,22 @@ def _parser() -> argparse.ArgumentParser:
     build.add_argument(
         "--upload", action="store_true", help="upload the release (default: a dry run that writes the folder only)"
     )
+    build.add_argument(
+        "--force-synthetic",
+        action="store_true",
+        help="upload a synthetic build (pbbq synth) all the same; its card says SYNTHETIC",
+    )
+    build.add_argument(
+        "--task-runner",
+        choices=("threads", "dask"),
+        default="threads",
+        help="where stages run: Prefect's thread pool (default) or Dask (the dask extra)",
+    )
+    build.add_argument("--dask-address", help="a running Dask scheduler (default: a local cluster)")
     commands.add_parser("serve", help="serve the build-pbbq deployment with its weekly schedule")
     add_audit_commands(commands)
     add_names_command(commands)
+    add_synth_command(commands)
     add_evaluate_command(commands)
     add_crawl_commands(commands)
     return parser
@@ -83,16 +97,18 @@ def _build(args: argparse.Namespace) -> int:
     from pbbq.flows.config import load_config
 
     load_config(args.config)  # a bad configuration fails here, before a Prefect server starts
-    from pbbq.flows.build_pbbq import build_pbbq
+    from pbbq.flows.build_pbbq import build_pbbq, task_runner
     from pbbq.flows.server import startup_timeout, temporary_server
 
+    flow = build_pbbq.with_options(task_runner=task_runner(args.task_runner, args.dask_address))
     with temporary_server(startup_timeout()):
-        folder = build_pbbq(
+        folder = flow(
             config=str(args.config) if args.config else None,
             run_id=args.run_id,
             outputs=str(args.outputs) if args.outputs else None,
             repo_id=args.repo_id,
             dry_run=False if args.upload else None,
+            force_synthetic=True if args.force_synthetic else None,
         )
     print(folder)
     return 0
@@ -111,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.debug and args.command not in AUDIT_COMMANDS:  # these read runs: no Prefect to quieten
         _quiet_tracebacks()
     try:
-        if args.command in ("names", "evaluate", "crawl", "questionnaire", "responses", *AUDIT_COMMANDS):
+        if args.command in ("names", "evaluate", "crawl", "questionnaire", "responses", "synth", *AUDIT_COMMANDS):
             return args.handler(args)
         return _build(args) if args.command == "build" else _serve()
     except KeyboardInterrupt:

@@ -8,64 +8,38 @@ from __future__ import annotations
 
 import tomllib
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from functools import partial
 from pathlib import Path
 from typing import Any, get_args, get_type_hints
 
+from pbbq.flows.pipeline import PIPELINE
 from pbbq.tasks.artifacts import REPO_ROOT, display_path
-from pbbq.tasks.crawl import CrawlParams
-from pbbq.tasks.disambiguate import DisambiguateParams
-from pbbq.tasks.diversity import DiversityParams
 from pbbq.tasks.inputs import load_unknown_phrases
-from pbbq.tasks.instantiate import InstantiateParams
-from pbbq.tasks.kappa_gate import GateParams
 from pbbq.tasks.llm import LLMConfig
-from pbbq.tasks.names import NamesParams
-from pbbq.tasks.publish import PublishParams
-from pbbq.tasks.survey_filter import SurveyParams
-from pbbq.tasks.translate import TranslateParams
 
 SAMPLE_CONFIG = REPO_ROOT / "configs" / "sample.toml"
 INPUTS = ("questionnaire", "responses", "templates", "ratings", "unknown_phrases", "names", "glossary")
 OPTIONAL_INPUTS = ("disambiguation_overrides",)
 
 
+def stage_params() -> dict[str, type]:
+    """The configuration section of every stage that has parameters (``Stage.params``), in pipeline order."""
+    return {stage.name: stage.params for stage in PIPELINE if stage.params is not None}
+
+
+def sections() -> tuple[str, ...]:
+    """The top-level sections a build configuration may have; anything else is a typo, never ignored."""
+    return ("inputs", "llm", *stage_params())
+
+
+def ranges() -> dict[str, dict[str, tuple[float | None, float | None]]]:
+    """The allowed range (inclusive; None: unbounded) of every numeric stage parameter (``Stage.ranges``)."""
+    return {stage.name: dict(stage.ranges) for stage in PIPELINE if stage.ranges}
+
+
 class ConfigError(ValueError):
     """A configuration file that cannot be used as it is."""
-
-
-SECTIONS = (
-    "inputs",
-    "llm",
-    "crawl",
-    "survey_filter",
-    "kappa_gate",
-    "disambiguate",
-    "instantiate",
-    "names",
-    "translate",
-    "diversity",
-    "publish",
-)
-"""The top-level sections a build configuration may have; anything else is a typo, never ignored."""
-
-RANGES: dict[str, dict[str, tuple[float | None, float | None]]] = {
-    "crawl": {"max_posts": (1, None), "timeout": (1e-9, None), "min_interval": (0, None), "max_retries": (0, 20)}
-    | {"backoff": (0, None), "max_wait": (0, None), "similarity": (1e-9, 1), "ngram_min": (1, 10)}
-    | {"ngram_max": (1, 10), "max_examples": (1, None)},
-    "survey_filter": {"threshold": (0, 1), "confidence": (0.5, 0.999999), "population": (1, None)}
-    | {"target_margin": (1e-9, 1)},
-    "kappa_gate": {"min_kappa": (-1, 1), "min_relevance": (1, 3)},
-    "disambiguate": {"max_attempts": (1, 20), "max_sentences": (1, None)}
-    | {"min_persian_share": (0, 1), "max_repeat_share": (0, 1)},
-    "instantiate": {"seed": (0, 2**32 - 1)},
-    "names": {"seed": (0, 2**32 - 1), "n_seeds": (1, 100)},
-    "translate": {"min_chrf": (0, 100), "max_attempts": (1, 20)},
-    "diversity": {"homogenization_num_layers": (1, None), "homogenization_max_pairs": (1, None)}
-    | {"homogenization_batch_size": (1, None), "seed": (0, 2**32 - 1)},
-}
-"""The allowed range (inclusive; None: unbounded) of every numeric stage parameter."""
 
 
 def _names(keys: Iterable[str]) -> str:
@@ -74,7 +48,7 @@ def _names(keys: Iterable[str]) -> str:
 
 
 def _check_value(path: Path, section: str, key: str, value: Any, expected: Any) -> None:
-    """A parameter's type (from its dataclass annotation) and range (:data:`RANGES`), the key named."""
+    """A parameter's type (from its dataclass annotation) and range (:func:`ranges`), the key named."""
     allowed = get_args(expected) or (expected,)
     kinds = tuple(k for k in (bool, int, float, str) if k in allowed)
     numeric = not isinstance(value, bool) and isinstance(value, int | float)
@@ -90,7 +64,7 @@ def _check_value(path: Path, section: str, key: str, value: Any, expected: Any) 
         raise ConfigError(f"{path}: [{section}] {key} = nan is not a number")
     if isinstance(value, str) and "\0" in value:
         raise ConfigError(f"{path}: [{section}] {key} = {value!r} holds a NUL character")
-    low, high = RANGES.get(section, {}).get(key, (None, None))
+    low, high = ranges().get(section, {}).get(key, (None, None))
     if numeric and ((low is not None and value < low) or (high is not None and value > high)):
         bounds = f"{'-∞' if low is None else low} … {'∞' if high is None else high}"
         raise ConfigError(f"{path}: [{section}] {key} = {value!r} is outside {bounds}")
@@ -103,33 +77,41 @@ class BuildConfig:
     llm: LLMConfig
     transcript: Path | None
     """Recorded LLM answers (JSONL) imported into the response store before the LLM stages."""
-    survey_filter: SurveyParams
-    kappa_gate: GateParams
-    disambiguate: DisambiguateParams
-    instantiate: InstantiateParams
-    names: NamesParams
-    translate: TranslateParams
-    diversity: DiversityParams
-    publish: PublishParams
-    crawl: CrawlParams
-    """Stage 01: the sources file (paths resolved against the configuration) and the crawl's parameters."""
+    stages: dict[str, Any]
+    """Each stage's parameters by its section name (``build.names`` reads ``stages["names"]``)."""
+
+    def __getattr__(self, name: str) -> Any:
+        stages = self.__dict__.get("stages", {})
+        if name in stages:
+            return stages[name]
+        raise AttributeError(name)
+
+    def params(self, section: str) -> Any:
+        return self.stages[section]
+
+    def with_publish(
+        self, repo_id: str | None = None, dry_run: bool | None = None, force_synthetic: bool | None = None
+    ) -> BuildConfig:
+        """The configuration with ``[publish]``'s repo_id, dry_run and force_synthetic overridden where given."""
+        given = {"repo_id": repo_id, "dry_run": dry_run, "force_synthetic": force_synthetic}
+        changes = {k: v for k, v in given.items() if v is not None}
+        if not changes:
+            return self
+        return replace(self, stages={**self.stages, "publish": replace(self.stages["publish"], **changes)})
 
     def parameters(self) -> dict[str, Any]:
         """Every parameter of the build, for the manifest."""
         return {
             "config": display_path(self.path),
-            "crawl": self.crawl.as_report(),
-            "survey_filter": self.survey_filter.__dict__,
-            "kappa_gate": self.kappa_gate.__dict__,
-            "disambiguate": self.disambiguate.__dict__,
-            "instantiate": self.instantiate.__dict__,
-            "names": self.names.__dict__,
-            "translate": self.translate.__dict__,
-            "diversity": self.diversity.__dict__,
+            **{name: _as_report(params) for name, params in self.stages.items()},
             "llm": {k: v for k, v in self.llm.__dict__.items() if k not in ("prices", "store_path")}
             | {"transcript": display_path(self.transcript) if self.transcript else None, "rule": asdict(self.llm.rule)},
-            "publish": self.publish.__dict__,
         }
+
+
+def _as_report(params: Any) -> dict[str, Any]:
+    as_report = getattr(params, "as_report", None)
+    return as_report() if as_report else params.__dict__
 
 
 def _table(path: Path, raw: dict[str, Any], name: str) -> dict[str, Any]:
@@ -196,10 +178,10 @@ def load_config(path: Path | None = None) -> BuildConfig:
         raise ConfigError(f"{path}: not UTF-8 text") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML ({exc})") from None
-    unknown_sections = sorted(set(raw) - set(SECTIONS))
+    unknown_sections = sorted(set(raw) - set(sections()))
     if unknown_sections:
         raise ConfigError(
-            f"{path}: unknown section(s) or key(s) {_names(unknown_sections)}; known: {', '.join(SECTIONS)}"
+            f"{path}: unknown section(s) or key(s) {_names(unknown_sections)}; known: {', '.join(sections())}"
         )
     declared = _table(path, raw, "inputs")
     missing = [name for name in INPUTS if name not in declared]
@@ -214,6 +196,10 @@ def load_config(path: Path | None = None) -> BuildConfig:
         llm_config = LLMConfig.from_mapping(llm)
     except ValueError as exc:
         raise ConfigError(f"{path}: [llm] {exc}") from None
+    phrases_fa = tuple(phrases["phrase_fa"])  # instantiate's 'unknown' options come from an input file
+    kinds: dict[str, Any] = stage_params()
+    kinds["instantiate"] = partial(kinds["instantiate"], phrases_fa)
+    stages = {name: _section(path, raw, name, kind) for name, kind in kinds.items()}
     return BuildConfig(
         path=path,
         inputs={
@@ -223,13 +209,8 @@ def load_config(path: Path | None = None) -> BuildConfig:
         },
         llm=llm_config,
         transcript=transcript,
-        survey_filter=_section(path, raw, "survey_filter", SurveyParams),
-        kappa_gate=_section(path, raw, "kappa_gate", GateParams),
-        disambiguate=_section(path, raw, "disambiguate", DisambiguateParams),
-        instantiate=_section(path, raw, "instantiate", partial(InstantiateParams, tuple(phrases["phrase_fa"]))),
-        names=_section(path, raw, "names", NamesParams),
-        translate=_section(path, raw, "translate", TranslateParams),
-        diversity=_section(path, raw, "diversity", DiversityParams),
-        publish=_section(path, raw, "publish", PublishParams),
-        crawl=_section(path, raw, "crawl", CrawlParams).relative_to(path.parent),
+        stages={
+            name: params.relative_to(path.parent) if hasattr(params, "relative_to") else params
+            for name, params in stages.items()
+        },
     )

@@ -89,7 +89,7 @@ def crawl_command(args: argparse.Namespace) -> int:
     from pbbq.flows.runs import outputs_folder
     from pbbq.tasks.artifacts import RunFolder
     from pbbq.tasks.candidates import load_lexicon
-    from pbbq.tasks.crawl import DEFAULT_SOURCES, CrawlParams, crawl_stage, fetch_sources, with_fetch_report
+    from pbbq.tasks.crawl import DEFAULT_SOURCES, CrawlParams, crawl, fetch_sources, load_prompt, with_fetch_report
 
     llm_section: dict[str, Any] = {}
     transcript = None
@@ -99,11 +99,11 @@ def crawl_command(args: argparse.Namespace) -> int:
         params = CrawlParams(sources=str((args.sources or DEFAULT_SOURCES).resolve()))
     if args.recorded_pages:
         params = replace(params, recorded_pages=str(args.recorded_pages.resolve()))
-    llm = None
+    client, prompt = None, ""
     if params.llm_extractor:
-        from pbbq.tasks.llm import LLMConfig
+        from pbbq.tasks.llm import LLMConfig, open_llm
 
-        llm = LLMConfig.from_mapping(llm_section)
+        client, prompt = open_llm(LLMConfig.from_mapping(llm_section), transcript), load_prompt()
     outputs = outputs_folder(str(args.outputs) if args.outputs else None)
     run = RunFolder.create(outputs, args.run_id, {"crawl": asdict(params)})
     with run.recording():
@@ -113,7 +113,7 @@ def crawl_command(args: argparse.Namespace) -> int:
         lexicon = load_lexicon(params.lexicon_path)
         run.record_input("lexicon", params.lexicon_path, len(lexicon))
         output = with_fetch_report(
-            crawl_stage(posts=fetched.posts, lexicon=lexicon, params=params, llm=llm, transcript=transcript), fetched
+            crawl(posts=fetched.posts, lexicon=lexicon, params=params, client=client, prompt=prompt), fetched
         )
         run.write_stage("01_crawl", output, inputs={"posts": fetched.sha256}, cached=False)
     for warning in output.report.get("warnings", []):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -52,15 +53,16 @@ def _canonical(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
         values = frame[column]
         if values.map(lambda v: isinstance(v, np.ndarray | list | dict)).any():
             out[column] = values.map(lambda v: json.dumps(_plain(v), ensure_ascii=False, sort_keys=True))
-        else:
-            out[column] = values.map(repr)
+        else:  # plain objects first: a map over Arrow-backed values builds an array per cell
+            out[column] = pd.Series(values.to_numpy(dtype=object), index=frame.index).map(repr)
     return pd.DataFrame(out, index=frame.index)
 
 
 def _keyed(frame: pd.DataFrame, key: list[str]) -> pd.DataFrame:
     if frame.empty or any(k not in frame.columns for k in key):
         return pd.DataFrame()
-    ids = frame[key].astype(str).agg(" ".join, axis=1)
+    first, *rest = (frame[k].astype(str) for k in key)
+    ids = first.str.cat(list(rest), sep=" ") if rest else first
     return frame.set_axis(ids, axis=0).loc[lambda f: ~f.index.duplicated()]
 
 
@@ -274,17 +276,17 @@ def _changed_values(a: dict[str, Any], b: dict[str, Any]) -> dict[str, tuple[Any
     return {k: (a.get(k), b.get(k)) for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)}
 
 
-def _acceptance(row: pd.Series) -> str:
+def _acceptance(row: Mapping[str, Any]) -> str:
     verdict = "accepted" if row["kept"] else "not accepted"
     return f"{verdict} ({row['acceptance']:.3f} [{row['ci_low']:.3f}, {row['ci_high']:.3f}])"
 
 
-def _gate(row: pd.Series) -> str:
+def _gate(row: Mapping[str, Any]) -> str:
     verdict = "gated" if row["kept"] else f"stopped: {row['reason']}"
     return f"{verdict} (kappa {_number(row['kappa'])}, relevance {_number(row['mean_relevance'])})"
 
 
-def _in_review(row: pd.Series) -> bool:
+def _in_review(row: Mapping[str, Any]) -> bool:
     return any(row.get(column) == REVIEW for column in SOURCE_COLUMNS)
 
 
@@ -300,9 +302,12 @@ def decisions(a: Path, b: Path) -> list[Flip]:
          lambda r: f"{'flagged' if r['flagged'] else 'kept'} (chrF {_number(r['chrf'])})"),
     )  # fmt: skip
     for decision, table, key, decided, shown in checks:
+        if _same_table(a, b, table):
+            continue
         before, after = (_keyed(frame, key) for frame in _both(a, b, table))
-        for row_id in before.index.intersection(after.index, sort=False):
-            old, new = before.loc[row_id], after.loc[row_id]
+        common = before.index.intersection(after.index, sort=False)
+        rows = zip(common, before.loc[common].to_dict("records"), after.loc[common].to_dict("records"), strict=True)
+        for row_id, old, new in rows:
             if decided(old) != decided(new):
                 flips.append(Flip(decision, str(row_id), shown(old), shown(new)))
     return flips
@@ -316,6 +321,9 @@ def _llm_answers(a: Path, b: Path) -> tuple[dict[str, IdChanges], dict[str, list
         ("disambiguation", "04_disambiguate/attempts", ["template_id", "assignment", "attempt"], "answer"),
         ("translation", "07_translate/segments", ["segment_id"], "text_en"),
     ):
+        if _same_table(a, b, table):
+            found[kind], texts[kind] = IdChanges(), []
+            continue
         before, after = _both(a, b, table)
         found[kind] = compare(before, after, key, [column])
         old, new = _keyed(before, key), _keyed(after, key)
@@ -356,6 +364,23 @@ def _both(a: Path, b: Path, table: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     return read_table(a, table), read_table(b, table)
 
 
+def _table_hash(run: Path, table: str) -> str | None:
+    path = f"{table}.parquet"
+    artifacts = (a for stage in manifest(run).get("stages", []) for a in stage.get("artifacts", []))
+    return next((a["sha256"] for a in artifacts if a["path"] == path), None)
+
+
+def compare_tables(a: Path, b: Path, table: str, key: list[str]) -> IdChanges:
+    """:func:`compare` of a table of two runs; nothing to read when the manifests give both the same hash."""
+    return IdChanges() if _same_table(a, b, table) else compare(*_both(a, b, table), key)
+
+
+def _same_table(a: Path, b: Path, table: str) -> bool:
+    """Whether the manifests of the two runs give the table the same hash (the same bytes)."""
+    digest = _table_hash(a, table)
+    return digest is not None and digest == _table_hash(b, table)
+
+
 def diff_runs(a: Path, b: Path) -> RunDiff:
     """Run ``b`` against run ``a``."""
     ma, mb = manifest(a), manifest(b)
@@ -367,8 +392,8 @@ def diff_runs(a: Path, b: Path) -> RunDiff:
         for k in code_keys
         if ma.get("code_version", {}).get(k) != mb.get("code_version", {}).get(k)
     }
-    templates = compare(*_both(a, b, "03_kappa_gate/templates"), ["template_id"])
-    continuations = compare(*_both(a, b, "04_disambiguate/templates"), ["template_id"])
+    templates = compare_tables(a, b, "03_kappa_gate/templates", ["template_id"])
+    continuations = compare_tables(a, b, "04_disambiguate/templates", ["template_id"])
     for template_id, fields in continuations.changed.items():  # a continuation that changed changes the template
         own = [f for f in fields if f not in templates.changed.get(template_id, [])]
         if own and template_id not in templates.added + templates.removed:
@@ -387,9 +412,9 @@ def diff_runs(a: Path, b: Path) -> RunDiff:
         inputs=_changed_values(inputs_a, inputs_b),
         code=code,
         parameters=_changed_values(_flatten(ma.get("parameters", {})), _flatten(mb.get("parameters", {}))),
-        stereotypes=compare(*_both(a, b, "02_survey/stereotypes"), ["stereotype_id"]),
+        stereotypes=compare_tables(a, b, "02_survey/stereotypes", ["stereotype_id"]),
         templates=templates,
-        examples={config: compare(*_both(a, b, table), ["example_id"]) for config, table in EXAMPLE_TABLES.items()},
+        examples={config: compare_tables(a, b, table, ["example_id"]) for config, table in EXAMPLE_TABLES.items()},
         decisions=decisions(a, b),
         llm=llm,
         llm_answers=llm_answers,

@@ -29,8 +29,8 @@ def add_names_command(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument("--names", type=Path, required=True, help="name table CSV (annotations/names/)")
     parser.add_argument("--lang", choices=LANGUAGES, default="en", help="language of the records (default: en)")
     parser.add_argument("--out", type=Path, required=True, help="folder for the variants and report.json")
-    parser.add_argument("--seed", type=int, default=42, help="global seed of the sub-seeds (default: 42)")
-    parser.add_argument("--n-seeds", type=int, default=3, help="sub-seeds, i.e. variants per record (default: 3)")
+    parser.add_argument("--seed", type=int, help="global seed of the sub-seeds (default: the [names] stage's)")
+    parser.add_argument("--n-seeds", type=int, help="sub-seeds, i.e. variants per record (default: the stage's)")
     parser.set_defaults(handler=names_command)
     return parser
 
@@ -38,16 +38,9 @@ def add_names_command(subparsers: Any) -> argparse.ArgumentParser:
 def names_command(args: argparse.Namespace) -> int:
     """Run the name proxy over ``args.input``; 0 when the files are written, 1 with a message on a bad input."""
     from pbbq.tasks.artifacts import atomic_write_bytes, write_json
+    from pbbq.tasks.bbq_records import bbq_examples, bbq_variants, read_bbq_jsonl, with_rejected
     from pbbq.tasks.inputs import InputError
-    from pbbq.tasks.names import (
-        NamesParams,
-        bbq_examples,
-        bbq_variants,
-        load_name_table,
-        names,
-        read_bbq_jsonl,
-        with_rejected,
-    )
+    from pbbq.tasks.names import NamesParams, load_name_table, names
 
     try:
         records = read_bbq_jsonl(args.input)
@@ -56,7 +49,9 @@ def names_command(args: argparse.Namespace) -> int:
         print(f"pbbq names: error: {exc}", file=sys.stderr)
         return 1
     examples, rejected = bbq_examples(records, args.lang)
-    output = names(examples, table, NamesParams(seed=args.seed, n_seeds=args.n_seeds))
+    given = {"seed": args.seed, "n_seeds": args.n_seeds}
+    params = NamesParams(**{name: value for name, value in given.items() if value is not None})
+    output = names(examples, table, params)
     variants = bbq_variants(records, output["examples"])
     target = args.out / f"{args.input.stem}.names.jsonl"
     atomic_write_bytes(target, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in variants).encode("utf-8"))
@@ -64,7 +59,7 @@ def names_command(args: argparse.Namespace) -> int:
     write_json(args.out / "report.json", {**report, "input": str(args.input), "names": str(args.names)})
     counts = report["counts"]
     print(
-        f"{counts['in']} records → {counts['mapped']} mapped × {args.n_seeds} = {len(variants)} variants, "
+        f"{counts['in']} records → {counts['mapped']} mapped × {params.n_seeds} = {len(variants)} variants, "
         f"{report['dropped']['total']} unmapped → {target}"
     )
     return 0

@@ -58,6 +58,29 @@ def read_table(run: Path, name: str, columns: list[str] | None = None) -> pd.Dat
     return pd.read_parquet(path, columns=columns)
 
 
+DROP_LIKE = ("dropped", "unmapped", "review")
+"""How drop tables were named in runs written before the manifest carried each stage's declared ``drops``."""
+NO_WORDS = ("rows", "rows", "dropped")
+
+
+def _declared(run: Path, folder: str) -> dict[str, Any]:
+    return next((s for s in manifest(run).get("stages", []) if s.get("folder") == folder), {})
+
+
+def drop_tables(run: Path, folder: str) -> list[str]:
+    """The stage's tables that hold its drops, as its declaration says (``Stage.drops``, in the manifest)."""
+    declared = _declared(run, folder)
+    if "drops" in declared:
+        return list(declared["drops"])
+    return sorted(p.stem for p in (run / folder).glob("*.parquet") if p.stem.startswith(DROP_LIKE))
+
+
+def stage_words(run: Path, folder: str) -> tuple[str, str, str]:
+    """What the stage's counts in and out and its drops are, in words (``Stage.words``, in the manifest)."""
+    words = _declared(run, folder).get("words")
+    return (str(words[0]), str(words[1]), str(words[2])) if words and len(words) == 3 else NO_WORDS
+
+
 def stage_folders(run: Path) -> list[str]:
     """The stage folders of a run in DAG order: those the manifest lists, and any ``NN_name`` folder on disk
     that it does not (a stage that failed half-way)."""

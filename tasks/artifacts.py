@@ -154,6 +154,7 @@ class StageRecord:
     inputs: dict[str, str]
     artifacts: list[Artifact]
     report: dict[str, Any]
+    declared: dict[str, Any] = field(default_factory=dict)
 
     def summary(self) -> str:
         """One progress line for the terminal, e.g. ``02_survey  44 in → 38 kept, 6 dropped (recomputed)``."""
@@ -331,8 +332,17 @@ class RunFolder:
         """Note every file under ``folder`` (written by a stage outside its tables, e.g. a release folder)."""
         return [self.record_file(path) for path in sorted(folder.rglob("*")) if path.is_file()]
 
-    def write_stage(self, folder: str, output: StageOutput, *, inputs: Mapping[str, str], cached: bool) -> StageRecord:
-        """Write a stage's tables and report under ``<run>/<folder>/`` and add it to the manifest."""
+    def write_stage(
+        self,
+        folder: str,
+        output: StageOutput,
+        *,
+        inputs: Mapping[str, str],
+        cached: bool,
+        declared: Mapping[str, Any] | None = None,
+    ) -> StageRecord:
+        """Write a stage's tables and report under ``<run>/<folder>/`` and add it to the manifest, with what its
+        declaration tells an audit (``declared``: its drop tables and its words, :meth:`Stage.audit_view`)."""
         stage_dir = self.path / folder
         artifacts = []
         for name, frame in output.tables.items():
@@ -356,7 +366,9 @@ class RunFolder:
         report = {**output.report, "cached": cached, "inputs": dict(inputs)}
         report_path = stage_dir / "report.json"
         artifacts.append(Artifact(report_path.relative_to(self.path).as_posix(), write_json(report_path, report), None))
-        record = StageRecord(folder.split("_", 1)[-1], folder, cached, dict(inputs), artifacts, report)
+        record = StageRecord(
+            folder.split("_", 1)[-1], folder, cached, dict(inputs), artifacts, report, dict(declared or {})
+        )
         self.stages.append(record)
         return record
 
@@ -394,6 +406,7 @@ class RunFolder:
                     "cached": record.cached,
                     "inputs": record.inputs,
                     "artifacts": [artifact.__dict__ for artifact in record.artifacts],
+                    **record.declared,
                 }
                 for record in self.stages
             ],

@@ -23,7 +23,7 @@ import pandas as pd
 import pyarrow as pa
 from pbbq.tasks.artifacts import REPO_ROOT, parquet_bytes, sha256_file
 from prefect import task
-from prefect.cache_policies import CachePolicy
+from prefect.cache_policies import NO_CACHE, CachePolicy
 from prefect.context import TaskRunContext
 
 PROJECT_PACKAGE = "pbbq"
@@ -114,6 +114,9 @@ class StageInputsAndCode(CachePolicy):
         return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def stage_task(fn: Callable[..., Any]) -> Any:
-    """The thin Prefect task around a stage function: cached on inputs + code, result persisted."""
+def stage_task(fn: Callable[..., Any], cached: bool = True) -> Any:
+    """The thin Prefect task around a stage function: cached on inputs + code with its result persisted, or, for
+    a stage with side effects (publish), run every time (Prefect's ``NO_CACHE``)."""
+    if not cached:
+        return task(fn, name=fn.__name__, cache_policy=NO_CACHE, persist_result=False)
     return task(fn, name=fn.__name__, cache_policy=StageInputsAndCode(), persist_result=True)

@@ -36,7 +36,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pbbq.tasks import candidates as candidates_module
 from pbbq.tasks.artifacts import REPO_ROOT, StageOutput, atomic_write_bytes, display_path, parquet_bytes, write_json
-from pbbq.tasks.caching import stage_task
 from pbbq.tasks.candidates import (
     CANDIDATE,
     CLUSTER,
@@ -70,7 +69,7 @@ from pbbq.tasks.telegram import (
 )
 
 if TYPE_CHECKING:  # the LLM SDKs load only when the extractor runs
-    from pbbq.tasks.llm import LLMClient, LLMConfig
+    from pbbq.tasks.llm import LLMClient
 
 DEFAULT_SOURCES = REPO_ROOT / "crawl" / "sources.toml"
 DEFAULT_LEXICON = REPO_ROOT / "annotations" / "lexicon" / "lexicon.csv"
@@ -438,6 +437,8 @@ def crawl(
 ) -> StageOutput:
     """Candidates (lexicon and cues; the LLM extractor when ``client`` is given), their clusters and the review
     sheet of ``posts``."""
+    if params.llm_extractor and client is None:
+        raise ValueError("[crawl] llm_extractor = true needs the LLM client")
     candidates = lexicon_candidates(posts, GroupMatcher.from_lexicon(lexicon))
     rejected: dict[str, int] = {}
     if client is not None:
@@ -480,29 +481,6 @@ def crawl(
 
 def load_prompt() -> str:
     return PROMPT_FILE.read_text(encoding="utf-8")
-
-
-def crawl_stage(
-    posts: pd.DataFrame,
-    lexicon: pd.DataFrame,
-    params: CrawlParams,
-    llm: LLMConfig | None = None,
-    transcript: Path | None = None,
-    prompt: str = "",
-) -> StageOutput:
-    """The stage as the flow runs it: with ``params.llm_extractor``, opens the LLM client (``llm`` must be
-    given) and asks it too."""
-    if params.llm_extractor and llm is None:
-        raise ValueError("[crawl] llm_extractor = true needs the [llm] configuration")
-    client = None
-    if params.llm_extractor and llm is not None:
-        from pbbq.tasks.llm import open_llm
-
-        client = open_llm(llm, transcript)
-    return crawl(posts, lexicon, params, client, prompt or (load_prompt() if client is not None else ""))
-
-
-crawl_task = stage_task(crawl_stage)
 
 
 def with_fetch_report(output: StageOutput, fetched: FetchResult) -> StageOutput:

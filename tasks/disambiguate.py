@@ -30,11 +30,11 @@ from string import Template
 
 import pandas as pd
 import pyarrow as pa
-from pbbq.tasks.artifacts import REPO_ROOT, StageOutput, count_reasons, sha256_bytes
-from pbbq.tasks.caching import stage_task
+from pbbq.tasks.artifacts import REPO_ROOT, StageOutput, count_reasons
 from pbbq.tasks.inputs import PLACEHOLDER, swap_roles
-from pbbq.tasks.llm import LLMClient, LLMConfig, LLMRequest, open_llm
+from pbbq.tasks.llm import LLMClient, LLMRequest
 from pbbq.tasks.persian_text import normalize_fa, tokenize_fa, words
+from pbbq.tasks.prompts import PromptBundle, retry_request
 from pbbq.tasks.schemas import TEMPLATE_DISAMBIGUATED
 
 STAGE = "disambiguate"
@@ -85,10 +85,9 @@ class DisambiguateParams:
 
 
 @dataclass(frozen=True)
-class Prompts:
-    """The prompt files' text; their hash goes into every request key. ``main`` holds the instructions (the
-    system message), ``data`` the user message: the template's text, untrusted, inside delimited blocks after
-    the instructions."""
+class Prompts(PromptBundle):
+    """``main`` holds the instructions (the system message), ``data`` the user message: the template's text,
+    untrusted, inside delimited blocks after the instructions; ``retry`` names the broken rules."""
 
     main: str
     data: str
@@ -96,11 +95,7 @@ class Prompts:
 
     @classmethod
     def load(cls, main: Path = PROMPT_FILE, data: Path = INPUT_FILE, retry: Path = RETRY_FILE) -> Prompts:
-        return cls(*(path.read_text(encoding="utf-8") for path in (main, data, retry)))
-
-    @property
-    def sha256(self) -> str:
-        return sha256_bytes("\0".join((self.main, self.data, self.retry)).encode("utf-8"))
+        return cls.read((main, data, retry))
 
 
 def delimited(text: str) -> str:
@@ -191,14 +186,7 @@ def first_request(template: pd.Series, statement: str, prompts: Prompts) -> LLMR
 def follow_up(request: LLMRequest, answer: str, failures: list[str], prompts: Prompts) -> LLMRequest:
     """The conversation so far, the answer, and a message that names what it broke."""
     named = " ".join(FAILURES[f] for f in failures)
-    message = Template(prompts.retry).substitute(failure=named)
-    return LLMRequest(
-        messages=(*request.messages, ("assistant", answer), ("user", message)),
-        system=request.system,
-        prompt_hash=request.prompt_hash,
-        stage=request.stage,
-        context=request.context,
-    )
+    return retry_request(request, answer, Template(prompts.retry).substitute(failure=named))
 
 
 def disambiguate(
@@ -295,19 +283,3 @@ def disambiguate(
         report=report,
         csv=("review",),
     )
-
-
-def disambiguate_stage(
-    templates: pd.DataFrame,
-    stereotypes: pd.DataFrame,
-    overrides: pd.DataFrame,
-    prompts: Prompts,
-    llm: LLMConfig,
-    transcript: Path | None,
-    params: DisambiguateParams,
-) -> StageOutput:
-    """The stage as the flow runs it: opens the LLM client from configuration, then :func:`disambiguate`."""
-    return disambiguate(templates, stereotypes, overrides, prompts, open_llm(llm, transcript), params)
-
-
-disambiguate_task = stage_task(disambiguate_stage)

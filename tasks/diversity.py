@@ -39,7 +39,6 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 from pbbq.tasks.artifacts import StageOutput
-from pbbq.tasks.caching import stage_task
 from pbbq.tasks.inputs import PLACEHOLDER
 from pbbq.tasks.persian_text import stop_words, tokenize, tokenize_en, words
 from pbbq.tasks.schemas import example_configs
@@ -828,6 +827,3 @@ def diversity(examples: pd.DataFrame, templates: pd.DataFrame, params: Diversity
             **charts,
         },
     )
-
-
-diversity_task = stage_task(diversity)

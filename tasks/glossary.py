@@ -89,22 +89,34 @@ class Glossary:
         ]
         return sorted(terms, key=lambda term: (-len(term[0]), term[1]))
 
+    @cached_property
+    def _by_first_word(self) -> dict[str, list[int]]:
+        """The index in :attr:`_terms` of every term by the word it starts with (a one-word term also by its
+        plural forms), so a phrase is looked up word by word, not term by term."""
+        index: dict[str, list[int]] = {}
+        for number, (term, _, _) in enumerate(self._terms):
+            forms = [term[0], *(term[0] + plural for plural in _PLURALS)] if len(term) == 1 else [term[0]]
+            for form in forms:
+                index.setdefault(form, []).append(number)
+        return index
+
     def terms_in(self, phrase: str) -> list[tuple[str, str]]:
         """(term_fa, term_en) of every glossary term in a Persian phrase, in the order of the glossary's
-        longest-first listing."""
+        longest-first listing. A term's last word may carry a plural suffix."""
         words = _words(phrase)
-        found = []
-        for term, fa, en in self._terms:
-            n = len(term)
-            for start in range(len(words) - n + 1):
-                window = words[start : start + n]
-                last = window[-1]
-                if window[:-1] == list(term[:-1]) and (
-                    last == term[-1] or any(last == term[-1] + plural for plural in _PLURALS)
-                ):
-                    found.append((fa, en))
-                    break
-        return found
+        found: set[int] = set()
+        for start, word in enumerate(words):
+            for number in self._by_first_word.get(word, ()):
+                term = self._terms[number][0]
+                window = words[start : start + len(term)]
+                if len(window) == len(term) and window[:-1] == list(term[:-1]) and _same_word(window[-1], term[-1]):
+                    found.add(number)
+        return [(self._terms[number][1], self._terms[number][2]) for number in sorted(found)]
+
+
+def _same_word(word: str, term_word: str) -> bool:
+    """A text's word is a term's word, or its plural."""
+    return word == term_word or any(word == term_word + plural for plural in _PLURALS)
 
 
 def rendered(english: str, term_en: str) -> bool:

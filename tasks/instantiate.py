@@ -36,15 +36,13 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 from pbbq.tasks.artifacts import StageOutput, count_reasons
-from pbbq.tasks.caching import stage_task
 from pbbq.tasks.cues import age_bands_differ, entity_age_band, entity_gender, genders_differ
 from pbbq.tasks.inputs import PAIR_SEPARATOR, swap_roles
-from pbbq.tasks.schemas import EXAMPLE, OPTIONS, RECORD_VERSION, TEMPLATE_DISAMBIGUATED, UNKNOWN_GROUP
+from pbbq.tasks.schemas import EXAMPLE, EXAMPLE_DROPPED, OPTIONS, RECORD_VERSION, TEMPLATE_DISAMBIGUATED, UNKNOWN_GROUP
 
 ROLE_NAMES = {"stereo": "stereotyped", "nonstereo": "non-stereotyped", "unknown": "unknown"}
 PERMUTATIONS: tuple[tuple[str, str, str], ...] = tuple(itertools.permutations(("stereo", "nonstereo", "unknown")))
 DUPLICATE_KEY = ["context", "question", "ans0", "ans1", "ans2"]
-EXAMPLE_DROPPED = EXAMPLE.append(pa.field("reason", pa.string()))
 DROPPED_PAIR = pa.schema(
     [
         ("template_id", pa.string()),
@@ -299,6 +297,3 @@ def instantiate(templates: pd.DataFrame, stereotypes: pd.DataFrame, params: Inst
         },
         report=report,
     )
-
-
-instantiate_task = stage_task(instantiate)

@@ -20,7 +20,6 @@ from dataclasses import asdict, dataclass
 
 import pandas as pd
 from pbbq.tasks.artifacts import StageOutput, count_reasons
-from pbbq.tasks.caching import stage_task
 from pbbq.tasks.schemas import TEMPLATE
 from statsmodels.stats.inter_rater import fleiss_kappa
 
@@ -129,6 +128,3 @@ def kappa_gate(
         schemas={"templates": TEMPLATE, "gated": TEMPLATE, "dropped": TEMPLATE},
         report=report,
     )
-
-
-kappa_gate_task = stage_task(kappa_gate)

@@ -3,8 +3,10 @@
 Every request goes through a response store keyed by ``request_key`` (sha256 over the
 provider, model, system prompt, messages, sampling parameters and the prompt file's
 hash; never the base URL or the API key). Modes: ``live`` calls and records, ``replay``
-answers from the store only, ``auto`` calls on a miss. A store exports to a JSONL
-transcript that can be opened read-only for replay, so a release rebuilds with no key.
+answers from the store only, ``auto`` calls on a miss, ``batch`` sends every miss at once through the provider's
+batch API at half the price (``tasks/llm_batch.py``) and records the answers under the same keys, so a batch
+build replays as a live one does. A store exports to a JSONL transcript that can be opened read-only for replay,
+so a release rebuilds with no key. While requests are sent, ``tasks/progress.py`` shows how far they are.
 
 Transport failures (429, 5xx, timeouts, dropped connections) are retried by the official
 SDKs only (``max_retries``, ``timeout``). A 200 whose body is not valid JSON is not
@@ -37,21 +39,29 @@ import threading
 import time
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
-from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from pathlib import Path
-from types import TracebackType
 from typing import Any, Literal, get_args, get_origin
 
 import anthropic
 import openai
 from openai.types.shared import ReasoningEffort
+from pbbq.tasks.closing import Closing
+from pbbq.tasks.progress import RequestProgress
+from pbbq.tasks.scrub import REDACTED
 
 log = logging.getLogger(__name__)
 
 PROVIDERS = ("openai", "anthropic")
-MODES = ("live", "replay", "auto")
+MODES = ("live", "replay", "auto", "batch")
+BATCH_FALLBACKS = ("live", "report")
+"""What ``mode = "batch"`` does with a request its batch did not answer (expired, errored, missing): call it
+live, or report them all in one :class:`LLMError` (the answers the batch did give are stored either way)."""
+BATCH_DISCOUNT = 0.5
+"""Price of a batch request relative to a live one: OpenAI's Batch API and Anthropic's Message Batches both
+bill 50 % of the standard price. The build summary prints the estimated cost at both prices."""
 DEFAULT_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 ENV_OVERRIDES = {
     "PBBQ_LLM_MODE": "mode",
@@ -62,7 +72,6 @@ ENV_OVERRIDES = {
 ROLES = ("user", "assistant")
 TRANSCRIPT_FORMAT = "pbbq"
 TRANSCRIPT_VERSION = 1
-REDACTED = "[REDACTED]"
 
 _RECORD_FIELDS = ("key", "provider", "model", "request", "response", "tokens_in", "tokens_out", "created_at")
 _PLACEHOLDERS = ", ".join("?" * len(_RECORD_FIELDS))
@@ -193,12 +202,34 @@ class LLMConfig:
     model_rule: Mapping[str, Any] = field(default_factory=dict)
     """Overrides of the ``MODEL_RULES`` entry for this model (keys ``RULE_KEYS``), for an unusual server."""
     prices: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+    batch_fallback: str = "live"
+    """``mode = "batch"``: what happens to requests a batch did not answer (``BATCH_FALLBACKS``)."""
+    batch_poll_interval: float = 10.0
+    """``mode = "batch"``: seconds before the first look at a submitted batch; each later wait is 1.5 times
+    longer (``tasks/llm_batch.py``, ``BACKOFF``), up to ``batch_poll_max_interval``."""
+    batch_poll_max_interval: float = 300.0
+    """``mode = "batch"``: the longest wait between two looks at a batch."""
+    batch_max_wait: float = 90_000.0
+    """``mode = "batch"``: seconds to wait for a batch to end (25 h: both providers end a batch within 24 h);
+    past it the batch is cancelled and its unanswered requests go to ``batch_fallback``."""
 
     def __post_init__(self) -> None:
         if self.provider not in PROVIDERS:
             raise ValueError(f"llm.provider must be one of {PROVIDERS}, not {self.provider!r}")
         if self.mode not in MODES:
             raise ValueError(f"llm.mode must be one of {MODES}, not {self.mode!r}")
+        if self.batch_fallback not in BATCH_FALLBACKS:
+            raise ValueError(f"llm.batch_fallback must be one of {BATCH_FALLBACKS}, not {self.batch_fallback!r}")
+        for name in ("batch_poll_interval", "batch_poll_max_interval", "batch_max_wait"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < float("inf"):
+                raise ValueError(f"llm.{name} must be a number of seconds > 0, not {value!r}")
+            object.__setattr__(self, name, float(value))
+        if self.batch_poll_max_interval < self.batch_poll_interval:
+            raise ValueError(
+                f"llm.batch_poll_max_interval ({self.batch_poll_max_interval}) must be >= llm.batch_poll_interval "
+                f"({self.batch_poll_interval})"
+            )
         if not self.model:
             raise ValueError("llm.model must be a non-empty model name")
         if self.max_concurrency < 1:
@@ -434,7 +465,7 @@ def prompt_file_hash(path: str | Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
-class ResponseStore:
+class ResponseStore(Closing):
     """Recorded answers keyed by request key: a SQLite file, or a read-only JSONL transcript."""
 
     def __init__(self, path: str | Path, *, _transcript: bool = False) -> None:
@@ -455,6 +486,7 @@ class ResponseStore:
             "model TEXT NOT NULL, request TEXT NOT NULL, response TEXT NOT NULL, tokens_in INTEGER NOT NULL, "
             "tokens_out INTEGER NOT NULL, created_at TEXT NOT NULL)"
         )
+        self._db.execute("CREATE TABLE IF NOT EXISTS imports (sha256 TEXT PRIMARY KEY, records INTEGER NOT NULL)")
         self._db.commit()
 
     @classmethod
@@ -463,17 +495,6 @@ class ResponseStore:
         store = cls(path, _transcript=True)
         store.header, _ = store._load_jsonl(Path(path))
         return store
-
-    def __enter__(self) -> ResponseStore:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def close(self) -> None:
         """Close the database connection."""
@@ -536,7 +557,17 @@ class ResponseStore:
         """Add (or replace) every record of a transcript; returns the count."""
         if self.read_only:
             raise LLMError(f"response store {self.path} is a read-only transcript; import into a SQLite store")
+        try:
+            digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+        except OSError:  # missing or unreadable: _load_jsonl says so, naming the file
+            digest = ""
+        with self._lock:
+            done = self._db.execute("SELECT records FROM imports WHERE sha256 = ?", (digest,)).fetchone()
+        if done is not None:  # this very file was imported before: its answers are in the store
+            return int(done[0])
         _, count = self._load_jsonl(Path(path))
+        with self._lock, self._db:
+            self._db.execute("INSERT OR REPLACE INTO imports VALUES (?, ?)", (digest, count))
         log.info("imported %d records from transcript %s into %s", count, path, self.path)
         return count
 
@@ -698,7 +729,8 @@ class UsageCounter:
 
     @property
     def cost_usd(self) -> float | None:
-        """Estimated cost from the price table, None for a model without a price."""
+        """Estimated cost at the live price, None for a model without a price (a batch costs
+        ``BATCH_DISCOUNT`` times this; :func:`usage_summary` prints both)."""
         if self._price is None:
             return None
         per_in, per_out = self._price
@@ -736,6 +768,24 @@ class LLMClient:
         self._usage_lock = threading.Lock()
         self._sdk: openai.OpenAI | anthropic.Anthropic | None = None
         self._secret = ""
+        self.transcript_sha256: str | None = None
+        """The transcript whose answers :func:`open_llm` imported into the store, if any."""
+
+    def __getstate__(self) -> dict[str, Any]:
+        """A client goes to another worker (a Dask task runner) as its configuration and its store's file; the
+        worker opens the store again, with its own locks, SDK connection and usage counters."""
+        if self.store.read_only:
+            raise TypeError("an LLM client over a transcript opened read-only cannot go to another worker")
+        return {"config": self.config, "store_path": self.store.path, "transcript_sha256": self.transcript_sha256}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["config"], open_store(state["store_path"]))  # type: ignore[misc]
+        self.transcript_sha256 = state["transcript_sha256"]
+
+    def cache_identity(self) -> dict[str, Any]:
+        """What a stage's cached result depends on: the request fields (:meth:`LLMConfig.cache_identity`) and the
+        transcript the store was seeded with (another recording may answer differently)."""
+        return {"config": self.config.cache_identity(), "transcript": self.transcript_sha256}
 
     def usage(self, stage: str) -> UsageCounter:
         """The usage counter of ``stage`` (created empty on first use)."""
@@ -762,7 +812,14 @@ class LLMClient:
         misses = [(key, request) for key, request in distinct.items() if key not in answers]
         if misses:
             self._prepare_calls(misses)
-            answers.update(self._call_all(misses))
+            stages = ", ".join(sorted({request.stage for _, request in misses}))
+            if self.config.mode == "batch":
+                from pbbq.tasks.llm_batch import complete_in_batches  # imported here: llm_batch imports this module
+
+                answers.update(complete_in_batches(self, misses, stages))
+            else:
+                with RequestProgress(len(misses), stages) as progress:
+                    answers.update(self._call_all(misses, progress))
         log.info(
             "llm %s %s: %d requests, %d distinct, %d from the store, %d called",
             self.config.provider,
@@ -810,9 +867,12 @@ class LLMClient:
             api_key=secret, base_url=cfg.base_url, max_retries=cfg.max_retries, timeout=cfg.timeout
         )
 
-    def _call_all(self, misses: Sequence[tuple[str, LLMRequest]]) -> dict[str, LLMResponse]:
+    def _call_all(
+        self, misses: Sequence[tuple[str, LLMRequest]], progress: RequestProgress | None = None
+    ) -> dict[str, LLMResponse]:
         """Call every miss on at most ``max_concurrency`` threads; stop at the first failure: no call starts after
-        it (a refused request would be refused again), and the calls in flight finish."""
+        it (a refused request would be refused again), and the calls in flight finish. ``progress`` advances
+        from this thread (the one holding the Prefect run context) as calls complete."""
         workers = min(self.config.max_concurrency, len(misses))
         failed = threading.Event()
 
@@ -827,9 +887,13 @@ class LLMClient:
 
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="pbbq-llm") as pool:
             futures = [pool.submit(call, key, request) for key, request in misses]
-            _, pending = wait(futures, return_when=FIRST_EXCEPTION)
-            for future in pending:
-                future.cancel()
+            for done in as_completed(futures):  # linear in the calls (waiting on the pending set is quadratic)
+                if done.exception() is not None:
+                    for future in futures:
+                        future.cancel()
+                    break
+                if progress is not None:
+                    progress.advance(1, self._cost([done.result()]))
         for future in futures:
             error = None if future.cancelled() else future.exception()
             if error is not None and not isinstance(error, _Stopped):
@@ -875,30 +939,43 @@ class LLMClient:
                 failure = self._error(request, str(err))
             if failure is not None:
                 raise failure
-            usage.record_tokens(tokens_in, tokens_out)
-            created_at = datetime.now(UTC).isoformat(timespec="seconds")
-            payload = request_payload(self.config, request)
-            self.store.put(
-                StoredResponse(
-                    key,
-                    self.config.provider,
-                    self.config.model,
-                    payload,
-                    text,
-                    tokens_in,
-                    tokens_out,
-                    created_at,
-                )
-            )
-            log.debug(
-                "%s: answered, request %s, %d+%d tokens",
-                self._where(request),
-                key[:12],
+            return self._record_answer(key, request, text, tokens_in, tokens_out)
+        raise self._error(request, f"malformed answer {attempts} times in a row")
+
+    def _record_answer(self, key: str, request: LLMRequest, text: str, tokens_in: int, tokens_out: int) -> LLMResponse:
+        """Count an answer's tokens and store it under its request key (a live call's and a batch's alike)."""
+        self.usage(request.stage).record_tokens(tokens_in, tokens_out)
+        created_at = datetime.now(UTC).isoformat(timespec="seconds")
+        payload = request_payload(self.config, request)
+        self.store.put(
+            StoredResponse(
+                key,
+                self.config.provider,
+                self.config.model,
+                payload,
+                text,
                 tokens_in,
                 tokens_out,
+                created_at,
             )
-            return LLMResponse(text, key, False, tokens_in, tokens_out)
-        raise self._error(request, f"malformed answer {attempts} times in a row")
+        )
+        log.debug(
+            "%s: answered, request %s, %d+%d tokens",
+            self._where(request),
+            key[:12],
+            tokens_in,
+            tokens_out,
+        )
+        return LLMResponse(text, key, False, tokens_in, tokens_out)
+
+    def _cost(self, answers: Iterable[LLMResponse], factor: float = 1.0) -> float | None:
+        """Estimated cost of ``answers`` in USD at the live price times ``factor``, None without a price."""
+        price = self.config.prices.get(self.config.model)
+        if price is None:
+            return None
+        tokens_in = sum(answer.tokens_in for answer in answers)
+        tokens_out = sum(answer.tokens_out for answer in answers)
+        return factor * (tokens_in * price[0] + tokens_out * price[1]) / 1_000_000
 
     def _send(self, request: LLMRequest) -> tuple[str, int, int]:
         """One SDK call; returns (text, tokens in, tokens out)."""
@@ -911,30 +988,16 @@ class LLMClient:
         completion = sdk.chat.completions.create(
             model=self.config.model, messages=sent_messages(self.config, request), **sent_parameters(self.config)
         )
-        choices = getattr(completion, "choices", None) or []
-        text = getattr(getattr(choices[0], "message", None), "content", None) if choices else None
-        if not text and choices and getattr(choices[0], "finish_reason", None) == "length":
-            raise _CutOff(
-                f"the answer reached the token limit ({self.config.rule.token_limit} = {self.config.max_tokens}) "
-                "before any text; raise llm.max_tokens"
-            )
-        usage = getattr(completion, "usage", None)
-        return _checked(text, getattr(usage, "prompt_tokens", 0), getattr(usage, "completion_tokens", 0))
+        return openai_answer(self.config, completion)
 
     def _send_anthropic(self, sdk: anthropic.Anthropic, request: LLMRequest) -> tuple[str, int, int]:
-        messages = [{"role": role, "content": content} for role, content in request.messages]
-        optional = {"system": request.system} if request.system is not None else {}
         message = sdk.messages.create(
-            model=self.config.model, messages=messages, **sent_parameters(self.config), **optional
+            model=self.config.model,
+            messages=anthropic_messages(request),
+            **sent_parameters(self.config),
+            **anthropic_system(request),
         )
-        blocks = getattr(message, "content", None) or []
-        texts = [block.text for block in blocks if getattr(block, "type", None) == "text"]
-        usage = getattr(message, "usage", None)
-        return _checked(
-            "".join(texts) if texts else None,
-            getattr(usage, "input_tokens", 0),
-            getattr(usage, "output_tokens", 0),
-        )
+        return anthropic_answer(message)
 
     def _refusal(self, err: openai.APIStatusError | anthropic.APIStatusError) -> str:
         """An HTTP error in one line: status, the API's type, code and the parameter it named, its message, and
@@ -994,12 +1057,50 @@ def _checked(text: object, tokens_in: object, tokens_out: object) -> tuple[str, 
     return text, int(tokens_in or 0), int(tokens_out or 0)
 
 
+def anthropic_messages(request: LLMRequest) -> list[dict[str, str]]:
+    """An Anthropic request's messages (its system prompt goes apart: :func:`anthropic_system`)."""
+    return [{"role": role, "content": content} for role, content in request.messages]
+
+
+def anthropic_system(request: LLMRequest) -> dict[str, str]:
+    """The ``system`` parameter of an Anthropic request, if it has a system prompt."""
+    return {"system": request.system} if request.system is not None else {}
+
+
+def openai_answer(config: LLMConfig, completion: Any) -> tuple[str, int, int]:
+    """(text, tokens in, tokens out) of a chat completion; ``_CutOff`` for a limit reached before any text,
+    ``_MalformedAnswer`` for no text."""
+    choices = getattr(completion, "choices", None) or []
+    text = getattr(getattr(choices[0], "message", None), "content", None) if choices else None
+    if not text and choices and getattr(choices[0], "finish_reason", None) == "length":
+        raise _CutOff(
+            f"the answer reached the token limit ({config.rule.token_limit} = {config.max_tokens}) "
+            "before any text; raise llm.max_tokens"
+        )
+    usage = getattr(completion, "usage", None)
+    return _checked(text, getattr(usage, "prompt_tokens", 0), getattr(usage, "completion_tokens", 0))
+
+
+def anthropic_answer(message: Any) -> tuple[str, int, int]:
+    """(text, tokens in, tokens out) of an Anthropic message; ``_MalformedAnswer`` for no text."""
+    blocks = getattr(message, "content", None) or []
+    texts = [block.text for block in blocks if getattr(block, "type", None) == "text"]
+    usage = getattr(message, "usage", None)
+    return _checked(
+        "".join(texts) if texts else None,
+        getattr(usage, "input_tokens", 0),
+        getattr(usage, "output_tokens", 0),
+    )
+
+
 def open_llm(config: LLMConfig, transcript: Path | None) -> LLMClient:
     """A client over the configured store, with a transcript's answers imported first when one is given."""
     store = open_store(config.store_path)
+    client = LLMClient(config, store)
     if transcript is not None:
         store.import_jsonl(transcript)
-    return LLMClient(config, store)
+        client.transcript_sha256 = hashlib.sha256(Path(transcript).read_bytes()).hexdigest()
+    return client
 
 
 def export_transcript(config: LLMConfig, keys: Iterable[str], path: Path, note: str) -> int:
@@ -1014,13 +1115,15 @@ def export_transcript(config: LLMConfig, keys: Iterable[str], path: Path, note: 
 
 
 def usage_summary(reports: Mapping[str, Mapping[str, Any]]) -> list[str]:
-    """One line per LLM stage for the end of a build: requests sent, answers from the store, tokens, cost."""
+    """One line per LLM stage for the end of a build: requests sent, answers from the store, tokens, and the
+    estimated cost both live and as a batch (``BATCH_DISCOUNT`` of live)."""
     lines = []
     for stage, report in reports.items():
         usage = report.get("llm")
         if not usage:
             continue
-        cost = "cost unknown" if usage["cost_usd"] is None else f"${usage['cost_usd']:.4f}"
+        live = usage["cost_usd"]
+        cost = "cost unknown" if live is None else f"${live:.4f} live, ${live * BATCH_DISCOUNT:.4f} as batch"
         cached = " (stage cached: figures of the run that computed it)" if report.get("cached") else ""
         lines.append(
             f"{stage}: {usage['requests_sent']} requests sent, {usage['cache_hits']} from the store, "

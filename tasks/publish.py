@@ -58,8 +58,10 @@ from huggingface_hub.hf_api import RepoFile
 from huggingface_hub.utils.sha import git_hash
 from pbbq.tasks.artifacts import StageOutput, atomic_write_bytes, parquet_bytes, sha256_bytes, sha256_file
 from pbbq.tasks.dataset_card import CardParams, ConfigInfo, render_card
+from pbbq.tasks.kappa_gate import GateParams
 from pbbq.tasks.lm_eval_task import task_files
 from pbbq.tasks.schemas import EXAMPLE, example_configs, to_arrow
+from pbbq.tasks.scrub import REDACTED
 from prefect.artifacts import create_link_artifact
 
 log = logging.getLogger(__name__)
@@ -79,7 +81,13 @@ REPO_TYPE = "dataset"
 REVISION = "main"
 ARTIFACT_KEY = "pbbq-release"
 _TOKEN_LIKE = re.compile(r"hf_[A-Za-z0-9]{8,}")
-REDACTED = "[REDACTED]"
+SYNTHETIC_ID_PREFIX = "SYNTH-"
+"""The id prefix of synthetic inputs (``pbbq synth``): examples with such a stereotype id are synthetic."""
+SYNTHETIC_NOTE = (
+    "> **SYNTHETIC — NOT PBBQ DATA.** This build was made from synthetic inputs (`pbbq synth`): placeholder\n"
+    "> stereotypes, survey answers, templates, ratings and LLM answers. Its examples say nothing about any group\n"
+    "> or model; do not publish, cite or evaluate with it.\n"
+)
 
 
 class ReleaseError(ValueError):
@@ -139,6 +147,10 @@ class PublishParams:
     private: bool = True
     tag: str | None = None
     license: str = "cc-by-4.0"
+    synthetic: bool = False
+    """The inputs are synthetic (``pbbq synth`` sets it; so do ``SYNTH-`` stereotype ids): the card says so, and
+    nothing is uploaded unless ``force_synthetic``."""
+    force_synthetic: bool = False
 
     def __post_init__(self) -> None:
         if not self.dry_run and not self.repo_id:
@@ -204,9 +216,10 @@ def build_release(
     transcript_path: Path | None,
     card: CardParams,
     shard_rows: int = SHARD_ROWS,
+    synthetic: bool = False,
 ) -> ReleaseFolder:
     """Write the release folder ``out_dir/hub/`` (parquet per config, the lm-eval task, manifest, transcript,
-    dataset card)."""
+    dataset card; a ``synthetic`` build's card opens with :data:`SYNTHETIC_NOTE`)."""
     if not configs:
         raise ReleaseError("nothing to publish: no config has examples")
     if shard_rows < 1:
@@ -261,7 +274,7 @@ def build_release(
             has_transcript=transcript_path is not None,
             card=card,
         )
-        data = str(readme).encode("utf-8")
+        data = (synthetic_card(str(readme)) if synthetic else str(readme)).encode("utf-8")
         atomic_write_bytes(staging / "README.md", data)
         files.append(ReleaseFile("README.md", sha256_bytes(data), len(data), None))
         _swap_in(staging, out_dir / "hub")
@@ -274,6 +287,12 @@ def build_release(
         configs={info.name: info.rows for info in infos},
         manifest_sha256=manifest_sha256,
     )
+
+
+def synthetic_card(card: str) -> str:
+    """The dataset card with :data:`SYNTHETIC_NOTE` first after its YAML header."""
+    head, end, body = card.partition("\n---\n")
+    return f"{head}{end}\n{SYNTHETIC_NOTE}{body}" if end else f"{SYNTHETIC_NOTE}\n{card}"
 
 
 # ----------------------------------------------------------------------------------------------------- upload
@@ -446,6 +465,8 @@ def publish_stage(
     build_id: str,
     build_config: str,
     params: PublishParams,
+    funnel_labels: Mapping[str, str] | None = None,
+    gate: GateParams | None = None,
     endpoint: str | None = None,
 ) -> StageOutput:
     """The publish stage: write the release folder under ``out_dir`` and, unless ``params.dry_run``, upload it.
@@ -453,7 +474,17 @@ def publish_stage(
     ``examples`` holds the examples of every config (split by :func:`split_configs`). Not a cached task: the
     upload has side effects, and the folder belongs to this run. Returns the release's file table and a report
     whose ``link`` is the release on the Hub, or the local folder in a dry run."""
-    card = CardParams(build_id=build_id, build_config=build_config, repo_id=params.repo_id, license=params.license)
+    card = CardParams(
+        build_id=build_id,
+        build_config=build_config,
+        repo_id=params.repo_id,
+        license=params.license,
+        funnel_labels=dict(funnel_labels or {}),
+        **({"min_kappa": gate.min_kappa, "min_relevance": gate.min_relevance} if gate else {}),
+    )
+    synthetic = params.synthetic or bool(
+        examples["stereotype_id"].astype(str).str.startswith(SYNTHETIC_ID_PREFIX).any()
+    )
     release = build_release(
         out_dir,
         split_configs(examples),
@@ -463,9 +494,15 @@ def publish_stage(
         manifest_path=manifest_path,
         transcript_path=transcript_path,
         card=card,
+        synthetic=synthetic,
     )
     upload = None
     if not params.dry_run:
+        if synthetic and not params.force_synthetic:
+            raise PublishError(
+                f"publish: this build is SYNTHETIC (pbbq synth inputs) and is not uploaded (release folder "
+                f"{release.path}); set [publish] force_synthetic = true to upload it anyway"
+            )
         if params.repo_id is None or release.manifest_sha256 is None:
             raise ReleaseError("publish: uploading needs a repo_id and the run's manifest.json (manifest_path)")
         upload = upload_release(
@@ -489,6 +526,7 @@ def publish_stage(
         "folder": str(release.path),
         "manifest_sha256": release.manifest_sha256,
         "dry_run": params.dry_run,
+        "synthetic": synthetic,
         "upload": None if upload is None else {**asdict(upload), "release_url": upload.release_url},
         "link": release.path.resolve().as_uri() if upload is None else upload.release_url,
         "build_named_files": files[names_the_build].astype(object).to_dict(orient="records"),

@@ -22,6 +22,8 @@ from pbbq.tasks.persian_text import normalize_fa
 KINDS = ("handle", "phone", "email", "url", "name", "account")
 """Kinds of personal data replaced, each by the placeholder ``[KIND]``."""
 PLACEHOLDERS = {kind: f"[{kind.upper()}]" for kind in KINDS}
+REDACTED = "[REDACTED]"
+"""What a secret (an API key, the Hub token) becomes in any text the program shows or writes."""
 
 Segment = tuple[str, str | None]
 """A piece of a post: its text and the kind of personal data the source tagged it as (``None``: plain)."""

@@ -4,12 +4,11 @@ answer positions."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import pandas as pd
 import pyarrow as pa
 from pbbq.tasks.artifacts import StageOutput
-from pbbq.tasks.caching import stage_task
 from pbbq.tasks.schemas import CATEGORIES, example_configs
 from pbbq.tasks.soundness import SOUNDNESS, soundness
 
@@ -56,10 +55,12 @@ def funnel(
     examples: pd.DataFrame,
     dropped_pairs: pd.DataFrame,
     crawl: Mapping[str, int] | None = None,
+    extra: Sequence[tuple[str, int]] = (),
 ) -> pd.DataFrame:
     """Counts at every step: crawled posts (``posts``) → candidates → candidate clusters (what the experts review) →
     surveyed → accepted → templates → gated → instantiated templates → entity pairs → pairs without a confound →
-    examples (fa) → examples of every other config. ``crawl`` holds the crawl's counts (``crawled_posts``,
+    examples (fa) → examples of every other config → ``extra``, the steps of stages that count their own
+    (``Stage.counts``). ``crawl`` holds the crawl's counts (``crawled_posts``,
     ``candidates``, ``clusters``: ``pbbq.tasks.crawl.crawl_counts``); when no crawl ran, the surveyed count stands in
     for the candidates."""
     original = examples.query("lang == 'fa' and variant == 'original'")
@@ -85,6 +86,7 @@ def funnel(
         ("pairs_without_confound", built_pairs),
         ("examples", len(original)),
         *((f"examples_{config}", int(configs[config])) for config in configs.index if config != "fa"),
+        *extra,
     ]
     return pd.DataFrame(steps, columns=["step", "count"])
 
@@ -110,10 +112,11 @@ def statistics(
     examples: pd.DataFrame,
     dropped_pairs: pd.DataFrame,
     crawl: Mapping[str, int] | None = None,
+    extra_funnel: Sequence[tuple[str, int]] = (),
 ) -> StageOutput:
     tables = {
         "table1": table1(examples),
-        "funnel": funnel(stereotypes, templates, examples, dropped_pairs, crawl),
+        "funnel": funnel(stereotypes, templates, examples, dropped_pairs, crawl, extra_funnel),
         "distribution": distribution(examples),
         "soundness": soundness(examples, templates),
     }
@@ -132,6 +135,3 @@ def statistics(
         schemas={"table1": TABLE1, "funnel": FUNNEL, "distribution": DISTRIBUTION, "soundness": SOUNDNESS},
         report=report,
     )
-
-
-statistics_task = stage_task(statistics)

@@ -16,7 +16,6 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 from pbbq.tasks.artifacts import StageOutput, count_reasons
-from pbbq.tasks.caching import stage_task
 from pbbq.tasks.inputs import DEMOGRAPHIC_COLUMNS
 from pbbq.tasks.schemas import STEREOTYPE
 from scipy.stats import norm
@@ -148,6 +147,3 @@ def survey_filter(questionnaire: pd.DataFrame, responses: pd.DataFrame, params: 
         },
         report=report,
     )
-
-
-survey_filter_task = stage_task(survey_filter)

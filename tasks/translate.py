@@ -34,12 +34,12 @@ from typing import Any, NamedTuple
 import pandas as pd
 import pyarrow as pa
 from pbbq.tasks.artifacts import REPO_ROOT, StageOutput, count_reasons, sha256_bytes
-from pbbq.tasks.caching import stage_task
 from pbbq.tasks.cues import NONE, PRONOUN_GENDER, entity_gender
 from pbbq.tasks.glossary import Glossary, rendered
-from pbbq.tasks.llm import LLMClient, LLMConfig, LLMRequest, LLMResponse, open_llm
+from pbbq.tasks.llm import LLMClient, LLMRequest, LLMResponse
 from pbbq.tasks.persian_text import normalize_fa
-from pbbq.tasks.schemas import EXAMPLE, OPTIONS
+from pbbq.tasks.prompts import PromptBundle, retry_request
+from pbbq.tasks.schemas import EXAMPLE, EXAMPLE_DROPPED, OPTIONS
 from sacrebleu.metrics import CHRF
 
 STAGE = "translate"
@@ -106,7 +106,6 @@ ATTEMPT = pa.schema(
     ]
 )
 """Every translation answer, with the rules it broke and the sentences that named them in the retry."""
-EXAMPLE_DROPPED = EXAMPLE.append(pa.field("reason", pa.string()))
 _ARTICLE = re.compile(r"^(the|a|an)\s+", re.IGNORECASE)
 _PERSIAN = re.compile(r"[\u0600-\u06ff]")
 _WORD = re.compile(r"[A-Za-z]+(?:'[a-z]+)?")
@@ -124,10 +123,10 @@ class TranslateParams:
 
 
 @dataclass(frozen=True)
-class TranslatePrompts:
-    """The prompt files' text; their hash goes into every request key. ``forward`` and ``back`` are system
-    messages (the instructions); ``data`` and ``back_data`` the user messages, where the segment's text travels
-    inside tags, after the instructions; ``retry`` names the broken rules."""
+class TranslatePrompts(PromptBundle):
+    """``forward`` and ``back`` are system messages (the instructions); ``data`` and ``back_data`` the user
+    messages, where the segment's text travels inside tags, after the instructions; ``retry`` names the broken
+    rules."""
 
     forward: str
     data: str
@@ -137,11 +136,7 @@ class TranslatePrompts:
 
     @classmethod
     def load(cls, folder: Path = PROMPTS) -> TranslatePrompts:
-        return cls(*((folder / name).read_text(encoding="utf-8") for name in PROMPT_FILES))
-
-    @property
-    def sha256(self) -> str:
-        return sha256_bytes("\0".join((self.forward, self.data, self.retry, self.back, self.back_data)).encode())
+        return cls.read(tuple(folder / name for name in PROMPT_FILES))
 
 
 class Failure(NamedTuple):
@@ -362,14 +357,7 @@ def follow_up(
 ) -> LLMRequest:
     """The conversation so far, the answer, and a message that names every rule it broke."""
     named = " ".join(failure.message for failure in failures)
-    message = Template(prompts.retry).substitute(failure=named, kind=KIND_NAMES[kind])
-    return LLMRequest(
-        messages=(*request.messages, ("assistant", answer), ("user", message)),
-        system=request.system,
-        prompt_hash=request.prompt_hash,
-        stage=request.stage,
-        context=request.context,
-    )
+    return retry_request(request, answer, Template(prompts.retry).substitute(failure=named, kind=KIND_NAMES[kind]))
 
 
 def _clean(text: str, kind: str) -> str:
@@ -597,19 +585,3 @@ def translate(
         report=report,
         csv=("review",),
     )
-
-
-def translate_stage(
-    examples: pd.DataFrame,
-    unknown_phrases: pd.DataFrame,
-    glossary: pd.DataFrame,
-    prompts: TranslatePrompts,
-    llm: LLMConfig,
-    transcript: Path | None,
-    params: TranslateParams,
-) -> StageOutput:
-    """The stage as the flow runs it: opens the LLM client from configuration, then :func:`translate`."""
-    return translate(examples, unknown_phrases, glossary, prompts, open_llm(llm, transcript), params)
-
-
-translate_task = stage_task(translate_stage)

@@ -1,17 +1,102 @@
-"""Shared fixtures: one Prefect test server per session, and a copy of the bundled sample to break."""
+"""Shared fixtures: one Prefect test server per session, and a copy of the bundled sample to break.
+
+``make test`` runs the suite on two pytest-xdist workers (``-n 2 --dist loadgroup``); each worker is a session of
+its own, with its own Prefect test server (its own port and database), its own temporary folders and its own
+``PREFECT_HOME`` (set below, before anything imports Prefect), so that the temporary servers ``pbbq build`` starts
+in two workers never share a database. The tests of the sample's two builds (``two_builds``) are one work unit:
+one worker builds the sample once and runs them all, against the server that recorded the builds' flow runs and
+artifacts (tests/test_diff.py reads them back). Each worker sends the slow tests (those that build, with a Prefect
+server) first, so that no long test starts last. Without xdist (``-n 0``, mutation testing) none of this applies.
+"""
 
 from __future__ import annotations
 
+import atexit
+import json
 import os
 import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pbbq.tasks.artifacts import REPO_ROOT
 
 os.environ.setdefault("DO_NOT_TRACK", "1")
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+
+# --- pytest-xdist ----------------------------------------------------------------------------------------------
+
+WORKER = os.environ.get("PYTEST_XDIST_WORKER")
+"""This process's xdist worker (gw0, gw1, ...); None outside a distributed run and in its controller."""
+UNITS = "PBBQ_TEST_XDIST_UNITS"
+"""The folder (an environment variable the controller sets for its workers) where each worker writes the work unit
+of every test it collected that must share a worker with others. xdist's own channel for its groups, a suffix on
+each test id, is lost on pytest 9.2 (pytest-dev/pytest-xdist#1386), so the controller's scheduler reads it here."""
+SAMPLE_BUILDS = "two_builds"
+"""The fixture, and the work unit of every test that uses it."""
+
+if WORKER and "PREFECT_HOME" not in os.environ:
+    _prefect_home = tempfile.mkdtemp(prefix=f"pbbq-prefect-{WORKER}-")
+    atexit.register(shutil.rmtree, _prefect_home, ignore_errors=True)
+    os.environ["PREFECT_HOME"] = _prefect_home
+
+
+def _temporary_folder(prefix: str) -> str:
+    folder = tempfile.mkdtemp(prefix=prefix)
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return folder
+
+
+def _slow(item: pytest.Item) -> bool:
+    """Builds with a Prefect server (a minute or more each) or starts one of its own."""
+    return "prefect_server" in getattr(item, "fixturenames", ()) or item.get_closest_marker("deployment") is not None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    distributed = config.pluginmanager.hasplugin("xdist") and config.getoption("dist", "no") != "no"
+    if not WORKER and distributed and config.getoption("tx", None):
+        os.environ[UNITS] = _temporary_folder("pbbq-xdist-units-")  # the workers inherit it
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """On a worker: the sample builds' tests first, then the other slow ones, then the rest, each in collection
+    order (the scheduler hands the tests out in this order; its collection order is the workers')."""
+    if WORKER and os.environ.get(UNITS):
+        items.sort(key=lambda item: (SAMPLE_BUILDS not in getattr(item, "fixturenames", ()), not _slow(item)))
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist sends the collection to the controller, which then schedules it
+def pytest_collection_finish(session: pytest.Session) -> None:
+    folder = os.environ.get(UNITS)
+    if WORKER and folder:
+        units = {item.nodeid: SAMPLE_BUILDS for item in session.items if SAMPLE_BUILDS in item.fixturenames}
+        path = Path(folder) / f"{WORKER}.json"
+        path.with_suffix(".tmp").write_text(json.dumps(units), encoding="utf-8")
+        path.with_suffix(".tmp").replace(path)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadgroup`` with the units the workers wrote: the tests of one unit go to one worker."""
+    folder = os.environ.get(UNITS)
+    if config.getoption("dist") != "loadgroup" or not folder:
+        return None
+    from xdist.scheduler import LoadGroupScheduling
+
+    class FixtureGroupScheduling(LoadGroupScheduling):
+        units: dict[str, str] | None = None
+
+        def _split_scope(self, nodeid: str) -> str:
+            if self.units is None:  # first called once every worker has collected (and written its file)
+                self.units = {}
+                for path in sorted(Path(folder).glob("*.json")):
+                    self.units.update(json.loads(path.read_text(encoding="utf-8")))
+            return self.units.get(nodeid) or super()._split_scope(nodeid)
+
+    return FixtureGroupScheduling(config, log)
 
 
 @pytest.fixture(scope="session")

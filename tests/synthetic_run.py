@@ -11,8 +11,9 @@ from typing import Any
 
 import pandas as pd
 import pyarrow as pa
+from pbbq.flows.pipeline import stage_by_folder
 from pbbq.tasks.artifacts import RunFolder, StageOutput
-from pbbq.tasks.schemas import EXAMPLE, RECORD_VERSION
+from pbbq.tasks.schemas import EXAMPLE, EXAMPLE_DROPPED, RECORD_VERSION
 
 STEREOTYPES = {  # id: category, acceptance, target group, non-target groups, stereo entities, nonstereo entities
     "AGE-01": ("Age", 0.72, "old", ["young"], ["پیرمرد هفتاد ساله"], ["مرد جوان بیست ساله"]),
@@ -55,13 +56,14 @@ def _sha(text: str) -> str:
 def _schema(frame: pd.DataFrame) -> pa.Schema:
     """The record's schema for example tables (with ``reason`` for their drops), else the one pandas infers."""
     if "answer_info" in frame.columns:
-        return EXAMPLE.append(pa.field("reason", pa.string())) if "reason" in frame.columns else EXAMPLE
+        return EXAMPLE_DROPPED if "reason" in frame.columns else EXAMPLE
     return pa.Schema.from_pandas(frame, preserve_index=False)
 
 
 def _stage(run: RunFolder, folder: str, report: dict[str, Any], tables: dict[str, pd.DataFrame]) -> None:
     schemas = {name: _schema(frame) for name, frame in tables.items()}
-    run.write_stage(folder, StageOutput(tables, schemas, report), inputs={}, cached=False)
+    declared = stage_by_folder()[folder].audit_view()  # what a build's manifest says of the stage
+    run.write_stage(folder, StageOutput(tables, schemas, report), inputs={}, cached=False, declared=declared)
 
 
 def _report(stage: str, n_in: Any, n_out: Any, reasons: Iterable[str] = (), **more: Any) -> dict[str, Any]:

@@ -35,7 +35,7 @@ import pandas as pd
 import pytest
 from hypothesis import HealthCheck, currently_in_test_context, event, example, given, settings
 from hypothesis import strategies as st
-from pbbq.flows.config import INPUTS, OPTIONAL_INPUTS, RANGES, SECTIONS, BuildConfig, ConfigError, load_config
+from pbbq.flows.config import INPUTS, OPTIONAL_INPUTS, BuildConfig, ConfigError, load_config, ranges, sections
 from pbbq.tasks.artifacts import REPO_ROOT
 from pbbq.tasks.crawl import CrawlParams
 from pbbq.tasks.disambiguate import DisambiguateParams
@@ -865,8 +865,8 @@ TOML_VALUES = st.recursive(
 
 
 def in_range(section: str, key: str) -> st.SearchStrategy[int | float]:
-    """A value of a numeric parameter within its range (:data:`pbbq.flows.config.RANGES`), bounds included."""
-    low, high = RANGES[section][key]
+    """A value of a numeric parameter within its range (:func:`pbbq.flows.config.ranges`), bounds included."""
+    low, high = ranges()[section][key]
     if get_type_hints(PARAMETERS[section])[key] is int:
         return st.integers(None if low is None else math.ceil(low), None if high is None else math.floor(high))
     return st.floats(low, high, allow_nan=False)
@@ -880,10 +880,10 @@ def mutated_config(draw: st.DrawFn) -> bytes:
     for _ in range(draw(st.integers(1, 3))):
         operation = draw(st.sampled_from(["set", "set", "in_range", "in_range", "drop", "unknown", "drop_section"]))
         operation = draw(st.sampled_from([operation, operation, operation, "flatten"]))
-        section = draw(st.sampled_from([*SECTIONS, "colour"]))
+        section = draw(st.sampled_from([*sections(), "colour"]))
         if operation == "in_range":
-            section = draw(st.sampled_from(sorted(RANGES)))
-            key = draw(st.sampled_from(sorted(RANGES[section])))
+            section = draw(st.sampled_from(sorted(ranges())))
+            key = draw(st.sampled_from(sorted(ranges()[section])))
             if isinstance(document.get(section, {}), dict):
                 document.setdefault(section, {})[key] = draw(in_range(section, key))
         elif operation == "set":
@@ -912,9 +912,9 @@ def _within(value: Any, bounds: tuple[float | None, float | None]) -> bool:
 def valid_config(config: BuildConfig) -> None:
     """Every numeric parameter within its range (never NaN), the LLM settings usable."""
     assert isinstance(config, BuildConfig)
-    for section, ranges in RANGES.items():
+    for section, section_ranges in ranges().items():
         params = getattr(config, section)
-        for key, bounds in ranges.items():
+        for key, bounds in section_ranges.items():
             value = getattr(params, key)
             assert isinstance(value, int | float) and _within(value, bounds), f"[{section}] {key} = {value!r}"
     llm = config.llm

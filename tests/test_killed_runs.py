@@ -57,7 +57,7 @@ def _stable(manifest: dict) -> dict:
         "stages": [
             (
                 stage["folder"],
-                {k: v for k, v in stage["inputs"].items() if k != "manifest"},
+                {k: v for k, v in stage["inputs"].items() if k != "manifest_path"},
                 [a for a in stage["artifacts"] if not a["path"].endswith("report.json")],
             )
             for stage in manifest["stages"]

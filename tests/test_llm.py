@@ -274,6 +274,21 @@ def test_transcript_round_trip_is_deterministic(server: FakeLLMServer, tmp_path:
     assert third.read_bytes() == first.read_bytes()
 
 
+def test_a_transcript_is_imported_once_per_store(server: FakeLLMServer, tmp_path: Path, monkeypatch) -> None:
+    """A build imports its transcript into the store each time it opens the client: the same file again is
+    skipped (its answers are there), a changed one is imported."""
+    client = recorded_store(server, tmp_path)
+    transcript = tmp_path / "t.jsonl"
+    client.store.export_jsonl(transcript, {"note": "n"})
+    inserted: list[int] = []
+    with ResponseStore(tmp_path / "fresh.sqlite") as fresh:
+        monkeypatch.setattr(fresh, "_insert", lambda records: inserted.append(len(records)))
+        assert fresh.import_jsonl(transcript) == 5 and inserted == [5]
+        assert fresh.import_jsonl(transcript) == 5 and inserted == [5]  # skipped
+        client.store.export_jsonl(transcript, {"note": "another recording"})
+        assert fresh.import_jsonl(transcript) == 5 and inserted == [5, 5]
+
+
 def test_transcript_replays_read_only(server: FakeLLMServer, tmp_path: Path) -> None:
     client = recorded_store(server, tmp_path)
     transcript = tmp_path / "t.jsonl"

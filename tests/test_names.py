@@ -17,9 +17,10 @@ import pandas as pd
 import pytest
 from pbbq.flows.names_cli import add_names_command
 from pbbq.tasks.artifacts import REPO_ROOT, StageOutput, parquet_bytes
+from pbbq.tasks.bbq_records import bbq_examples, bbq_variants, read_bbq_jsonl
 from pbbq.tasks.inputs import load_questionnaire, load_templates, load_unknown_phrases, swap_roles
 from pbbq.tasks.instantiate import InstantiateParams, instantiate
-from pbbq.tasks.llm import LLMConfig
+from pbbq.tasks.llm import LLMConfig, open_llm
 from pbbq.tasks.name_draw import PairRequest, possible_pairs
 from pbbq.tasks.name_patterns import (
     NEUTRAL,
@@ -31,17 +32,7 @@ from pbbq.tasks.name_patterns import (
     rewrite,
 )
 from pbbq.tasks.name_tables import ERAS, NAME_COLUMNS, entity_groups, group_words
-from pbbq.tasks.names import (
-    TEXT_FIELDS,
-    NamesParams,
-    bbq_examples,
-    bbq_variants,
-    load_gender_prompt,
-    load_name_table,
-    names,
-    names_stage,
-    read_bbq_jsonl,
-)
+from pbbq.tasks.names import TEXT_FIELDS, NamesParams, load_gender_prompt, load_name_table, names
 from pbbq.tasks.schemas import EXAMPLE, OPTIONS, to_arrow
 
 from tests.fakes.llm_servers import FakeLLMServer
@@ -671,7 +662,7 @@ def test_undecided_gender_is_unmapped_without_the_labeller(en_table: pd.DataFram
     assert output["examples"].empty and output["unmapped"]["reason"].tolist() == ["gender_undecided"]
     assert output.report["drops"][0]["entity"] == "Italian"
     with pytest.raises(ValueError, match="gender_llm is on"):
-        names_stage(_contradicting(), en_table, NamesParams(gender_llm=True))
+        names(_contradicting(), en_table, NamesParams(gender_llm=True))
 
 
 def test_llm_labeller_decides_undecided_genders(
@@ -685,7 +676,7 @@ def test_llm_labeller_decides_undecided_genders(
         store_path=tmp_path / "store.sqlite",
     )
     params = NamesParams(gender_llm=True)
-    output = names_stage(_contradicting(), en_table, params, config, None, load_gender_prompt())
+    output = names(_contradicting(), en_table, params, open_llm(config, None), load_gender_prompt())
     variants = output["examples"]
     assert len(variants) == 3 and output["unmapped"].empty and llm_server.requests_total == 1
     female = set(en_table.loc[(en_table["group"] == "Italian") & (en_table["gender"] == "female"), "name"])
@@ -697,6 +688,6 @@ def test_llm_labeller_decides_undecided_genders(
     prompt = llm_server.bodies[0]["messages"][-1]["content"]
     assert "«Italian»" in prompt and "An Italian woman came in and he sat" in prompt
     replay = LLMConfig(**{**config.__dict__, "mode": "replay", "base_url": "http://127.0.0.1:9"})
-    again = names_stage(_contradicting(), en_table, params, replay, None, load_gender_prompt())
+    again = names(_contradicting(), en_table, params, open_llm(replay, None), load_gender_prompt())
     pd.testing.assert_frame_equal(again["examples"], variants)
     assert llm_server.requests_total == 1 and again.report["llm"]["requests_sent"] == 0

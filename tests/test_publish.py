@@ -20,6 +20,7 @@ import pyarrow.parquet as pq
 import pytest
 from huggingface_hub import CommitOperationAdd, DatasetCard, HfApi
 from pbbq.flows.cli import main
+from pbbq.flows.pipeline import funnel_labels
 from pbbq.tasks.artifacts import REPO_ROOT, StageOutput
 from pbbq.tasks.dataset_card import CardParams, features_yaml, size_category
 from pbbq.tasks.instantiate import answer_role
@@ -174,7 +175,7 @@ def release(
         funnel=FUNNEL,
         manifest_path=manifest,
         transcript_path=transcript_path if transcript else None,
-        card=CardParams(build_id=BUILD, repo_id=REPO),
+        card=CardParams(build_id=BUILD, repo_id=REPO, funnel_labels=funnel_labels()),
         shard_rows=shard_rows,
     )
 

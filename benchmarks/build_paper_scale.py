@@ -1,0 +1,265 @@
+"""Benchmark: a whole PBBQ build at the paper's scale (issue 13), against the limit of its stage functions.
+
+Run from the repository root: ``python -m benchmarks.build_paper_scale [--scales quarter,half,paper] [--work DIR]``.
+For each scale it writes the synthetic inputs (``pbbq synth``; not timed) and measures
+
+- **(b) the limit**: the stage functions of ``PIPELINE`` called directly, one after the other, in one fresh
+  process: no Prefect, no artifacts, no manifest (publish, which only writes files, is left out);
+
+and at the largest scale, against a local Prefect server it starts (its start-up reported on its own line),
+
+- **(a) a cold build**: ``pbbq build --config`` on the synthetic inputs in replay mode, every stage and metric
+  but the BERTScore homogenization (off in the synthetic configuration), an empty cache;
+- **(c) a rebuild with nothing changed**: the same command again (every stage from the cache, 0 LLM requests);
+- **(d) one template changed**: one template's annotator ratings changed so that it fails the kappa gate, and
+  the build run again: what recomputed, and how many LLM requests it sent.
+
+Per stage: wall time and the process's peak RSS after it (``timings.json`` of the run for a build). The goals
+of issue 13: (a) ≤ 1.3 × (b), (b) ≤ 45 s and ≤ 2 GiB, (c) ≤ 3 s for the flow and ≤ 5 s for the process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import itertools
+import json
+import os
+import resource
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+GIB = 1024**3
+
+
+def _rss() -> int:
+    """This process's peak resident set so far, in bytes (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def limit(config: Path) -> dict[str, Any]:
+    """(b): every stage but publish called directly in this process; per stage seconds and peak RSS."""
+    from pbbq.flows.build_pbbq import load_build_inputs
+    from pbbq.flows.config import load_config
+    from pbbq.flows.pipeline import PIPELINE
+    from pbbq.tasks.llm import open_llm
+    from pbbq.tasks.stage import Sources, arguments, finish
+
+    started = time.perf_counter()
+    build = load_config(config)
+    with tempfile.TemporaryDirectory() as scratch:
+        llm = build.llm.__class__(**{**build.llm.__dict__, "store_path": Path(scratch) / "responses.sqlite"})
+        inputs = load_build_inputs(build, Path(scratch), log=lambda line: None)
+        rows: list[dict[str, Any]] = [{"stage": "inputs", "seconds": time.perf_counter() - started, "peak_rss": _rss()}]
+        clients: list[Any] = []
+        outputs: dict[str, Any] = {}
+
+        def client() -> Any:
+            if not clients:
+                clients.append(open_llm(llm, build.transcript))
+            return clients[0]
+
+        sources = Sources(inputs.tables, outputs, client, {"extra_funnel": lambda: []})
+        for stage in PIPELINE:
+            if not stage.cached:  # publish: files only
+                continue
+            params = build.params(stage.name) if stage.params else None
+            start = time.perf_counter()
+            outputs[stage.folder] = finish(stage, stage.run(**arguments(stage, params, sources)), params)
+            rows.append({"stage": stage.folder, "seconds": time.perf_counter() - start, "peak_rss": _rss()})
+    examples = {folder: len(outputs[folder]["examples"]) for folder in ("05_instantiate", "06_names", "07_translate")}
+    return {"stages": rows, "total": time.perf_counter() - started, "peak_rss": _rss(), "examples": examples}
+
+
+def _limit_in_fresh_process(config: Path) -> dict[str, Any]:
+    command = [sys.executable, "-m", "benchmarks.build_paper_scale", "--limit-only", str(config)]
+    done = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"the limit run failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def start_server(home: Path) -> tuple[subprocess.Popen[bytes], str, float]:
+    """A local Prefect server (its own home and database); returns it, its API URL and its start-up time."""
+    port = _free_port()
+    env = {**os.environ, "PREFECT_HOME": str(home), "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
+    started = time.perf_counter()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}/api"
+    while True:
+        try:
+            with urllib.request.urlopen(f"{url}/health", timeout=1):
+                return server, url, time.perf_counter() - started
+        except OSError:
+            if server.poll() is not None or time.perf_counter() - started > 180:
+                raise SystemExit("the Prefect server did not start") from None
+            time.sleep(0.2)
+
+
+def build(config: Path, outputs: Path, run_id: str, api_url: str) -> dict[str, Any]:
+    """``pbbq build`` as a user runs it: the process's wall time and peak RSS, and the run's own timings."""
+    env = {**os.environ, "PREFECT_API_URL": api_url}
+    command = [sys.executable, "-m", "pbbq.flows.cli", "build", "--config", str(config), "--outputs", str(outputs)]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    started = time.perf_counter()
+    done = subprocess.run([*command, "--run-id", run_id], env=env, capture_output=True, text=True, check=False)
+    seconds = time.perf_counter() - started
+    if done.returncode != 0:
+        raise SystemExit(f"pbbq build {run_id} failed:\n{done.stderr[-3000:]}")
+    run = outputs / run_id
+    manifest = json.loads((run / "manifest.json").read_text(encoding="utf-8"))
+    timings = json.loads((run / "timings.json").read_text(encoding="utf-8"))
+    sent = 0
+    for stage in manifest["stages"]:
+        report = json.loads((run / stage["folder"] / "report.json").read_text(encoding="utf-8"))
+        sent += int((report.get("llm") or {}).get("requests_sent", 0) or 0)
+    return {
+        "process_seconds": seconds,
+        "process_peak_rss": max(before, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) * 1024,
+        "timings": timings,
+        "recomputed": [s["folder"] for s in manifest["stages"] if not s["cached"]],
+        "llm_requests_sent": sent,
+    }
+
+
+def fail_one_template(folder: Path) -> str:
+    """Change the ratings of the first template the gate keeps so that its annotators disagree (kappa < 0):
+    the template leaves the build. Returns its id."""
+    path = folder / "annotations" / "ratings.csv"
+    with path.open(encoding="utf-8", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    template = rows[0]["template_id"]
+    labels = ("stereo", "nonstereo", "neither")  # the target labels of a rating (tasks/inputs.py)
+    for index, row in enumerate(r for r in rows if r["template_id"] == template):
+        row["target_label"] = labels[index % len(labels)]
+    with path.open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    return template
+
+
+def _mb(value: float) -> str:
+    return f"{value / 1024**2:,.0f}"
+
+
+def table(headers: list[str], rows: list[list[Any]]) -> str:
+    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join(" ---: " for _ in headers) + "|"]
+    return "\n".join(lines + ["| " + " | ".join(str(c) for c in row) + " |" for row in rows])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--scales", default="quarter,half,paper", help="comma-separated, smallest first")
+    parser.add_argument("--work", type=Path, help="where the inputs and runs go (default: a temporary folder)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--limit-only", type=Path, help=argparse.SUPPRESS)  # (b) in a fresh process
+    args = parser.parse_args()
+    if args.limit_only:
+        print(json.dumps(limit(args.limit_only)))
+        return
+    from pbbq.tasks.synth import synthesize
+
+    work = args.work or Path(tempfile.mkdtemp(prefix="pbbq-paper-scale-"))
+    scales = args.scales.split(",")
+    limits: dict[str, dict[str, Any]] = {}
+    for scale in scales:
+        print(f"{scale}: writing the synthetic inputs ...", file=sys.stderr, flush=True)
+        synthesize(work / scale, scale=scale, seed=args.seed)
+        print(f"{scale}: (b) the stage functions directly ...", file=sys.stderr, flush=True)
+        limits[scale] = _limit_in_fresh_process(work / scale / "build.toml")
+
+    largest = scales[-1]
+    config = work / largest / "build.toml"
+    server, url, startup = start_server(work / "prefect-home")
+    try:
+        print(f"{largest}: (a) cold build, (c) rebuild, (d) one template changed ...", file=sys.stderr, flush=True)
+        cold = build(config, work / "outputs", "cold", url)
+        warm = build(config, work / "outputs", "warm", url)
+        template = fail_one_template(work / largest)
+        changed = build(config, work / "outputs", "one-template", url)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+    b = limits[largest]
+    print(f"\n## PBBQ at {largest} scale: {b['examples']} examples per stage ({os.cpu_count()} cores)\n")
+    print(f"Prefect server start-up (not in any figure below): {startup:.1f} s\n")
+    cold_stages = {t["folder"]: t for t in cold["timings"]["stages"]}
+    rows = []
+    for entry in b["stages"]:
+        a = cold_stages.get(entry["stage"], {})
+        rows.append(
+            [
+                entry["stage"],
+                f"{a.get('seconds', float('nan')):.1f}",
+                f"{entry['seconds']:.1f}",
+                _mb(a.get("peak_rss", 0)),
+                _mb(entry["peak_rss"]),
+            ]
+        )
+    publish = cold_stages.get("10_publish", {})
+    rows.append(["10_publish (a only)", f"{publish.get('seconds', 0):.1f}", "", _mb(publish.get("peak_rss", 0)), ""])
+    rows.append(["**flow (a) / functions (b)**", f"{cold['timings']['flow_seconds']:.1f}", f"{b['total']:.1f}", "", ""])
+    rows.append(
+        [
+            "**process**",
+            f"{cold['process_seconds']:.1f}",
+            "",
+            _mb(cold["process_peak_rss"]),
+            _mb(b["peak_rss"]),
+        ]
+    )
+    print(table(["stage", "(a) cold build s", "(b) limit s", "(a) peak RSS MB", "(b) peak RSS MB"], rows))
+    ratio = cold["timings"]["flow_seconds"] / b["total"]
+    print("\n| goal | measured | met |\n| --- | ---: | --- |")
+    print(f"| (a) ≤ 1.3 × (b), flow against functions | {ratio:.2f} × | {'yes' if ratio <= 1.3 else 'no'} |")
+    print(f"| (b) ≤ 45 s | {b['total']:.1f} s | {'yes' if b['total'] <= 45 else 'no'} |")
+    peak = b["peak_rss"] / GIB
+    print(f"| (b) peak RSS ≤ 2 GiB | {peak:.2f} GiB | {'yes' if peak <= 2 else 'no'} |")
+    flow_warm = warm["timings"]["flow_seconds"]
+    print(f"| (c) rebuild: flow ≤ 3 s | {flow_warm:.1f} s | {'yes' if flow_warm <= 3 else 'no'} |")
+    print(f"| (c) rebuild: process ≤ 5 s | {warm['process_seconds']:.1f} s | "
+          f"{'yes' if warm['process_seconds'] <= 5 else 'no'} |")  # fmt: skip
+    print(
+        f"| (c) rebuild: LLM requests 0 | {warm['llm_requests_sent']} | "
+        f"{'yes' if not warm['llm_requests_sent'] else 'no'} |"
+    )
+    print(
+        f"\n(d) template {template} made to fail the gate: recomputed {', '.join(changed['recomputed'])}; "
+        f"{changed['llm_requests_sent']} LLM requests sent; flow {changed['timings']['flow_seconds']:.1f} s, "
+        f"process {changed['process_seconds']:.1f} s."
+    )
+    print("\n### (b) per stage as the scale grows (seconds)\n")
+    folders = [entry["stage"] for entry in limits[largest]["stages"]]
+    growth = []
+    for folder in folders:
+        seconds = [next(e["seconds"] for e in limits[s]["stages"] if e["stage"] == folder) for s in scales]
+        per_step = " / ".join(
+            f"{later / earlier:.2f}" if earlier > 0.05 else "–" for earlier, later in itertools.pairwise(seconds)
+        )
+        growth.append([folder, *(f"{s:.2f}" for s in seconds), per_step])
+    print(table(["stage", *scales, "ratio per doubling"], growth))
+    print(f"\ninputs and runs: {work}")
+
+
+if __name__ == "__main__":
+    main()
