@@ -37,16 +37,20 @@ each test id, is lost on pytest 9.2 (pytest-dev/pytest-xdist#1386), so the contr
 SAMPLE_BUILDS = "two_builds"
 """The fixture, and the work unit of every test that uses it."""
 
-if WORKER and "PREFECT_HOME" not in os.environ:
-    _prefect_home = tempfile.mkdtemp(prefix=f"pbbq-prefect-{WORKER}-")
-    atexit.register(shutil.rmtree, _prefect_home, ignore_errors=True)
-    os.environ["PREFECT_HOME"] = _prefect_home
-
 
 def _temporary_folder(prefix: str) -> str:
     folder = tempfile.mkdtemp(prefix=prefix)
     atexit.register(shutil.rmtree, folder, ignore_errors=True)
     return folder
+
+
+if WORKER:
+    if "PREFECT_HOME" not in os.environ:
+        os.environ["PREFECT_HOME"] = _temporary_folder(f"pbbq-prefect-{WORKER}-")
+    # the workers share the cores: torch's (OpenMP's) and BLAS's thread pools take a share each, not every core
+    # (pools that each take every core spin against each other: a fifth more CPU time for the torch tests)
+    _workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // _workers)))
 
 
 def _slow(item: pytest.Item) -> bool:

@@ -167,7 +167,8 @@ def test_expired_batch_falls_back_to_live_calls(server: FakeLLMServer, tmp_path:
     answers = client.complete_many(requests())
     assert [a.text for a in answers][:4] == [f"echo: question {i}" for i in range(4)]
     assert chat_calls(server, provider) == 2
-    assert [body["messages"][-1]["content"] for body in server.bodies if "messages" in body] == [
+    # the fallback calls run side by side: which one the server saw first is not fixed
+    assert sorted(body["messages"][-1]["content"] for body in server.bodies if "messages" in body) == [
         "question 1",
         "question 3",
     ]
