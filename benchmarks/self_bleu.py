@@ -9,7 +9,7 @@ import argparse
 import time
 
 import numpy as np
-from pbbq.tasks.diversity import self_bleu
+from pbbq.tasks.diversity_self_bleu import self_bleu
 from pbbq.tasks.persian_text import tokenize_fa
 from sacrebleu import sentence_bleu
 

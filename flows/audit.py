@@ -11,7 +11,6 @@ and English variants, and whether it is new or changed since the previous comple
 
 from __future__ import annotations
 
-import gzip
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -365,12 +364,12 @@ def audit_text(run: Path) -> str:
 
 
 def _transcript(run: Path) -> dict[str, dict[str, Any]]:
+    from pbbq.tasks.llm import read_transcript  # the LLM SDKs are slow to import: only trace pays for them
+
     path = run / "transcript.jsonl"
     if not path.is_file():
         return {}
-    data = path.read_bytes()
-    text = (gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data).decode("utf-8")
-    records = [json.loads(line) for line in text.splitlines()[1:] if line.strip()]
+    records = [json.loads(line) for line in read_transcript(path).splitlines()[1:] if line.strip()]
     return {record["key"]: record for record in records}
 
 

@@ -18,6 +18,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 PR_SET_PDEATHSIG = 1
 """prctl(2): the signal the child gets when the thread that started it ends."""
@@ -103,9 +104,14 @@ def temporary_server(timeout: float) -> Iterator[str | None]:
             yield url
     finally:
         _drain_to(server)
-        server.terminate()
-        try:
-            server.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
+        stop(server, timeout=10)
+
+
+def stop(process: subprocess.Popen[Any], timeout: float) -> None:
+    """Ask a process to end (SIGTERM); kill it if it has not within ``timeout`` seconds."""
+    process.terminate()
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()

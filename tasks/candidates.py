@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-from pbbq.tasks.inputs import InputError, read_csv_checked, require_filled, require_none, spreadsheet_row
+from pbbq.tasks.inputs import InputError, read_csv_filled, require_none, spreadsheet_row
 from pbbq.tasks.persian_text import ZWNJ, normalize_fa
 from pbbq.tasks.schemas import CATEGORIES
 
@@ -104,8 +104,7 @@ EVIDENCE_SEPARATOR = " | "
 
 def load_lexicon(path: Path) -> pd.DataFrame:
     """The group terms per category: one row per surface form (``category, group, term``), normalised."""
-    frame = read_csv_checked(path, LEXICON_COLUMNS)[LEXICON_COLUMNS]
-    require_filled(frame, LEXICON_COLUMNS, path)
+    frame = read_csv_filled(path, LEXICON_COLUMNS)
     require_none(
         path,
         ~frame["category"].isin(CATEGORIES),

@@ -54,7 +54,6 @@ from pbbq.tasks.inputs import InputError
 from pbbq.tasks.schemas import to_arrow
 from pbbq.tasks.scrub import KINDS, scrub_field, scrub_segments
 from pbbq.tasks.telegram import (
-    USER_AGENT,
     FetchError,
     FetchSettings,
     PageError,
@@ -110,17 +109,18 @@ class CrawlParams:
     """A folder of recorded preview pages that answers every request instead of the network (the sample)."""
     max_posts: int = 1000
     """Posts read per source and run, unless the source sets its own ``max_posts``."""
-    user_agent: str = USER_AGENT
-    timeout: float = 20.0
-    min_interval: float = 3.0
-    """Seconds between two requests to one host."""
-    max_retries: int = 4
-    backoff: float = 2.0
-    max_wait: float = 300.0
-    similarity: float = 0.5
-    ngram_min: int = 2
-    ngram_max: int = 4
-    max_examples: int = 5
+    user_agent: str = FetchSettings.user_agent
+    timeout: float = FetchSettings.timeout
+    min_interval: float = FetchSettings.min_interval
+    max_retries: int = FetchSettings.max_retries
+    backoff: float = FetchSettings.backoff
+    max_wait: float = FetchSettings.max_wait
+    """How the preview pages are fetched: :class:`~pbbq.tasks.telegram.FetchSettings`."""
+    similarity: float = ClusterParams.similarity
+    ngram_min: int = ClusterParams.ngram_min
+    ngram_max: int = ClusterParams.ngram_max
+    max_examples: int = ClusterParams.max_examples
+    """How candidates are clustered: :class:`~pbbq.tasks.candidates.ClusterParams`."""
     llm_extractor: bool = False
     """Also ask the configured LLM for the stereotypes of every post (prompts/extract_stereotypes.fa.txt)."""
 

@@ -20,6 +20,7 @@ import pandas as pd
 import pyarrow as pa
 from huggingface_hub import DatasetCard, DatasetCardData
 from pbbq.tasks.kappa_gate import GateParams
+from pbbq.tasks.markdown import markdown_table
 
 PRETTY_NAME = "PBBQ: Persian Bias Benchmark for Question Answering"
 PAPER_TITLE = "PBBQ: A Persian Bias Benchmark Dataset Curated with Human-AI Collaboration for Large Language Models"
@@ -198,23 +199,6 @@ def card_data(configs: Sequence[ConfigInfo], schema: pa.Schema, card: CardParams
     )
 
 
-def _cell(value: Any) -> str:
-    if isinstance(value, float):
-        return "not computed" if pd.isna(value) else f"{value:.4f}"
-    return str(value).replace("|", "\\|").replace("\n", " ")
-
-
-def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], bold_first: Sequence[str] = ()) -> str:
-    """A Markdown table; a row whose first cell is in ``bold_first`` is set in bold (Total, Average rows)."""
-    lines = ["| " + " | ".join(headers) + " |", "| " + " | ".join("---" for _ in headers) + " |"]
-    for row in rows:
-        cells = [_cell(value) for value in row]
-        if cells and cells[0] in bold_first:
-            cells = [f"**{cell}**" for cell in cells]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
-
-
 def _config_section(configs: Sequence[ConfigInfo], card: CardParams) -> str:
     rows = []
     for config in configs:
@@ -250,7 +234,7 @@ def _table1_section(table1: pd.DataFrame) -> str:
     parts = []
     for config, part in groups:
         rows = part[["category", "templates", "samples"]].itertuples(index=False)
-        table = markdown_table(["Category", "# Templates", "# Samples"], list(rows), bold_first=("Total",))
+        table = markdown_table(["Category", "# Templates", "# Samples"], list(rows), bold=("Total",))
         parts.append((f"Config `{config}`:\n\n" if config is not None else "") + table)
     return "\n\n".join(parts)
 
@@ -266,7 +250,7 @@ def _table2_section(table2: pd.DataFrame | None) -> str:
         table = markdown_table(
             [TABLE2_HEADERS.get(column, column) for column in columns],
             list(part[columns].itertuples(index=False)),
-            bold_first=("Average", "Overall"),
+            bold=("Average", "Overall"),
         )
         remarks = sorted({str(value) for column in notes for value in part[column].dropna() if str(value)})
         text = (f"Config `{config}`:\n\n" if config is not None else "") + table

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+from pbbq.tasks.markdown import markdown_table
 from pbbq.tasks.metrics import AVERAGE
 from pbbq.tasks.schemas import CATEGORIES
 
@@ -101,20 +102,19 @@ def _number(value: float) -> str:
     return text[1:] if text == "-0.0000" else text
 
 
-def _escape(text: object) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
-
-
 def _markdown(frame: pd.DataFrame, keys: Sequence[tuple[str, str]], columns: Sequence[tuple[str, str]]) -> str:
-    headers = [label for _, label in keys] + [label for _, label in columns]
-    lines = ["| " + " | ".join(headers) + " |", "| " + " | ".join("---" for _ in headers) + " |"]
-    for row in frame.to_dict("records"):
-        cells = [_escape(row[key]) for key, _ in keys]
-        cells += [_cell(row[m], row[f"{m}_low"], row[f"{m}_high"]) for m, _ in columns]
-        if row.get("category") == AVERAGE:
-            cells = [f"**{cell}**" for cell in cells]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+    """The table's keys, then each metric with its interval; the average over categories (Table 4) in bold."""
+    rows = [
+        [*(row[key] for key, _ in keys), *(_cell(row[m], row[f"{m}_low"], row[f"{m}_high"]) for m, _ in columns)]
+        for row in frame.to_dict("records")
+    ]
+    names = [key for key, _ in keys]
+    return markdown_table(
+        [label for _, label in (*keys, *columns)],
+        rows,
+        bold=(AVERAGE,) if "category" in names else (),
+        label=names.index("category") if "category" in names else 0,
+    )
 
 
 INTERVAL_NOTE = (
@@ -147,28 +147,30 @@ def reports_markdown(
     if epsilon.empty:
         parts.append("Not computed: it needs the `fa` and `fa-names` configs of the same model.")
     else:
-        rows = ["| Model | Context | ε_c (mean over sub-seeds) | std | per sub-seed | acc names | acc explicit |"]
-        rows.append("| --- | --- | --- | --- | --- | --- | --- |")
-        for row in epsilon.to_dict("records"):
-            eps = _cell(row["epsilon"], row["epsilon_low"], row["epsilon_high"])
-            std = "n/a" if math.isnan(row["epsilon_std"]) else f"{row['epsilon_std']:.4f}"
-            rows.append(
-                f"| {_escape(row['model'])} | {row['context_condition']} | {eps} | {std} | {row['per_seed']} | "
-                f"{row['acc_names']:.4f} | {row['acc_explicit']:.4f} |"
-            )
-        parts.append("\n".join(rows))
+        headers = ["Model", "Context", "ε_c (mean over sub-seeds)", "std", "per sub-seed", "acc names", "acc explicit"]
+        rows = [
+            [
+                row["model"],
+                row["context_condition"],
+                _cell(row["epsilon"], row["epsilon_low"], row["epsilon_high"]),
+                "n/a" if math.isnan(row["epsilon_std"]) else f"{row['epsilon_std']:.4f}",
+                row["per_seed"],
+                f"{row['acc_names']:.4f}",
+                f"{row['acc_explicit']:.4f}",
+            ]
+            for row in epsilon.to_dict("records")
+        ]
+        parts.append(markdown_table(headers, rows))
     parts.append("## KL divergence to the survey (PBBQ §5)")
     if kl.empty:
         parts.append("Not computed: no survey table, or no ambiguous multiple-choice result (see the notes).")
     else:
         parts.append(f"Direction: {kl['direction'].iloc[0]}; mean over stereotypes.")
-        rows = ["| Model | Config | KL | stereotypes |", "| --- | --- | --- | --- |"]
-        rows += [
-            f"| {_escape(r['model'])} | {r['config']} | {_cell(r['kl'], r['kl_low'], r['kl_high'])} | "
-            f"{r['n_stereotypes']} |"
+        rows = [
+            [r["model"], r["config"], _cell(r["kl"], r["kl_low"], r["kl_high"]), r["n_stereotypes"]]
             for r in kl.to_dict("records")
         ]
-        parts.append("\n".join(rows))
+        parts.append(markdown_table(["Model", "Config", "KL", "stereotypes"], rows))
     if notes:
         parts += ["## Notes", "\n".join(f"- {note}" for note in notes)]
     return "\n\n".join(parts) + "\n"

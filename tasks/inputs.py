@@ -169,6 +169,13 @@ def require_filled(frame: pd.DataFrame, columns: Iterable[str], path: Path) -> N
         require_none(path, frame[column] == "", lambda _, column=column: f"empty {column}")
 
 
+def read_csv_filled(path: Path, columns: list[str]) -> pd.DataFrame:
+    """The ``columns`` of a CSV file read by :func:`read_csv_checked`, each filled in every row."""
+    frame = read_csv_checked(path, columns)[columns]
+    require_filled(frame, columns, path)
+    return frame
+
+
 QUESTIONNAIRE_COLUMNS = [
     "stereotype_id",
     "category",
@@ -350,8 +357,7 @@ def load_ratings(path: Path, template_ids: Iterable[str]) -> pd.DataFrame:
     (PakBBQ §3.2). One row per (template, item, annotator)."""
     known = set(template_ids)
     columns = ["template_id", "item_id", "annotator_id", "target_label", "relevance"]
-    frame = read_csv_checked(path, columns)[columns]
-    require_filled(frame, columns, path)
+    frame = read_csv_filled(path, columns)
     require_none(
         path,
         ~frame["template_id"].isin(known),

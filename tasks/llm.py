@@ -374,9 +374,9 @@ def _encode_transcript(path: Path, text: str) -> bytes:
     return gzip.compress(data, mtime=0) if path.suffix == ".gz" else data
 
 
-def _decode_transcript(path: Path) -> str:
-    """A transcript's text; a ``ValueError`` naming the file if it is missing, not gzip (a ``.gz`` path), or
-    not UTF-8."""
+def read_transcript(path: Path) -> str:
+    """A transcript's text, gzip-decoded for a ``.gz`` path (as ``export_jsonl`` writes it); a ``ValueError``
+    naming the file if it is missing, not gzip (a ``.gz`` path), or not UTF-8."""
     if not path.is_file():
         raise ValueError(f"{path}: transcript not found")
     data = path.read_bytes()
@@ -458,11 +458,6 @@ def sent_messages(config: LLMConfig, request: LLMRequest) -> list[dict[str, str]
 def request_key(config: LLMConfig, request: LLMRequest) -> str:
     """sha256 of the canonical JSON of ``request_payload``: not the base URL, not the key."""
     return _sha256(_canonical_json(request_payload(config, request)))
-
-
-def prompt_file_hash(path: str | Path) -> str:
-    """sha256 of a prompt file's bytes, for ``LLMRequest.prompt_hash``."""
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 class ResponseStore(Closing):
@@ -573,7 +568,7 @@ class ResponseStore(Closing):
 
     def _load_jsonl(self, path: Path) -> tuple[dict[str, Any], int]:
         """Validate a transcript and insert its records in one transaction; returns (header, count)."""
-        lines = _decode_transcript(path).splitlines()
+        lines = read_transcript(path).splitlines()
         if not lines:
             raise ValueError(f"{path}: empty file, expected a PBBQ transcript header on line 1")
         header = _parse_line(path, 1, lines[0])

@@ -97,7 +97,7 @@ class _Status:
     state: str
 
 
-class _Batches(ABC):
+class Batches(ABC):
     """One provider's batch API, through its official SDK."""
 
     def __init__(self, client: LLMClient) -> None:
@@ -125,7 +125,7 @@ class _Batches(ABC):
         """Ask the provider to stop a batch."""
 
 
-class _OpenAIBatches(_Batches):
+class OpenAIBatches(Batches):
     def __init__(self, client: LLMClient, sdk: openai.OpenAI) -> None:
         super().__init__(client)
         self.sdk = sdk
@@ -194,7 +194,7 @@ class _OpenAIBatches(_Batches):
         self.sdk.batches.cancel(batch_id)
 
 
-class _AnthropicBatches(_Batches):
+class AnthropicBatches(Batches):
     def __init__(self, client: LLMClient, sdk: anthropic.Anthropic) -> None:
         super().__init__(client)
         self.sdk = sdk
@@ -237,12 +237,12 @@ def complete_in_batches(client: LLMClient, misses: Sequence[Miss], stages: str) 
     """Answer ``misses`` through the provider's batch API (split at its limits), store every answer, and call
     live (or report) what the batches did not answer. ``client`` has its SDK ready (``_prepare_calls``)."""
     sdk = client._sdk
-    api: _Batches
+    api: Batches
     if isinstance(sdk, openai.OpenAI):
-        api = _OpenAIBatches(client, sdk)
+        api = OpenAIBatches(client, sdk)
     else:
         assert isinstance(sdk, anthropic.Anthropic)
-        api = _AnthropicBatches(client, sdk)
+        api = AnthropicBatches(client, sdk)
     with RequestProgress(len(misses), f"{stages} (batch)") as progress:
         submitted = _submit_all(client, api, misses)
         answers, failures = _wait_all(client, api, submitted, progress)
@@ -252,7 +252,7 @@ def complete_in_batches(client: LLMClient, misses: Sequence[Miss], stages: str) 
 
 
 def _wait_all(
-    client: LLMClient, api: _Batches, submitted: dict[str, list[Miss]], progress: RequestProgress
+    client: LLMClient, api: Batches, submitted: dict[str, list[Miss]], progress: RequestProgress
 ) -> tuple[dict[str, LLMResponse], dict[str, str]]:
     """Poll the batches until each ends (storing its answers as it does) or ``batch_max_wait`` passes (then
     cancel it); the answers, and the reasons of the requests left unanswered. Anything that stops the wait
@@ -294,7 +294,7 @@ def _wait_all(
     return answers, failures
 
 
-def _submit_all(client: LLMClient, api: _Batches, misses: Sequence[Miss]) -> dict[str, list[Miss]]:
+def _submit_all(client: LLMClient, api: Batches, misses: Sequence[Miss]) -> dict[str, list[Miss]]:
     """Submit the misses in as few batches as the limits allow; batch id to its requests. A failed submission
     cancels the batches already submitted and raises."""
     submitted: dict[str, list[Miss]] = {}
@@ -320,7 +320,7 @@ def _submit_all(client: LLMClient, api: _Batches, misses: Sequence[Miss]) -> dic
 
 
 def _chunks(
-    api: _Batches, misses: Sequence[Miss], limits: BatchLimits
+    api: Batches, misses: Sequence[Miss], limits: BatchLimits
 ) -> Iterator[tuple[list[Miss], list[dict[str, Any]]]]:
     """The misses and their batch items, cut wherever the next item would pass a limit."""
     chunk: list[Miss] = []
@@ -339,7 +339,7 @@ def _chunks(
         yield chunk, items
 
 
-def _poll(client: LLMClient, api: _Batches, batch_id: str, size: int) -> _Status | None:
+def _poll(client: LLMClient, api: Batches, batch_id: str, size: int) -> _Status | None:
     """The batch's status, or None after a passing transport failure (logged; polled again later)."""
     try:
         return _call(client, f"polling batch {batch_id}", api.poll, batch_id, size, transient_ok=True)
@@ -349,7 +349,7 @@ def _poll(client: LLMClient, api: _Batches, batch_id: str, size: int) -> _Status
 
 
 def _collect(
-    client: LLMClient, api: _Batches, batch_id: str, chunk: Sequence[Miss]
+    client: LLMClient, api: Batches, batch_id: str, chunk: Sequence[Miss]
 ) -> tuple[dict[str, LLMResponse], dict[str, str]]:
     """Store an ended batch's answers under their keys; the reasons of the requests it did not answer."""
     got, lost, missing = _call(client, f"reading the results of batch {batch_id}", api.results, batch_id)
@@ -365,7 +365,7 @@ def _collect(
     return answers, failures
 
 
-def _cancel(client: LLMClient, api: _Batches, batch_id: str) -> None:
+def _cancel(client: LLMClient, api: Batches, batch_id: str) -> None:
     """Cancel a batch, logging (not raising) a failure to: the caller is already giving up on it."""
     log.warning("cancelling batch %s", batch_id)
     try:

@@ -191,20 +191,20 @@ def _sum_columns(samples: pd.DataFrame) -> pd.DataFrame:
         values = np.broadcast_to(np.asarray(values, dtype=float), mask.shape)
         return np.where(mask, np.nan_to_num(values, nan=0.0), 0.0)
 
+    def shared(condition: str, mask: np.ndarray) -> dict[str, np.ndarray]:
+        """The sums both context conditions have: rows; correct, biased and non-unknown answers; scored rows."""
+        return {
+            f"n_{condition}": on(mask),
+            **{f"{name}_{condition}": on(mask, features[name]) for name in ("correct", "biased", "non_unknown")},
+            f"n_ll_{condition}": on(mask & ll),
+        }
+
     columns = {
-        "n_amb": on(amb),
-        "correct_amb": on(amb, features["correct"]),
-        "biased_amb": on(amb, features["biased"]),
-        "non_unknown_amb": on(amb, features["non_unknown"]),
-        "n_ll_amb": on(amb & ll),
+        **shared("amb", amb),
         "llr_amb": on(amb & ll, features["llr"]),
         "pdiff_amb": on(amb & ll, features["pdiff"]),
         "entropy_amb": on(amb & ll, features["entropy"]),
-        "n_dis": on(dis),
-        "correct_dis": on(dis, features["correct"]),
-        "biased_dis": on(dis, features["biased"]),
-        "non_unknown_dis": on(dis, features["non_unknown"]),
-        "n_ll_dis": on(dis & ll),
+        **shared("dis", dis),
         "entropy_dis": on(dis & ll, features["entropy"]),
         "n_dis_biased": on(dis & (assignment == "biased")),
         "correct_dis_biased": on(dis & (assignment == "biased"), features["correct"]),

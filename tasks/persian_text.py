@@ -118,7 +118,7 @@ def words(tokens: Sequence[str], lang: str) -> list[str]:
 
     The lexical metrics (TTR, NGD; Appendix C.2, C.3) count words, so punctuation tokens are left out, and
     English is lowercased so 'The' and 'the' are one type (Persian has no case). Self-BLEU keeps BLEU's own
-    tokens instead (see ``pbbq.tasks.diversity.self_bleu``).
+    tokens instead (see ``pbbq.tasks.diversity_self_bleu``).
     """
     kept = [token for token in tokens if not is_punctuation(token)]
     return [token.lower() for token in kept] if lang == "en" else kept

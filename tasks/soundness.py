@@ -44,7 +44,7 @@ SOUNDNESS = pa.schema(
 )
 
 
-def _violations(frame: pd.DataFrame, allowed: set[tuple[str, str, str]]) -> dict[str, pd.Series]:
+def row_violations(frame: pd.DataFrame, allowed: set[tuple[str, str, str]]) -> dict[str, pd.Series]:
     """A boolean Series per check over the rows of one config."""
     roles = frame["answer_roles"]
     cells = zip(frame["context_condition"], frame["assignment"], frame["question_polarity"], strict=True)
@@ -103,6 +103,6 @@ def soundness(examples: pd.DataFrame, templates: pd.DataFrame) -> pd.DataFrame:
     configs = example_configs(examples)
     for config in dict.fromkeys(configs):
         frame = examples[configs == config]
-        for check, bad in _violations(frame, allowed).items():
+        for check, bad in row_violations(frame, allowed).items():
             rows.append({"config": config, "check": check, "examples": len(frame), "violations": int(bad.sum())})
     return pd.DataFrame(rows, columns=SOUNDNESS.names)

@@ -142,16 +142,22 @@ class ReviewedSheet:
     """Rows per decision (``keep``, ``drop``, ``undecided``)."""
 
 
+def _read_sheet(path: Path) -> pd.DataFrame:
+    """A spreadsheet's CSV export as strings, cells as they are; an :class:`InputError` if it is missing or
+    unreadable."""
+    if not path.is_file():
+        raise InputError(path, None, "file not found")
+    try:
+        return pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8-sig")
+    except (UnicodeDecodeError, pd.errors.ParserError) as exc:
+        raise InputError(path, None, f"not a readable UTF-8 CSV file ({exc})") from None
+
+
 def kept_rows(path: Path) -> ReviewedSheet:
     """The experts' sheet (``01_crawl/review.csv`` after review): every cell's neutralisation undone, each
     decision ``keep``, ``drop`` or empty; a kept row needs a category of the 16, ``statement_fa``,
     ``target_group`` and ``non_target_groups``."""
-    if not path.is_file():
-        raise InputError(path, None, "file not found")
-    try:
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8-sig")
-    except (UnicodeDecodeError, pd.errors.ParserError) as exc:
-        raise InputError(path, None, f"not a readable UTF-8 CSV file ({exc})") from None
+    frame = _read_sheet(path)
     missing = [column for column in REVIEW_COLUMNS if column not in frame.columns]
     if missing:
         raise InputError(path, 1, f"missing column(s) {', '.join(missing)}")
@@ -334,12 +340,7 @@ def _title_map(questionnaire: pd.DataFrame) -> dict[str, str]:
 
 def _read_export(path: Path, titles: dict[str, str]) -> tuple[pd.DataFrame, list[str]]:
     """The export's answers with columns renamed to question ids; the timestamp column dropped."""
-    if not path.is_file():
-        raise InputError(path, None, "file not found")
-    try:
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8-sig")
-    except (UnicodeDecodeError, pd.errors.ParserError) as exc:
-        raise InputError(path, None, f"not a readable UTF-8 CSV file ({exc})") from None
+    frame = _read_sheet(path)
     header = [restore_cell(str(column)).strip() for column in frame.columns]
     if not header or header[0] not in TIMESTAMP_COLUMNS:
         raise InputError(path, 1, f"the first column must be the timestamp ({', '.join(TIMESTAMP_COLUMNS)})")

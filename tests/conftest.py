@@ -1,9 +1,11 @@
 """Shared fixtures: one Prefect test server per session, and a copy of the bundled sample to break.
 
-``make test`` runs the suite on two pytest-xdist workers (``-n 2 --dist loadgroup``); each worker is a session of
-its own, with its own Prefect test server (its own port and database), its own temporary folders and its own
-``PREFECT_HOME`` (set below, before anything imports Prefect), so that the temporary servers ``pbbq build`` starts
-in two workers never share a database. The tests of the sample's two builds (``two_builds``) are one work unit:
+``make test`` runs the suite on four pytest-xdist workers (``-n 4 --dist loadgroup``): on two cores, since a
+worker spends about half its time waiting (for a Prefect server, a subprocess, a fake server's retry back-off), four
+keep both cores busy (measured: 11.5 min against 21 min for two). Each worker is a session of its own, with its own
+Prefect test server (its own port and database), its own temporary folders and its own ``PREFECT_HOME`` (set below,
+before anything imports Prefect), so that the temporary servers ``pbbq build`` starts in two workers never share a
+database. The tests of the sample's two builds (``two_builds``) are one work unit:
 one worker builds the sample once and runs them all, against the server that recorded the builds' flow runs and
 artifacts (tests/test_diff.py reads them back). Each worker sends the slow tests (those that build, with a Prefect
 server) first, so that no long test starts last. Without xdist (``-n 0``, mutation testing) none of this applies.
@@ -20,8 +22,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 from pbbq.tasks.artifacts import REPO_ROOT
+
+from tests.fakes.llm_servers import FakeLLMServer
+from tests.helpers import FAKE_API_KEY, NAMES_EN, NAMES_FA
 
 os.environ.setdefault("DO_NOT_TRACK", "1")
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
@@ -130,3 +136,45 @@ def two_builds(prefect_server: None, tmp_path_factory: pytest.TempPathFactory) -
     first = Path(build_pbbq(run_id="first", outputs=str(outputs)))
     second = Path(build_pbbq(run_id="second", outputs=str(outputs)))
     return first, second
+
+
+@pytest.fixture
+def fresh_cue_caches() -> Iterator[None]:
+    """entity_gender and entity_age_band are cached: clear them so each test reads the cue table afresh (mutation
+    testing runs each mutant in a process whose caches an earlier test run already filled)."""
+    from pbbq.tasks.cues import entity_age_band, entity_gender
+
+    entity_gender.cache_clear()
+    entity_age_band.cache_clear()
+    yield
+
+
+@pytest.fixture
+def server() -> Iterator[FakeLLMServer]:
+    """A fake OpenAI and Anthropic server on 127.0.0.1 (tests/fakes/llm_servers.py) that takes any key."""
+    with FakeLLMServer() as fake:
+        yield fake
+
+
+@pytest.fixture
+def llm_api_keys(monkeypatch: pytest.MonkeyPatch) -> str:
+    """Both providers' API key variables set to ``FAKE_API_KEY`` for the test; returns the key."""
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_API_KEY)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", FAKE_API_KEY)
+    return FAKE_API_KEY
+
+
+@pytest.fixture(scope="module")
+def fa_table() -> pd.DataFrame:
+    """The shipped Persian name table, loaded once per module."""
+    from pbbq.tasks.name_tables import load_name_table
+
+    return load_name_table(NAMES_FA)
+
+
+@pytest.fixture(scope="module")
+def en_table() -> pd.DataFrame:
+    """The shipped English (BBQ) name table, loaded once per module."""
+    from pbbq.tasks.name_tables import load_name_table
+
+    return load_name_table(NAMES_EN)

@@ -18,18 +18,12 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 from lm_eval.tasks.bbq import utils as bbq
-from pbbq.tasks.schemas import EXAMPLE
 
-from tests.bbq_records import SPECS, Spec, make_records
+from tests.bbq_records import SPECS, Spec, as_dataset, make_records
 
 BBQ_CATEGORY = "Age"
 """lm-eval's scorer (``_process_results``) raises on any category but BBQ's 11; the category only picks which
 per-category key receives the sample, so the copy handed to the scorer carries one of BBQ's names."""
-
-
-def as_dataset(frame: pd.DataFrame) -> datasets.Dataset:
-    """The rows as the release's parquet holds them (the example schema), as lm-eval's loader gives them."""
-    return datasets.Dataset(pa.Table.from_pandas(frame[EXAMPLE.names], schema=EXAMPLE, preserve_index=False))
 
 
 def expected_biased_text(doc: dict) -> str:

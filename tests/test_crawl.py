@@ -3,9 +3,7 @@ data that must never reach disk (issue 12)."""
 
 from __future__ import annotations
 
-import base64
 import dataclasses
-import gzip
 import itertools
 import json
 from collections.abc import Iterator
@@ -23,8 +21,7 @@ from pbbq.tasks.scrub import scrub_segments
 from pbbq.tasks.telegram import USER_AGENT, parse_preview_page, parse_views, read_manual_export
 
 from tests.fakes.telegram_server import FakeChannel, FakePost, FakeTelegram, render_page
-
-SAMPLE = REPO_ROOT / "crawl" / "sample"
+from tests.helpers import CRAWL_SAMPLE, planted_leaks, texts_under
 
 
 def _channel(name: str, n: int, deleted: tuple[int, ...] = ()) -> FakeChannel:
@@ -274,9 +271,9 @@ def test_a_telegram_export_and_a_manual_export_go_through_the_same_path(tmp_path
     sources = tmp_path / "sources.toml"
     sources.write_text(
         f'[[source]]\nname = "exp"\nkind = "telegram_export"\nurl = "https://t.me/exp"\n'
-        f'file = "{SAMPLE / "exports" / "sample_export_result.json"}"\n\n'
+        f'file = "{CRAWL_SAMPLE / "exports" / "sample_export_result.json"}"\n\n'
         f'[[source]]\nname = "xs"\nkind = "manual"\nurl = "https://x.com/xs"\n'
-        f'file = "{SAMPLE / "exports" / "sample_x_posts.csv"}"\n'
+        f'file = "{CRAWL_SAMPLE / "exports" / "sample_x_posts.csv"}"\n'
         f'\n[[source]]\nname = "ig"\nkind = "manual"\nurl = "https://www.instagram.com/ig"\n',
         encoding="utf-8",
     )
@@ -332,46 +329,11 @@ def test_the_default_sources_are_the_papers_appendix_a() -> None:
 # --- nothing personal under the outputs folder -----------------------------------------------------------------
 
 
-def _planted_personal_data() -> list[str]:
-    """Every planted item of the sample, as written and as the normaliser writes it."""
-    items: list[str] = []
-    data = json.loads((SAMPLE / "posts.json").read_text(encoding="utf-8"))
-    for channel in data["channels"]:
-        for post in channel["posts"]:
-            items += post.get("planted_personal_data", [])
-    export = json.loads((SAMPLE / "exports" / "sample_export_result.json").read_text(encoding="utf-8"))
-    for message in export["messages"]:
-        items += message.get("planted_personal_data", [])
-    items += ["fake_x_user", "example.com/x"]
-    return sorted({form for item in items for form in (item, normalize_fa(item))})
-
-
-def _texts_under(folder: Path) -> list[tuple[Path, str]]:
-    """Every file's content as text: parquet tables read, Prefect's base64 results and gzip decoded."""
-    out = []
-    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
-        data = path.read_bytes()
-        if path.suffix == ".parquet":
-            out.append((path, pq.read_table(path).to_pandas().to_json(force_ascii=False)))
-            continue
-        if data[:2] == b"\x1f\x8b":
-            data = gzip.decompress(data)
-        text = data.decode("utf-8", errors="replace")
-        try:
-            payload = json.loads(text)
-            if isinstance(payload, dict) and isinstance(payload.get("result"), str):
-                text += base64.b64decode(payload["result"]).decode("utf-8", errors="replace")
-        except (json.JSONDecodeError, ValueError):
-            pass
-        out.append((path, text))
-    return out
-
-
 def _sample_crawl_config(tmp_path: Path) -> Path:
     config = tmp_path / "crawl.toml"
+    sources, pages = CRAWL_SAMPLE / "sources.toml", CRAWL_SAMPLE / "pages"
     config.write_text(
-        f'[crawl]\nsources = "{SAMPLE / "sources.toml"}"\nrecorded_pages = "{SAMPLE / "pages"}"\nmin_interval = 0.0\n',
-        encoding="utf-8",
+        f'[crawl]\nsources = "{sources}"\nrecorded_pages = "{pages}"\nmin_interval = 0.0\n', encoding="utf-8"
     )
     return config
 
@@ -388,17 +350,9 @@ def test_pbbq_crawl_leaves_no_planted_personal_data_anywhere_under_the_outputs(
     assert "0 new posts, 35 seen, 59 stored" in printed
     report = json.loads((outputs / "one" / "01_crawl" / "report.json").read_text())
     assert report["fetch"]["scrubbed"] == {"account": 2, "email": 2, "handle": 3, "name": 4, "phone": 6, "url": 6}
-    texts = _texts_under(outputs)
+    texts = texts_under(outputs)
     assert {path.name for path, _ in texts} >= {"posts.parquet", "cursor.json", "review.csv", "report.json"}
-    planted = _planted_personal_data()
-    digits_only = [item for item in planted if any(c.isdigit() for c in item)]
-    leaks = [
-        (path.relative_to(outputs).as_posix(), item)
-        for path, text in texts
-        for item in planted
-        if item in text or (item in digits_only and item.replace(" ", "").replace("-", "") in text.replace(" ", ""))
-    ]
-    assert leaks == []
+    assert planted_leaks(outputs, texts) == []
     posts = pd.read_parquet(outputs / "one" / "01_crawl" / "posts.parquet").set_index("post_key")
     assert posts.at["sample_jokes_a/3", "text"] == "برای سفارش با [PHONE] تماس بگیرید و سلام ما را برسانید."
     assert posts.at["sample_forwards_b/3", "forwarded_from"] == "[NAME]"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from tests.test_crawl import _planted_personal_data, _texts_under
+from tests.helpers import planted_leaks, texts_under
 
 
 def test_the_sample_build_crawls_first_and_its_funnel_starts_at_the_crawled_posts(
@@ -40,14 +40,6 @@ def test_the_sample_build_crawls_first_and_its_funnel_starts_at_the_crawled_post
 
 def test_the_sample_build_leaves_no_planted_personal_data_under_its_outputs(two_builds: tuple[Path, Path]) -> None:
     outputs = two_builds[0].parent
-    texts = _texts_under(outputs)
+    texts = texts_under(outputs)
     assert any("[PHONE]" in text for path, text in texts if ".cache" in path.parts)  # the cached results are read
-    planted = _planted_personal_data()
-    leaks = [
-        (path.relative_to(outputs).as_posix(), item)
-        for path, text in texts
-        for item in planted
-        if item in text
-        or (any(c.isdigit() for c in item) and item.replace(" ", "").replace("-", "") in text.replace(" ", ""))
-    ]
-    assert leaks == []
+    assert planted_leaks(outputs, texts) == []

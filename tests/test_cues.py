@@ -2,19 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from pbbq.tasks.cues import NONE, age_bands_differ, entity_age_band, entity_gender, explicit_age, genders_differ
 
-
-@pytest.fixture(autouse=True)
-def _fresh_cue_caches() -> Iterator[None]:
-    """entity_gender and entity_age_band are cached: clear them so each test reads the cue table afresh (mutation
-    testing runs each mutant in a process whose caches an earlier test run already filled)."""
-    entity_gender.cache_clear()
-    entity_age_band.cache_clear()
-    yield
+pytestmark = pytest.mark.usefixtures("fresh_cue_caches")
 
 
 @pytest.mark.parametrize(

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from pbbq.flows.server import stop
 from pbbq.tasks.artifacts import REPO_ROOT
 
 pytestmark = pytest.mark.deployment
@@ -48,15 +49,6 @@ def _wait_for(url: str, seconds: float, process: subprocess.Popen) -> str:
     raise TimeoutError(url)
 
 
-def _stop(process: subprocess.Popen) -> None:
-    process.terminate()
-    try:
-        process.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
-
-
 @pytest.fixture
 def environment(tmp_path: Path) -> Iterator[dict[str, str]]:
     port = _free_port()
@@ -81,7 +73,7 @@ def environment(tmp_path: Path) -> Iterator[dict[str, str]]:
         _wait_for(f"{env['PREFECT_API_URL']}/health", 120, server)
         yield env
     finally:
-        _stop(server)
+        stop(server, timeout=30)
 
 
 def test_deployment_run_builds_the_sample(environment: dict[str, str], tmp_path: Path) -> None:
@@ -106,7 +98,7 @@ def test_deployment_run_builds_the_sample(environment: dict[str, str], tmp_path:
         )
         assert run.returncode == 0, run.stdout + run.stderr + (tmp_path / "serve.log").read_text()
     finally:
-        _stop(serve)
+        stop(serve, timeout=30)
     manifests = list((tmp_path / "outputs").glob("*/manifest.json"))
     assert len(manifests) == 1
     manifest = json.loads(manifests[0].read_text(encoding="utf-8"))

@@ -7,22 +7,22 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
-import pbbq.tasks.diversity
+import pbbq.tasks.diversity_homogenization
 import pytest
 from pbbq.tasks.diversity import DiversityParams, diversity, diversity_table, template_diversity_table
 from pbbq.tasks.schemas import to_arrow
 
-from tests.test_diversity import _examples, _templates
+from tests.diversity_support import make_examples, make_templates
 
 METRICS = ("ngd", "ttr", "self_bleu", "homogenization")
 
 
 def test_without_a_model_both_tables_and_their_files() -> None:
-    examples, templates = _examples(), _templates()
+    examples, templates = make_examples(), make_templates()
     output = diversity(examples, templates, DiversityParams())
     table, instances = output["table2"], output["table2_instances"]
-    pd.testing.assert_frame_equal(table, template_diversity_table(templates, homogenization_model=None))
-    pd.testing.assert_frame_equal(instances, diversity_table(examples, homogenization_model=None))
+    pd.testing.assert_frame_equal(table, template_diversity_table(templates))
+    pd.testing.assert_frame_equal(instances, diversity_table(examples))
     assert table["category"].tolist() == ["Age", "Gender", "Religion", "Average", "Overall"]
     assert set(instances["config"]) == {"fa", "fa-names", "en"}
     for name, frame in output.tables.items():
@@ -61,16 +61,16 @@ def test_with_a_local_model_each_model_is_loaded_once(monkeypatch: pytest.Monkey
         pytest.importorskip(module)
     from benchmarks.homogenization import build_tiny_bert
 
-    examples, templates = _examples(), _templates()
+    examples, templates = make_examples(), make_templates()
     model = str(build_tiny_bert([*examples["context"], *templates["ambiguous_fa"], "فلانی"], tmp_path / "tiny"))
     loads: list[str] = []
-    load = pbbq.tasks.diversity._load_bertscore_model
+    load = pbbq.tasks.diversity_homogenization._load_bertscore_model
 
     def counted(path: str, *args: object) -> object:
         loads.append(path)
         return load(path, *args)
 
-    monkeypatch.setattr(pbbq.tasks.diversity, "_load_bertscore_model", counted)
+    monkeypatch.setattr(pbbq.tasks.diversity_homogenization, "_load_bertscore_model", counted)
     params = DiversityParams(homogenization_model=model, homogenization_num_layers=2, homogenization_max_pairs=4)
     output = diversity(examples, templates, params)
     assert loads == [model]  # the Persian model, once for both tables; no English model configured

@@ -27,8 +27,7 @@ from pbbq.tasks.metrics import (
     uncertainty,
 )
 
-from tests.bbq_records import SURVEY, make_records
-from tests.test_bbq_format import as_dataset
+from tests.bbq_records import SURVEY, as_dataset, make_records
 
 S, N, U = "stereotyped", "non-stereotyped", "unknown"
 LN3 = math.log(3)

@@ -47,6 +47,7 @@ from pbbq.tasks.inputs import (
     DEMOGRAPHIC_COLUMNS,
     OVERRIDE_COLUMNS,
     PLACEHOLDER,
+    QUESTIONNAIRE_COLUMNS,
     RELEVANCE_SCALE,
     SOURCES,
     TARGET_LABELS,
@@ -317,17 +318,6 @@ def _list_of_filled(cell: Any) -> bool:
     return isinstance(cell, list) and all(isinstance(item, str) and item for item in cell)
 
 
-QUESTIONNAIRE_COLUMNS = [
-    "stereotype_id",
-    "category",
-    "statement_fa",
-    "statement_en",
-    "target_group",
-    "non_target_groups",
-    "source",
-]
-
-
 def valid_questionnaire(table: pd.DataFrame) -> None:
     assert list(table.columns) == QUESTIONNAIRE_COLUMNS
     _filled(table, ["stereotype_id", "category", "statement_fa", "target_group"])
@@ -419,73 +409,6 @@ GLOSSARY = _rows("annotations/glossary.csv")
 NAMES = _rows("annotations/names/names_fa.csv")
 
 
-@fuzz(80)
-@given(data=mutated_csv(QUESTIONNAIRE))
-@example(  # a statement of a right-to-left mark alone was accepted, and normalised to ''
-    data=(
-        b"stereotype_id,category,statement_fa,statement_en,target_group,non_target_groups,source\n"
-        b"AGE-01,Age,\xe2\x80\x8f,x,g,h,expert\n"
-    )
-)
-def test_questionnaire(sample: Sample, data: bytes) -> None:
-    loads_or_refuses(sample.fuzzed("survey/questionnaire.csv"), data, load_questionnaire, valid_questionnaire)
-
-
-@fuzz(50)
-@given(data=mutated_csv(RESPONSES))
-def test_responses(sample: Sample, data: bytes) -> None:
-    ids = sample.stereotype_ids
-    path = sample.fuzzed("survey/responses.csv")
-    loads_or_refuses(path, data, lambda p: load_responses(p, ids), valid_responses(ids))
-
-
-@fuzz(80)
-@given(data=mutated_csv(TEMPLATES))
-def test_templates(sample: Sample, data: bytes) -> None:
-    ids = sample.stereotype_ids
-    path = sample.fuzzed("annotations/templates.csv")
-    loads_or_refuses(path, data, lambda p: load_templates(p, ids), valid_templates(ids))
-
-
-@fuzz(50)
-@given(data=mutated_csv(RATINGS))
-def test_ratings(sample: Sample, data: bytes) -> None:
-    ids = list(sample.templates["template_id"])
-    path = sample.fuzzed("annotations/ratings.csv")
-    loads_or_refuses(path, data, lambda p: load_ratings(p, ids), valid_ratings(ids))
-
-
-@fuzz(80)
-@given(data=mutated_csv(UNKNOWN_PHRASES))
-def test_unknown_phrases(sample: Sample, data: bytes) -> None:
-    path = sample.fuzzed("annotations/unknown_phrases.csv")
-    loads_or_refuses(path, data, load_unknown_phrases, valid_unknown_phrases)
-
-
-@fuzz(80)
-@given(data=mutated_csv(OVERRIDES))
-@example(data=b"template_id,assignment,text,text\r\x0b,biased,x\n")  # was a csv.Error
-@example(data=b"template_id,assignment,text\nETH-02-T2,biased,{stereo} {nonstereo},extra\n")  # was int('ETH-02-T2')
-def test_disambiguation_overrides(sample: Sample, data: bytes) -> None:
-    templates = sample.templates
-    path = sample.fuzzed("annotations/disambiguation_overrides.csv")
-    loads_or_refuses(path, data, lambda p: load_overrides(p, templates), valid_overrides(templates))
-
-
-@fuzz(80)
-@given(data=mutated_csv(GLOSSARY))
-def test_glossary(sample: Sample, data: bytes) -> None:
-    loads_or_refuses(sample.fuzzed("annotations/glossary.csv"), data, load_glossary, valid_glossary)
-
-
-@fuzz(40)
-@given(data=mutated_csv(NAMES), with_templates=st.booleans())
-def test_name_table(sample: Sample, data: bytes, with_templates: bool) -> None:
-    templates = sample.templates if with_templates else None
-    path = sample.fuzzed("annotations/names/names_fa.csv")
-    loads_or_refuses(path, data, lambda p: load_name_table(p, templates), valid_names)
-
-
 CSV_LOADERS: dict[str, tuple[str, Callable[[Sample], Callable[[Path], pd.DataFrame]]]] = {
     "questionnaire": ("survey/questionnaire.csv", lambda s: load_questionnaire),
     "responses": ("survey/responses.csv", lambda s: lambda p: load_responses(p, s.stereotype_ids)),
@@ -496,6 +419,60 @@ CSV_LOADERS: dict[str, tuple[str, Callable[[Sample], Callable[[Path], pd.DataFra
     "glossary": ("annotations/glossary.csv", lambda s: load_glossary),
     "names": ("annotations/names/names_fa.csv", lambda s: load_name_table),
 }
+"""Each CSV loader: its file in the sample, and the loader as a function of the path (given the sample's tables)."""
+
+
+def csv_loader_test(
+    loader: str,
+    rows: list[list[str]],
+    examples: int,
+    valid: Callable[[Sample], Callable[[pd.DataFrame], None]],
+    *found: bytes,
+) -> Callable[..., None]:
+    """The test of one of ``CSV_LOADERS``: ``examples`` edits of its sample file (``rows``) and every input in
+    ``found`` (each once broke the loader) give a table that ``valid(sample)`` accepts, or one clear error."""
+
+    @fuzz(examples)
+    @given(data=mutated_csv(rows))
+    def test(sample: Sample, data: bytes) -> None:
+        relative, make = CSV_LOADERS[loader]
+        loads_or_refuses(sample.fuzzed(relative), data, make(sample), valid(sample))
+
+    for data in found:
+        test = example(data=data)(test)
+    return test
+
+
+test_questionnaire = csv_loader_test(
+    "questionnaire",
+    QUESTIONNAIRE,
+    80,
+    lambda s: valid_questionnaire,
+    # a statement of a right-to-left mark alone was accepted, and normalised to ''
+    b"stereotype_id,category,statement_fa,statement_en,target_group,non_target_groups,source\n"
+    b"AGE-01,Age,\xe2\x80\x8f,x,g,h,expert\n",
+)
+test_responses = csv_loader_test("responses", RESPONSES, 50, lambda s: valid_responses(s.stereotype_ids))
+test_templates = csv_loader_test("templates", TEMPLATES, 80, lambda s: valid_templates(s.stereotype_ids))
+test_ratings = csv_loader_test("ratings", RATINGS, 50, lambda s: valid_ratings(list(s.templates["template_id"])))
+test_unknown_phrases = csv_loader_test("unknown_phrases", UNKNOWN_PHRASES, 80, lambda s: valid_unknown_phrases)
+test_disambiguation_overrides = csv_loader_test(
+    "overrides",
+    OVERRIDES,
+    80,
+    lambda s: valid_overrides(s.templates),
+    b"template_id,assignment,text,text\r\x0b,biased,x\n",  # was a csv.Error
+    b"template_id,assignment,text\nETH-02-T2,biased,{stereo} {nonstereo},extra\n",  # was int('ETH-02-T2')
+)
+test_glossary = csv_loader_test("glossary", GLOSSARY, 80, lambda s: valid_glossary)
+
+
+@fuzz(40)
+@given(data=mutated_csv(NAMES), with_templates=st.booleans())
+def test_name_table(sample: Sample, data: bytes, with_templates: bool) -> None:
+    templates = sample.templates if with_templates else None
+    path = sample.fuzzed("annotations/names/names_fa.csv")
+    loads_or_refuses(path, data, lambda p: load_name_table(p, templates), valid_names)
 
 
 @pytest.mark.parametrize("loader", CSV_LOADERS)

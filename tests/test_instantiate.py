@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import pytest
-from pbbq.tasks.cues import entity_age_band, entity_gender
 from pbbq.tasks.inputs import swap_roles
 from pbbq.tasks.instantiate import (
     DROPPED_PAIR,
@@ -22,45 +20,13 @@ from pbbq.tasks.instantiate import (
     pair_confound,
 )
 from pbbq.tasks.schemas import EXAMPLE, OPTIONS, TEMPLATE_DISAMBIGUATED, to_arrow
+from pbbq.tasks.soundness import CELL_ROLE
 
+from tests.bbq_records import CELLS
+from tests.templates import EARLY, LATE, STEREOTYPES, template_row
+
+pytestmark = pytest.mark.usefixtures("fresh_cue_caches")
 PHRASES = ("نمی‌توان گفت", "مشخص نیست", "اطلاعات کافی نیست")
-LATE, EARLY = "دیر آمد", "زود آمد"
-STEREOTYPES = pd.DataFrame(
-    {
-        "stereotype_id": ["S1", "S2"],
-        "target_group": ["سالمندان", "مردم شهر الف"],
-        "non_target_groups": [["جوانان", "میان‌سالان"], ["مردم شهر ب"]],
-        "source": ["expert", "crawl"],
-    }
-)
-
-
-@pytest.fixture(autouse=True)
-def _fresh_cue_caches() -> Iterator[None]:
-    """entity_gender and entity_age_band are cached: clear them so each test reads the cue table afresh (mutation
-    testing runs each mutant in a process whose caches an earlier test run already filled)."""
-    entity_gender.cache_clear()
-    entity_age_band.cache_clear()
-    yield
-
-
-def _template(template_id: str, **overrides: object) -> dict:
-    template = {
-        "template_id": template_id,
-        "stereotype_id": "S1",
-        "category": "Age",
-        "ambiguous_fa": "یک {stereo} و یک {nonstereo} در {lex} بودند.",
-        "disambiguated_fa": f"{{stereo}} {LATE} و {{nonstereo}} {EARLY}.",
-        "disambiguated_counter_biased_fa": f"{{nonstereo}} {LATE} و {{stereo}} {EARLY}.",
-        "mirror_exception": "",
-        "question_negative_fa": "چه کسی دیر آمد؟",
-        "question_nonnegative_fa": "چه کسی زود آمد؟",
-        "stereo_entities": ["مرد پیر", "پیرمرد"],
-        "nonstereo_entities": ["مرد جوان"],
-        "lexical_variants": ["پارک", "بازار"],
-        "allowed_pairs": [],
-    }
-    return template | overrides
 
 
 def _run(*templates: dict, seed: int = 42) -> dict:
@@ -71,20 +37,8 @@ def _run(*templates: dict, seed: int = 42) -> dict:
 def examples() -> pd.DataFrame:
     """Function-scoped on purpose: mutmut ties a function to the tests that call it, and a module-scoped fixture
     calls it in the first test only, so every later test would be skipped for the function's mutants."""
-    t2 = _template("T2", lexical_variants=[], ambiguous_fa="{nonstereo} کنار {stereo} نشست.")
-    return _run(_template("T1"), t2)["examples"]
-
-
-# The role of the correct answer in each (condition, assignment, polarity) cell, written out by hand from
-# PBBQ §3.3.1–§3.3.2: never computed with the code under test.
-EXPECTED_ROLE = {
-    ("ambig", "none", "neg"): "unknown",
-    ("ambig", "none", "nonneg"): "unknown",
-    ("disambig", "biased", "neg"): "stereotyped",
-    ("disambig", "biased", "nonneg"): "non-stereotyped",
-    ("disambig", "counter_biased", "neg"): "non-stereotyped",
-    ("disambig", "counter_biased", "nonneg"): "stereotyped",
-}
+    t2 = template_row("T2", lexical_variants=[], ambiguous_fa="{nonstereo} کنار {stereo} نشست.")
+    return _run(template_row("T1"), t2)["examples"]
 
 
 def _options(row: object) -> list[str]:
@@ -105,10 +59,12 @@ def test_the_label_follows_from_the_text(examples: pd.DataFrame) -> None:
 
 
 def test_every_cell_has_the_hand_written_role(examples: pd.DataFrame) -> None:
+    """The role of each cell's answer as the soundness check's table writes it out from PBBQ §3.3.1–§3.3.2
+    (``CELL_ROLE``), never computed with instantiation's own ``answer_role``."""
     cells = examples.groupby(["context_condition", "assignment", "question_polarity"])
-    assert set(cells.groups) == set(EXPECTED_ROLE)
+    assert set(cells.groups) == set(CELL_ROLE)
     for row in examples.itertuples():
-        expected = EXPECTED_ROLE[(row.context_condition, row.assignment, row.question_polarity)]
+        expected = CELL_ROLE[(row.context_condition, row.assignment, row.question_polarity)]
         assert row.answer_roles[f"ans{row.label}"] == expected
         entity = {"stereotyped": row.stereo_entity, "non-stereotyped": row.nonstereo_entity}.get(expected)
         if entity is not None:
@@ -165,7 +121,7 @@ def test_bbq_record_fields(examples: pd.DataFrame) -> None:
 
 def test_positions_are_balanced_and_all_six_permutations_are_used() -> None:
     professions = ["نجار", "نقاش", "خیاط", "آشپز", "راننده", "معلم", "کشاورز", "عکاس", "قصاب", "نانوا", "بنا", "منشی"]
-    template = _template(
+    template = template_row(
         "BIG", category="Profession", stereo_entities=professions[:6], nonstereo_entities=professions[6:]
     )
     rows = _run(template)["examples"]
@@ -190,9 +146,9 @@ def test_one_seed_42_example_is_pinned(examples: pd.DataFrame) -> None:
 
 
 def test_the_seed_changes_the_option_order_and_a_template_does_not_depend_on_others(examples: pd.DataFrame) -> None:
-    alone = _run(_template("T1"))["examples"]
+    alone = _run(template_row("T1"))["examples"]
     pd.testing.assert_frame_equal(examples.query("template_id == 'T1'").reset_index(drop=True), alone)
-    other = _run(_template("T1"), seed=7)["examples"]
+    other = _run(template_row("T1"), seed=7)["examples"]
     assert list(other["example_id"]) == list(alone["example_id"])
     assert not other[list(OPTIONS)].equals(alone[list(OPTIONS)])
 
@@ -225,8 +181,8 @@ def test_confounded_pairs_are_dropped_with_their_reason_unless_allowed() -> None
         "nonstereo_entities": ["مرد فارس", "زن فارس"],
     }
     output = _run(
-        _template("E1", **ethnic),
-        _template(
+        template_row("E1", **ethnic),
+        template_row(
             "E2",
             **ethnic,
             ambiguous_fa="{stereo} و {nonstereo} در {lex} بودند.",
@@ -271,7 +227,7 @@ def test_confounded_pairs_are_dropped_with_their_reason_unless_allowed() -> None
 
 
 def test_an_unfilled_placeholder_is_dropped_by_the_build_check() -> None:
-    output = _run(_template("T1", disambiguated_fa="{stereo} {other} آمد و {nonstereo} رفت."))
+    output = _run(template_row("T1", disambiguated_fa="{stereo} {other} آمد و {nonstereo} رفت."))
     dropped = output["dropped_examples"]
     assert len(dropped) == 2 * 2 * 2 * 2 and set(dropped["reason"]) == {"unfilled_placeholder"}
     assert output["examples"]["context"].str.contains("{", regex=False).sum() == 0
@@ -279,7 +235,7 @@ def test_an_unfilled_placeholder_is_dropped_by_the_build_check() -> None:
 
 
 def test_templates_without_a_disambiguated_context_are_dropped_with_reason() -> None:
-    output = _run(_template("T1", disambiguated_fa="", disambiguated_counter_biased_fa=""))
+    output = _run(template_row("T1", disambiguated_fa="", disambiguated_counter_biased_fa=""))
     assert output["examples"].empty
     assert output["dropped_templates"]["reason"].tolist() == ["no_disambiguated_context"]
     assert output.report["counts"]["templates_instantiated"] == 0
@@ -305,14 +261,6 @@ ROLE_ORDERS = [
     ("unknown", "stereotyped", "non-stereotyped"),
     ("unknown", "non-stereotyped", "stereotyped"),
 ]
-CELL_ORDER = [
-    ("ambig", "none", "neg"),
-    ("ambig", "none", "nonneg"),
-    ("disambig", "biased", "neg"),
-    ("disambig", "biased", "nonneg"),
-    ("disambig", "counter_biased", "neg"),
-    ("disambig", "counter_biased", "nonneg"),
-]
 
 
 def _roles(row: Any) -> tuple[str, ...]:
@@ -327,8 +275,8 @@ def test_option_order_is_a_seeded_cycle_per_cell_from_the_templates_own_stream(e
     for template_id, rows in examples.groupby("template_id", sort=False):
         digest = int(hashlib.sha256(str(template_id).encode()).hexdigest()[:8], 16)
         rng = np.random.default_rng([42, digest])
-        cycles = {cell: (rng.permutation(6), int(rng.integers(6))) for cell in CELL_ORDER}
-        seen = dict.fromkeys(CELL_ORDER, 0)
+        cycles = {cell: (rng.permutation(6), int(rng.integers(6))) for cell in CELLS}
+        seen = dict.fromkeys(CELLS, 0)
         for row in rows.itertuples():
             cell = (row.context_condition, row.assignment, row.question_polarity)
             cycle, start = cycles[cell]
@@ -339,7 +287,7 @@ def test_option_order_is_a_seeded_cycle_per_cell_from_the_templates_own_stream(e
 
 
 def test_entity_order_is_who_is_mentioned_first_when_one_is_mentioned_twice() -> None:
-    template = _template(
+    template = template_row(
         "R1",
         ambiguous_fa="{nonstereo} به {stereo} گفت که {nonstereo} در {lex} است.",
         stereo_entities=["مرد پیر"],
@@ -355,7 +303,7 @@ def test_entity_order_is_who_is_mentioned_first_when_one_is_mentioned_twice() ->
 
 @pytest.mark.parametrize("missing", ["disambiguated_fa", "disambiguated_counter_biased_fa"])
 def test_a_template_missing_either_continuation_is_dropped(missing: str) -> None:
-    output = _run(_template("T1", **{missing: ""}), _template("T2"))
+    output = _run(template_row("T1", **{missing: ""}), template_row("T2"))
     assert set(output["examples"]["template_id"]) == {"T2"}
     dropped = output["dropped_templates"]
     assert dropped[["template_id", "reason"]].values.tolist() == [["T1", "no_disambiguated_context"]]
@@ -367,8 +315,8 @@ def test_a_template_missing_either_continuation_is_dropped(missing: str) -> None
 def test_the_report_counts_and_lists_every_drop() -> None:
     ethnic = {"stereotype_id": "S2", "category": "Ethnicity", "lexical_variants": []}
     output = _run(
-        _template("A1", disambiguated_counter_biased_fa=""),
-        _template(
+        template_row("A1", disambiguated_counter_biased_fa=""),
+        template_row(
             "E1",
             **ethnic,
             ambiguous_fa="{stereo} و {nonstereo} آنجا بودند.",
@@ -376,7 +324,7 @@ def test_the_report_counts_and_lists_every_drop() -> None:
             nonstereo_entities=["مرد فارس"],
             allowed_pairs=["زن لر|مرد فارس|the only pair of the story"],
         ),
-        _template(
+        template_row(
             "E2",
             **ethnic,
             ambiguous_fa="{stereo} و {nonstereo} اینجا بودند.",
@@ -413,7 +361,7 @@ def test_the_report_counts_and_lists_every_drop() -> None:
 
 
 def test_a_dropped_pair_row_holds_the_cues_that_decided_it() -> None:
-    template = _template(
+    template = template_row(
         "E1",
         stereotype_id="S2",
         category="Ethnicity",
@@ -440,7 +388,7 @@ def test_an_exact_duplicate_is_dropped_and_the_first_kept() -> None:
     """With no {lex} in the texts, four lexical variants give one text per order of mention four times over. In a
     cell the i-th example is the pair × variant × order product's i-th (a0 a1 b0 b1 c0 c1 d0 d1) and the option
     order repeats every six, so with one 'unknown' phrase d0 and d1 repeat a0 and a1 exactly: 2 × 6 cells."""
-    template = _template(
+    template = template_row(
         "D1",
         ambiguous_fa="یک {stereo} و یک {nonstereo} آنجا بودند.",
         stereo_entities=["مرد پیر"],
@@ -484,5 +432,5 @@ def test_each_example_carries_its_templates_fields_and_its_cell(examples: pd.Dat
 
 
 def test_the_templates_llm_request_ids_are_carried_to_each_example() -> None:
-    rows = _run(_template("T1", llm_request_ids=["req-1", "req-2"]))["examples"]
+    rows = _run(template_row("T1", llm_request_ids=["req-1", "req-2"]))["examples"]
     assert len(rows) == 48 and all(list(ids) == ["req-1", "req-2"] for ids in rows["llm_request_ids"])

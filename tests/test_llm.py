@@ -6,7 +6,7 @@ import itertools
 import json
 import logging
 import traceback
-from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +14,7 @@ import anthropic
 import openai
 import pytest
 from pbbq.tasks.llm import (
+    PROVIDERS,
     LLMClient,
     LLMConfig,
     LLMError,
@@ -21,42 +22,20 @@ from pbbq.tasks.llm import (
     ReplayMissError,
     ResponseStore,
     open_store,
-    prompt_file_hash,
     request_key,
 )
+from pbbq.tasks.prompts import PromptBundle
 
 from tests.fakes.llm_servers import FakeLLMServer
+from tests.helpers import FAKE_API_KEY, llm_config
 
-KEY = "sk-test-SECRET-123456"
+pytestmark = pytest.mark.usefixtures("llm_api_keys")
 PROMPT_HASH = "a" * 64
-PROVIDERS = ["openai", "anthropic"]
-
-
-@pytest.fixture
-def server() -> Iterator[FakeLLMServer]:
-    with FakeLLMServer() as fake:
-        yield fake
-
-
-@pytest.fixture(autouse=True)
-def api_keys(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("OPENAI_API_KEY", KEY)
-    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
 
 
 def config_for(server: FakeLLMServer, tmp_path: Path, provider: str = "openai", **overrides: Any) -> LLMConfig:
-    base_url = server.openai_base_url if provider == "openai" else server.anthropic_base_url
-    values: dict[str, Any] = {
-        "provider": provider,
-        "model": "fake-model",
-        "base_url": base_url,
-        "mode": "auto",
-        "store_path": tmp_path / "store.sqlite",
-        "max_retries": 3,
-        "timeout": 5.0,
-    }
-    values.update(overrides)
-    return LLMConfig(**values)
+    settings = {"max_retries": 3, "timeout": 5.0}
+    return llm_config(server, tmp_path / "store.sqlite", provider, **settings | overrides)
 
 
 def client_for(server: FakeLLMServer, tmp_path: Path, provider: str = "openai", **overrides: Any) -> LLMClient:
@@ -108,10 +87,10 @@ def test_sdk_alone_does_not_retry_a_malformed_200(server: FakeLLMServer, provide
     server.plan("malformed")
     with pytest.raises(json.JSONDecodeError):
         if provider == "openai":
-            sdk = openai.OpenAI(api_key=KEY, base_url=server.openai_base_url, max_retries=3)
+            sdk = openai.OpenAI(api_key=FAKE_API_KEY, base_url=server.openai_base_url, max_retries=3)
             sdk.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}], max_tokens=5)
         else:
-            sdk_a = anthropic.Anthropic(api_key=KEY, base_url=server.anthropic_base_url, max_retries=3)
+            sdk_a = anthropic.Anthropic(api_key=FAKE_API_KEY, base_url=server.anthropic_base_url, max_retries=3)
             sdk_a.messages.create(model="m", messages=[{"role": "user", "content": "hi"}], max_tokens=5)
     assert server.requests_total == 1
 
@@ -182,17 +161,21 @@ def test_order_is_preserved_and_duplicates_are_called_once(server: FakeLLMServer
     assert server.requests_total == 3
 
 
+@dataclass(frozen=True)
+class OnePrompt(PromptBundle):
+    """A stage's prompt bundle of one file, hashed as every stage hashes its bundle (tasks/prompts.py)."""
+
+    text: str
+
+
 def test_changed_prompt_file_invalidates_exactly_its_requests(server: FakeLLMServer, tmp_path: Path) -> None:
     prompt_a, prompt_b = tmp_path / "a.txt", tmp_path / "b.txt"
     prompt_a.write_text("Continue the story, version 1.", encoding="utf-8")
     prompt_b.write_text("Translate the example.", encoding="utf-8")
 
     def batch() -> list[LLMRequest]:
-        return [
-            req(1, prompt_hash=prompt_file_hash(prompt_a)),
-            req(2, prompt_hash=prompt_file_hash(prompt_b)),
-            req(3, prompt_hash=prompt_file_hash(prompt_b)),
-        ]
+        hash_a, hash_b = OnePrompt.read((prompt_a,)).sha256, OnePrompt.read((prompt_b,)).sha256
+        return [req(1, prompt_hash=hash_a), req(2, prompt_hash=hash_b), req(3, prompt_hash=hash_b)]
 
     client = client_for(server, tmp_path)
     client.complete_many(batch())
@@ -356,7 +339,7 @@ def test_api_key_never_leaks(
     transcript = tmp_path / "t.jsonl"
     client.store.export_jsonl(transcript, {"note": "test"})
     # The key did travel: the fake saw it on every request.
-    assert all(KEY in json.dumps(headers) for headers in server.headers)
+    assert all(FAKE_API_KEY in json.dumps(headers) for headers in server.headers)
 
     server.expected_key = "sk-the-right-one"
     with pytest.raises(LLMError) as info:
@@ -366,12 +349,12 @@ def test_api_key_never_leaks(
     text = str(error) + repr(error) + "".join(traceback.format_exception(error))
     assert "401" in text
     assert "[REDACTED]" in text  # the fake echoed the key; it was scrubbed, not absent
-    assert KEY not in text
+    assert FAKE_API_KEY not in text
 
     for path in tmp_path.iterdir():  # the SQLite file, its WAL and the transcript
-        assert KEY.encode() not in path.read_bytes(), path.name
-    assert KEY not in caplog.text
-    assert KEY not in repr(client.config)
+        assert FAKE_API_KEY.encode() not in path.read_bytes(), path.name
+    assert FAKE_API_KEY not in caplog.text
+    assert FAKE_API_KEY not in repr(client.config)
 
 
 def test_missing_api_key_names_the_env_var(
@@ -447,7 +430,7 @@ def test_config_from_mapping_with_env_overrides() -> None:
 @pytest.mark.parametrize(
     ("section", "message"),
     [
-        ({"provider": "openai", "model": "m", "api_key": KEY}, "llm.api_key is not allowed"),
+        ({"provider": "openai", "model": "m", "api_key": FAKE_API_KEY}, "llm.api_key is not allowed"),
         ({"provider": "openai", "model": "m", "temprature": 0}, r"unknown llm config keys \['temprature'\]"),
         ({"provider": "azure", "model": "m"}, "llm.provider must be one of"),
         ({"provider": "openai", "model": "m", "mode": "record"}, "llm.mode must be one of"),
@@ -459,7 +442,7 @@ def test_config_from_mapping_with_env_overrides() -> None:
 def test_bad_config_is_refused_clearly(section: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=message) as info:
         LLMConfig.from_mapping(section, env={})
-    assert KEY not in str(info.value)
+    assert FAKE_API_KEY not in str(info.value)
 
 
 def test_request_refuses_a_system_role_message() -> None:

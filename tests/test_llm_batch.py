@@ -10,7 +10,6 @@ import dataclasses
 import json
 import logging
 import traceback
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +17,7 @@ import pytest
 from pbbq.tasks import llm_batch
 from pbbq.tasks.llm import (
     BATCH_DISCOUNT,
+    PROVIDERS,
     LLMClient,
     LLMConfig,
     LLMError,
@@ -28,40 +28,17 @@ from pbbq.tasks.llm import (
 from pbbq.tasks.llm_batch import BATCH_LIMITS, BatchLimits
 
 from tests.fakes.llm_servers import FakeLLMServer
+from tests.helpers import FAKE_API_KEY, llm_config
 
-KEY = "sk-test-SECRET-batch-424242"
+pytestmark = pytest.mark.usefixtures("llm_api_keys")
 PROMPT_HASH = "b" * 64
-PROVIDERS = ["openai", "anthropic"]
 CHAT_PATH = {"openai": "/v1/chat/completions", "anthropic": "/v1/messages"}
 FAST = {"batch_poll_interval": 0.005, "batch_poll_max_interval": 0.02, "batch_max_wait": 5.0}
 
 
-@pytest.fixture
-def server() -> Iterator[FakeLLMServer]:
-    with FakeLLMServer() as fake:
-        yield fake
-
-
-@pytest.fixture(autouse=True)
-def api_keys(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("OPENAI_API_KEY", KEY)
-    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
-
-
 def config_for(server: FakeLLMServer, store: Path, provider: str, **overrides: Any) -> LLMConfig:
-    values: dict[str, Any] = {
-        "provider": provider,
-        "model": "fake-model",
-        "base_url": server.openai_base_url if provider == "openai" else server.anthropic_base_url,
-        "mode": "batch",
-        "store_path": store,
-        "max_retries": 2,
-        "timeout": 5.0,
-        "prices": {"fake-model": (2.0, 10.0)},
-        **FAST,
-    }
-    values.update(overrides)
-    return LLMConfig(**values)
+    settings = {"mode": "batch", "max_retries": 2, "timeout": 5.0, "prices": {"fake-model": (2.0, 10.0)}, **FAST}
+    return llm_config(server, store, provider, **settings | overrides)
 
 
 def client_for(server: FakeLLMServer, store: Path, provider: str, **overrides: Any) -> LLMClient:
@@ -243,7 +220,7 @@ def test_a_failure_while_waiting_cancels_the_batches_still_running(
         raise ValueError(f"results of {batch_id} unreadable")
 
     monkeypatch.setitem(BATCH_LIMITS, "openai", BatchLimits(2, 10**9))
-    monkeypatch.setattr(llm_batch._OpenAIBatches, "results", unreadable)
+    monkeypatch.setattr(llm_batch.OpenAIBatches, "results", unreadable)
     server.batch_plan("partial", "stuck")  # the first batch ends, the second never does
     with pytest.raises(LLMError, match=r"reading the results of batch batch_fake1: ValueError: .* unreadable"):
         client_for(server, tmp_path / "store.sqlite", "openai").complete_many(requests(4))
@@ -289,7 +266,7 @@ def test_misses_over_the_byte_limit_go_in_several_batches(
     asked = requests(4)
     client = LLMClient(config)
     item_sizes = [
-        len(json.dumps(llm_batch._OpenAIBatches(client, None).item(request_key(config, r), r)))  # type: ignore[arg-type]
+        len(json.dumps(llm_batch.OpenAIBatches(client, None).item(request_key(config, r), r)))  # type: ignore[arg-type]
         for r in asked
     ]
     monkeypatch.setitem(BATCH_LIMITS, "openai", BatchLimits(1000, max(item_sizes) * 2 + 5))
@@ -315,16 +292,16 @@ def test_api_key_never_appears_in_a_batch_error(
     assert error.status_code == 401
     assert "submitting a batch of 2 request(s)" in text
     assert "[REDACTED]" in text  # the key was in the answer, and scrubbed
-    assert KEY not in text
-    assert KEY not in caplog.text
+    assert FAKE_API_KEY not in text
+    assert FAKE_API_KEY not in caplog.text
 
     server.expected_key = None
     server.batch_plan("expired")
     with pytest.raises(LLMError) as reported:
         client_for(server, tmp_path / "store.sqlite", provider, batch_fallback="report").complete_many(requests(2))
-    assert KEY not in str(reported.value) + "".join(traceback.format_exception(reported.value))
+    assert FAKE_API_KEY not in str(reported.value) + "".join(traceback.format_exception(reported.value))
     for path in tmp_path.iterdir():
-        assert KEY.encode() not in path.read_bytes(), path.name
+        assert FAKE_API_KEY.encode() not in path.read_bytes(), path.name
 
 
 # --- configuration and summary ------------------------------------------------------------------------------

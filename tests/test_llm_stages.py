@@ -20,6 +20,7 @@ from pbbq.tasks.instantiate import InstantiateParams, instantiate
 from pbbq.tasks.llm import LLMClient, LLMConfig, ResponseStore
 
 from tests.fakes.llm_servers import FakeLLMServer
+from tests.helpers import llm_config
 
 KEY = "sk-test-SECRET-123456"
 AMBIGUOUS = "یک {stereo} و یک {nonstereo} در صف {lex} منتظر بودند."
@@ -97,17 +98,8 @@ class Scripted:
 def llm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[FakeLLMServer, LLMConfig]]:
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     with FakeLLMServer(expected_key=KEY) as server:
-        config = LLMConfig(
-            provider="openai",
-            model="fake-model",
-            base_url=server.openai_base_url,
-            mode="auto",
-            store_path=tmp_path / "store.sqlite",
-            max_retries=3,
-            timeout=2.0,
-            prices={"fake-model": (1.0, 2.0)},
-        )
-        yield server, config
+        prices = {"fake-model": (1.0, 2.0)}
+        yield server, llm_config(server, tmp_path / "store.sqlite", max_retries=3, timeout=2.0, prices=prices)
 
 
 def _run(server: FakeLLMServer, config: LLMConfig, templates: pd.DataFrame, **kwargs: Any) -> Any:

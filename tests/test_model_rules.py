@@ -38,6 +38,7 @@ from pbbq.tasks.schemas import TEMPLATE
 from pbbq.tasks.translate import TranslateParams, TranslatePrompts, segments, translate_segments
 
 from tests.fakes.llm_servers import FakeLLMServer
+from tests.helpers import llm_config
 
 KEY = "test.strict.key.0a1b2c3d"  # fake, shaped unlike a real key
 PROMPT_HASH = "c" * 64
@@ -74,15 +75,8 @@ def api_key(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def config_for(server: FakeLLMServer, tmp_path: Path, model: str, **overrides: Any) -> LLMConfig:
-    values: dict[str, Any] = {
-        "provider": "openai",
-        "model": model,
-        "base_url": server.openai_base_url,
-        "store_path": tmp_path / f"{model}.sqlite",
-        "max_retries": 3,
-        "timeout": 5.0,
-    } | overrides
-    return LLMConfig(**values)
+    settings = {"model": model, "max_retries": 3, "timeout": 5.0}
+    return llm_config(server, tmp_path / f"{model}.sqlite", **settings | overrides)
 
 
 def req(i: int, *, system: str | None = None, turns: int = 1) -> LLMRequest:

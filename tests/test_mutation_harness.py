@@ -33,7 +33,14 @@ from benchmarks.mutation import (
 
 def test_the_repositorys_rule_modules_and_equivalents_load() -> None:
     modules = load_modules()
-    assert {"survey_filter", "kappa_gate", "instantiate", "name_draw", "diversity"} <= set(modules)
+    assert {
+        "survey_filter",
+        "kappa_gate",
+        "instantiate",
+        "name_draw",
+        "diversity_ngrams",
+        "diversity_self_bleu",
+    } <= set(modules)
     assert modules["survey_filter"] == RuleModule(
         "survey_filter", "tasks/survey_filter.py", ("tests/test_survey_filter.py",)
     )

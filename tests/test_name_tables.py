@@ -23,8 +23,8 @@ from pbbq.tasks.name_tables import (
 )
 from persian_gender_detection import get_gender
 
-NAMES_FA = REPO_ROOT / "annotations" / "names" / "names_fa.csv"
-NAMES_EN = REPO_ROOT / "annotations" / "names" / "names_en_bbq.csv"
+from tests.helpers import NAMES_FA
+
 DECISION = re.compile(r"gender checked: (female|male)\b")
 
 
@@ -210,16 +210,6 @@ def test_a_group_has_one_set_of_aliases(tmp_path: Path) -> None:
 
 
 # --- the shipped tables ---------------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def fa_table() -> pd.DataFrame:
-    return load_name_table(NAMES_FA)
-
-
-@pytest.fixture(scope="module")
-def en_table() -> pd.DataFrame:
-    return load_name_table(NAMES_EN)
 
 
 def test_shipped_tables_cover_every_group_the_sample_names(fa_table: pd.DataFrame, en_table: pd.DataFrame) -> None:

@@ -36,22 +36,11 @@ from pbbq.tasks.names import TEXT_FIELDS, NamesParams, load_gender_prompt, load_
 from pbbq.tasks.schemas import EXAMPLE, OPTIONS, to_arrow
 
 from tests.fakes.llm_servers import FakeLLMServer
+from tests.helpers import NAMES_EN, NAMES_FA, llm_config
 
-NAMES_FA = REPO_ROOT / "annotations" / "names" / "names_fa.csv"
-NAMES_EN = REPO_ROOT / "annotations" / "names" / "names_en_bbq.csv"
 BBQ = REPO_ROOT / "tests" / "data" / "bbq"  # BBQ's Nationality records, CC BY 4.0 (README there)
 PHRASES = ("نمی‌توان تشخیص داد", "اطلاعات کافی نیست")
 DUPLICATE_KEY = ["context", "question", "ans0", "ans1", "ans2"]
-
-
-@pytest.fixture(scope="module")
-def fa_table() -> pd.DataFrame:
-    return load_name_table(NAMES_FA)
-
-
-@pytest.fixture(scope="module")
-def en_table() -> pd.DataFrame:
-    return load_name_table(NAMES_EN)
 
 
 def _eras(table: pd.DataFrame) -> dict[str, set[str]]:
@@ -668,13 +657,7 @@ def test_undecided_gender_is_unmapped_without_the_labeller(en_table: pd.DataFram
 def test_llm_labeller_decides_undecided_genders(
     llm_server: FakeLLMServer, tmp_path: Path, en_table: pd.DataFrame
 ) -> None:
-    config = LLMConfig(
-        provider="openai",
-        model="fake",
-        base_url=llm_server.openai_base_url,
-        mode="auto",
-        store_path=tmp_path / "store.sqlite",
-    )
+    config = llm_config(llm_server, tmp_path / "store.sqlite", model="fake")
     params = NamesParams(gender_llm=True)
     output = names(_contradicting(), en_table, params, open_llm(config, None), load_gender_prompt())
     variants = output["examples"]

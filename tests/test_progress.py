@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import io
 import logging
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from uuid import UUID, uuid4
 
 import pytest
 from pbbq.tasks import llm, progress
-from pbbq.tasks.llm import LLMClient, LLMConfig, LLMRequest
+from pbbq.tasks.llm import LLMClient, LLMRequest
 from pbbq.tasks.progress import RequestProgress, artifact_key, format_duration, format_rate
 
 from tests.fakes.llm_servers import FakeLLMServer
+from tests.helpers import llm_config
 
 
 class Clock:
@@ -258,12 +258,6 @@ def test_the_artifact_is_written_inside_a_flow(prefect_server: None) -> None:
 # --- the LLM layer reports through it -----------------------------------------------------------------------
 
 
-@pytest.fixture
-def server() -> Iterator[FakeLLMServer]:
-    with FakeLLMServer() as fake:
-        yield fake
-
-
 def test_live_calls_advance_the_progress(
     server: FakeLLMServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -276,14 +270,7 @@ def test_live_calls_advance_the_progress(
 
     monkeypatch.setattr(llm, "RequestProgress", Recording)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    config = LLMConfig(
-        provider="openai",
-        model="fake-model",
-        base_url=server.openai_base_url,
-        store_path=tmp_path / "store.sqlite",
-        max_concurrency=3,
-        prices={"fake-model": (2.0, 10.0)},
-    )
+    config = llm_config(server, tmp_path / "store.sqlite", max_concurrency=3, prices={"fake-model": (2.0, 10.0)})
     client = LLMClient(config)
     asked = [
         LLMRequest(messages=(("user", f"question {i}"),), prompt_hash="c" * 64, stage="names", context=str(i))

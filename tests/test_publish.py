@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import hashlib
-import itertools
 import json
 import logging
 import traceback
@@ -43,6 +42,7 @@ from pbbq.tasks.statistics import table1
 from prefect import flow
 from prefect.artifacts import Artifact
 
+from tests.bbq_records import CELLS, PERMUTATIONS
 from tests.fakes.hub_server import FakeHub
 from tests.helpers import load_release_offline
 
@@ -53,15 +53,6 @@ TOKEN = "hf_test-TOKEN-secret-0000"  # fake, shaped unlike a real token
 REPO = "pbbq-tests/pbbq"
 BUILD = "20250101-000000-abc123"
 ROLE_NAMES = {"stereo": "stereotyped", "nonstereo": "non-stereotyped", "unknown": "unknown"}
-CELLS = [
-    ("ambig", "none", "neg"),
-    ("ambig", "none", "nonneg"),
-    ("disambig", "biased", "neg"),
-    ("disambig", "biased", "nonneg"),
-    ("disambig", "counter_biased", "neg"),
-    ("disambig", "counter_biased", "nonneg"),
-]
-PERMUTATIONS = list(itertools.permutations(("stereotyped", "non-stereotyped", "unknown")))
 
 
 def make_examples(n: int, *, lang: str = "fa", variant: str = "original", salt: str = "") -> pd.DataFrame:

@@ -7,18 +7,17 @@ from collections.abc import Callable
 import pandas as pd
 import pytest
 from pbbq.tasks.instantiate import InstantiateParams, instantiate
-from pbbq.tasks.soundness import CHECKS, SOUNDNESS, soundness
-from pbbq.tasks.soundness import _violations as _row_flags
+from pbbq.tasks.soundness import CHECKS, SOUNDNESS, row_violations, soundness
 
-from tests.test_instantiate import STEREOTYPES, _template
+from tests.templates import STEREOTYPES, template_row
 
 
 @pytest.fixture(scope="module")
 def built() -> tuple[pd.DataFrame, pd.DataFrame]:
     templates = pd.DataFrame(
         [
-            _template("T1", category="Ethnicity", stereo_entities=["مرد لر"], nonstereo_entities=["مرد فارس"]),
-            _template("T2", category="Gender", stereo_entities=["زن جوان"], nonstereo_entities=["مرد جوان"]),
+            template_row("T1", category="Ethnicity", stereo_entities=["مرد لر"], nonstereo_entities=["مرد فارس"]),
+            template_row("T2", category="Gender", stereo_entities=["زن جوان"], nonstereo_entities=["مرد جوان"]),
         ]
     )
     return instantiate(templates, STEREOTYPES, InstantiateParams(("نمی‌دانم",)))["examples"], templates
@@ -115,7 +114,7 @@ def test_a_check_counts_every_broken_row(built: tuple[pd.DataFrame, pd.DataFrame
 
 
 def test_age_bands_may_differ_in_the_age_category_only() -> None:
-    old_and_young = _template("A1", category="Age", stereo_entities=["پیرمرد"], nonstereo_entities=["مرد جوان"])
+    old_and_young = template_row("A1", category="Age", stereo_entities=["پیرمرد"], nonstereo_entities=["مرد جوان"])
     templates = pd.DataFrame([old_and_young])
     examples = instantiate(templates, STEREOTYPES, InstantiateParams(("نمی‌دانم",)))["examples"]
     assert len(examples) == 2 * 12  # one pair, two lexical variants
@@ -152,10 +151,10 @@ def test_an_empty_build_gives_an_empty_table_with_its_columns(built: tuple[pd.Da
 
 
 def test_each_check_is_a_flag_per_row_of_the_config(built: tuple[pd.DataFrame, pd.DataFrame]) -> None:
-    """_violations gives one boolean per row of the config it is given, indexed as its rows (here not from 0)."""
+    """row_violations gives one boolean per row of the config it is given, indexed as its rows (here not from 0)."""
     examples, _ = built
     frame = examples.iloc[10:30]
-    flags = _row_flags(frame, set())
+    flags = row_violations(frame, set())
     assert list(flags) == list(CHECKS)
     for check, flag in flags.items():
         assert flag.index.equals(frame.index) and flag.dtype == bool, check

@@ -15,7 +15,7 @@ from pbbq.tasks.artifacts import REPO_ROOT
 from pbbq.tasks.glossary import Glossary, load_glossary, rendered
 from pbbq.tasks.inputs import InputError, load_inputs
 from pbbq.tasks.instantiate import InstantiateParams, instantiate
-from pbbq.tasks.llm import LLMClient, LLMConfig, ResponseStore
+from pbbq.tasks.llm import LLMClient, ResponseStore
 from pbbq.tasks.schemas import OPTIONS
 from pbbq.tasks.translate import (
     FAILURES,
@@ -30,6 +30,7 @@ from sacrebleu.metrics import CHRF
 
 from tests.fakes.llm_servers import FakeLLMServer
 from tests.fakes.stand_in_model import POOR_BACK_TRANSLATION, PRONOUN_BREAKERS, StandInModel, paraphrase_fa
+from tests.helpers import llm_config
 
 KEY = "test.SECRET.key.translate"
 GLOSSARY = REPO_ROOT / "annotations" / "glossary.csv"
@@ -257,15 +258,7 @@ def fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Fake
     """A fake OpenAI server and a client of it with an empty response store."""
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     with FakeLLMServer(expected_key=KEY) as server:
-        config = LLMConfig(
-            provider="openai",
-            model="fake-model",
-            base_url=server.openai_base_url,
-            mode="auto",
-            store_path=tmp_path / "store.sqlite",
-            max_retries=3,
-            timeout=5.0,
-        )
+        config = llm_config(server, tmp_path / "store.sqlite", max_retries=3, timeout=5.0)
         yield server, LLMClient(config, ResponseStore(config.store_path))
 
 

@@ -27,8 +27,9 @@ import json
 import threading
 from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
 from typing import Any
+
+from tests.fakes.local_server import LocalServer
 
 EOT = "<eot>"
 EOT_ID = 0
@@ -133,21 +134,16 @@ class _Server(ThreadingHTTPServer):
     owner: FakeCompletionsServer
 
 
-class FakeCompletionsServer:
+class FakeCompletionsServer(LocalServer):
     """The fake, started on enter and stopped on exit; ``requests`` counts requests per path."""
 
     def __init__(self) -> None:
         self.requests: Counter[str] = Counter()
         self._lock = threading.Lock()
         self._budget: int | None = None
-        self._server = _Server(("127.0.0.1", 0), _Handler)
-        self._server.owner = self
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-
-    @property
-    def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        httpd = _Server(("127.0.0.1", 0), _Handler)
+        httpd.owner = self
+        super().__init__(httpd)
 
     @property
     def completions_url(self) -> str:
@@ -187,14 +183,3 @@ class FakeCompletionsServer:
                 self._budget -= 1
                 return True
             return False
-
-    def __enter__(self) -> FakeCompletionsServer:
-        self._thread.start()
-        return self
-
-    def __exit__(
-        self, kind: type[BaseException] | None, value: BaseException | None, traceback: TracebackType | None
-    ) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)

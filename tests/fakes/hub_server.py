@@ -42,11 +42,12 @@ import threading
 from collections import Counter
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 import yaml
+
+from tests.fakes.local_server import LocalServer
 
 GITATTRIBUTES = b"*.parquet filter=lfs diff=lfs merge=lfs -text\n*.arrow filter=lfs diff=lfs merge=lfs -text\n"
 LFS_SUFFIXES = (".parquet", ".arrow", ".bin", ".safetensors")
@@ -153,7 +154,7 @@ def git_blob_oid(data: bytes) -> str:
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
-class FakeHub:
+class FakeHub(LocalServer):
     """A threaded fake of the Hub's dataset-repository API (see the module docstring)."""
 
     def __init__(self, *, token: str | None = None) -> None:
@@ -164,30 +165,9 @@ class FakeHub:
         self.calls: Counter[str] = Counter()
         self._faults: list[Fault] = []
         self._lock = threading.RLock()
-        self._httpd = _Server(("127.0.0.1", 0), _Handler)
-        self._httpd.hub = self
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
-
-    @property
-    def url(self) -> str:
-        """The endpoint to give ``HfApi(endpoint=...)`` and ``HF_ENDPOINT``."""
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
-
-    def start(self) -> FakeHub:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
-
-    def __enter__(self) -> FakeHub:
-        return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
+        httpd = _Server(("127.0.0.1", 0), _Handler)
+        httpd.hub = self
+        super().__init__(httpd)  # its url is the endpoint to give ``HfApi(endpoint=...)`` and ``HF_ENDPOINT``
 
     def fail(
         self,

@@ -58,8 +58,9 @@ import time
 from collections import Counter, deque
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
 from typing import Any
+
+from tests.fakes.local_server import LocalServer
 
 OPENAI_PATH = "/v1/chat/completions"
 ANTHROPIC_PATH = "/v1/messages"
@@ -149,7 +150,7 @@ def _count_tokens(text: str) -> int:
     return len(text.split())
 
 
-class FakeLLMServer:
+class FakeLLMServer(LocalServer):
     """A threaded fake of the OpenAI and Anthropic HTTP APIs (see the module docstring)."""
 
     def __init__(
@@ -186,56 +187,30 @@ class FakeLLMServer:
         self.batches: dict[str, _Batch] = {}
         self.files: dict[str, bytes] = {}
         self.batch_items: list[dict[str, Any]] = []
-        self._httpd = _Server(("127.0.0.1", 0), _Handler)
-        self._httpd.fake = self
-        self._thread = threading.Thread(target=self._serve, name="fake-llm", daemon=True)
-
-    @property
-    def port(self) -> int:
-        """The port the server listens on."""
-        return int(self._httpd.server_address[1])
+        httpd = _Server(("127.0.0.1", 0), _Handler)
+        httpd.fake = self
+        super().__init__(httpd, name="fake-llm")
 
     @property
     def openai_base_url(self) -> str:
         """Base URL for ``openai.OpenAI(base_url=...)``."""
-        return f"http://127.0.0.1:{self.port}/v1"
+        return f"{self.url}/v1"
 
     @property
     def anthropic_base_url(self) -> str:
         """Base URL for ``anthropic.Anthropic(base_url=...)``."""
-        return f"http://127.0.0.1:{self.port}"
+        return self.url
 
-    def start(self) -> FakeLLMServer:
-        """Start serving in a daemon thread."""
-        self._thread.start()
-        return self
-
-    def _serve(self) -> None:
-        self._httpd.serve_forever(poll_interval=0.02)
-
-    def stop(self) -> None:
-        """Stop serving and close the socket."""
-        self._httpd.shutdown()
-        self._httpd.server_close()
-
-    def __enter__(self) -> FakeLLMServer:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
+    def _queue(self, queue: deque[str], faults: tuple[str, ...], known: frozenset[str], what: str) -> None:
+        unknown = set(faults) - known
+        if unknown:
+            raise ValueError(f"unknown {what} {sorted(unknown)}; known: {sorted(known)}")
+        with self._lock:
+            queue.extend(faults)
 
     def plan(self, *faults: str) -> None:
         """Queue faults for the next requests, one per request, in order."""
-        unknown = set(faults) - FAULT_KINDS
-        if unknown:
-            raise ValueError(f"unknown fault kinds {sorted(unknown)}; known: {sorted(FAULT_KINDS)}")
-        with self._lock:
-            self._plan.extend(faults)
+        self._queue(self._plan, faults, FAULT_KINDS, "fault kinds")
 
     def fail_rate(self, kind: str | tuple[str, ...], rate: float, *, seed: int = 0) -> None:
         """Fail a seeded random share ``rate`` of the requests not covered by the plan, with one fault kind or a
@@ -249,11 +224,7 @@ class FakeLLMServer:
 
     def batch_plan(self, *faults: str) -> None:
         """Queue batch faults for the next batches, one per batch, in order (see the module docstring)."""
-        unknown = set(faults) - BATCH_FAULTS
-        if unknown:
-            raise ValueError(f"unknown batch faults {sorted(unknown)}; known: {sorted(BATCH_FAULTS)}")
-        with self._lock:
-            self._batch_plan.extend(faults)
+        self._queue(self._batch_plan, faults, BATCH_FAULTS, "batch faults")
 
     def reset(self) -> None:
         """Forget recorded requests, counters and pending faults."""

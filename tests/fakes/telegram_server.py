@@ -28,9 +28,10 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
+
+from tests.fakes.local_server import LocalServer
 
 FAULTS = frozenset({"ok", "429", "500", "malformed", "bad_message"})
 
@@ -114,7 +115,7 @@ def render_page(channel: FakeChannel, before: int | None, page_size: int = 20, b
 MALFORMED = '<!DOCTYPE html><html><head><title>Telegram</title></head><body><div class="tgme_page">Please'
 
 
-class FakeTelegram:
+class FakeTelegram(LocalServer):
     """A threaded fake of t.me channel previews (see the module docstring)."""
 
     def __init__(self, channels: list[FakeChannel] | None = None, *, page_size: int = 20, retry_after: str = "1"):
@@ -124,26 +125,12 @@ class FakeTelegram:
         self._lock = threading.Lock()
         self._plan: deque[tuple[str, str | None]] = deque()
         self.requests: list[dict[str, Any]] = []
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-        self._httpd.fake = self  # type: ignore[attr-defined]
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
+        httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        httpd.fake = self  # type: ignore[attr-defined]
+        super().__init__(httpd)
 
     def channel_url(self, name: str) -> str:
         return f"{self.url}/s/{name}"
-
-    def __enter__(self) -> FakeTelegram:
-        self._thread.start()
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
 
     def plan(self, *faults: str, channel: str | None = None) -> None:
         """Fail the next requests (to ``channel`` only, when given) with these faults, in order."""
