@@ -96,7 +96,7 @@ class PipelineRunner:
         params = self.build.params(stage.name) if stage.params else None
         found = arguments(stage, params, Sources(self.inputs.tables, self.outputs, self.client, self.run_values))
         recorded = self.recorded(stage, params, found)
-        task = stage_task(stage.run, cached=stage.cached)
+        task = stage_task(stage.run, cached=stage.cached, known=self.written_hashes(stage, recorded))
         if stage.cached:
             task = task.with_options(result_storage=self.cache)
         self._pending[stage.folder] = (task.submit(**found), recorded, time.time())
@@ -124,6 +124,19 @@ class PipelineRunner:
             logger.warning("%s: %s", folder, warning)
         self.outputs[folder] = output
         return output
+
+    @staticmethod
+    def written_hashes(stage: Stage, recorded: Mapping[str, str]) -> dict[str, Any]:
+        """The stage's inputs that earlier stages wrote to this run, by the hashes of their files (the cache key
+        takes these instead of serializing the tables again)."""
+        known: dict[str, Any] = {}
+        for name, source in stage.inputs.items():
+            match source:
+                case Table():
+                    known[name] = recorded[name]
+                case Tables(tables):
+                    known[name] = [recorded[label] for label in tables]
+        return known
 
     def recorded(self, stage: Stage, params: Any, arguments: Mapping[str, Any]) -> dict[str, str]:
         """The hashes of the stage's inputs for the manifest, from its declaration: an input file's, another

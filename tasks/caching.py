@@ -14,8 +14,8 @@ import ast
 import dataclasses
 import hashlib
 import json
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,19 +31,19 @@ PROJECT_PACKAGE = "pbbq"
 subpackages are the repository's top folders (``pbbq.tasks`` is ``tasks/``, see ``pbbq/__init__.py``)."""
 
 
-def _digest(value: Any) -> Any:
+def input_digest(value: Any) -> Any:
     """A JSON-able, content-derived stand-in for a task input."""
     if isinstance(value, pd.DataFrame):
         table = pa.Table.from_pandas(value, preserve_index=False)
         return {"table": hashlib.sha256(parquet_bytes(table.replace_schema_metadata(None))).hexdigest()}
     if hasattr(value, "cache_identity"):
-        return {type(value).__name__: _digest(value.cache_identity())}
+        return {type(value).__name__: input_digest(value.cache_identity())}
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {type(value).__name__: _digest(dataclasses.asdict(value))}
+        return {type(value).__name__: input_digest(dataclasses.asdict(value))}
     if isinstance(value, dict):
-        return {str(k): _digest(v) for k, v in sorted(value.items())}
+        return {str(k): input_digest(v) for k, v in sorted(value.items())}
     if isinstance(value, list | tuple):
-        return [_digest(v) for v in value]
+        return [input_digest(v) for v in value]
     if isinstance(value, Path):
         return {"file": str(value), "sha256": sha256_file(value) if value.is_file() else None}
     return value
@@ -101,7 +101,11 @@ def stage_code_hash(fn: Callable[..., Any], root: Path = REPO_ROOT) -> str:
 
 @dataclass
 class StageInputsAndCode(CachePolicy):
-    """Cache key = sha256(stage code, content of every input)."""
+    """Cache key = sha256(stage code, content of every input). ``known``: inputs whose content hash the caller
+    already has (a table another stage wrote, by the sha256 of its parquet file in the run), so that a rebuild
+    does not serialize the large tables again only to key them."""
+
+    known: Mapping[str, Any] = field(default_factory=dict)
 
     def compute_key(
         self,
@@ -110,13 +114,19 @@ class StageInputsAndCode(CachePolicy):
         flow_parameters: dict[str, Any],
         **kwargs: Any,
     ) -> str | None:
-        payload = {"code": stage_code_hash(task_ctx.task.fn), "inputs": _digest(inputs or {})}
+        digests = {
+            name: {"sha256": self.known[name]} if name in self.known else input_digest(value)
+            for name, value in (inputs or {}).items()
+        }
+        payload = {"code": stage_code_hash(task_ctx.task.fn), "inputs": digests}
         return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def stage_task(fn: Callable[..., Any], cached: bool = True) -> Any:
-    """The thin Prefect task around a stage function: cached on inputs + code with its result persisted, or, for
-    a stage with side effects (publish), run every time (Prefect's ``NO_CACHE``)."""
+def stage_task(fn: Callable[..., Any], cached: bool = True, known: Mapping[str, Any] | None = None) -> Any:
+    """The thin Prefect task around a stage function: cached on inputs + code (``known``: the content hashes of
+    inputs already hashed, see :class:`StageInputsAndCode`) with its result persisted, or, for a stage with side
+    effects (publish), run every time (Prefect's ``NO_CACHE``)."""
     if not cached:
         return task(fn, name=fn.__name__, cache_policy=NO_CACHE, persist_result=False)
-    return task(fn, name=fn.__name__, cache_policy=StageInputsAndCode(), persist_result=True)
+    policy = StageInputsAndCode(known=dict(known or {}))
+    return task(fn, name=fn.__name__, cache_policy=policy, persist_result=True)

@@ -4,9 +4,12 @@ that use it (issue 10); the input part is the tables' content."""
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, cast
 
 import pandas as pd
-from pbbq.tasks.caching import _digest, module_closure, stage_code_hash
+from pbbq.tasks.caching import StageInputsAndCode, input_digest, module_closure, stage_code_hash
+from pbbq.tasks.survey_filter import survey_filter
 
 
 def _module(root: Path, name: str, source: str) -> None:
@@ -56,5 +59,19 @@ def test_the_real_stages_cover_the_modules_they_use() -> None:
 
 def test_a_table_is_keyed_by_its_content_not_its_index() -> None:
     frame = pd.DataFrame({"a": ["x", "y"], "b": [1, 2]})
-    assert _digest(frame) == _digest(frame.set_axis([5, 9]))
-    assert _digest(frame) != _digest(frame.assign(b=[1, 3]))
+    assert input_digest(frame) == input_digest(frame.set_axis([5, 9]))
+    assert input_digest(frame) != input_digest(frame.assign(b=[1, 3]))
+
+
+def test_a_table_already_written_is_keyed_by_its_file_hash_alone() -> None:
+    """The runner passes the hashes of the tables earlier stages wrote (``known``): the key takes them as they
+    are, so a rebuild never serializes those tables again, and a changed table (a changed hash) changes it."""
+    context = cast(Any, SimpleNamespace(task=SimpleNamespace(fn=survey_filter)))
+    frame = pd.DataFrame({"a": ["x", "y"]})
+
+    def key(known: dict[str, Any], value: pd.DataFrame) -> str | None:
+        return StageInputsAndCode(known=known).compute_key(context, {"examples": value, "n": 3}, {})
+
+    assert key({"examples": "aa"}, frame) == key({"examples": "aa"}, frame.assign(a=["changed", "y"]))
+    assert key({"examples": "aa"}, frame) != key({"examples": "bb"}, frame)
+    assert key({}, frame) != key({}, frame.assign(a=["changed", "y"]))  # unknown: keyed by its content

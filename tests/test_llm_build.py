@@ -1,8 +1,9 @@
 """The sample build with its LLM stages live against a local fake OpenAI server (issue 3: done-when).
 
 The fake answers as the scripted stand-in model that recorded the sample's transcript, so a live build, a
-replay of what it recorded, a build through 30 % injected faults and the bundled replay build must all give
-the same dataset, and the API key must appear nowhere.
+replay of what it recorded, a build through 30 % injected faults, the bundled replay build and a build through
+the Batch API with an expired batch (issue 13) must all give the same dataset, and the API key must appear
+nowhere.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pbbq.flows.build_pbbq import build_pbbq
 from pbbq.flows.config import load_config
 from pbbq.tasks.artifacts import sha256_file
 from pbbq.tasks.inputs import load_inputs
+from pbbq.tasks.llm import read_transcript
 
 from tests.fakes.llm_servers import FakeLLMServer
 from tests.fakes.stand_in_model import StandInModel
@@ -54,6 +56,13 @@ def _hashes(run: Path) -> dict[str, str]:
     return {name: sha256_file(run / f"{name}.parquet") for name in DATASET}
 
 
+def _answers(transcript: Path | None) -> dict[str, tuple[str, str]]:
+    """A transcript's answers: request key → (canonical request, response)."""
+    assert transcript is not None
+    records = [json.loads(line) for line in read_transcript(transcript).splitlines()[1:]]
+    return {r["key"]: (json.dumps(r["request"], sort_keys=True), r["response"]) for r in records}
+
+
 def _report(run: Path, folder: str) -> dict:
     return json.loads((run / folder / "report.json").read_text(encoding="utf-8"))
 
@@ -85,13 +94,12 @@ def test_live_then_replay_then_faults_give_the_bundled_dataset(
     assert _report(replay, "07_translate")["llm"]["cache_hits"] > 0
     assert _hashes(replay) == _hashes(live)
 
-    monkeypatch.delenv("PBBQ_LLM_MODE")
-    monkeypatch.delenv("PBBQ_LLM_BASE_URL")
-    bundled = Path(build_pbbq(run_id="bundled", outputs=str(tmp_path / "c")))
-    assert _hashes(bundled) == _hashes(live)  # the committed transcript is the stand-in model's, up to date
+    # the committed transcript is the stand-in model's, up to date: it answers every request of the live build as
+    # the live server did, so the bundled build (replaying it) is the replay above
+    bundled = _answers(load_config().transcript)
+    assert {key: bundled.get(key) for key in _answers(live / "transcript.jsonl")} == _answers(live / "transcript.jsonl")
 
     monkeypatch.setenv("PBBQ_LLM_MODE", "live")
-    monkeypatch.setenv("PBBQ_LLM_BASE_URL", server.openai_base_url)
     text = config.read_text(encoding="utf-8").replace("store.sqlite", "faulty-store.sqlite")
     config.write_text(text, encoding="utf-8")
     server.fail_rate(("429", "500", "malformed"), 0.3, seed=7)
@@ -99,6 +107,22 @@ def test_live_then_replay_then_faults_give_the_bundled_dataset(
     assert sum(server.faults_served.values()) > 0.25 * (server.requests_total - sent)
     assert set(server.faults_served) == {"429", "500", "malformed"}
     assert _hashes(faulty) == _hashes(live)
+
+    # batch mode (issue 13): the same requests through the Batch API, one batch expiring (its unanswered half
+    # retried live), land under the same keys and give the same dataset
+    server.reset()
+    text = config.read_text(encoding="utf-8").replace("faulty-store.sqlite", "batch-store.sqlite")
+    text = text.replace("[llm]\n", "[llm]\nbatch_poll_interval = 0.01\nbatch_poll_max_interval = 0.02\n")
+    config.write_text(text, encoding="utf-8")
+    monkeypatch.setenv("PBBQ_LLM_MODE", "batch")
+    server.batch_plan("expired")
+    batched = Path(build_pbbq(config=str(config), run_id="batched", outputs=str(tmp_path / "e")))
+    live_calls = server.requests_by_path["/v1/chat/completions"]
+    expired = next(iter(server.batches.values()))
+    assert expired.fault == "expired" and len(server.batches) > 1
+    assert 0 < live_calls == expired.size // 2  # only the expired batch's unanswered items went live
+    assert len(server.batch_items) == sent  # every request went into a batch once
+    assert _hashes(batched) == _hashes(live)
 
     written = [p for p in tmp_path.rglob("*") if p.is_file()]
     assert any(p.suffix == ".sqlite" for p in written)
