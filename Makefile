@@ -1,6 +1,7 @@
 # Two entry points on a fresh clone (see README):  make sample  |  make test
 # Both create .venv with a Python >= 3.12 (scripts/find-python) and install the project into it with uv (from
-# PyPI; it downloads in parallel: under a minute where pip took five); the tests also install the optional BERTScore
+# PyPI; it downloads in parallel: 1.5 min where pip took 5.5, bytecode compiled as pip does, since without it every
+# process compiles what it imports again); the tests also install the optional BERTScore
 # extra (torch, ~3 GB the first time).
 
 VENV := .venv
@@ -14,11 +15,11 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip uv
 
 $(VENV)/.base: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m uv pip install --quiet --python $(BIN)/python -e .
+	$(BIN)/python -m uv pip install --quiet --compile-bytecode --python $(BIN)/python -e .
 	@touch $@
 
 $(VENV)/.test: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m uv pip install --quiet --python $(BIN)/python -e ".[test,embeddings]"
+	$(BIN)/python -m uv pip install --quiet --compile-bytecode --python $(BIN)/python -e ".[test,embeddings]"
 	@touch $@ $(VENV)/.base
 
 sample: $(VENV)/.base

@@ -316,9 +316,6 @@ def build_pbbq(
         )
         runner.reports["01_crawl"] = inputs.fetch_report
         runner.run_all()
-        timings = {"flow_seconds": time.perf_counter() - started, "stages": runner.timings}
-        atomic_write_bytes(run.path / "timings.json", json_text(timings).encode("utf-8"))
-        run.record_file(run.path / "timings.json")  # listed, like every file of the run; its times differ per run
         release = runner.outputs["10_publish"].report
         run.record_tree(Path(release["folder"]))
         create_release_artifact(release)
@@ -330,4 +327,7 @@ def build_pbbq(
         create_markdown_artifact(
             key="changes", markdown=changes_since_previous(run.path), description="pbbq diff against the last run"
         )
+        timings = {"flow_seconds": time.perf_counter() - started, "stages": runner.timings}
+        atomic_write_bytes(run.path / "timings.json", json_text(timings).encode("utf-8"))
+        run.record_file(run.path / "timings.json")  # listed, like every file of the run; its times differ per run
     return str(run.path)

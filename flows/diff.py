@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 from pbbq.flows.audit import EXAMPLE_TABLES
 from pbbq.flows.runs import AuditError, completed_runs, manifest, previous_completed, read_table
+from pbbq.tasks.artifacts import sha256_file
 from pbbq.tasks.schemas import config_name
 
 PROVENANCE = ("llm_request_ids",)
@@ -365,9 +366,12 @@ def _both(a: Path, b: Path, table: str) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 
 def _table_hash(run: Path, table: str) -> str | None:
+    """The table's sha256 as the run's manifest records it, or of its file where the manifest does not list it
+    yet (the run the flow is finishing: its manifest is written when it ends)."""
     path = f"{table}.parquet"
     artifacts = (a for stage in manifest(run).get("stages", []) for a in stage.get("artifacts", []))
-    return next((a["sha256"] for a in artifacts if a["path"] == path), None)
+    recorded = next((a["sha256"] for a in artifacts if a["path"] == path), None)
+    return recorded or (sha256_file(run / path) if (run / path).is_file() else None)
 
 
 def compare_tables(a: Path, b: Path, table: str, key: list[str]) -> IdChanges:
