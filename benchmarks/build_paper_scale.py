@@ -35,6 +35,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from pbbq.tasks.markdown import markdown_table
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 GIB = 1024**3
 
@@ -161,11 +163,6 @@ def _mb(value: float) -> str:
     return f"{value / 1024**2:,.0f}"
 
 
-def table(headers: list[str], rows: list[list[Any]]) -> str:
-    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join(" ---: " for _ in headers) + "|"]
-    return "\n".join(lines + ["| " + " | ".join(str(c) for c in row) + " |" for row in rows])
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--scales", default="quarter,half,paper", help="comma-separated, smallest first")
@@ -228,7 +225,11 @@ def main() -> None:
             _mb(b["peak_rss"]),
         ]
     )
-    print(table(["stage", "(a) cold build s", "(b) limit s", "(a) peak RSS MB", "(b) peak RSS MB"], rows))
+    print(
+        markdown_table(
+            ["stage", "(a) cold build s", "(b) limit s", "(a) peak RSS MB", "(b) peak RSS MB"], rows, right_from=0
+        )
+    )
     ratio = cold["timings"]["flow_seconds"] / b["total"]
     print("\n| goal | measured | met |\n| --- | ---: | --- |")
     print(f"| (a) ≤ 1.3 × (b), flow against functions | {ratio:.2f} × | {'yes' if ratio <= 1.3 else 'no'} |")
@@ -257,7 +258,7 @@ def main() -> None:
             f"{later / earlier:.2f}" if earlier > 0.05 else "–" for earlier, later in itertools.pairwise(seconds)
         )
         growth.append([folder, *(f"{s:.2f}" for s in seconds), per_step])
-    print(table(["stage", *scales, "ratio per doubling"], growth))
+    print(markdown_table(["stage", *scales, "ratio per doubling"], growth, right_from=0))
     print(f"\ninputs and runs: {work}")
 
 

@@ -22,6 +22,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 
 from pbbq.tasks.llm import LLMClient, LLMConfig, LLMRequest
+from pbbq.tasks.markdown import markdown_table
 
 from tests.fakes.llm_servers import FakeLLMServer
 
@@ -103,9 +104,7 @@ def main() -> None:
         f"{row['ideal_s']:.2f} s",
         f"{row['ratio']:.3f} ({'meets' if row['ratio'] <= GOAL else 'misses'} goal ≤ {GOAL})",
     )
-    print("| " + " | ".join(header) + " |")
-    print("|" + "|".join(" --- " for _ in header) + "|")
-    print("| " + " | ".join(cells) + " |")
+    print(markdown_table(header, [cells]))
 
 
 if __name__ == "__main__":

@@ -62,6 +62,7 @@ from pbbq.tasks.inputs import (
 from pbbq.tasks.instantiate import instantiate
 from pbbq.tasks.kappa_gate import kappa_gate, template_kappa
 from pbbq.tasks.llm import LLMClient, LLMConfig, LLMRequest, LLMResponse, ResponseStore
+from pbbq.tasks.markdown import markdown_table
 from pbbq.tasks.name_tables import NAME_COLUMNS, load_name_table
 from pbbq.tasks.persian_text import normalize_fa
 from pbbq.tasks.publish import SYNTHETIC_ID_PREFIX
@@ -1164,8 +1165,9 @@ def _readme(scale: str, seed: int, plans: Sequence[CategoryPlan]) -> str:
         (p.category, p.stereotypes, p.accepted, p.templates + len(p.failing), p.templates, p.examples) for p in plans
     ]
     rows.append(("total", *(sum(row[i] for row in rows) for i in range(1, 6))))
-    table = "\n".join(
-        "| " + " | ".join(f"{cell:,}" if isinstance(cell, int) else cell for cell in row) + " |" for row in rows
+    headers = ("category", "stereotypes", "accepted", "templates", "pass the gate", "`fa` examples")
+    table = markdown_table(
+        headers, [[f"{c:,}" if isinstance(c, int) else c for c in row] for row in rows], right_from=1
     )
     return f"""# SYNTHETIC PBBQ build inputs (`pbbq synth --scale {scale} --seed {seed}`)
 
@@ -1179,8 +1181,6 @@ the transcript's header says `"synthetic": true`. The name table holds rows of t
 
 Build:  `pbbq build --config build.toml`
 
-| category | stereotypes | accepted | templates | pass the gate | `fa` examples |
-| --- | ---: | ---: | ---: | ---: | ---: |
 {table}
 """
 

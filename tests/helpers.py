@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import gzip
 import json
 import os
@@ -87,12 +88,10 @@ def texts_under(folder: Path) -> list[tuple[Path, str]]:
         if data[:2] == b"\x1f\x8b":
             data = gzip.decompress(data)
         text = data.decode("utf-8", errors="replace")
-        try:
+        with contextlib.suppress(ValueError):  # not JSON (JSONDecodeError), or a result not base64 (binascii.Error)
             payload = json.loads(text)
             if isinstance(payload, dict) and isinstance(payload.get("result"), str):
                 text += base64.b64decode(payload["result"]).decode("utf-8", errors="replace")
-        except (json.JSONDecodeError, ValueError):
-            pass
         out.append((path, text))
     return out
 
