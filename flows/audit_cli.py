@@ -15,6 +15,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from pbbq.flows.arguments import integer
+
 AUDIT_COMMANDS = ("audit", "trace", "diff", "browse")
 """Commands that only read run folders (the CLI starts no Prefect logging for them)."""
 OUTPUTS_HELP = "where runs are (default: $PBBQ_OUTPUTS or outputs/)"
@@ -36,7 +38,7 @@ def add_audit_commands(subparsers: Any) -> None:
     diff.set_defaults(handler=diff_command)
     browse = subparsers.add_parser("browse", help="serve a run's tables with Datasette on 127.0.0.1")
     browse.add_argument("run", help="run id (under --outputs) or run folder")
-    browse.add_argument("--port", type=int, default=8001, help="port on 127.0.0.1 (default: 8001)")
+    browse.add_argument("--port", type=integer(1, 65535), default=8001, help="port on 127.0.0.1 (default: 8001)")
     browse.set_defaults(handler=browse_command)
     for parser in (audit, trace, diff, browse):
         parser.add_argument("--outputs", type=Path, help=OUTPUTS_HELP)

@@ -96,14 +96,17 @@ def _shown(text: str) -> str:
     return repr(text) if _LINE_BREAK.search(text) else text
 
 
-def read_csv_checked(path: Path, required: Iterable[str], *, allow_empty: bool = False) -> pd.DataFrame:
+def read_csv_checked(
+    path: Path, required: Iterable[str], *, allow_empty: bool = False, data: bytes | None = None
+) -> pd.DataFrame:
     """A UTF-8 CSV file as strings, every cell stripped; one :class:`InputError` naming the file (and the row)
     for a missing or empty file, a repeated column, a missing required column, a NUL byte, text that is not
     CSV, a row with more (non-empty) cells than the header has columns, or no data rows (unless ``allow_empty``:
-    a header alone then means 'none'). Blank lines are skipped; a row's missing cells at its end are empty."""
-    if not path.is_file():
+    a header alone then means 'none'). Blank lines are skipped; a row's missing cells at its end are empty.
+    ``data``: the bytes a command is about to write to ``path``, checked before they replace the file."""
+    if data is None and not path.is_file():
         raise InputError(path, None, "file not found")
-    raw = path.read_bytes()
+    raw = path.read_bytes() if data is None else data
     if b"\0" in raw:
         raise InputError(path, raw[: raw.index(b"\0")].count(b"\n") + 1, "a NUL byte: not a text CSV file")
     try:
@@ -188,10 +191,11 @@ QUESTIONNAIRE_COLUMNS = [
 """The questionnaire's columns, in its order (``survey/questionnaire.csv``)."""
 
 
-def load_questionnaire(path: Path) -> pd.DataFrame:
-    """The surveyed stereotypes: one row each, with the groups they are about (PBBQ §3.2)."""
+def load_questionnaire(path: Path, data: bytes | None = None) -> pd.DataFrame:
+    """The surveyed stereotypes: one row each, with the groups they are about (PBBQ §3.2). ``data``: the
+    file's new bytes, checked before they are written (:func:`read_csv_checked`)."""
     columns = QUESTIONNAIRE_COLUMNS
-    frame = read_csv_checked(path, columns)[columns]
+    frame = read_csv_checked(path, columns, data=data)[columns]
     for column in ("statement_fa", "target_group"):  # first, so a cell of bidi marks alone counts as empty
         frame[column] = frame[column].map(normalize_fa)
     frame["non_target_groups"] = frame["non_target_groups"].map(_split_list)
@@ -208,10 +212,11 @@ def load_questionnaire(path: Path) -> pd.DataFrame:
     return frame.reset_index(drop=True)
 
 
-def load_responses(path: Path, stereotype_ids: Iterable[str]) -> pd.DataFrame:
-    """Survey responses: one row per respondent, the Appendix E attributes, one answer per stereotype."""
+def load_responses(path: Path, stereotype_ids: Iterable[str], data: bytes | None = None) -> pd.DataFrame:
+    """Survey responses: one row per respondent, the Appendix E attributes, one answer per stereotype.
+    ``data``: the file's new bytes, checked before they are written (:func:`read_csv_checked`)."""
     known = list(stereotype_ids)
-    frame = read_csv_checked(path, ["respondent_id", *DEMOGRAPHIC_COLUMNS])
+    frame = read_csv_checked(path, ["respondent_id", *DEMOGRAPHIC_COLUMNS], data=data)
     answer_columns = [column for column in frame.columns if column not in ("respondent_id", *DEMOGRAPHIC_COLUMNS)]
     unknown = [column for column in answer_columns if column not in known]
     if unknown:
