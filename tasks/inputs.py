@@ -380,12 +380,53 @@ def load_ratings(path: Path, template_ids: Iterable[str]) -> pd.DataFrame:
         ~relevance.isin(RELEVANCE_SCALE),
         lambda i: f"relevance {frame.at[i, 'relevance']!r} is outside the scale 1–3",
     )
+    _check_annotators(frame, path)
+    return frame.assign(target_label=labels, relevance=relevance.astype("int64"))
+
+
+def _first_row(frame: pd.DataFrame, column: str, value: str) -> int:
+    return spreadsheet_row(frame.index[frame[column] == value][0])
+
+
+def _check_annotators(frame: pd.DataFrame, path: Path) -> None:
+    """Ratings Fleiss' kappa can be computed from (PakBBQ §3.2, :mod:`pbbq.tasks.kappa_gate`), checked as the build
+    starts: one id per annotator (two spellings that differ only in case are one person rating twice), no item
+    rated twice by one annotator, and every item of a template rated by the same number of annotators, at least 2.
+    """
+    annotator, item, template = frame["annotator_id"], frame["item_id"], frame["template_id"]
+    spelling = annotator.groupby(annotator.str.casefold()).transform("first")
+    require_none(
+        path,
+        spelling != annotator,
+        lambda i: (
+            f"annotator id {_shown(annotator[i])} differs only in case from {_shown(spelling[i])} (row "
+            f"{_first_row(frame, 'annotator_id', spelling[i])}): one annotator, one id"
+        ),
+    )
     require_none(
         path,
         frame.duplicated(["template_id", "item_id", "annotator_id"]),
-        lambda i: f"annotator {_shown(frame.at[i, 'annotator_id'])} rated item {_shown(frame.at[i, 'item_id'])} twice",
+        lambda i: f"annotator {_shown(annotator[i])} rated item {_shown(item[i])} twice",
     )
-    return frame.assign(target_label=labels, relevance=relevance.astype("int64"))
+    raters = annotator.groupby([template, item]).transform("nunique")
+    require_none(
+        path,
+        raters < 2,
+        lambda i: (
+            f"item {_shown(item[i])} of template {_shown(template[i])} has one annotator: Fleiss' kappa needs at "
+            "least 2 per item"
+        ),
+    )
+    first, first_item = raters.groupby(template).transform("first"), item.groupby(template).transform("first")
+    require_none(
+        path,
+        raters != first,
+        lambda i: (
+            f"item {_shown(item[i])} of template {_shown(template[i])} has {raters[i]} annotators, its item "
+            f"{_shown(first_item[i])} (row {_first_row(frame, 'template_id', template[i])}) {first[i]}: Fleiss' "
+            "kappa needs the same number for every item of a template"
+        ),
+    )
 
 
 def load_unknown_phrases(path: Path) -> pd.DataFrame:

@@ -46,6 +46,14 @@ def _extra_answer_column(rows: list[dict[str, str]]) -> None:
         row["XYZ-99"] = "yes"
 
 
+def _one_annotator(rows: list[dict[str, str]]) -> None:
+    rows[:] = [row for row in rows if row["template_id"] != "AGE-01-T1" or row["annotator_id"] == "A1"]
+
+
+def _uneven_annotators(rows: list[dict[str, str]]) -> None:
+    del rows[1]  # AGE-01-T1-I1 keeps two annotators, its other items three
+
+
 CASES = {
     "unknown stereotype id in templates": (
         "annotations/templates.csv",
@@ -96,6 +104,23 @@ CASES = {
         "annotations/ratings.csv",
         _set(2, "template_id", "NOPE-T1"),
         "ratings.csv, row 2: unknown template id 'NOPE-T1'",
+    ),
+    "one annotator": (
+        "annotations/ratings.csv",
+        _one_annotator,
+        "ratings.csv, row 2: item AGE-01-T1-I1 of template AGE-01-T1 has one annotator: Fleiss' kappa needs at least "
+        "2 per item",
+    ),
+    "items with different numbers of annotators": (
+        "annotations/ratings.csv",
+        _uneven_annotators,
+        "ratings.csv, row 4: item AGE-01-T1-I2 of template AGE-01-T1 has 3 annotators, its item AGE-01-T1-I1 (row 2) "
+        "2: Fleiss' kappa needs the same number for every item of a template",
+    ),
+    "annotator ids that differ only in case": (
+        "annotations/ratings.csv",
+        _set(3, "annotator_id", "a1"),
+        "ratings.csv, row 3: annotator id a1 differs only in case from A1 (row 2): one annotator, one id",
     ),
     "override for an unknown assignment": (
         "annotations/disambiguation_overrides.csv",
