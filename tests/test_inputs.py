@@ -244,3 +244,22 @@ def test_inputs_that_read_like_instructions_are_flagged_not_refused(sample_copy:
         f"{templates}, row 5: question_negative_fa reads like an instruction to a model («دستورالعمل‌های قبلی»)",
     ]
     assert instruction_like(load_inputs(load_config().inputs), load_config().inputs) == []
+
+
+def test_a_glossary_naming_two_opposed_groups_alike_is_refused_before_a_stage_runs(
+    sample_copy: Path, tmp_path: Path
+) -> None:
+    """'یزدی' rendered "Shirazi" like 'شیرازی': DOM-02-T1 sets a Shirazi against a Yazdi, and its English
+    example would name both alike. 'ترک' and 'آذری' share "Azerbaijani" and no template opposes them: allowed."""
+    from pbbq.flows.build_pbbq import load_build_inputs
+
+    glossary = sample_copy / "annotations/glossary.csv"
+    _edit(glossary, _set(17, "term_en", "Shirazi"))
+    build = load_config(sample_copy / "configs" / "sample.toml")
+    with pytest.raises(InputError) as error:
+        load_build_inputs(build, tmp_path / "outputs", log=print)
+    assert str(error.value) == (
+        f"{glossary}, row 17: term_en 'Shirazi' of 'یزدی' is also that of 'شیرازی' (row 14), and template DOM-02-T1 "
+        "sets 'مرد شیرازی' against 'مرد یزدی': its English would name both entities alike"
+    )
+    assert not (tmp_path / "outputs").exists()  # refused before the crawl fetched anything
