@@ -69,7 +69,7 @@ def trace_command(args: argparse.Namespace) -> int:
 
 def diff_command(args: argparse.Namespace) -> int:
     from pbbq.flows.diff import default_pair, diff_runs
-    from pbbq.flows.runs import AuditError, outputs_folder, previous_completed
+    from pbbq.flows.runs import AuditError, manifest, outputs_folder, previous_completed, run_kind
 
     if len(args.runs) > 2:
         raise AuditError(f"pbbq diff takes at most two runs, not {len(args.runs)}")
@@ -83,6 +83,11 @@ def diff_command(args: argparse.Namespace) -> int:
         a = previous
     else:
         a, b = default_pair(outputs_folder(str(args.outputs) if args.outputs else None))
+    kinds = run_kind(manifest(a)), run_kind(manifest(b))
+    if kinds[0] != kinds[1]:
+        raise AuditError(
+            f"run {a.name} is a {kinds[0]} and run {b.name} a {kinds[1]}: pbbq diff compares two runs of one kind"
+        )
     found = diff_runs(a, b)
     limit = None if args.all else 20
     print(found.markdown(limit) if args.markdown else found.text(limit))
