@@ -179,7 +179,10 @@ def responses_command(args: argparse.Namespace) -> int:
     responses = _csv_bytes(imported.responses)
     load_responses(args.out, questionnaire["stereotype_id"], data=responses)  # what will be written must load
     write_ins = args.write_ins or args.out.with_name("write_ins.csv")
-    _write_all({args.out: responses} | ({write_ins: _csv_bytes(imported.write_ins)} if len(imported.write_ins) else {}))
+    files = {args.out: responses}
+    if len(imported.write_ins):
+        files[write_ins] = _csv_bytes(imported.write_ins)
+    _write_all(files)
     report = imported.report
     print(f"{report['respondents']} respondents → {args.out}")
     for duplicate in report["duplicates"]:

@@ -8,14 +8,15 @@
   tool can import: the Appendix E demographic questions, then one yes/no statement per stereotype in an order
   shuffled with the seed and the version, then the optional write-in question ('report other stereotypes you
   have heard', §3.2).
-
-Each function here checks everything and returns the bytes of the files to write: a command writes them only
-when all are known to be good (each through a temporary file and a rename), so a failure changes no file.
 - :func:`read_form_exports`: a form tool's response export (Google Forms' CSV: a timestamp column, then one column
   per question titled by its text) back to ``survey/responses.csv``: titles mapped to stereotype ids and
   demographic columns, Persian or English yes/no to ``yes``/``no``. An unknown column or answer stops with the
   file, the row and the problem; duplicate submissions and missing answers are reported, never guessed.
   Write-ins are scrubbed of personal data like crawled posts.
+
+Nothing here writes an input file as it goes: the questionnaire and the forms come back as bytes, checked, and
+a command writes them only when all are known to be good (each through a temporary file and a rename), so a
+failure changes no file.
 """
 
 from __future__ import annotations
