@@ -15,6 +15,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from pbbq.flows.arguments import integer
+
 AUDIT_COMMANDS = ("audit", "trace", "diff", "browse")
 """Commands that only read run folders (the CLI starts no Prefect logging for them)."""
 OUTPUTS_HELP = "where runs are (default: $PBBQ_OUTPUTS or outputs/)"
@@ -36,7 +38,7 @@ def add_audit_commands(subparsers: Any) -> None:
     diff.set_defaults(handler=diff_command)
     browse = subparsers.add_parser("browse", help="serve a run's tables with Datasette on 127.0.0.1")
     browse.add_argument("run", help="run id (under --outputs) or run folder")
-    browse.add_argument("--port", type=int, default=8001, help="port on 127.0.0.1 (default: 8001)")
+    browse.add_argument("--port", type=integer(1, 65535), default=8001, help="port on 127.0.0.1 (default: 8001)")
     browse.set_defaults(handler=browse_command)
     for parser in (audit, trace, diff, browse):
         parser.add_argument("--outputs", type=Path, help=OUTPUTS_HELP)
@@ -67,7 +69,7 @@ def trace_command(args: argparse.Namespace) -> int:
 
 def diff_command(args: argparse.Namespace) -> int:
     from pbbq.flows.diff import default_pair, diff_runs
-    from pbbq.flows.runs import AuditError, outputs_folder, previous_completed
+    from pbbq.flows.runs import AuditError, manifest, outputs_folder, previous_completed, run_kind
 
     if len(args.runs) > 2:
         raise AuditError(f"pbbq diff takes at most two runs, not {len(args.runs)}")
@@ -81,6 +83,11 @@ def diff_command(args: argparse.Namespace) -> int:
         a = previous
     else:
         a, b = default_pair(outputs_folder(str(args.outputs) if args.outputs else None))
+    kinds = run_kind(manifest(a)), run_kind(manifest(b))
+    if kinds[0] != kinds[1]:
+        raise AuditError(
+            f"run {a.name} is a {kinds[0]} and run {b.name} a {kinds[1]}: pbbq diff compares two runs of one kind"
+        )
     found = diff_runs(a, b)
     limit = None if args.all else 20
     print(found.markdown(limit) if args.markdown else found.text(limit))

@@ -11,8 +11,10 @@ common questions.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import socket
 import sqlite3
 import tempfile
 from pathlib import Path
@@ -243,6 +245,21 @@ def _lineage_sql(connection: sqlite3.Connection, names: list[str]) -> str:
     return " union all ".join(steps) + " order by step"
 
 
+def listening_socket(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host:port`` for the server, taken before anything else starts, so that a port in use
+    is one clear error rather than the web server's own message after the database is built."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise AuditError(f"port {port} on {host} is in use; choose another with --port") from None
+        raise AuditError(f"cannot listen on port {port} of {host} ({exc.strerror})") from None
+    return sock
+
+
 def serve(run: Path, host: str = "127.0.0.1", port: int = 8001) -> None:
     """Build ``run.db`` if needed and serve it read-only with Datasette until interrupted."""
     try:
@@ -252,6 +269,7 @@ def serve(run: Path, host: str = "127.0.0.1", port: int = 8001) -> None:
         raise AuditError('pbbq browse needs Datasette: pip install -e ".[browse]"') from exc
     import asyncio
 
+    sock = listening_socket(host, port)
     db = build_db(run)
     app = Datasette(
         immutables=[str(db)],
@@ -260,4 +278,6 @@ def serve(run: Path, host: str = "127.0.0.1", port: int = 8001) -> None:
     )
     asyncio.run(app.invoke_startup())
     print(f"serving {db} on http://{host}:{port}/{DATABASE} (Ctrl-C stops)", flush=True)
-    uvicorn.run(app.app(), host=host, port=port, log_level="warning", lifespan="on")
+    config = uvicorn.Config(app.app(), host=host, port=port, log_level="warning", lifespan="on")
+    with sock:
+        uvicorn.Server(config).run(sockets=[sock])

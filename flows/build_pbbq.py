@@ -197,7 +197,7 @@ def load_build_inputs(build: BuildConfig, root: Path, log: Callable[[str], None]
         name: (build.inputs[name], len(frame)) for name, frame in tables.items() if name in build.inputs
     }
     tables["names"] = load_name_table(build.inputs["names"], tables["templates"])
-    tables["glossary"] = load_glossary(build.inputs["glossary"])
+    tables["glossary"] = load_glossary(build.inputs["glossary"], tables["templates"])
     files |= {name: (build.inputs[name], len(tables[name])) for name in ("names", "glossary")}
     if build.transcript is not None:
         files["transcript"] = (build.transcript, None)

@@ -13,6 +13,7 @@ import os
 import sys
 from pathlib import Path
 
+from pbbq.flows.arguments import OneLineParser, run_id
 from pbbq.flows.audit_cli import AUDIT_COMMANDS, add_audit_commands
 from pbbq.flows.crawl_cli import add_crawl_commands
 from pbbq.flows.evaluate_cli import add_evaluate_command
@@ -59,14 +60,14 @@ def _message(exc: BaseException) -> str:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="pbbq", description="Build PBBQ, the Persian bias benchmark for QA.")
+    parser = OneLineParser(prog="pbbq", description="Build PBBQ, the Persian bias benchmark for QA.")
     parser.add_argument("--debug", action="store_true", help="show tracebacks on the terminal")
     commands = parser.add_subparsers(dest="command", required=True)
     build = commands.add_parser("build", help="build a run and print its folder")
     source = build.add_mutually_exclusive_group(required=True)
     source.add_argument("--sample", action="store_true", help="the bundled sample (offline)")
     source.add_argument("--config", type=Path, help="a build configuration (TOML)")
-    build.add_argument("--run-id", help="name of the run folder (default: time + random suffix)")
+    build.add_argument("--run-id", type=run_id, help="name of the run folder (default: time + random suffix)")
     build.add_argument("--outputs", type=Path, help="where runs go (default: $PBBQ_OUTPUTS or outputs/)")
     build.add_argument("--repo-id", help="Hub dataset repository to publish to (overrides [publish] repo_id)")
     build.add_argument(

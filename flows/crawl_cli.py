@@ -19,6 +19,8 @@ from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any
 
+from pbbq.flows.arguments import integer, run_id
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 """The repository (``pbbq.tasks.artifacts.REPO_ROOT``, not imported here: ``pbbq --help`` must not load pandas)."""
 SURVEY = REPO_ROOT / "survey"
@@ -64,15 +66,17 @@ def add_crawl_commands(subparsers: Any) -> None:
     where.add_argument("--sources", type=Path, help="a sources file, default parameters (default: crawl/sources.toml)")
     crawl.add_argument("--recorded-pages", type=Path, help="answer preview requests from this folder (no network)")
     crawl.add_argument("--outputs", type=Path, help="where runs go (default: $PBBQ_OUTPUTS or outputs/)")
-    crawl.add_argument("--run-id", help="name of the run folder (default: time + random suffix)")
+    crawl.add_argument("--run-id", type=run_id, help="name of the run folder (default: time + random suffix)")
     crawl.set_defaults(handler=crawl_command)
 
     questionnaire = subparsers.add_parser("questionnaire", help="the reviewed sheet into the questionnaire and form")
     questionnaire.add_argument("--reviewed", type=Path, required=True, help="the experts' review.csv, filled in")
     questionnaire.add_argument("--questionnaire", type=Path, default=SURVEY / "questionnaire.csv")
     questionnaire.add_argument("--forms", type=Path, help="folder of the form CSVs (default: forms/ beside it)")
-    questionnaire.add_argument("--versions", type=int, default=2, help="form versions, each shuffled (default 2)")
-    questionnaire.add_argument("--seed", type=int, default=42, help="seed of the shuffles (default 42)")
+    questionnaire.add_argument(
+        "--versions", type=integer(1), default=2, help="form versions, each shuffled (default 2)"
+    )
+    questionnaire.add_argument("--seed", type=integer(0), default=42, help="seed of the shuffles (default 42)")
     questionnaire.set_defaults(handler=questionnaire_command)
 
     responses = subparsers.add_parser("responses", help="a form tool's response export into responses.csv")
@@ -131,14 +135,25 @@ def crawl_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def _write_all(files: dict[Path, bytes]) -> None:
+    """Write files that are all checked already, each through a temporary file and a rename."""
+    from pbbq.tasks.artifacts import atomic_write_bytes
+
+    for path, data in files.items():
+        atomic_write_bytes(path, data)
+
+
 def questionnaire_command(args: argparse.Namespace) -> int:
-    from pbbq.tasks.inputs import load_questionnaire
-    from pbbq.tasks.survey_form import add_to_questionnaire, kept_rows, write_forms
+    """Check the sheet, the new questionnaire and every form first; then write them (a failure changes no file)."""
+    from pbbq.tasks.survey_form import form_files, kept_rows, questionnaire_update
 
     sheet = kept_rows(args.reviewed)
-    update = add_to_questionnaire(args.questionnaire, sheet)
-    questionnaire = load_questionnaire(args.questionnaire)
-    forms = write_forms(questionnaire, args.forms or args.questionnaire.parent / "forms", args.versions, args.seed)
+    update = questionnaire_update(args.questionnaire, sheet)
+    forms = form_files(
+        update.questionnaire, args.forms or args.questionnaire.parent / "forms", args.versions, args.seed
+    )
+    update.write()
+    _write_all(forms)
     decided = ", ".join(f"{n} {name}" for name, n in sheet.decisions.items())
     print(f"{args.reviewed}: {decided}")
     new_ids = ", ".join(update.added["stereotype_id"]) or "-"
@@ -150,18 +165,24 @@ def questionnaire_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def _csv_bytes(frame: Any) -> bytes:
+    return frame.to_csv(index=False, lineterminator="\n").encode("utf-8")
+
+
 def responses_command(args: argparse.Namespace) -> int:
-    from pbbq.tasks.artifacts import atomic_write_bytes
+    """Check the exports and the responses file they make first; then write it (a failure changes no file)."""
     from pbbq.tasks.inputs import load_questionnaire, load_responses
     from pbbq.tasks.survey_form import read_form_exports
 
     questionnaire = load_questionnaire(args.questionnaire)
     imported = read_form_exports(args.export, questionnaire)
-    atomic_write_bytes(args.out, imported.responses.to_csv(index=False, lineterminator="\n").encode("utf-8"))
-    load_responses(args.out, questionnaire["stereotype_id"])  # what was written must load
+    responses = _csv_bytes(imported.responses)
+    load_responses(args.out, questionnaire["stereotype_id"], data=responses)  # what will be written must load
     write_ins = args.write_ins or args.out.with_name("write_ins.csv")
+    files = {args.out: responses}
     if len(imported.write_ins):
-        atomic_write_bytes(write_ins, imported.write_ins.to_csv(index=False, lineterminator="\n").encode("utf-8"))
+        files[write_ins] = _csv_bytes(imported.write_ins)
+    _write_all(files)
     report = imported.report
     print(f"{report['respondents']} respondents → {args.out}")
     for duplicate in report["duplicates"]:

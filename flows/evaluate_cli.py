@@ -13,6 +13,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from pbbq.flows.arguments import run_id
+
 SPEC_HELP = (
     "[NAME=]BACKEND:ARGS, lm-eval's model and model_args, e.g. hf:pretrained=/models/x,dtype=float32 or "
     "local-completions:model=m,base_url=http://host:8000/v1/completions,tokenizer_backend=remote; chat backends "
@@ -34,7 +36,9 @@ def add_evaluate_command(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument("--model", action="append", required=True, dest="models", help=SPEC_HELP)
     parser.add_argument("--config", type=_configs, help="configs to score, comma-separated (default: all)")
     parser.add_argument("--limit", type=int, help="only the first N examples of each config")
-    parser.add_argument("--eval-id", help="name of the evaluation's run folder (default: eval-<time>-<random>)")
+    parser.add_argument(
+        "--eval-id", type=run_id, help="name of the evaluation's run folder (default: eval-<time>-<random>)"
+    )
     parser.add_argument("--outputs", type=Path, help="where runs are (default: $PBBQ_OUTPUTS or outputs/)")
     parser.add_argument("--survey", type=Path, help="acceptance per stereotype (parquet/CSV) for the KL")
     parser.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples over templates (1000)")

@@ -17,6 +17,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from pbbq.flows.arguments import integer
+
 LANGUAGES = ("en", "fa")
 """The languages with reference patterns (``pbbq.tasks.name_tables.LANGUAGES``, not imported: ``pbbq --help``
 stays fast)."""
@@ -30,7 +32,7 @@ def add_names_command(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument("--lang", choices=LANGUAGES, default="en", help="language of the records (default: en)")
     parser.add_argument("--out", type=Path, required=True, help="folder for the variants and report.json")
     parser.add_argument("--seed", type=int, help="global seed of the sub-seeds (default: the [names] stage's)")
-    parser.add_argument("--n-seeds", type=int, help="sub-seeds, i.e. variants per record (default: the stage's)")
+    parser.add_argument("--n-seeds", type=integer(1), help="sub-seeds, i.e. variants per record (default: the stage's)")
     parser.set_defaults(handler=names_command)
     return parser
 

@@ -25,11 +25,38 @@ def outputs_folder(outputs: str | None) -> Path:
 
 
 def run_folder(run: str | Path, outputs: Path) -> Path:
-    """A run by id (under ``outputs``) or by path; it must hold a manifest."""
+    """A run by id (under ``outputs``) or by path; it must hold a manifest and the stage folders it lists (a
+    release holds a copy of its run's manifest, not the run: reading it as one would count nothing and write
+    into the release)."""
     for candidate in (Path(run), outputs / run):
         if (candidate / "manifest.json").is_file():
-            return candidate.resolve()
+            found = candidate.resolve()
+            if not _holds_its_stages(found):
+                run_id = manifest(found).get("run_id")
+                origin = next((p for p in found.parents[:2] if _is_run(p, run_id)), None)
+                where = f"its run folder {origin}" if origin else f"the run {run_id} itself (by id or folder)"
+                raise AuditError(
+                    f"{found} is a release, not a run: it holds run {run_id}'s manifest but none of the stage "
+                    f"folders it lists; pass {where}"
+                )
+            return found
     raise AuditError(f"no run {str(run)!r}: neither {run} nor {outputs / run} holds a manifest.json")
+
+
+def _holds_its_stages(folder: Path) -> bool:
+    """Whether ``folder`` holds a stage folder its manifest lists (or the manifest lists none yet)."""
+    listed = [stage.get("folder") for stage in manifest(folder).get("stages", [])]
+    return not listed or any((folder / name).is_dir() for name in listed if name)
+
+
+def _is_run(folder: Path, run_id: str | None) -> bool:
+    """Whether ``folder`` is the run folder of ``run_id``."""
+    if not (folder / "manifest.json").is_file():
+        return False
+    try:
+        return manifest(folder).get("run_id") == run_id and _holds_its_stages(folder)
+    except AuditError:
+        return False
 
 
 def read_json(path: Path) -> dict[str, Any]:
@@ -92,6 +119,15 @@ def stage_folders(run: Path) -> list[str]:
 def _finished_at(run: Path) -> tuple[str, int]:
     written = manifest(run).get("written_at") or ""
     return written, (run / "manifest.json").stat().st_mtime_ns
+
+
+def run_kind(manifest: dict[str, Any]) -> str:
+    """What made a run, from the parameters its manifest records: ``evaluation`` (``pbbq evaluate``, of a
+    release), ``crawl`` (``pbbq crawl`` alone: the ``[crawl]`` section only) or ``build``."""
+    parameters = manifest.get("parameters") or {}
+    if "release" in parameters:
+        return "evaluation"
+    return "crawl" if set(parameters) == {"crawl"} else "build"
 
 
 def is_build(manifest: dict[str, Any]) -> bool:

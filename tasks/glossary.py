@@ -20,7 +20,7 @@ from functools import cached_property
 from pathlib import Path
 
 import pandas as pd
-from pbbq.tasks.inputs import InputError, read_csv_checked, require_filled, require_none
+from pbbq.tasks.inputs import InputError, read_csv_checked, require_filled, require_none, spreadsheet_row
 from pbbq.tasks.persian_text import ZWNJ, normalize_fa
 
 GLOSSARY_COLUMNS = ["term_fa", "term_en", "note"]
@@ -29,11 +29,13 @@ _NOT_PERSIAN_TERM = re.compile(rf"[^\u0600-\u06ff{ZWNJ} ]")
 _PLURALS = (f"{ZWNJ}ها", f"{ZWNJ}های")
 
 
-def load_glossary(path: Path) -> pd.DataFrame:
+def load_glossary(path: Path, templates: pd.DataFrame | None = None) -> pd.DataFrame:
     """``term_fa, term_en, note``: one row per Persian group term, normalised, sorted as in the file.
 
     Every term and rendering is filled; a term is Persian words only and appears once; a rendering has no
     Persian letter; two spellings of one rendering that differ only in case are an error (one group, one name).
+    Given the loaded ``templates``, two terms that a template sets against each other may not share a rendering
+    (:func:`check_opposed_terms`).
     """
     frame = read_csv_checked(path, GLOSSARY_COLUMNS)[GLOSSARY_COLUMNS]
     if frame.empty:
@@ -68,7 +70,33 @@ def load_glossary(path: Path) -> pd.DataFrame:
             "one group, one English name"
         ),
     )
-    return frame.reset_index(drop=True)
+    frame = frame.reset_index(drop=True)
+    if templates is not None:
+        check_opposed_terms(frame, path, templates)
+    return frame
+
+
+def check_opposed_terms(glossary: pd.DataFrame, path: Path, templates: pd.DataFrame) -> None:
+    """Refuse two Persian terms with one English name when a template's stereotyped entity holds one and its
+    non-stereotyped entity the other (PBBQ §3.3: the two answer options are different groups): the translated
+    example would name both entities alike. Two terms of one group (``ترک`` and ``آذری``) may share a name as long
+    as no template opposes them."""
+    lookup = Glossary(glossary)
+    rows = {fa: spreadsheet_row(index) for index, fa in glossary["term_fa"].items()}
+    for template in templates.itertuples():
+        stereo = [(fa, en, e) for e in template.stereo_entities for fa, en in lookup.terms_in(e)]
+        nonstereo = [(fa, en, e) for e in template.nonstereo_entities for fa, en in lookup.terms_in(e)]
+        for fa, en, entity in stereo:
+            for other, other_en, other_entity in nonstereo:
+                if fa != other and en == other_en:
+                    first, second = sorted((fa, other), key=rows.__getitem__)
+                    raise InputError(
+                        path,
+                        rows[second],
+                        f"term_en {en!r} of {second!r} is also that of {first!r} (row {rows[first]}), and template "
+                        f"{template.template_id} sets {entity!r} against {other_entity!r}: its English would name "
+                        "both entities alike",
+                    )
 
 
 def _words(phrase: str) -> list[str]:

@@ -96,14 +96,17 @@ def _shown(text: str) -> str:
     return repr(text) if _LINE_BREAK.search(text) else text
 
 
-def read_csv_checked(path: Path, required: Iterable[str], *, allow_empty: bool = False) -> pd.DataFrame:
+def read_csv_checked(
+    path: Path, required: Iterable[str], *, allow_empty: bool = False, data: bytes | None = None
+) -> pd.DataFrame:
     """A UTF-8 CSV file as strings, every cell stripped; one :class:`InputError` naming the file (and the row)
     for a missing or empty file, a repeated column, a missing required column, a NUL byte, text that is not
     CSV, a row with more (non-empty) cells than the header has columns, or no data rows (unless ``allow_empty``:
-    a header alone then means 'none'). Blank lines are skipped; a row's missing cells at its end are empty."""
-    if not path.is_file():
+    a header alone then means 'none'). Blank lines are skipped; a row's missing cells at its end are empty.
+    ``data``: the bytes a command is about to write to ``path``, checked before they replace the file."""
+    if data is None and not path.is_file():
         raise InputError(path, None, "file not found")
-    raw = path.read_bytes()
+    raw = path.read_bytes() if data is None else data
     if b"\0" in raw:
         raise InputError(path, raw[: raw.index(b"\0")].count(b"\n") + 1, "a NUL byte: not a text CSV file")
     try:
@@ -188,10 +191,11 @@ QUESTIONNAIRE_COLUMNS = [
 """The questionnaire's columns, in its order (``survey/questionnaire.csv``)."""
 
 
-def load_questionnaire(path: Path) -> pd.DataFrame:
-    """The surveyed stereotypes: one row each, with the groups they are about (PBBQ §3.2)."""
+def load_questionnaire(path: Path, data: bytes | None = None) -> pd.DataFrame:
+    """The surveyed stereotypes: one row each, with the groups they are about (PBBQ §3.2). ``data``: the
+    file's new bytes, checked before they are written (:func:`read_csv_checked`)."""
     columns = QUESTIONNAIRE_COLUMNS
-    frame = read_csv_checked(path, columns)[columns]
+    frame = read_csv_checked(path, columns, data=data)[columns]
     for column in ("statement_fa", "target_group"):  # first, so a cell of bidi marks alone counts as empty
         frame[column] = frame[column].map(normalize_fa)
     frame["non_target_groups"] = frame["non_target_groups"].map(_split_list)
@@ -208,10 +212,11 @@ def load_questionnaire(path: Path) -> pd.DataFrame:
     return frame.reset_index(drop=True)
 
 
-def load_responses(path: Path, stereotype_ids: Iterable[str]) -> pd.DataFrame:
-    """Survey responses: one row per respondent, the Appendix E attributes, one answer per stereotype."""
+def load_responses(path: Path, stereotype_ids: Iterable[str], data: bytes | None = None) -> pd.DataFrame:
+    """Survey responses: one row per respondent, the Appendix E attributes, one answer per stereotype.
+    ``data``: the file's new bytes, checked before they are written (:func:`read_csv_checked`)."""
     known = list(stereotype_ids)
-    frame = read_csv_checked(path, ["respondent_id", *DEMOGRAPHIC_COLUMNS])
+    frame = read_csv_checked(path, ["respondent_id", *DEMOGRAPHIC_COLUMNS], data=data)
     answer_columns = [column for column in frame.columns if column not in ("respondent_id", *DEMOGRAPHIC_COLUMNS)]
     unknown = [column for column in answer_columns if column not in known]
     if unknown:
@@ -375,12 +380,53 @@ def load_ratings(path: Path, template_ids: Iterable[str]) -> pd.DataFrame:
         ~relevance.isin(RELEVANCE_SCALE),
         lambda i: f"relevance {frame.at[i, 'relevance']!r} is outside the scale 1–3",
     )
+    _check_annotators(frame, path)
+    return frame.assign(target_label=labels, relevance=relevance.astype("int64"))
+
+
+def _first_row(frame: pd.DataFrame, column: str, value: str) -> int:
+    return spreadsheet_row(frame.index[frame[column] == value][0])
+
+
+def _check_annotators(frame: pd.DataFrame, path: Path) -> None:
+    """Ratings Fleiss' kappa can be computed from (PakBBQ §3.2, :mod:`pbbq.tasks.kappa_gate`), checked as the build
+    starts: one id per annotator (two spellings that differ only in case are one person rating twice), no item
+    rated twice by one annotator, and every item of a template rated by the same number of annotators, at least 2.
+    """
+    annotator, item, template = frame["annotator_id"], frame["item_id"], frame["template_id"]
+    spelling = annotator.groupby(annotator.str.casefold()).transform("first")
+    require_none(
+        path,
+        spelling != annotator,
+        lambda i: (
+            f"annotator id {_shown(annotator[i])} differs only in case from {_shown(spelling[i])} (row "
+            f"{_first_row(frame, 'annotator_id', spelling[i])}): one annotator, one id"
+        ),
+    )
     require_none(
         path,
         frame.duplicated(["template_id", "item_id", "annotator_id"]),
-        lambda i: f"annotator {_shown(frame.at[i, 'annotator_id'])} rated item {_shown(frame.at[i, 'item_id'])} twice",
+        lambda i: f"annotator {_shown(annotator[i])} rated item {_shown(item[i])} twice",
     )
-    return frame.assign(target_label=labels, relevance=relevance.astype("int64"))
+    raters = annotator.groupby([template, item]).transform("nunique")
+    require_none(
+        path,
+        raters < 2,
+        lambda i: (
+            f"item {_shown(item[i])} of template {_shown(template[i])} has one annotator: Fleiss' kappa needs at "
+            "least 2 per item"
+        ),
+    )
+    first, first_item = raters.groupby(template).transform("first"), item.groupby(template).transform("first")
+    require_none(
+        path,
+        raters != first,
+        lambda i: (
+            f"item {_shown(item[i])} of template {_shown(template[i])} has {raters[i]} annotators, its item "
+            f"{_shown(first_item[i])} (row {_first_row(frame, 'template_id', template[i])}) {first[i]}: Fleiss' "
+            "kappa needs the same number for every item of a template"
+        ),
+    )
 
 
 def load_unknown_phrases(path: Path) -> pd.DataFrame:

@@ -1,17 +1,22 @@
 """From the experts' reviewed sheet to the survey and back (PBBQ §3.2, Appendix E).
 
-- :func:`kept_rows` and :func:`add_to_questionnaire`: the rows the experts kept become stereotypes of
+- :func:`kept_rows` and :func:`questionnaire_update`: the rows the experts kept become stereotypes of
   ``survey/questionnaire.csv`` with ids that continue each category's numbering (``ETH-04`` after ``ETH-03``).
   Rows already in the file stay byte for byte as they are and are never renumbered; a kept statement the file
   already holds is reported, not added twice.
-- :func:`form_table`: the respondent-facing form, one CSV per form version that a form tool can import: the
-  Appendix E demographic questions, then one yes/no statement per stereotype in an order shuffled with the seed
-  and the version, then the optional write-in question ('report other stereotypes you have heard', §3.2).
+- :func:`form_table` and :func:`form_files`: the respondent-facing form, one CSV per form version that a form
+  tool can import: the Appendix E demographic questions, then one yes/no statement per stereotype in an order
+  shuffled with the seed and the version, then the optional write-in question ('report other stereotypes you
+  have heard', §3.2).
 - :func:`read_form_exports`: a form tool's response export (Google Forms' CSV: a timestamp column, then one column
   per question titled by its text) back to ``survey/responses.csv``: titles mapped to stereotype ids and
   demographic columns, Persian or English yes/no to ``yes``/``no``. An unknown column or answer stops with the
   file, the row and the problem; duplicate submissions and missing answers are reported, never guessed.
   Write-ins are scrubbed of personal data like crawled posts.
+
+Nothing here writes an input file as it goes: the questionnaire and the forms come back as bytes, checked, and
+a command writes them only when all are known to be good (each through a temporary file and a rename), so a
+failure changes no file.
 """
 
 from __future__ import annotations
@@ -200,10 +205,19 @@ def kept_rows(path: Path) -> ReviewedSheet:
 
 @dataclass
 class QuestionnaireUpdate:
+    path: Path
     added: pd.DataFrame
     """The new questionnaire rows, with their ids."""
+    questionnaire: pd.DataFrame
+    """The questionnaire with the new rows, as :func:`load_questionnaire` reads it."""
+    data: bytes | None
+    """The file's new bytes (None: no row added, the file stays as it is)."""
     already: list[dict[str, Any]] = field(default_factory=list)
     """Kept rows whose statement the questionnaire (or an earlier row of the sheet) already holds."""
+
+    def write(self) -> None:
+        if self.data is not None:
+            atomic_write_bytes(self.path, self.data)
 
 
 def _next_numbers(ids: Sequence[str]) -> dict[str, int]:
@@ -215,8 +229,9 @@ def _next_numbers(ids: Sequence[str]) -> dict[str, int]:
     return numbers
 
 
-def add_to_questionnaire(path: Path, sheet: ReviewedSheet) -> QuestionnaireUpdate:
-    """Append the kept rows to the questionnaire at ``path`` (created when missing) with new ids."""
+def questionnaire_update(path: Path, sheet: ReviewedSheet) -> QuestionnaireUpdate:
+    """The kept rows appended to the questionnaire at ``path`` (created when missing) with new ids, checked as
+    the build reads the file; nothing is written (:meth:`QuestionnaireUpdate.write` does)."""
     existing = load_questionnaire(path) if path.is_file() else pd.DataFrame(columns=QUESTIONNAIRE_COLUMNS)
     numbers = _next_numbers(list(existing["stereotype_id"]))
     known = {statement: sid for statement, sid in zip(existing["statement_fa"], existing["stereotype_id"], strict=True)}
@@ -231,6 +246,7 @@ def add_to_questionnaire(path: Path, sheet: ReviewedSheet) -> QuestionnaireUpdat
         known[row.statement_fa] = stereotype_id
         added.append({"stereotype_id": stereotype_id, **{c: getattr(row, c) for c in QUESTIONNAIRE_COLUMNS[1:]}})
     new = pd.DataFrame(added, columns=QUESTIONNAIRE_COLUMNS)
+    data = None
     if len(new):
         buffer = io.StringIO()
         writer = csv.writer(buffer, lineterminator="\n")
@@ -240,9 +256,10 @@ def add_to_questionnaire(path: Path, sheet: ReviewedSheet) -> QuestionnaireUpdat
         elif not old.endswith("\n"):
             buffer.write("\n")
         writer.writerows(new.itertuples(index=False))
-        atomic_write_bytes(path, (old + buffer.getvalue()).encode("utf-8"))
-        load_questionnaire(path)  # what was written must load
-    return QuestionnaireUpdate(new, already)
+        data = (old + buffer.getvalue()).encode("utf-8")
+    table = existing if data is None and path.is_file() else load_questionnaire(path, data)
+    _check_titles(table, path)
+    return QuestionnaireUpdate(path, new, table, data, already)
 
 
 # --- the form ------------------------------------------------------------------------------------------------
@@ -303,16 +320,16 @@ def form_table(questionnaire: pd.DataFrame, version: int, seed: int) -> pd.DataF
     return table[FORM_COLUMNS]
 
 
-def write_forms(questionnaire: pd.DataFrame, folder: Path, versions: int, seed: int) -> list[Path]:
-    """``folder/form-v<k>.csv`` for k = 1..versions (UTF-8 with a BOM, cells neutralised)."""
+def form_files(questionnaire: pd.DataFrame, folder: Path, versions: int, seed: int) -> dict[Path, bytes]:
+    """The bytes of ``folder/form-v<k>.csv`` for k = 1..versions (UTF-8 with a BOM, cells neutralised)."""
     if versions < 1:
         raise ValueError(f"versions must be >= 1, not {versions}")
-    paths = []
-    for version in range(1, versions + 1):
-        path = folder / f"form-v{version}.csv"
-        atomic_write_bytes(path, people_csv(form_table(questionnaire, version, seed)))
-        paths.append(path)
-    return paths
+    if seed < 0:
+        raise ValueError(f"the seed must be >= 0, not {seed}")
+    return {
+        folder / f"form-v{version}.csv": people_csv(form_table(questionnaire, version, seed))
+        for version in range(1, versions + 1)
+    }
 
 
 # --- the form tool's export back into responses.csv ----------------------------------------------------------
@@ -344,6 +361,8 @@ def _read_export(path: Path, titles: dict[str, str]) -> tuple[pd.DataFrame, list
     header = [restore_cell(str(column)).strip() for column in frame.columns]
     if not header or header[0] not in TIMESTAMP_COLUMNS:
         raise InputError(path, 1, f"the first column must be the timestamp ({', '.join(TIMESTAMP_COLUMNS)})")
+    if frame.empty:
+        raise InputError(path, None, "no submissions: the export has a header only (leave it out of --export)")
     ids, unknown = [], []
     for title in header[1:]:
         key = normalize_fa(re.sub(r"\.\d+$", "", title) if title not in titles else title)

@@ -20,9 +20,9 @@ from pbbq.tasks.survey_form import (
     DEMOGRAPHIC_QUESTIONS,
     WRITE_IN,
     WRITE_IN_TITLE,
-    add_to_questionnaire,
     form_table,
     kept_rows,
+    questionnaire_update,
     read_form_exports,
 )
 
@@ -68,18 +68,20 @@ def test_kept_rows_get_new_ids_and_the_old_rows_stay_as_they_are(tmp_path: Path,
     rows = [TURKS, {"cluster_id": "CL-9", "decision": "drop"}, ISFAHANIS, {"cluster_id": "CL-8"}, known]
     sheet = kept_rows(_sheet(tmp_path / "review.csv", rows))
     assert sheet.decisions == {"keep": 3, "drop": 1, "undecided": 1}
-    update = add_to_questionnaire(questionnaire, sheet)
+    update = questionnaire_update(questionnaire, sheet)
     assert list(update.added["stereotype_id"]) == ["ETH-04", "DOM-04"]
     assert update.already == [{"row": 6, "cluster_id": "CL-3", "stereotype_id": "ETH-01"}]
+    assert questionnaire.read_bytes() == before  # checked, not written yet
+    update.write()
     assert questionnaire.read_bytes().startswith(before)
     table = load_questionnaire(questionnaire).set_index("stereotype_id")
     assert table.at["ETH-04", "statement_en"] == "- Turks are stubborn."  # the sheet's "'-" undone
     assert table.at["ETH-04", "non_target_groups"] == ["فارس‌ها", "کردها"]
     assert table.at["DOM-04", "source"] == "crawl" and len(table) == 50
-    again = add_to_questionnaire(questionnaire, sheet)  # the same sheet twice adds nothing
+    again = questionnaire_update(questionnaire, sheet)  # the same sheet twice adds nothing
     assert again.added.empty and len(again.already) == 3
     more = {**TURKS, "cluster_id": "CL-5", "statement_fa": "ترک‌ها زودجوش‌اند."}
-    later = add_to_questionnaire(questionnaire, kept_rows(_sheet(tmp_path / "later.csv", [more])))
+    later = questionnaire_update(questionnaire, kept_rows(_sheet(tmp_path / "later.csv", [more])))
     assert list(later.added["stereotype_id"]) == ["ETH-05"]
     assert list(load_questionnaire(questionnaire)["stereotype_id"])[:48] == list(existing.index)
 
@@ -212,3 +214,70 @@ def test_pbbq_questionnaire_adds_and_writes_the_forms(
     data = [p.read_bytes() for p in forms]
     assert main(args) == 0 and [p.read_bytes() for p in forms] == data  # the same seed, the same forms
     assert "0 new stereotype(s)" in capsys.readouterr().out
+
+
+def _files(folder: Path) -> dict[Path, bytes]:
+    return {path: path.read_bytes() for path in sorted(folder.rglob("*")) if path.is_file()}
+
+
+def test_pbbq_responses_of_a_header_only_export_changes_no_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The export is checked, and the responses it makes, before the survey's responses file is replaced."""
+    table = load_questionnaire(SURVEY / "questionnaire.csv")
+    export = _export(tmp_path / "v1.csv", form_table(table, 1, 42), table.iloc[:0])
+    out = Path(shutil.copy(SURVEY / "responses.csv", tmp_path / "responses.csv"))
+    (tmp_path / "write_ins.csv").write_text("respondent_id,text\nR001,earlier\n", encoding="utf-8")
+    before = _files(tmp_path)
+    assert main(["responses", "--export", str(export), "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert err == f"pbbq: error: {export}: no submissions: the export has a header only (leave it out of --export)\n"
+    assert _files(tmp_path) == before
+
+
+@pytest.fixture
+def survey_folder(tmp_path: Path, questionnaire: Path) -> tuple[list[str], dict[Path, bytes]]:
+    """A questionnaire and its forms written by a first ``pbbq questionnaire``; the arguments of a second one."""
+    args = ["questionnaire", "--questionnaire", str(questionnaire), "--versions", "2"]
+    assert main([*args, "--reviewed", str(_sheet(tmp_path / "first.csv", [TURKS]))]) == 0
+    return [*args, "--reviewed", str(_sheet(tmp_path / "review.csv", [ISFAHANIS]))], _files(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("extra", "problem"),
+    [
+        (["--versions", "0"], "argument --versions: must be at least 1, not 0"),
+        (["--seed", "-1"], "argument --seed: must be at least 0, not -1"),
+    ],
+)
+def test_pbbq_questionnaire_refuses_bad_arguments_before_it_writes(
+    survey_folder: tuple[list[str], dict[Path, bytes]],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    extra: list[str],
+    problem: str,
+) -> None:
+    args, before = survey_folder
+    with pytest.raises(SystemExit) as exit_:
+        main([*args, *extra])
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err == f"pbbq: error: {problem} (see pbbq questionnaire --help)\n"
+    assert _files(tmp_path) == before
+
+
+def test_a_statement_that_would_break_the_form_changes_no_file(
+    survey_folder: tuple[list[str], dict[Path, bytes]],
+    tmp_path: Path,
+    questionnaire: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A kept statement that is the title of a demographic question would make the form's answers ambiguous: the
+    new questionnaire is refused, naming it, before it or a form is written."""
+    args, before = survey_folder
+    title = DEMOGRAPHIC_QUESTIONS["gender"][0]
+    sheet = _sheet(tmp_path / "review.csv", [{**ISFAHANIS, "statement_fa": title}])
+    before[sheet] = sheet.read_bytes()
+    assert main(args) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"pbbq: error: {questionnaire}: stereotype DOM-04: its statement is the title of another")
+    assert err.count("\n") == 1 and _files(tmp_path) == before

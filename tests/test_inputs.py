@@ -46,6 +46,14 @@ def _extra_answer_column(rows: list[dict[str, str]]) -> None:
         row["XYZ-99"] = "yes"
 
 
+def _one_annotator(rows: list[dict[str, str]]) -> None:
+    rows[:] = [row for row in rows if row["template_id"] != "AGE-01-T1" or row["annotator_id"] == "A1"]
+
+
+def _uneven_annotators(rows: list[dict[str, str]]) -> None:
+    del rows[1]  # AGE-01-T1-I1 keeps two annotators, its other items three
+
+
 CASES = {
     "unknown stereotype id in templates": (
         "annotations/templates.csv",
@@ -96,6 +104,23 @@ CASES = {
         "annotations/ratings.csv",
         _set(2, "template_id", "NOPE-T1"),
         "ratings.csv, row 2: unknown template id 'NOPE-T1'",
+    ),
+    "one annotator": (
+        "annotations/ratings.csv",
+        _one_annotator,
+        "ratings.csv, row 2: item AGE-01-T1-I1 of template AGE-01-T1 has one annotator: Fleiss' kappa needs at least "
+        "2 per item",
+    ),
+    "items with different numbers of annotators": (
+        "annotations/ratings.csv",
+        _uneven_annotators,
+        "ratings.csv, row 4: item AGE-01-T1-I2 of template AGE-01-T1 has 3 annotators, its item AGE-01-T1-I1 (row 2) "
+        "2: Fleiss' kappa needs the same number for every item of a template",
+    ),
+    "annotator ids that differ only in case": (
+        "annotations/ratings.csv",
+        _set(3, "annotator_id", "a1"),
+        "ratings.csv, row 3: annotator id a1 differs only in case from A1 (row 2): one annotator, one id",
     ),
     "override for an unknown assignment": (
         "annotations/disambiguation_overrides.csv",
@@ -219,3 +244,22 @@ def test_inputs_that_read_like_instructions_are_flagged_not_refused(sample_copy:
         f"{templates}, row 5: question_negative_fa reads like an instruction to a model («دستورالعمل‌های قبلی»)",
     ]
     assert instruction_like(load_inputs(load_config().inputs), load_config().inputs) == []
+
+
+def test_a_glossary_naming_two_opposed_groups_alike_is_refused_before_a_stage_runs(
+    sample_copy: Path, tmp_path: Path
+) -> None:
+    """'یزدی' rendered "Shirazi" like 'شیرازی': DOM-02-T1 sets a Shirazi against a Yazdi, and its English
+    example would name both alike. 'ترک' and 'آذری' share "Azerbaijani" and no template opposes them: allowed."""
+    from pbbq.flows.build_pbbq import load_build_inputs
+
+    glossary = sample_copy / "annotations/glossary.csv"
+    _edit(glossary, _set(17, "term_en", "Shirazi"))
+    build = load_config(sample_copy / "configs" / "sample.toml")
+    with pytest.raises(InputError) as error:
+        load_build_inputs(build, tmp_path / "outputs", log=print)
+    assert str(error.value) == (
+        f"{glossary}, row 17: term_en 'Shirazi' of 'یزدی' is also that of 'شیرازی' (row 14), and template DOM-02-T1 "
+        "sets 'مرد شیرازی' against 'مرد یزدی': its English would name both entities alike"
+    )
+    assert not (tmp_path / "outputs").exists()  # refused before the crawl fetched anything
