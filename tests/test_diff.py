@@ -232,7 +232,10 @@ def test_changing_one_survey_answer_file_names_exactly_what_changed(
         assert not found.examples[config_name].added and not found.examples[config_name].changed, config_name
     rows = {d.row for d in found.table1}
     assert rows == {f"{c} / {r}" for c in EXAMPLE_TABLES for r in ("Domestic Area", "Total")}
-    assert re.search(r"acceptance DOM-03: accepted \(0\.612.*→ not accepted \(0\.596", found.text())
+    text = found.text()
+    assert re.search(r"acceptance DOM-03: accepted \(0\.612.*→ not accepted \(0\.596", text)
+    assert "    DOM-03: n_accepting 153 → 149, acceptance 0.612 → 0.596, " in text
+    assert "Decisions within 0.02 of their threshold:\n  acceptance DOM-03: 0.612 → 0.596 (threshold 0.6)\n" in text
     note = _change_note(first, changed)
     assert note == _diff_markdown(first, changed, capsys)
     assert "### Input files whose hash changed\n\n- responses: " in note and "→ none" not in note
