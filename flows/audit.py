@@ -5,8 +5,10 @@ what the difference means (a drop, or an example that simply has no name proxy),
 with its first rows, the funnel from crawled posts to published rows per config, the soundness checks, the
 warnings and the LLM usage. :mod:`pbbq.flows.audit_report` draws the same as ``audit.html``. ``trace`` follows one
 example back through the run: its stereotype with its survey figures and any crawl evidence, the template's
-kappa and where its disambiguated context came from, the LLM prompts and answers behind it, its name-proxy
-and English variants, and whether it is new or changed since the previous completed run.
+kappa and where its disambiguated context came from, the LLM prompts and answers behind it, its whole family
+(the ``fa`` original, its name-proxy variants, its translations and every drop among them with stage and reason;
+any member, a dropped one too, traces to the same family), and whether it is new or changed since the previous
+completed run.
 """
 
 from __future__ import annotations
