@@ -118,7 +118,7 @@ def test_trace_in_the_second_run_says_the_example_is_unchanged(two_builds: tuple
 
 
 def test_trace_of_an_unknown_example_is_a_clear_error(two_builds: tuple[Path, Path]) -> None:
-    with pytest.raises(AuditError, match=r"no example 'nope' .* neither built nor dropped"):
+    with pytest.raises(AuditError, match=r"no example 'nope' in .*\(neither built nor dropped\)"):
         trace(two_builds[0], "nope")
 
 
