@@ -5,8 +5,10 @@ what the difference means (a drop, or an example that simply has no name proxy),
 with its first rows, the funnel from crawled posts to published rows per config, the soundness checks, the
 warnings and the LLM usage. :mod:`pbbq.flows.audit_report` draws the same as ``audit.html``. ``trace`` follows one
 example back through the run: its stereotype with its survey figures and any crawl evidence, the template's
-kappa and where its disambiguated context came from, the LLM prompts and answers behind it, its name-proxy
-and English variants, and whether it is new or changed since the previous completed run.
+kappa and where its disambiguated context came from, the LLM prompts and answers behind it, its whole family
+(the ``fa`` original, its name-proxy variants, its translations and every drop among them with stage and reason;
+any member, a dropped one too, traces to the same family), and whether it is new or changed since the previous
+completed run.
 """
 
 from __future__ import annotations
@@ -377,12 +379,6 @@ def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
     return json.loads(frame.to_json(orient="records", force_ascii=False))
 
 
-def all_examples(run: Path) -> pd.DataFrame:
-    """The examples of every config of the run, one table."""
-    frames = [frame for name in EXAMPLE_TABLES.values() if len(frame := read_table(run, name))]
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["example_id"])
-
-
 def crawl_evidence(run: Path, stereotype_id: str) -> list[dict[str, Any]]:
     """The crawl's candidates behind a stereotype (post ids, channels), when the run crawled and the candidates
     carry the stereotype id the experts gave them."""
@@ -392,17 +388,82 @@ def crawl_evidence(run: Path, stereotype_id: str) -> list[dict[str, Any]]:
     return _records(candidates[candidates["stereotype_id"] == stereotype_id])
 
 
+def _original_id(row: pd.Series) -> str:
+    """The id of the ``fa`` original an example was made from (its own id when it is the original)."""
+    source = row.get("source_example_id")
+    return source if isinstance(source, str) and source else str(row["example_id"])
+
+
+def _matching(path: Path, example_id: str, family: bool = False) -> pd.DataFrame:
+    """The rows of a parquet table with ``example_id``, and with ``family`` also those made from it (whose
+    ``source_example_id`` it is); an empty table when the file is missing or has no example ids."""
+    names = pq.read_schema(path).names if path.is_file() else []
+    if "example_id" not in names:
+        return pd.DataFrame()
+    filters = [[("example_id", "==", example_id)]]
+    if family and "source_example_id" in names:
+        filters.append([("source_example_id", "==", example_id)])
+    return pd.read_parquet(path, filters=filters)
+
+
+def _drop_tables_with_examples(run: Path) -> list[tuple[str, Path]]:
+    """(stage folder, table) for every table of the run whose rows are examples a stage did not carry on."""
+    return [
+        (folder, path)
+        for folder in stage_folders(run)
+        for path in _reason_tables(run, folder)
+        if "example_id" in pq.read_schema(path).names
+    ]
+
+
+def _family_drops(run: Path, original_id: str) -> list[dict[str, Any]]:
+    """Every row of the original's family (itself, its name variants, its translations) that a stage did not
+    carry on: the stage, its table and the reason in words."""
+    found = []
+    for folder, path in _drop_tables_with_examples(run):
+        rows = _matching(path, original_id, family=True)
+        if "kept" in rows.columns:
+            rows = rows[~rows["kept"].astype(bool)]
+        found += [
+            {
+                "stage": folder,
+                "table": f"{folder}/{path.stem}.parquet",
+                "example_id": row["example_id"],
+                "lang": row.get("lang"),
+                "variant": row.get("variant"),
+                "reason": row["reason"],
+                "meaning": words(str(row["reason"])),
+            }
+            for row in rows.to_dict(orient="records")
+        ]
+    return found
+
+
+def _find(run: Path, example_id: str) -> tuple[pd.DataFrame, str]:
+    """The example's row and the table it is in (relative to the run, no suffix): a config's examples, else the
+    table of the stage that did not carry it on."""
+    candidates = [(run / f"{table}.parquet") for table in EXAMPLE_TABLES.values()]
+    candidates += [path for _, path in _drop_tables_with_examples(run)]
+    for path in candidates:
+        rows = _matching(path, example_id)
+        if len(rows):
+            return rows.iloc[:1], path.relative_to(run).with_suffix("").as_posix()
+    raise AuditError(f"no example {example_id!r} in {run} (neither built nor dropped)")
+
+
 def trace(run: Path, example_id: str) -> dict[str, Any]:
-    """Everything the run knows about one example, from its stereotype to its variants."""
+    """Everything the run knows about one example, from its stereotype to its whole family: the ``fa`` original,
+    its name-proxy variants, its translations and every drop among them with its stage and reason. Any member
+    traces to the same family, a dropped one too."""
     from pbbq.flows.diff import example_status
 
-    examples = all_examples(run)
-    found = examples[examples["example_id"] == example_id] if "example_id" in examples.columns else examples
-    if found.empty:
-        raise AuditError(f"no example {example_id!r} in {run}")
+    found, table = _find(run, example_id)
     example = found.iloc[0]
-    original_id = example.source_example_id or example.example_id
-    original = examples[examples["example_id"] == original_id]
+    original_id = _original_id(example)
+    members = [_matching(run / f"{t}.parquet", original_id, family=True) for t in EXAMPLE_TABLES.values()]
+    family = pd.concat([m for m in members if len(m)] or [pd.DataFrame(columns=["example_id"])], ignore_index=True)
+    original = family[family["example_id"] == original_id]
+    derived = family[family["example_id"] != original_id]
     template = read_table(run, "04_disambiguate/templates").query("template_id == @example.template_id")
     gate = read_table(run, "03_kappa_gate/templates").query("template_id == @example.template_id")
     stereotype = read_table(run, "02_survey/stereotypes").query("stereotype_id == @example.stereotype_id")
@@ -413,10 +474,17 @@ def trace(run: Path, example_id: str) -> dict[str, Any]:
         record = transcript.get(key)
         if record is not None:
             llm.append({"request_id": key, "messages": record["request"]["messages"], "answer": record["response"]})
-    variants = examples[examples["source_example_id"] == original_id]
+    shown = ["example_id", "lang", "variant", "context", "question", "ans0", "ans1", "ans2"]
+    drops_found = _family_drops(run, original_id)
+    own_drop = [d for d in drops_found if d["table"] == f"{table}.parquet" and d["example_id"] == example_id]
     return {
         "example": _records(found)[0],
+        "table": table,
+        "dropped": own_drop[0] if own_drop else None,
         "original": _records(original)[0] if not original.empty else None,
+        "variants": _records(derived.loc[derived["variant"] != "original", shown]),
+        "translations": _records(derived.loc[derived["variant"] == "original", shown]),
+        "drops": drops_found,
         "stereotype": _records(stereotype)[0] if not stereotype.empty else None,
         "crawl": crawl_evidence(run, example.stereotype_id),
         "template": _records(template)[0] if not template.empty else None,
@@ -425,8 +493,5 @@ def trace(run: Path, example_id: str) -> dict[str, Any]:
         else None,
         "disambiguation_attempts": _records(attempts),
         "llm": llm,
-        "variants": _records(
-            variants[["example_id", "lang", "variant", "context", "question", "ans0", "ans1", "ans2"]]
-        ),
-        "diff": example_status(run, found),
+        "diff": example_status(run, found, table),
     }

@@ -2,7 +2,7 @@
 
 pbbq audit RUN                      # the run in words; writes RUN/audit.html
 pbbq trace EXAMPLE_ID --run RUN     # one example back to its stereotype, as JSON
-pbbq diff [RUN_A RUN_B]             # what changed (default: the last two completed runs)
+pbbq diff [RUN_A RUN_B] [--margin M] # what changed (default: the last two completed runs)
 pbbq browse RUN [--port 8001]       # the run's tables in Datasette (the browse extra)
 
 Nothing here imports Prefect or the stages: these commands read a finished run folder.
@@ -33,7 +33,19 @@ def add_audit_commands(subparsers: Any) -> None:
     trace.set_defaults(handler=trace_command)
     diff = subparsers.add_parser("diff", help="what changed between two runs (default: the last two completed)")
     diff.add_argument("runs", nargs="*", metavar="RUN", help="RUN_A RUN_B, or one run (against the one before it)")
-    diff.add_argument("--all", action="store_true", help="list every id (default: the first 20 of each list)")
+    diff.add_argument(
+        "--all",
+        action="store_true",
+        help="list every id and every changed field, whole (default: the first 20 ids "
+        "of each list, 4 fields of each, values cut at 40 characters)",
+    )
+    diff.add_argument(
+        "--margin",
+        type=_margin,
+        metavar="M",
+        help="list decisions whose figure changed within M of their threshold (acceptance, kappa, relevance; "
+        "default: 0.02)",
+    )
     diff.add_argument("--markdown", action="store_true", help="print Markdown instead of text")
     diff.set_defaults(handler=diff_command)
     browse = subparsers.add_parser("browse", help="serve a run's tables with Datasette on 127.0.0.1")
@@ -42,6 +54,17 @@ def add_audit_commands(subparsers: Any) -> None:
     browse.set_defaults(handler=browse_command)
     for parser in (audit, trace, diff, browse):
         parser.add_argument("--outputs", type=Path, help=OUTPUTS_HELP)
+
+
+def _margin(text: str) -> float:
+    """``--margin``: a number at least 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number at least 0")
+    return value
 
 
 def _run(args: argparse.Namespace, name: str) -> Path:
@@ -68,7 +91,7 @@ def trace_command(args: argparse.Namespace) -> int:
 
 
 def diff_command(args: argparse.Namespace) -> int:
-    from pbbq.flows.diff import default_pair, diff_runs
+    from pbbq.flows.diff import MARGIN, SHOWN, default_pair, diff_runs
     from pbbq.flows.runs import AuditError, manifest, outputs_folder, previous_completed, run_kind
 
     if len(args.runs) > 2:
@@ -88,8 +111,8 @@ def diff_command(args: argparse.Namespace) -> int:
         raise AuditError(
             f"run {a.name} is a {kinds[0]} and run {b.name} a {kinds[1]}: pbbq diff compares two runs of one kind"
         )
-    found = diff_runs(a, b)
-    limit = None if args.all else 20
+    found = diff_runs(a, b, margin=MARGIN if args.margin is None else args.margin)
+    limit = None if args.all else SHOWN
     print(found.markdown(limit) if args.markdown else found.text(limit))
     return 0
 

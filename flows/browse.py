@@ -3,10 +3,10 @@
 Every parquet table of the run goes into one SQLite file, ``RUN/run.db``, written once (to a temporary name,
 then renamed, then made read-only) and written again only if the run changed since. Nested columns (lists,
 structs: ``answer_info``, ``additional_metadata``, ...) are stored as JSON text. Besides the tables: ``examples``
-(the examples of every config, with their ``config``), ``drops`` (every row a stage did not carry on, with the
-stage, the table and the reason), ``run_inputs`` and ``run_stages`` (the manifest and the reports). Datasette
-(the optional ``browse`` extra) serves it read-only on 127.0.0.1 with facets per table and saved queries for the
-common questions.
+(a view: the examples of every config, with their ``config``), ``drops`` (every drop each stage declares and
+counts, with the stage, the table and the reason), ``run_inputs`` and ``run_stages`` (the manifest and the
+reports). Datasette (the optional ``browse`` extra) serves it read-only on 127.0.0.1 with facets per table and
+saved queries for the common questions.
 """
 
 from __future__ import annotations
@@ -66,8 +66,8 @@ def _columns(connection: sqlite3.Connection, table: str) -> list[str]:
     return [row[1] for row in connection.execute(f"pragma table_info({_quote(table)})")]
 
 
-def _views(connection: sqlite3.Connection, tables: dict[str, str], run: Path) -> None:
-    """``examples`` (every config) and ``drops`` (every row with a reason that was not kept)."""
+def _examples_view(connection: sqlite3.Connection, tables: dict[str, str | None]) -> None:
+    """``examples``: the examples of every config, with their ``config``."""
     present = [(c, name) for c, t in EXAMPLE_TABLES.items() if (name := table_name(Path(f"{t}.parquet"))) in tables]
     if present:
         shared = [
@@ -76,24 +76,44 @@ def _views(connection: sqlite3.Connection, tables: dict[str, str], run: Path) ->
         select = ", ".join(_quote(c) for c in shared)
         union = " union all ".join(f"select '{config}' as config, {select} from {_quote(n)}" for config, n in present)
         connection.execute(f"create view examples as {union}")
-    with_reason = {name: folder for name, folder in tables.items() if folder and "reason" in _columns(connection, name)}
-    declared = {folder: drop_tables(run, folder) for folder in set(with_reason.values())}
-    is_drop_table = {name: name.removeprefix(f"{folder}_") in declared[folder] for name, folder in with_reason.items()}
-    drop_like = {folder for name, folder in with_reason.items() if is_drop_table[name]}
-    parts = []
-    for name, folder in with_reason.items():
-        if folder in drop_like and not is_drop_table[name]:
-            continue  # the stage's drop tables hold these rows already (e.g. 02_survey: stereotypes and dropped)
-        columns = _columns(connection, name)
-        row_id = next((c for c in ID_COLUMNS if c in columns), "rowid")
-        category = "category" if "category" in columns else "null"
-        where = " where not kept" if "kept" in columns else ""
-        parts.append(
-            f"select '{folder}' as stage, '{name}' as source_table, reason, {_quote(row_id)} as id, "
-            f"{category} as category from {_quote(name)}{where}"
+
+
+def _drops_table(connection: sqlite3.Connection, tables: dict[str, str | None], run: Path) -> None:
+    """``drops``: every row a stage did not carry on, and nothing else. Each stage's drops are the reasons its report
+    counts as dropped; their rows come from the tables it declares as holding its drops (the manifest's ``drops``,
+    docs/architecture.md §9), and where those tables carry no row of a reason (a review sheet of LLM attempts has no
+    ``reason`` column) from the drops its report lists."""
+    connection.execute("create table drops (stage text, source_table text, reason text, id text, category text)")
+    for folder in stage_folders(run):
+        report = stage_report(run, folder)
+        counted = list(report.get("dropped", {}).get("by_reason", {}))
+        if not counted:
+            continue
+        declared = [f"{folder}_{table}" for table in drop_tables(run, folder)]
+        for name in (n for n in declared if n in tables and "reason" in _columns(connection, n)):
+            columns = _columns(connection, name)
+            row_id = next((c for c in ID_COLUMNS if c in columns), "rowid")
+            category = "category" if "category" in columns else "null"
+            kept = " and not kept" if "kept" in columns else ""
+            connection.execute(
+                f"insert into drops select ?, ?, reason, {_quote(row_id)}, {category} from {_quote(name)} "
+                f"where reason in ({', '.join('?' * len(counted))}){kept}",
+                (folder, name, *counted),
+            )
+        found = {r for (r,) in connection.execute("select distinct reason from drops where stage = ?", (folder,))}
+        listed = [d for d in report.get("drops", []) if d.get("reason") in set(counted) - found]
+        connection.executemany(
+            "insert into drops values (?, ?, ?, ?, ?)",
+            [
+                (folder, declared[0] if declared else None, d["reason"], _listed_id(d), d.get("category"))
+                for d in listed
+            ],
         )
-    if parts:
-        connection.execute("create view drops as " + " union all ".join(parts))
+
+
+def _listed_id(drop: dict[str, Any]) -> str | None:
+    """The id a drop its report lists goes by: the first of :data:`ID_COLUMNS` it names."""
+    return next((str(drop[c]) for c in ID_COLUMNS if drop.get(c) is not None), None)
 
 
 def _run_tables(connection: sqlite3.Connection, run: Path) -> None:
@@ -155,7 +175,8 @@ def build_db(run: Path) -> Path:
                     raise AuditError(f"{path}: two parquet files of the run map to the table {name!r}")
                 _write_table(connection, name, pq.read_table(path))
                 tables[name] = relative.parts[0] if len(relative.parts) == 2 else None
-            _views(connection, tables, run)
+            _examples_view(connection, tables)
+            _drops_table(connection, tables, run)
             _run_tables(connection, run)
             connection.execute("create table run_db (run_id text, manifest_sha256 text)")
             connection.execute("insert into run_db values (?, ?)", (manifest(run)["run_id"], stamp))
@@ -180,7 +201,7 @@ def metadata(run: Path, db: Path) -> dict[str, Any]:
         queries = {
             "drops_by_reason": {
                 "title": "Drops by stage and reason",
-                "description": "What each stage did not carry on, and why (06_names: examples without a name proxy).",
+                "description": "What each stage did not carry on, and why (its declared drop tables).",
                 "sql": "select stage, source_table, reason, count(*) as rows from drops "
                 "group by stage, source_table, reason order by stage, rows desc",
             }

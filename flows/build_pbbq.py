@@ -324,6 +324,7 @@ def build_pbbq(
             logger.info("LLM %s", line)
         logger.info("release: %s", release["link"])
         _table_artifacts(runner)
+        run.write_manifest("running")  # the diff reads this run's inputs, code and tables from its manifest
         create_markdown_artifact(
             key="changes", markdown=changes_since_previous(run.path), description="pbbq diff against the last run"
         )

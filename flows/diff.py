@@ -19,9 +19,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from pbbq.flows.audit import EXAMPLE_TABLES
-from pbbq.flows.runs import AuditError, completed_runs, manifest, previous_completed, read_table
+from pbbq.flows.runs import AuditError, completed_runs, manifest, previous_completed, read_table, stage_report
 from pbbq.tasks.artifacts import sha256_file
-from pbbq.tasks.schemas import config_name
 
 PROVENANCE = ("llm_request_ids",)
 """Columns that say how a row was made, not what it is: a new prompt gives new request ids to the same text."""
@@ -35,6 +34,19 @@ SOURCE_COLUMNS = (
 """Where a template's continuations came from (the last two: the record before issue 9)."""
 SHOWN = 20
 """Ids and lines shown per list by default; the counts are always whole."""
+FIELDS_SHOWN = 4
+"""Changed fields shown per id by default, their text cut at :data:`VALUE_WIDTH` characters."""
+VALUE_WIDTH = 40
+MARGIN = 0.02
+"""How close to its threshold a decision's figure counts as near it, by default (``pbbq diff --margin``)."""
+THRESHOLDS = (
+    ("acceptance", "02_survey/stereotypes", "stereotype_id", "acceptance", ("02_survey", "threshold")),
+    ("kappa", "03_kappa_gate/templates", "template_id", "kappa", ("03_kappa_gate", "min_kappa")),
+    ("relevance", "03_kappa_gate/templates", "template_id", "mean_relevance", ("03_kappa_gate", "min_relevance")),
+)
+"""The decisions with a threshold (PBBQ §5: acceptance over 0.60; PakBBQ §3.2: Fleiss' kappa at least 0.2 and mean
+relevance at least 1.5): the table and column of the figure, and the stage report's parameter that holds the
+threshold the run used."""
 
 
 def _plain(value: Any) -> Any:
@@ -69,11 +81,11 @@ def _keyed(frame: pd.DataFrame, key: list[str]) -> pd.DataFrame:
 
 @dataclass
 class IdChanges:
-    """Rows added, removed, and changed (same id, other content: the fields that differ)."""
+    """Rows added, removed, and changed (same id, other content: per field that differs, its old and new value)."""
 
     added: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
-    changed: dict[str, list[str]] = field(default_factory=dict)
+    changed: dict[str, dict[str, tuple[Any, Any]]] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
         return bool(self.added or self.removed or self.changed)
@@ -90,11 +102,13 @@ def compare(a: pd.DataFrame, b: pd.DataFrame, key: list[str], columns: list[str]
         columns = [c for c in a.columns if c in b.columns and c not in key and c not in PROVENANCE]
     columns = [c for c in columns if c in a.columns and c in b.columns]
     common = a.index.intersection(b.index, sort=False)
-    changed: dict[str, list[str]] = {}
+    changed: dict[str, dict[str, tuple[Any, Any]]] = {}
     if len(common) and columns:
         differs = _canonical(a.loc[common], columns).ne(_canonical(b.loc[common], columns))
-        for row_id, row in differs[differs.any(axis=1)].iterrows():
-            changed[str(row_id)] = [c for c in columns if row[c]]
+        differs = differs[differs.any(axis=1)]
+        old, new = a.loc[differs.index, columns], b.loc[differs.index, columns]
+        for row_id, row in differs.iterrows():
+            changed[str(row_id)] = {c: (old.at[row_id, c], new.at[row_id, c]) for c in columns if row[c]}
     return IdChanges(
         added=sorted(set(b.index) - set(a.index)),
         removed=sorted(set(a.index) - set(b.index)),
@@ -128,15 +142,52 @@ class RowDelta:
         return f"{self.row}: {moved}" if self.table == "table1" else f"{self.table} {self.row}: {moved}"
 
 
+@dataclass(frozen=True)
+class NearThreshold:
+    """A decision whose figure changed and lies within the margin of the threshold in either run."""
+
+    decision: str
+    id: str
+    before: Any
+    after: Any
+    thresholds: tuple[Any, Any]
+
+    def line(self) -> str:
+        old, new = ("—" if t is None else f"{t:g}" for t in self.thresholds)
+        threshold = new if old == new else f"{old} → {new}"
+        return f"{self.decision} {self.id}: {_values(self.before, self.after, None)} (threshold {threshold})"
+
+
 def _number(value: Any) -> str:
     if value is None or (isinstance(value, float) and np.isnan(value)):
         return "—"
     return f"{value:.4f}" if isinstance(value, float) else str(value)
 
 
-def _short(text: Any, width: int = 80) -> str:
+def _short(text: Any, width: int | None = 80) -> str:
     text = " ".join(str(text).split())
-    return text if len(text) <= width else text[: width - 1] + "…"
+    return text if width is None or len(text) <= width else text[: width - 1] + "…"
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and np.isnan(value))
+
+
+def _values(old: Any, new: Any, width: int | None) -> str:
+    """``old → new``: numbers with as many decimals as tell them apart (at least three; three when equal), nested
+    values as JSON, text cut at ``width`` characters (None: whole)."""
+    old, new = (v.item() if isinstance(v, np.generic) else _plain(v) for v in (old, new))
+    if all(isinstance(v, float) or _missing(v) for v in (old, new)) and not all(_missing(v) for v in (old, new)):
+        digits = next(
+            (d for d in range(3, 10) if _missing(old) or _missing(new) or f"{old:.{d}f}" != f"{new:.{d}f}"), 3
+        )
+        shown = ["—" if _missing(v) else f"{v:.{digits}f}" for v in (old, new)]
+    else:
+        shown = [
+            _short(v if isinstance(v, str) else json.dumps(v, ensure_ascii=False, default=str), width)
+            for v in (old, new)
+        ]
+    return f"{shown[0]} → {shown[1]}"
 
 
 @dataclass
@@ -156,17 +207,20 @@ class RunDiff:
     llm_answers: dict[str, list[tuple[str, str, str]]]
     table1: list[RowDelta]
     table2: list[RowDelta]
+    near: list[NearThreshold]
+    margin: float = MARGIN
 
     def __bool__(self) -> bool:
         return any(
             [
                 *(self.inputs, self.code, self.parameters, self.stereotypes, self.templates, self.decisions),
-                *(self.table1, self.table2, *self.examples.values(), *self.llm.values()),
+                *(self.near, self.table1, self.table2, *self.examples.values(), *self.llm.values()),
             ]
         )
 
     def sections(self, limit: int | None = SHOWN) -> list[tuple[str, list[str]]]:
-        """(title, lines) for every part that changed, lists cut at ``limit`` (None: all)."""
+        """(title, lines) for every part that changed, lists cut at ``limit`` and each changed row at
+        :data:`FIELDS_SHOWN` fields of :data:`VALUE_WIDTH` characters (None: every id, every field, whole)."""
 
         def ids(label: str, values: list[str]) -> list[str]:
             if not values:
@@ -180,9 +234,19 @@ class RunDiff:
                 return lines
             return [*lines[:limit], f"… and {len(lines) - limit} more"]
 
+        def fields(values: dict[str, tuple[Any, Any]]) -> str:
+            shown = list(values.items()) if limit is None else list(values.items())[:FIELDS_SHOWN]
+            width = None if limit is None else VALUE_WIDTH
+            text = ", ".join(f"{name} {_values(old, new, width)}" for name, (old, new) in shown)
+            more = len(values) - len(shown)
+            return text + (f" … and {more} more field{'s' if more > 1 else ''}" if more else "")
+
         def changes(found: IdChanges) -> list[str]:
-            changed = [f"{i} ({', '.join(fields)})" for i, fields in found.changed.items()]
-            return ids("added", found.added) + ids("removed", found.removed) + ids("changed", changed)
+            lines = ids("added", found.added) + ids("removed", found.removed)
+            if found.changed:
+                lines.append(f"changed ({len(found.changed)}):")
+                lines += capped([f"  {i}: {fields(values)}" for i, values in found.changed.items()])
+            return lines
 
         parts: list[tuple[str, list[str]]] = []
         if self.inputs:
@@ -210,6 +274,10 @@ class RunDiff:
             parts.append(("Examples", lines))
         if self.decisions:
             parts.append(("Decisions that flipped", capped([flip.line() for flip in self.decisions])))
+        if self.near:
+            parts.append(
+                (f"Decisions within {self.margin:g} of their threshold", capped([n.line() for n in self.near]))
+            )
         llm = []
         for kind, found in self.llm.items():
             if not found:
@@ -385,8 +453,39 @@ def _same_table(a: Path, b: Path, table: str) -> bool:
     return digest is not None and digest == _table_hash(b, table)
 
 
-def diff_runs(a: Path, b: Path) -> RunDiff:
-    """Run ``b`` against run ``a``."""
+def _threshold(run: Path, folder: str, name: str) -> Any:
+    return stage_report(run, folder).get("parameters", {}).get(name)
+
+
+def _within(figure: float | None, threshold: Any, margin: float) -> bool:
+    """``|figure - threshold| <= margin``, a difference on the margin up to floating-point error counting as on it
+    (0.58 is within 0.02 of 0.6)."""
+    return figure is not None and threshold is not None and abs(figure - threshold) - margin <= 1e-9
+
+
+def near_thresholds(a: Path, b: Path, margin: float = MARGIN) -> list[NearThreshold]:
+    """Every decision (:data:`THRESHOLDS`) whose figure or threshold changed from run ``a`` to run ``b`` and whose
+    figure lies within ``margin`` of the threshold in either run (each run's own threshold, from its report)."""
+    found = []
+    for decision, table, key, column, (folder, name) in THRESHOLDS:
+        thresholds = (_threshold(a, folder, name), _threshold(b, folder, name))
+        if _same_table(a, b, table) and thresholds[0] == thresholds[1]:
+            continue
+        before, after = (_keyed(frame, [key]) for frame in _both(a, b, table))
+        for row_id in after.index.union(before.index):
+            figures = tuple(
+                None if row_id not in frame.index or _missing(v := frame.at[row_id, column]) else float(v)
+                for frame in (before, after)
+            )
+            if figures[0] == figures[1] and thresholds[0] == thresholds[1]:
+                continue
+            if any(_within(f, t, margin) for f, t in zip(figures, thresholds, strict=True)):
+                found.append(NearThreshold(decision, str(row_id), *figures, thresholds))
+    return found
+
+
+def diff_runs(a: Path, b: Path, margin: float = MARGIN) -> RunDiff:
+    """Run ``b`` against run ``a``; decisions within ``margin`` of their threshold are listed as near it."""
     ma, mb = manifest(a), manifest(b)
     inputs_a = {k: v.get("sha256") for k, v in ma.get("inputs", {}).items()}
     inputs_b = {k: v.get("sha256") for k, v in mb.get("inputs", {}).items()}
@@ -398,10 +497,10 @@ def diff_runs(a: Path, b: Path) -> RunDiff:
     }
     templates = compare_tables(a, b, "03_kappa_gate/templates", ["template_id"])
     continuations = compare_tables(a, b, "04_disambiguate/templates", ["template_id"])
-    for template_id, fields in continuations.changed.items():  # a continuation that changed changes the template
-        own = [f for f in fields if f not in templates.changed.get(template_id, [])]
+    for template_id, values in continuations.changed.items():  # a continuation that changed changes the template
+        own = {f: v for f, v in values.items() if f not in templates.changed.get(template_id, {})}
         if own and template_id not in templates.added + templates.removed:
-            templates.changed[template_id] = [*templates.changed.get(template_id, []), *own]
+            templates.changed[template_id] = {**templates.changed.get(template_id, {}), **own}
     templates.changed = dict(sorted(templates.changed.items()))
     llm, llm_answers = _llm_answers(a, b)
     table2 = []
@@ -424,6 +523,8 @@ def diff_runs(a: Path, b: Path) -> RunDiff:
         llm_answers=llm_answers,
         table1=_cells(*_both(a, b, "09_statistics/table1"), "table1", ["config", "category"]),
         table2=table2,
+        near=near_thresholds(a, b, margin),
+        margin=margin,
     )
 
 
@@ -443,18 +544,17 @@ def changes_since_previous(run: Path, limit: int | None = SHOWN) -> str:
     return diff_runs(previous, run).markdown(limit)
 
 
-def example_status(run: Path, rows: pd.DataFrame) -> dict[str, Any]:
-    """Whether an example (one row of its config's table) is new, changed or unchanged since the previous
-    completed run, and which fields changed."""
+def example_status(run: Path, rows: pd.DataFrame, table: str) -> dict[str, Any]:
+    """Whether an example (one row of ``table``: its config's examples, or a stage's drop table) is new, changed
+    or unchanged in that table since the previous completed run, and which fields changed."""
     previous = previous_completed(run)
     if previous is None:
         return {"previous_run": None, "status": "no earlier completed run to compare with"}
     row = rows.iloc[0]
-    table = EXAMPLE_TABLES[config_name(row["lang"], row["variant"])]
     before = read_table(previous, table)
     before = before[before["example_id"] == row["example_id"]] if "example_id" in before.columns else before
     if before.empty:
         return {"previous_run": previous.name, "status": "new"}
     found = compare(before, rows.iloc[:1], ["example_id"])
-    fields = found.changed.get(str(row["example_id"]), [])
+    fields = list(found.changed.get(str(row["example_id"]), []))
     return {"previous_run": previous.name, "status": "changed" if fields else "unchanged", "changed_fields": fields}

@@ -58,6 +58,59 @@ def test_trace_follows_a_name_variant_back_to_its_stereotype_and_llm_answers(two
         assert "{stereo}" in traced["llm"][0]["messages"][0][1]  # the Appendix D input that wrote it
 
 
+def _family(run: Path, original_id: str) -> dict[str, set[str]]:
+    """The family of an original as the run's tables hold it: name variants, translations, dropped members."""
+
+    def ids(table: str) -> set[str]:
+        frame = pd.read_parquet(run / f"{table}.parquet")
+        return set(
+            frame.loc[(frame.source_example_id == original_id) | (frame.example_id == original_id), "example_id"]
+        )
+
+    return {
+        "variants": ids("06_names/examples"),
+        "translations": ids("07_translate/examples"),
+        "drops": ids("06_names/unmapped") | ids("07_translate/dropped"),
+    }
+
+
+def _traced_family(traced: dict) -> dict[str, set[str]]:
+    return {key: {member["example_id"] for member in traced[key]} for key in ("variants", "translations", "drops")}
+
+
+def test_trace_of_any_member_shows_the_whole_family(two_builds: tuple[Path, Path]) -> None:
+    """An original, one of its name variants and its English version trace to one family; a family whose English
+    version was dropped (pairs stay whole) shows the drop with its stage and reason, from any member."""
+    run = two_builds[0]
+    names = pd.read_parquet(run / "06_names" / "examples.parquet")
+    english = pd.read_parquet(run / "07_translate" / "examples.parquet")
+    original_id = sorted(set(names.source_example_id) & set(english.source_example_id))[0]
+    family = _family(run, original_id)
+    assert len(family["variants"]) == 3 and len(family["translations"]) == 1
+    members = [original_id, sorted(family["variants"])[0], *family["translations"]]
+    for member in members:
+        traced = trace(run, member)
+        assert traced["example"]["example_id"] == member and traced["dropped"] is None
+        assert traced["original"]["example_id"] == original_id and traced["original"]["lang"] == "fa"
+        assert _traced_family(traced) == family
+    dropped = pd.read_parquet(run / "07_translate" / "dropped.parquet")
+    lost = dropped[dropped.reason == "pair_incomplete"].iloc[0]
+    family = _family(run, lost.source_example_id)
+    assert lost.example_id in family["drops"] and not family["translations"]
+    for member in (lost.source_example_id, lost.example_id):
+        traced = trace(run, member)
+        assert traced["original"]["example_id"] == lost.source_example_id
+        assert _traced_family(traced) == family
+        drop = next(d for d in traced["drops"] if d["example_id"] == lost.example_id)
+        assert (drop["stage"], drop["table"], drop["reason"]) == (
+            "07_translate",
+            "07_translate/dropped.parquet",
+            "pair_incomplete",
+        )
+    assert trace(run, lost.example_id)["dropped"]["reason"] == "pair_incomplete"
+    assert trace(run, lost.example_id)["table"] == "07_translate/dropped"
+
+
 def test_trace_in_the_second_run_says_the_example_is_unchanged(two_builds: tuple[Path, Path]) -> None:
     example = pd.read_parquet(two_builds[1] / "07_translate" / "examples.parquet").iloc[0]
     status = trace(two_builds[1], example.example_id)["diff"]
@@ -65,7 +118,7 @@ def test_trace_in_the_second_run_says_the_example_is_unchanged(two_builds: tuple
 
 
 def test_trace_of_an_unknown_example_is_a_clear_error(two_builds: tuple[Path, Path]) -> None:
-    with pytest.raises(AuditError, match="no example 'nope'"):
+    with pytest.raises(AuditError, match=r"no example 'nope' in .*\(neither built nor dropped\)"):
         trace(two_builds[0], "nope")
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import socket
 import sqlite3
 import stat
@@ -14,6 +15,7 @@ import httpx
 import pandas as pd
 import pytest
 from pbbq.flows.browse import build_db, metadata, table_name
+from pbbq.flows.runs import drop_tables, stage_folders, stage_report
 
 from tests.synthetic_run import make_run
 
@@ -75,6 +77,50 @@ def test_facets_and_saved_queries(run: Path) -> None:
     assert kinds[0] == "example (fa-names)" and kinds[1] == "original (fa)"
     assert any(k.startswith("kappa gate: ") for k in kinds) and any(k.startswith("survey: ") for k in kinds)
     assert "crawl candidate" in kinds
+
+
+def _drops(db: Path) -> dict[tuple[str, str], int]:
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as connection:
+        rows = connection.execute("select stage, reason, count(*) from drops group by stage, reason").fetchall()
+    return {(stage, reason): count for stage, reason, count in rows}
+
+
+def _reported(run: Path) -> dict[tuple[str, str], int]:
+    """Every stage's drops per reason, as its report counts them."""
+    return {
+        (folder, reason): count
+        for folder in stage_folders(run)
+        for reason, count in stage_report(run, folder).get("dropped", {}).get("by_reason", {}).items()
+    }
+
+
+def test_the_drops_table_is_every_stage_s_drops_in_a_sample_build(two_builds: tuple[Path, Path]) -> None:
+    """Every drop its stage counts, from the tables it declares (the disambiguation's review sheet has no reason
+    column: its drop comes from the report's list), and no other row with a reason (the survey's kept
+    stereotypes, the gate's templates table)."""
+    run = two_builds[0]
+    db = build_db(run)
+    assert _drops(db) == _reported(run)
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as connection:
+        sources = connection.execute("select distinct stage, source_table from drops").fetchall()
+        review = connection.execute("select id from drops where stage = '04_disambiguate'").fetchall()
+    assert review == [("DOM-02-T1",)]
+    for stage, source in sources:
+        assert source.removeprefix(f"{stage}_") in drop_tables(run, stage), source
+
+
+def test_rows_a_stage_does_not_count_as_drops_are_not_drops(run: Path) -> None:
+    """Name variants that no name table covers stay in the names stage's table with their reason, but a names report
+    that does not count them as dropped (they are not covered, not dropped) keeps them out of ``drops``."""
+    report = run / "06_names" / "report.json"
+    names = json.loads(report.read_text(encoding="utf-8"))
+    uncovered = names["dropped"]["total"]
+    assert uncovered and len(pd.read_parquet(run / "06_names" / "unmapped.parquet")) == uncovered
+    names.update(dropped={"total": 0, "by_reason": {}}, not_covered=uncovered)
+    report.write_text(json.dumps(names), encoding="utf-8")
+    found = _drops(build_db(run))
+    assert found == _reported(run) and not any(stage == "06_names" for stage, _ in found)
+    assert found[("04_disambiguate", "failed_validation")] == 1
 
 
 def test_pbbq_browse_serves_a_table_and_a_facet(run: Path) -> None:

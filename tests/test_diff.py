@@ -8,14 +8,18 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from pbbq.flows.audit import EXAMPLE_TABLES
 from pbbq.flows.cli import main
 from pbbq.flows.diff import changes_since_previous, default_pair, diff_runs
 from pbbq.flows.runs import AuditError, completed_runs
+from pbbq.tasks.artifacts import sha256_file
 
 from tests.synthetic_run import make_run
 
@@ -54,11 +58,74 @@ def test_a_changed_llm_answer_names_the_answer_and_the_examples_it_wrote(outputs
     a = make_run(outputs, "a")
     b = make_run(outputs, "b", answers={"GEN-01-T1": NEW_ANSWER})
     found = diff_runs(a, b)
-    assert found.templates.changed == {"GEN-01-T1": ["disambiguated_fa"]}
+    assert {t: list(values) for t, values in found.templates.changed.items()} == {"GEN-01-T1": ["disambiguated_fa"]}
     assert [key for key, _, new in found.llm_answers["disambiguation"] if new == NEW_ANSWER] == ["GEN-01-T1 biased 1"]
     changed = found.examples["fa"].changed
-    assert changed and all(i.startswith("GEN-01-T1-") and fields == ["context"] for i, fields in changed.items())
+    assert changed and all(i.startswith("GEN-01-T1-") and list(values) == ["context"] for i, values in changed.items())
     assert not found.decisions and not found.stereotypes
+
+
+def _edit(run: Path, table: str, key: str, row_id: str, column: str, value: float) -> None:
+    """Set one cell of a run's table as a rebuild would have written it (the manifest records the new hash)."""
+    path = run / f"{table}.parquet"
+    schema = pq.read_schema(path)
+    frame = pd.read_parquet(path)
+    frame.loc[frame[key] == row_id, column] = value
+    pq.write_table(pa.Table.from_pandas(frame, schema=schema, preserve_index=False), path)
+    manifest = json.loads((run / "manifest.json").read_text(encoding="utf-8"))
+    for artifact in (a for stage in manifest["stages"] for a in stage["artifacts"]):
+        if artifact["path"] == f"{table}.parquet":
+            artifact["sha256"] = sha256_file(path)
+    (run / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+
+
+def _set_parameter(run: Path, folder: str, name: str, value: float) -> None:
+    path = run / folder / "report.json"
+    report = json.loads(path.read_text(encoding="utf-8"))
+    report["parameters"][name] = value
+    path.write_text(json.dumps(report), encoding="utf-8")
+
+
+def test_changed_rows_show_old_and_new_values_and_all_shows_every_field(outputs: Path) -> None:
+    a = make_run(outputs, "a")
+    b = make_run(outputs, "b", rejected=frozenset({"AGE-01"}), answers={"GEN-01-T1": NEW_ANSWER * 3})
+    found = diff_runs(a, b)
+    assert found.stereotypes.changed["AGE-01"]["acceptance"] == (0.72, 0.58)
+    lines = found.text().splitlines()
+    assert (
+        "    AGE-01: acceptance 0.720 → 0.580, ci_low 0.660 → 0.520, ci_high 0.780 → 0.640, n_accepting 180 → 145 "
+        "… and 2 more fields" in lines
+    )
+    every = found.text(limit=None).splitlines()
+    assert (
+        "    AGE-01: acceptance 0.720 → 0.580, ci_low 0.660 → 0.520, ci_high 0.780 → 0.640, n_accepting 180 → 145, "
+        "kept true → false, reason accepted → acceptance_at_or_below_0.6" in every
+    )
+    continuation = next(line for line in lines if line.startswith("    GEN-01-T1: disambiguated_fa"))
+    assert continuation.endswith("…") and NEW_ANSWER * 3 not in continuation
+    assert any(line.endswith(f" → {NEW_ANSWER * 3}") for line in every)
+    assert "- AGE-01: acceptance 0.720 → 0.580" in found.markdown()  # a changed row is a sub-item of its list
+
+
+def test_decisions_near_their_threshold_are_flagged_within_the_margin(outputs: Path) -> None:
+    """Acceptance 0.58 is within 0.02 of the survey's 0.6, not within 0.01; kappa 0.21 and relevance 1.51 are near
+    the gate's 0.2 and 1.5; a threshold the run changed (0.6 → 0.7) flags an acceptance near it (0.72)."""
+    a = make_run(outputs, "a")
+    b = make_run(outputs, "b", rejected=frozenset({"AGE-01"}))
+    assert [n.line() for n in diff_runs(a, b).near] == ["acceptance AGE-01: 0.720 → 0.580 (threshold 0.6)"]
+    assert "Decisions within 0.02 of their threshold:" in diff_runs(a, b).text()
+    assert not diff_runs(a, b, margin=0.01).near
+    c = make_run(outputs, "c")
+    _edit(c, "03_kappa_gate/templates", "template_id", "GEN-01-T1", "kappa", 0.21)
+    _edit(c, "03_kappa_gate/templates", "template_id", "GEN-01-T1", "mean_relevance", 1.51)
+    assert [n.line() for n in diff_runs(a, c).near] == [
+        "kappa GEN-01-T1: 0.400 → 0.210 (threshold 0.2)",
+        "relevance GEN-01-T1: 2.100 → 1.510 (threshold 1.5)",
+    ]
+    d = make_run(outputs, "d")
+    _set_parameter(d, "02_survey", "threshold", 0.7)
+    assert [n.line() for n in diff_runs(a, d).near] == ["acceptance AGE-01: 0.720 → 0.720 (threshold 0.6 → 0.7)"]
+    assert not diff_runs(a, make_run(outputs, "e")).near
 
 
 def test_lists_are_cut_at_twenty_unless_all_are_asked_for(outputs: Path) -> None:
@@ -109,13 +176,45 @@ def _flip_one_stereotype(sample_copy: Path, stereotype_id: str, answers: int) ->
     responses.to_csv(path, index=False)
 
 
+def _changes_notes() -> list[str]:
+    """The flows' "changes" Markdown artifacts on the test Prefect server, newest first."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+    from prefect.client.schemas.sorting import ArtifactSort
+
+    async def read() -> list[str]:
+        async with get_client() as client:
+            found = await client.read_artifacts(
+                artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=["changes"])),
+                sort=ArtifactSort.CREATED_DESC,
+            )
+            return [str(artifact.data) for artifact in found]
+
+    return asyncio.run(read())
+
+
+def _change_note(a: Path, b: Path) -> str:
+    """The newest "changes" note the flow wrote for run ``b`` against run ``a``."""
+    title = f"## Changes from run {a.name} to run {b.name}"
+    return next(text for text in _changes_notes() if text.split("\n", 1)[0] == title)
+
+
+def _diff_markdown(a: Path, b: Path, capsys: pytest.CaptureFixture[str]) -> str:
+    capsys.readouterr()
+    assert main(["diff", str(a), str(b), "--markdown"]) == 0
+    return capsys.readouterr().out.rstrip("\n")
+
+
 def test_changing_one_survey_answer_file_names_exactly_what_changed(
-    two_builds: tuple[Path, Path], sample_copy: Path, tmp_path: Path
+    two_builds: tuple[Path, Path], sample_copy: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """DOM-03 is accepted at 153/250 = 0.612; four fewer acceptances put it under the 60 % threshold."""
+    """DOM-03 is accepted at 153/250 = 0.612; four fewer acceptances put it under the 60 % threshold. The rebuild
+    runs in a copy of the first run's outputs folder, so its "changes" note compares it with the first run, and the
+    note is exactly what ``pbbq diff --markdown`` says of the two runs."""
     from pbbq.flows.build_pbbq import build_pbbq
 
-    first = two_builds[0]
+    first = tmp_path / "out" / "first"
+    shutil.copytree(two_builds[0], first)
     _flip_one_stereotype(sample_copy, "DOM-03", 4)
     config = sample_copy / "configs" / "sample.toml"
     changed = Path(build_pbbq(config=str(config), run_id="dom03", outputs=str(tmp_path / "out")))
@@ -133,24 +232,22 @@ def test_changing_one_survey_answer_file_names_exactly_what_changed(
         assert not found.examples[config_name].added and not found.examples[config_name].changed, config_name
     rows = {d.row for d in found.table1}
     assert rows == {f"{c} / {r}" for c in EXAMPLE_TABLES for r in ("Domestic Area", "Total")}
-    assert re.search(r"acceptance DOM-03: accepted \(0\.612.*→ not accepted \(0\.596", found.text())
+    text = found.text()
+    assert re.search(r"acceptance DOM-03: accepted \(0\.612.*→ not accepted \(0\.596", text)
+    assert "    DOM-03: n_accepting 153 → 149, acceptance 0.612 → 0.596, " in text
+    assert "Decisions within 0.02 of their threshold:\n  acceptance DOM-03: 0.612 → 0.596 (threshold 0.6)\n" in text
+    note = _change_note(first, changed)
+    assert note == _diff_markdown(first, changed, capsys)
+    assert "### Input files whose hash changed\n\n- responses: " in note and "→ none" not in note
 
 
-def test_the_flow_writes_the_diff_as_a_markdown_artifact(two_builds: tuple[Path, Path]) -> None:
-    from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
-    from prefect.client.schemas.sorting import ArtifactSort
-
-    async def latest() -> list[str]:
-        async with get_client() as client:
-            found = await client.read_artifacts(
-                artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=["changes"])),
-                sort=ArtifactSort.CREATED_DESC,
-            )
-            return [str(artifact.data) for artifact in found]
-
-    texts = asyncio.run(latest())
-    assert any(text.startswith("## Changes from run first to run second") for text in texts)
+def test_the_flow_writes_the_diff_as_a_markdown_artifact(
+    two_builds: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The rebuild that changed nothing says so in its "changes" note, as ``pbbq diff --markdown`` does."""
+    note = _change_note(*two_builds)
+    assert note == _diff_markdown(*two_builds, capsys)
+    assert note == "## Changes from run first to run second\n\nNo change."
 
 
 def test_a_run_whose_manifest_lists_no_tables_yet_is_compared_by_its_files(
