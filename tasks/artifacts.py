@@ -302,7 +302,7 @@ class RunFolder:
     ) -> RunFolder:
         """Make the run's folder and write its manifest with status ``running`` (and who runs it), so that a
         run whose process dies reads ``incomplete``, never as no run at all."""
-        run_id = check_run_id(run_id) if run_id else new_run_id()
+        run_id = check_run_id(run_id) if run_id is not None else new_run_id()
         path = outputs / run_id
         try:
             path.mkdir(parents=True, exist_ok=False)

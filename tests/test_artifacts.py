@@ -27,7 +27,7 @@ from pbbq.tasks.artifacts import (
 )
 
 
-@pytest.mark.parametrize("run_id", ["../x", "/etc", "a/b", ".hidden", "a b", "x" * 129, "..", "a\\b"])
+@pytest.mark.parametrize("run_id", ["", "../x", "/etc", "a/b", ".hidden", "a b", "x" * 129, "..", "a\\b"])
 def test_a_run_id_that_is_not_one_safe_folder_name_is_refused(tmp_path: Path, run_id: str) -> None:
     with pytest.raises(ValueError, match="not one safe folder name"):
         RunFolder.create(tmp_path / "outputs", run_id, {})
