@@ -12,8 +12,9 @@ docs/architecture.md, crawl).
   the 16 and its quote occurs in the post.
 - **Near-duplicates** (the same joke forwarded or retold) collapse within one category and group: character
   n-gram TF-IDF (scikit-learn), DBSCAN with the cosine distance and ``eps = 1 − similarity``, ``min_samples =
-  1``, so two statements join when a chain of pairs at least ``similarity`` alike links them. A cluster keeps
-  its count, its sources, example posts and evidence; its proposed statement is its medoid.
+  1``, so two statements join when a chain of pairs at least ``similarity`` alike links them (over the distinct
+  statements: copies of one join its cluster). A cluster keeps its count, its sources, example posts and evidence;
+  its proposed statement is its medoid.
 - **Review sheet**: one row per cluster, UTF-8 with a BOM (spreadsheet tools then show Persian), every cell that
   a spreadsheet would read as a formula neutralised (OWASP CSV injection), and empty ``decision``,
   ``statement_fa``, ``statement_en``, ``target_group``, ``non_target_groups`` columns for the experts.

@@ -7,14 +7,17 @@ Two steps, because one of them reads the outside world:
    and keeps what it read under the outputs folder (``<outputs>/.crawl/<source>/``): the scrubbed posts and, for
    a channel, a cursor (the newest post id seen). A rerun fetches only the pages down to the cursor and stores no
    post twice. A channel's cursor moves only when its walk joined the posts already stored (or reached the
-   channel's first post, or the source's post limit), so a walk cut short by an error leaves no gap behind.
+   channel's first post, or the source's post limit), so a walk cut short by an error leaves no gap behind. An
+   export's store is replaced by what its file holds now, read whole.
    Personal data is replaced before any row exists (:mod:`pbbq.tasks.scrub`); the raw HTML is never kept. It is not a
    cached task: its input is the network.
 2. :func:`crawl` (the cached task ``crawl_task``) finds candidates in the posts, collapses near-duplicates and
    writes ``posts``, ``candidates``, ``clusters`` and ``review.csv`` (:mod:`pbbq.tasks.candidates`).
 
 A source that fails (a page that does not parse, a server that keeps refusing) is reported with its URL as a
-warning and the others go on; a wrong sources file or export file stops the run with one message naming it.
+warning and the others go on; a wrong sources file or export file stops the run with one message naming it. What
+a sources file may reach is closed by default (:func:`load_sources`): channels on t.me and telegram.me, exports
+under its own folder, other hosts and folders only when allowed by name.
 """
 
 from __future__ import annotations
@@ -137,8 +140,10 @@ class CrawlParams:
     def __post_init__(self) -> None:
         for name in ("allowed_hosts", "allowed_paths"):
             value = getattr(self, name)
-            if not isinstance(value, list | tuple) or not all(isinstance(v, str) and v.strip() for v in value):
-                raise ValueError(f"{name} must be a list of non-empty strings, not {value!r}")
+            if not isinstance(value, list | tuple) or not all(
+                isinstance(v, str) and v.strip() and "\0" not in v for v in value
+            ):
+                raise ValueError(f"{name} must be a list of non-empty strings (no NUL), not {value!r}")
             object.__setattr__(self, name, tuple(value))
         if self.max_post_chars < 1:
             raise ValueError(f"max_post_chars must be >= 1, not {self.max_post_chars}")

@@ -396,7 +396,7 @@ EXPORT_ENTITY_KINDS = {
 (``text_link`` keeps its text and drops its address)."""
 
 
-def _export_segments(text: Any, where: str) -> list[Segment]:
+def export_segments(text: Any, where: str) -> list[Segment]:
     if isinstance(text, str):
         return [(text, None)]
     if not isinstance(text, list):
@@ -436,7 +436,7 @@ def read_telegram_export(path: Path) -> list[RawPost]:
             post_id = int(message["id"])
             where = f"message {index} (id {post_id})"
             date = _export_date(message)
-            segments = _export_segments(message.get("text", ""), where)
+            segments = export_segments(message.get("text", ""), where)
         except (KeyError, TypeError, ValueError) as exc:
             problem = str(exc) if isinstance(exc, ValueError) and where in str(exc) else f"{where}: {exc!r}"
             raise InputError(path, None, f"{problem} (needs id, date or date_unixtime, text)") from None

@@ -104,9 +104,10 @@ def test_the_build_configuration_takes_allowed_hosts_and_paths_as_lists(sample_c
     crawl = load_config(config).crawl
     assert crawl.allowed_hosts == ("127.0.0.1:18931",) and crawl.max_post_chars == 1000
     assert crawl.allowed_paths == (str(sample_copy / "exports"),)
-    config.write_text(text.replace("[crawl]\n", '[crawl]\nallowed_hosts = "127.0.0.1"\n'), encoding="utf-8")
-    with pytest.raises(ConfigError, match=r"\[crawl\] allowed_hosts must be a list of non-empty strings"):
-        load_config(config)
+    for bad in ('allowed_hosts = "127.0.0.1"', 'allowed_paths = ["a\\u0000b"]'):
+        config.write_text(text.replace("[crawl]\n", f"[crawl]\n{bad}\n"), encoding="utf-8")
+        with pytest.raises(ConfigError, match=r"\[crawl\] allowed_(host|path)s must be a list of non-empty strings"):
+            load_config(config)
 
 
 # --- files ---------------------------------------------------------------------------------------------------
