@@ -117,8 +117,10 @@ def _build(args: argparse.Namespace) -> int:
 
 def _serve() -> int:
     from pbbq.flows.deployment import serve_build
+    from pbbq.flows.server import startup_timeout, temporary_server
 
-    serve_build()
+    with temporary_server(startup_timeout()):
+        serve_build()
     return 0
 
 

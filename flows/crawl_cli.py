@@ -93,7 +93,16 @@ def crawl_command(args: argparse.Namespace) -> int:
     from pbbq.flows.runs import outputs_folder
     from pbbq.tasks.artifacts import RunFolder
     from pbbq.tasks.candidates import load_lexicon
-    from pbbq.tasks.crawl import DEFAULT_SOURCES, CrawlParams, crawl, fetch_sources, load_prompt, with_fetch_report
+    from pbbq.tasks.crawl import (
+        DEFAULT_SOURCES,
+        CrawlParams,
+        configured_sources,
+        crawl,
+        fetch_sources,
+        fetch_summary,
+        load_prompt,
+        with_fetch_report,
+    )
 
     llm_section: dict[str, Any] = {}
     transcript = None
@@ -108,6 +117,7 @@ def crawl_command(args: argparse.Namespace) -> int:
         from pbbq.tasks.llm import LLMConfig, open_llm
 
         client, prompt = open_llm(LLMConfig.from_mapping(llm_section), transcript), load_prompt()
+    configured_sources(params)  # a wrong sources file fails here, before a run folder exists
     outputs = outputs_folder(str(args.outputs) if args.outputs else None)
     run = RunFolder.create(outputs, args.run_id, {"crawl": asdict(params)})
     with run.recording():
@@ -125,11 +135,10 @@ def crawl_command(args: argparse.Namespace) -> int:
     if output.report.get("skipped"):
         print(f"crawl skipped: {output.report['skip_reason']}")
     counts = output.report["counts"]
-    totals = output.report["fetch"].get("totals", {})
+    print(fetch_summary(output.report, counts["posts"], fetched.posts["source"].nunique()))
     print(
-        f"{totals.get('posts_new', 0)} new posts, {totals.get('posts_seen', 0)} seen, {counts['posts']} stored → "
-        f"{counts['candidates']} candidates → {counts['clusters']} clusters; review sheet: "
-        f"{run.path / '01_crawl' / 'review.csv'}"
+        f"{counts['candidates']} candidate stereotypes in them, in {counts['clusters']} clusters of "
+        f"near-duplicates; review sheet: {run.path / '01_crawl' / 'review.csv'}"
     )
     print(run.path)
     return 0

@@ -1,9 +1,10 @@
 """A temporary Prefect server that dies with the command that started it.
 
 Without ``PREFECT_API_URL`` Prefect starts a temporary server in a subprocess and stops it at exit; a build that
-is killed (SIGKILL, the OOM killer) never reaches its exit, and the server stays behind, listening. ``pbbq build``
-and ``pbbq evaluate`` start the same server themselves (the same uvicorn command and application Prefect uses),
-with Linux's parent-death signal set in the child, so the kernel stops it when the command dies however it dies.
+is killed (SIGKILL, the OOM killer) never reaches its exit, and the server stays behind, listening. ``pbbq build``,
+``pbbq serve`` and ``pbbq evaluate`` start the same server themselves (the same uvicorn command and application
+Prefect uses), with Linux's parent-death signal set in the child, so the kernel stops it when the command dies
+however it dies.
 With ``PREFECT_API_URL`` set, the command uses that server and starts none.
 """
 

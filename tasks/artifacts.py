@@ -250,7 +250,10 @@ def mark_incomplete(run: Path) -> bool:
     if manifest.get("status") != "running" or run_status(manifest) != "incomplete":
         return False
     for leftover in leftovers(run):
-        shutil.rmtree(leftover) if leftover.is_dir() else leftover.unlink(missing_ok=True)
+        if leftover.is_dir() and not leftover.is_symlink():
+            shutil.rmtree(leftover)
+        else:  # a file, or a link (to a folder too): the link goes, never what it points to
+            leftover.unlink(missing_ok=True)
     manifest.update(status="incomplete", error="the build's process ended before the run finished (killed?)")
     write_json(path, manifest)
     return True

@@ -12,8 +12,9 @@ docs/architecture.md, crawl).
   the 16 and its quote occurs in the post.
 - **Near-duplicates** (the same joke forwarded or retold) collapse within one category and group: character
   n-gram TF-IDF (scikit-learn), DBSCAN with the cosine distance and ``eps = 1 − similarity``, ``min_samples =
-  1``, so two statements join when a chain of pairs at least ``similarity`` alike links them. A cluster keeps
-  its count, its sources, example posts and evidence; its proposed statement is its medoid.
+  1``, so two statements join when a chain of pairs at least ``similarity`` alike links them (over the distinct
+  statements: copies of one join its cluster). A cluster keeps its count, its sources, example posts and evidence;
+  its proposed statement is its medoid.
 - **Review sheet**: one row per cluster, UTF-8 with a BOM (spreadsheet tools then show Persian), every cell that
   a spreadsheet would read as a formula neutralised (OWASP CSV injection), and empty ``decision``,
   ``statement_fa``, ``statement_en``, ``target_group``, ``non_target_groups`` columns for the experts.
@@ -333,8 +334,10 @@ class ClusterParams:
 
 def _medoid(matrix: Any, statements: Sequence[str]) -> int:
     """The member most alike to the others; on a tie the one with the fewest characters that are not words or
-    sentence punctuation (emoji, placeholders' brackets, digits), then the shortest."""
-    closeness = np.round((matrix @ matrix.T).toarray().sum(axis=1), 9)
+    sentence punctuation (emoji, placeholders' brackets, digits), then the shortest. A member's closeness, the
+    sum of its cosines to every member, is its dot product with the members' summed vector: linear in the
+    cluster's size, no member-by-member matrix."""
+    closeness = np.round(np.asarray(matrix @ np.asarray(matrix.sum(axis=0)).ravel()).ravel(), 9)
     noise = [sum(not (c.isalpha() or c.isspace() or c == ZWNJ or c in ".،؛؟!?,") for c in s) for s in statements]
     lengths = [len(statement) for statement in statements]
     return int(np.lexsort((lengths, noise, -closeness))[0])
@@ -355,10 +358,14 @@ def cluster_candidates(candidates: pd.DataFrame, params: ClusterParams) -> tuple
     clusters, assigned = [], pd.Series("", index=candidates.index, dtype="object")
     for (category, group), part in candidates.groupby(["category", "group"], sort=False):
         positions = candidates.index.get_indexer(part.index)
-        labels = DBSCAN(eps=1 - params.similarity, min_samples=1, metric="cosine").fit_predict(vectors[positions])
-        for label in np.unique(labels):
-            members = part[labels == label]
-            rows = positions[labels == label]
+        # identical statements (a joke forwarded many times) are one point: DBSCAN's neighbourhoods, pairwise,
+        # then grow with the distinct statements only, and every copy joins its statement's cluster
+        distinct, copies = np.unique(part["statement"].to_numpy(dtype=str), return_index=True, return_inverse=True)[1:]
+        dbscan = DBSCAN(eps=1 - params.similarity, min_samples=1, metric="cosine")
+        labels = dbscan.fit_predict(vectors[positions[distinct]])[copies]
+        for label_rows in pd.Series(labels).groupby(labels).indices.values():
+            members = part.iloc[label_rows]
+            rows = positions[label_rows]
             ids = sorted(members["candidate_id"])
             cluster_id = _short_id("CL", category, group, *ids)
             assigned[members.index] = cluster_id

@@ -7,14 +7,17 @@ Two steps, because one of them reads the outside world:
    and keeps what it read under the outputs folder (``<outputs>/.crawl/<source>/``): the scrubbed posts and, for
    a channel, a cursor (the newest post id seen). A rerun fetches only the pages down to the cursor and stores no
    post twice. A channel's cursor moves only when its walk joined the posts already stored (or reached the
-   channel's first post, or the source's post limit), so a walk cut short by an error leaves no gap behind.
+   channel's first post, or the source's post limit), so a walk cut short by an error leaves no gap behind. An
+   export's store is replaced by what its file holds now, read whole.
    Personal data is replaced before any row exists (:mod:`pbbq.tasks.scrub`); the raw HTML is never kept. It is not a
    cached task: its input is the network.
 2. :func:`crawl` (the cached task ``crawl_task``) finds candidates in the posts, collapses near-duplicates and
    writes ``posts``, ``candidates``, ``clusters`` and ``review.csv`` (:mod:`pbbq.tasks.candidates`).
 
 A source that fails (a page that does not parse, a server that keeps refusing) is reported with its URL as a
-warning and the others go on; a wrong sources file or export file stops the run with one message naming it.
+warning and the others go on; a wrong sources file or export file stops the run with one message naming it. What
+a sources file may reach is closed by default (:func:`load_sources`): channels on t.me and telegram.me, exports
+under its own folder, other hosts and folders only when allowed by name.
 """
 
 from __future__ import annotations
@@ -54,17 +57,20 @@ from pbbq.tasks.inputs import InputError
 from pbbq.tasks.schemas import to_arrow
 from pbbq.tasks.scrub import KINDS, scrub_field, scrub_segments
 from pbbq.tasks.telegram import (
+    TELEGRAM_ORIGINS,
     FetchError,
     FetchSettings,
     PageError,
     PreviewFetcher,
     RawPost,
     RecordedPages,
+    host_allowed,
     page_url,
     parse_preview_page,
     preview_url,
     read_manual_export,
     read_telegram_export,
+    url_host,
 )
 
 if TYPE_CHECKING:  # the LLM SDKs load only when the extractor runs
@@ -123,8 +129,24 @@ class CrawlParams:
     """How candidates are clustered: :class:`~pbbq.tasks.candidates.ClusterParams`."""
     llm_extractor: bool = False
     """Also ask the configured LLM for the stereotypes of every post (prompts/extract_stereotypes.fa.txt)."""
+    allowed_hosts: tuple[str, ...] | list[str] = ()
+    """Hosts besides ``https://t.me`` and ``https://telegram.me`` that a channel's ``url`` may name, each by name
+    (``host`` or ``host:port``, as in the address); a sources file may add its own (``allowed_hosts``)."""
+    allowed_paths: tuple[str, ...] | list[str] = ()
+    """Folders besides the sources file's own from which an export ``file`` may be read."""
+    max_post_chars: int = 65_536
+    """A post with more characters of text is left out, with a warning naming its file (or page) and id."""
 
     def __post_init__(self) -> None:
+        for name in ("allowed_hosts", "allowed_paths"):
+            value = getattr(self, name)
+            if not isinstance(value, list | tuple) or not all(
+                isinstance(v, str) and v.strip() and "\0" not in v for v in value
+            ):
+                raise ValueError(f"{name} must be a list of non-empty strings (no NUL), not {value!r}")
+            object.__setattr__(self, name, tuple(value))
+        if self.max_post_chars < 1:
+            raise ValueError(f"max_post_chars must be >= 1, not {self.max_post_chars}")
         if self.max_posts < 1 or self.max_retries < 0 or self.max_examples < 1:
             raise ValueError("max_posts and max_examples must be >= 1, max_retries >= 0")
         if self.timeout <= 0 or self.min_interval < 0 or self.backoff < 0 or self.max_wait < 0:
@@ -143,12 +165,14 @@ class CrawlParams:
             for name in ("sources", "lexicon", "recorded_pages")
             if (value := getattr(self, name))
         }
-        return replace(self, **paths)
+        allowed = tuple(str((folder / value).resolve()) for value in self.allowed_paths)
+        return replace(self, **paths, allowed_paths=allowed)
 
     def as_report(self) -> dict[str, Any]:
         """The parameters for a report or the manifest, paths as the manifest shows them."""
         paths = ("sources", "lexicon", "recorded_pages")
-        return asdict(self) | {k: display_path(Path(v)) for k in paths if (v := getattr(self, k))}
+        shown = {k: display_path(Path(v)) for k in paths if (v := getattr(self, k))}
+        return asdict(self) | shown | {"allowed_paths": [display_path(Path(v)) for v in self.allowed_paths]}
 
     @property
     def lexicon_path(self) -> Path:
@@ -180,18 +204,40 @@ class Source:
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
 
-def load_sources(path: Path, default_max_posts: int = 1000) -> list[Source]:
+def _allowed_list(path: Path, raw: Mapping[str, Any], key: str) -> tuple[str, ...]:
+    value = raw.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise InputError(path, None, f"{key} must be a list of non-empty strings, not {value!r}")
+    return tuple(value)
+
+
+def load_sources(
+    path: Path, default_max_posts: int = 1000, allowed_hosts: tuple[str, ...] = (), allowed_paths: tuple[str, ...] = ()
+) -> list[Source]:
     """The ``[[source]]`` entries of a sources file: name (a safe folder name, unique), kind, url, optional
-    max_posts and, for the export kinds, file (relative to the sources file)."""
+    max_posts (a channel's) and, for the export kinds, file (relative to the sources file).
+
+    What a source may reach is closed by default: a channel's ``url`` is on ``https://t.me`` or
+    ``https://telegram.me`` unless its host is named in ``allowed_hosts`` (the file's top-level list, or the
+    configuration's); an export ``file`` lies under the sources file's folder unless under a folder named in
+    ``allowed_paths`` (the file's, relative to it, or the configuration's)."""
     if not path.is_file():
         raise InputError(path, None, "sources file not found")
     try:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise InputError(path, None, f"not valid TOML ({exc})") from None
-    unknown = sorted(set(raw) - {"source"})
+    unknown = sorted(set(raw) - {"source", "allowed_hosts", "allowed_paths"})
     if unknown:
-        raise InputError(path, None, f"unknown top-level key(s) {', '.join(unknown)}; expected [[source]] entries")
+        raise InputError(
+            path,
+            None,
+            f"unknown top-level key(s) {', '.join(unknown)}; expected [[source]] entries, allowed_hosts, allowed_paths",
+        )
+    hosts = (*allowed_hosts, *_allowed_list(path, raw, "allowed_hosts"))
+    roots = [path.parent.resolve()]
+    roots += [Path(folder).resolve() for folder in allowed_paths]
+    roots += [(path.parent / folder).resolve() for folder in _allowed_list(path, raw, "allowed_paths")]
     sources: list[Source] = []
     for number, entry in enumerate(raw.get("source", []), 1):
         where = f"[[source]] number {number}"
@@ -203,21 +249,38 @@ def load_sources(path: Path, default_max_posts: int = 1000) -> list[Source]:
             raise InputError(path, None, f"{where}: name {name!r} must be letters, digits, _ . - (a folder name)")
         if any(source.name == name for source in sources):
             raise InputError(path, None, f"{where}: name {name!r} is used twice")
+        where = f"{where} ({name})"
         if kind not in SOURCE_KINDS:
-            raise InputError(path, None, f"{where} ({name}): kind {kind!r} is not one of {', '.join(SOURCE_KINDS)}")
+            raise InputError(path, None, f"{where}: kind {kind!r} is not one of {', '.join(SOURCE_KINDS)}")
         if not url:
-            raise InputError(path, None, f"{where} ({name}): url is empty")
+            raise InputError(path, None, f"{where}: url is empty")
         if kind == "telegram":
             try:
                 url = preview_url(url)
             except ValueError as exc:
-                raise InputError(path, None, f"{where} ({name}): {exc}") from None
+                raise InputError(path, None, f"{where}: {exc}") from None
+            if not host_allowed(url, hosts):
+                raise InputError(
+                    path,
+                    None,
+                    f"{where}: url {url} is not on {' or '.join(TELEGRAM_ORIGINS)}; to crawl another host, name it "
+                    f"in allowed_hosts (this file's or [crawl]'s), e.g. allowed_hosts = [\"{url_host(url)}\"]",
+                )
+        elif "max_posts" in entry:
+            raise InputError(path, None, f"{where}: max_posts limits a channel's walk; an export is read whole")
         max_posts = entry.get("max_posts", default_max_posts)
         if not isinstance(max_posts, int) or max_posts < 1:
-            raise InputError(path, None, f"{where} ({name}): max_posts must be a whole number >= 1")
+            raise InputError(path, None, f"{where}: max_posts must be a whole number >= 1")
         file = (path.parent / entry["file"]).resolve() if entry.get("file") else None
         if kind == "telegram_export" and file is None:
-            raise InputError(path, None, f"{where} ({name}): a telegram_export source needs file (its result.json)")
+            raise InputError(path, None, f"{where}: a telegram_export source needs file (its result.json)")
+        if file is not None and not any(file.is_relative_to(root) for root in roots):
+            raise InputError(
+                path,
+                None,
+                f"{where}: file {file} is outside {roots[0]}, the sources file's folder; to read it, name its "
+                "folder in allowed_paths (this file's or [crawl]'s)",
+            )
         sources.append(Source(name, kind, url, max_posts, file))
     return sources
 
@@ -243,6 +306,16 @@ class SourceStore:
     """``<state>/<source>/posts.parquet`` (scrubbed posts) and ``cursor.json`` (the newest post id seen)."""
 
     def __init__(self, folder: Path) -> None:
+        """Refuses a store that is a symbolic link (the ``.crawl`` folder, the source's folder or a file in it):
+        a crawl reads and writes its own folder under the outputs folder, never where a link points."""
+        for path in (folder.parent, folder, folder / "posts.parquet", folder / "cursor.json"):
+            if path.is_symlink():
+                raise InputError(
+                    path,
+                    None,
+                    "is a symbolic link; a crawl store is a folder of its own under the outputs folder: "
+                    "remove the link (the next crawl fetches the source again)",
+                )
         self.folder = folder
 
     def posts(self) -> pd.DataFrame:
@@ -340,14 +413,31 @@ class FetchResult:
         return hashlib.sha256(parquet_bytes(to_arrow(self.posts, POST, "posts"))).hexdigest()
 
 
+def configured_sources(params: CrawlParams) -> list[Source]:
+    """The sources of ``params.sources`` with the configuration's allowed hosts and folders (none when no
+    sources file is configured): a command checks them before it starts a run."""
+    if not params.sources:
+        return []
+    return load_sources(Path(params.sources), params.max_posts, params.allowed_hosts, params.allowed_paths)
+
+
+def _text_length(post: RawPost) -> int:
+    return sum(len(text) for text, _ in post.segments)
+
+
 def fetch_sources(
     params: CrawlParams, state: Path, transport: httpx.BaseTransport | None = None, log: Any = None
 ) -> FetchResult:
-    """Read every source of ``params.sources`` into the store under ``state`` and return all stored posts."""
+    """Read every source of ``params.sources`` into the store under ``state`` and return all stored posts.
+
+    A channel's store grows: the posts above its cursor are added. An export's store is what its file holds
+    now: a post gone from the file is gone from the store (counted as ``posts_removed``). A post whose text is
+    longer than ``max_post_chars`` is left out with a warning naming its file (or page) and id."""
     if not params.sources:
         return FetchResult(empty_posts(), {"skipped": True, "skip_reason": SKIPPED, "fetch": {}, "warnings": []})
     sources_path = Path(params.sources)
-    sources = load_sources(sources_path, params.max_posts)
+    sources = configured_sources(params)
+    stores = {source.name: SourceStore(state / source.name) for source in sources}  # every link refused first
     files = {"crawl_sources": sources_path}
     if transport is None and params.recorded_pages:
         transport = RecordedPages(Path(params.recorded_pages))
@@ -356,7 +446,7 @@ def fetch_sources(
     scrubbed: Counter[str] = Counter()
     with PreviewFetcher(params.fetch_settings(), transport) as fetcher:
         for source in sources:
-            store = SourceStore(state / source.name)
+            store = stores[source.name]
             stored = store.posts()
             known = set(stored["post_id"])
             entry: dict[str, Any] = {"source": source.name, "kind": source.kind, "url": source.url}
@@ -387,25 +477,53 @@ def fetch_sources(
                 continue
             else:
                 reader = read_telegram_export if source.kind == "telegram_export" else read_manual_export
-                raw = reader(source.file)[: source.max_posts]
+                raw = reader(source.file)
                 files[f"crawl_export_{source.name}"] = source.file
                 seen_on_pages = 0
+            too_long = [post for post in raw if _text_length(post) > params.max_post_chars]
+            where = display_path(source.file) if source.file is not None else source.url
+            warnings.extend(
+                f"{source.name}: {where}: post {post.post_id} has {_text_length(post)} characters of text, more "
+                f"than max_post_chars = {params.max_post_chars}; left out"
+                for post in too_long
+            )
+            raw = [post for post in raw if _text_length(post) <= params.max_post_chars] if too_long else raw
             new = [post for post in raw if str(post.post_id) not in known]
             counts: Counter[str] = Counter()
-            rows = pd.DataFrame([scrub_post(source, post, counts) for post in new], columns=POST.names)
-            merged = pd.concat([stored, rows], ignore_index=True) if len(rows) else stored
-            if len(rows) or cursor != store.cursor():
-                store.save(merged, cursor if source.kind == "telegram" else None, source.url)
+            if source.kind == "telegram":  # a channel's store grows by the posts above its cursor
+                rows = pd.DataFrame([scrub_post(source, post, counts) for post in new], columns=POST.names)
+                merged = pd.concat([stored, rows], ignore_index=True) if len(rows) else stored
+                removed = 0
+                if len(rows) or cursor != store.cursor():
+                    store.save(merged, cursor, source.url)
+            else:  # an export's store is what its file holds now
+                merged = pd.DataFrame([scrub_post(source, post, counts) for post in raw], columns=POST.names)
+                removed = len(known - set(merged["post_id"]))
+                store.save(merged, None, source.url)
             seen = len(raw) - len(new) + seen_on_pages
-            entry.update(posts_new=len(new), posts_seen=seen, posts_stored=len(merged), scrubbed=dict(counts))
+            entry.update(
+                posts_new=len(new),
+                posts_seen=seen,
+                posts_removed=removed,
+                posts_too_long=len(too_long),
+                posts_stored=len(merged),
+                scrubbed=dict(counts),
+            )
             if source.kind == "telegram":
                 entry["cursor_after"] = cursor
-            totals.update(posts_new=len(new), posts_seen=seen, posts_stored=len(merged), pages=entry.get("pages", 0))
+            totals.update(
+                posts_new=len(new),
+                posts_seen=seen,
+                posts_removed=removed,
+                posts_too_long=len(too_long),
+                posts_stored=len(merged),
+                pages=entry.get("pages", 0),
+            )
             scrubbed.update(counts)
             per_source.append(entry)
             frames.append(merged)
             if log is not None:
-                log(f"crawl {source.name}: {len(new)} new, {seen} seen, {len(merged)} stored")
+                log(f"crawl {source.name}: {source_summary(entry)}")
         totals.update(requests=fetcher.requests, retries=fetcher.retries)
     posts = _post_order(pd.concat(frames, ignore_index=True)) if frames else empty_posts()
     report = {
@@ -423,6 +541,31 @@ def fetch_sources(
     # cache key (over the table's content) is the same for the same posts
     table = to_arrow(posts, POST, "posts").to_pandas(types_mapper={pa.int64(): pd.Int64Dtype()}.get)
     return FetchResult(table, report, files)
+
+
+def _removed(figures: Mapping[str, Any]) -> str:
+    removed = figures.get("posts_removed", 0)
+    return f"; {removed} post{'s' * (removed != 1)} removed since the last crawl" if removed else ""
+
+
+def source_summary(entry: Mapping[str, Any]) -> str:
+    """One source's fetch in words: what it read, what was new, what the store holds."""
+    read = entry["posts_new"] + entry["posts_seen"]
+    verb = "fetched" if entry["kind"] == "telegram" else "read"
+    return (
+        f"{verb} {read} post{'s' * (read != 1)}: {entry['posts_new']} new, {entry['posts_seen']} already stored"
+        f"{_removed(entry)}; the store holds {entry['posts_stored']}"
+    )
+
+
+def fetch_summary(report: Mapping[str, Any], posts: int, sources: int) -> str:
+    """The whole fetch in words (``pbbq crawl``'s summary): ``posts`` stored from ``sources`` sources."""
+    totals = report.get("fetch", {}).get("totals", {})
+    new, seen = totals.get("posts_new", 0), totals.get("posts_seen", 0)
+    return (
+        f"fetched {new + seen} post{'s' * (new + seen != 1)}: {new} new, {seen} already stored{_removed(totals)}; "
+        f"the store holds {posts} post{'s' * (posts != 1)} from {sources} source{'s' * (sources != 1)}"
+    )
 
 
 # --- the stage -----------------------------------------------------------------------------------------------

@@ -43,7 +43,6 @@ import math
 import os
 import re
 import shutil
-import tempfile
 import uuid
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
@@ -225,7 +224,8 @@ def build_release(
     if shard_rows < 1:
         raise ReleaseError(f"shard_rows must be at least 1, not {shard_rows}")
     out_dir.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(dir=out_dir, prefix=".hub-"))
+    staging = out_dir / f".hub-{uuid.uuid4().hex[:12]}"
+    staging.mkdir()  # under the umask like the files in it (mkdtemp's 0700 would keep the release private)
     try:
         files: list[ReleaseFile] = []
         infos: list[ConfigInfo] = []

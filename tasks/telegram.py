@@ -210,6 +210,29 @@ def preview_url(url: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc, path, "", ""))
 
 
+TELEGRAM_ORIGINS = ("https://t.me", "https://telegram.me")
+"""Where a channel's preview may be fetched from unless a host is allowed by name."""
+
+
+def url_host(url: str) -> str:
+    """The host of ``url`` as ``allowed_hosts`` names it: ``host``, or ``host:port`` when a port is given."""
+    parts = urlsplit(url)
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    return f"{parts.hostname or ''}:{port}" if port is not None else parts.hostname or ""
+
+
+def host_allowed(url: str, allowed_hosts: tuple[str, ...]) -> bool:
+    """Whether ``url`` is on :data:`TELEGRAM_ORIGINS` or on a host of ``allowed_hosts`` (``host`` or
+    ``host:port``, compared without case), over http or https."""
+    parts = urlsplit(url)
+    if f"{parts.scheme}://{url_host(url)}".lower() in TELEGRAM_ORIGINS:
+        return True
+    return parts.scheme in ("http", "https") and url_host(url).lower() in {h.strip().lower() for h in allowed_hosts}
+
+
 def page_url(url: str, before: int | None) -> str:
     parts = urlsplit(url)
     return urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode({"before": before}) if before else "", ""))
@@ -373,7 +396,7 @@ EXPORT_ENTITY_KINDS = {
 (``text_link`` keeps its text and drops its address)."""
 
 
-def _export_segments(text: Any, where: str) -> list[Segment]:
+def export_segments(text: Any, where: str) -> list[Segment]:
     if isinstance(text, str):
         return [(text, None)]
     if not isinstance(text, list):
@@ -413,7 +436,7 @@ def read_telegram_export(path: Path) -> list[RawPost]:
             post_id = int(message["id"])
             where = f"message {index} (id {post_id})"
             date = _export_date(message)
-            segments = _export_segments(message.get("text", ""), where)
+            segments = export_segments(message.get("text", ""), where)
         except (KeyError, TypeError, ValueError) as exc:
             problem = str(exc) if isinstance(exc, ValueError) and where in str(exc) else f"{where}: {exc!r}"
             raise InputError(path, None, f"{problem} (needs id, date or date_unixtime, text)") from None
@@ -449,7 +472,15 @@ def read_manual_export(path: Path) -> list[RawPost]:
         missing = [column for column in MANUAL_COLUMNS if column not in (reader.fieldnames or [])]
         if missing:
             raise InputError(path, 1, f"missing column(s) {', '.join(missing)}")
-        rows, first_row = list(reader), 2
+        rows, first_row = [], 2
+        try:
+            rows.extend(reader)
+        except csv.Error as exc:
+            problem = f"not readable as CSV ({exc})"
+            if "field limit" in str(exc):
+                problem = f"a field longer than {csv.field_size_limit()} characters, the CSV reader's limit; a post "
+                problem += "that long is no stereotype statement: remove it from the export"
+            raise InputError(path, first_row + len(rows), problem) from None
     else:
         raise InputError(path, None, "a manual export must be .csv or .json")
     posts, seen = [], {}

@@ -48,7 +48,8 @@ def fake() -> Iterator[FakeTelegram]:
 def _params(tmp_path: Path, fake: FakeTelegram, *channels: str, **overrides: object) -> CrawlParams:
     sources = tmp_path / "sources.toml"
     sources.write_text(
-        "".join(
+        f'allowed_hosts = ["{fake.host}"]  # the fake Telegram\n\n'
+        + "".join(
             f'[[source]]\nname = "{name}"\nkind = "telegram"\nurl = "{fake.channel_url(name)}"\n\n' for name in channels
         ),
         encoding="utf-8",
@@ -270,6 +271,7 @@ def test_tagged_segments_become_placeholders_whole() -> None:
 def test_a_telegram_export_and_a_manual_export_go_through_the_same_path(tmp_path: Path) -> None:
     sources = tmp_path / "sources.toml"
     sources.write_text(
+        f'allowed_paths = ["{CRAWL_SAMPLE / "exports"}"]\n\n'
         f'[[source]]\nname = "exp"\nkind = "telegram_export"\nurl = "https://t.me/exp"\n'
         f'file = "{CRAWL_SAMPLE / "exports" / "sample_export_result.json"}"\n\n'
         f'[[source]]\nname = "xs"\nkind = "manual"\nurl = "https://x.com/xs"\n'
@@ -346,8 +348,9 @@ def test_pbbq_crawl_leaves_no_planted_personal_data_anywhere_under_the_outputs(
     assert main(["crawl", "--config", str(config), "--outputs", str(outputs), "--run-id", "one"]) == 0
     assert main(["crawl", "--config", str(config), "--outputs", str(outputs), "--run-id", "two"]) == 0
     printed = capsys.readouterr().out
-    assert "59 new posts, 0 seen, 59 stored → 22 candidates → 15 clusters" in printed
-    assert "0 new posts, 35 seen, 59 stored" in printed
+    assert "fetched 59 posts: 59 new, 0 already stored; the store holds 59 posts from 4 sources" in printed
+    assert "22 candidate stereotypes in them, in 15 clusters of near-duplicates" in printed
+    assert "fetched 35 posts: 0 new, 35 already stored; the store holds 59 posts from 4 sources" in printed
     report = json.loads((outputs / "one" / "01_crawl" / "report.json").read_text())
     assert report["fetch"]["scrubbed"] == {"account": 2, "email": 2, "handle": 3, "name": 4, "phone": 6, "url": 6}
     texts = texts_under(outputs)
@@ -391,11 +394,11 @@ def test_pbbq_crawl_against_the_fake_server_crawls_resumes_and_scrubs(
     assert main([*run, "--run-id", "b"]) == 0
     fake.channels["big_channel"].posts.append(FakePost(id=46, html="رشتیا همیشه خونسردن"))
     assert main([*run, "--run-id", "c"]) == 0
-    lines = [line for line in capsys.readouterr().out.splitlines() if "new posts" in line]
-    assert [line.split(" → ")[0] for line in lines] == [
-        "44 new posts, 0 seen, 44 stored",
-        "0 new posts, 20 seen, 44 stored",
-        "1 new posts, 19 seen, 45 stored",  # page one: 46 and 19 stored ones
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("fetched")]
+    assert lines == [
+        "fetched 44 posts: 44 new, 0 already stored; the store holds 44 posts from 1 source",
+        "fetched 20 posts: 0 new, 20 already stored; the store holds 44 posts from 1 source",
+        "fetched 20 posts: 1 new, 19 already stored; the store holds 45 posts from 1 source",  # page one: 46, 19 more
     ]
     assert [r["before"] for r in fake.requests_to("big_channel")] == [None, 25, 5, None, None]
     posts = pd.read_parquet(tmp_path / "out" / "c" / "01_crawl" / "posts.parquet").set_index("post_key")

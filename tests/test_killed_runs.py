@@ -1,13 +1,16 @@
 """A build killed (SIGKILL) half-way through a stage: the run reads ``incomplete``, the next build marks it and
 its Prefect flow run, a rebuild with the same id replaces it and gives the same bytes as a build never killed,
-and no temporary server outlives its command (docs/architecture.md §5)."""
+no temporary server outlives its command (build, serve), and a killed run's leftovers that are links are unlinked,
+never followed (docs/architecture.md §5)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -16,7 +19,7 @@ from pathlib import Path
 import httpx
 import pytest
 from pbbq.flows.audit import audit_text
-from pbbq.tasks.artifacts import KILL_HOOK, REPO_ROOT, run_status, sha256_file
+from pbbq.tasks.artifacts import KILL_HOOK, REPO_ROOT, mark_incomplete, run_status, sha256_file
 
 KILL_POINTS = ("01_crawl", "05_instantiate", "10_publish")
 """The first stage, one in the middle, and publish (the release written, the manifest not yet)."""
@@ -152,3 +155,73 @@ def test_the_temporary_server_dies_with_a_killed_command(tmp_path: Path) -> None
             return  # nothing listens any more
         time.sleep(0.2)
     pytest.fail(f"the temporary server at {url} outlived its command")
+
+
+def _uvicorn_child(pid: int) -> tuple[int, int] | None:
+    """The pid and port of the Prefect server (uvicorn) that process ``pid`` started, if any yet."""
+    for children in Path(f"/proc/{pid}/task").glob("*/children"):
+        for child in map(int, children.read_text().split()):
+            argv = Path(f"/proc/{child}/cmdline").read_bytes().decode().split("\0")
+            if "uvicorn" in argv and "--port" in argv:
+                return child, int(argv[argv.index("--port") + 1])
+    return None
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's")
+def test_pbbq_serve_killed_leaves_no_server_behind(tmp_path: Path) -> None:
+    """``pbbq serve`` without PREFECT_API_URL, then SIGKILL: its temporary server must go with it."""
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+    env["PREFECT_HOME"] = str(tmp_path / "prefect-home")
+    serve = subprocess.Popen(
+        [sys.executable, "-m", "pbbq.flows.cli", "serve"],
+        env=env,
+        cwd=REPO_ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    server = None
+    try:
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline and serve.poll() is None:
+            server = server or _uvicorn_child(serve.pid)
+            with contextlib.suppress(httpx.TransportError):
+                if server and httpx.get(f"http://127.0.0.1:{server[1]}/api/health", timeout=1).status_code == 200:
+                    break
+            time.sleep(0.2)
+        assert server is not None and serve.poll() is None, "pbbq serve started no server"
+        serve.kill()
+        serve.wait()
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            try:
+                httpx.get(f"http://127.0.0.1:{server[1]}/api/health", timeout=1)
+            except httpx.TransportError:
+                return  # nothing listens any more
+            time.sleep(0.2)
+        pytest.fail(f"the temporary server of pbbq serve (port {server[1]}) outlived its command")
+    finally:
+        serve.kill()
+        serve.wait()
+        if server is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(server[0], signal.SIGKILL)
+
+
+def test_leftovers_that_are_links_are_unlinked_not_followed(tmp_path: Path) -> None:
+    """A killed run's temporary names that are symbolic links (to a folder too) go; what they point to stays."""
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "data").mkdir(parents=True)
+    (elsewhere / "data" / "keep.parquet").write_bytes(b"keep")
+    run = tmp_path / "outputs" / "killed"
+    (run / "04_disambiguate").mkdir(parents=True)
+    (run / "04_disambiguate" / ".templates.parquet.x.tmp").symlink_to(elsewhere, target_is_directory=True)
+    (run / "10_publish").mkdir()
+    (run / "10_publish" / ".hub-0123").symlink_to(elsewhere / "data", target_is_directory=True)
+    (run / "10_publish" / ".report.json.y.tmp").symlink_to(elsewhere / "data" / "keep.parquet")
+    ended = subprocess.Popen(["true"])
+    ended.wait()  # its process id is gone: the run reads incomplete
+    process = {"host": socket.gethostname(), "pid": ended.pid}
+    (run / "manifest.json").write_text(json.dumps({"status": "running", "process": process}), encoding="utf-8")
+    assert mark_incomplete(run)
+    assert sorted(p.name for p in run.rglob("*")) == ["04_disambiguate", "10_publish", "manifest.json"]
+    assert (elsewhere / "data" / "keep.parquet").read_bytes() == b"keep"

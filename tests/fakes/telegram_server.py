@@ -17,6 +17,9 @@ without the channel history, ``bad_message`` a page whose first message has no d
 a later page: ``plan("ok", "malformed")`` breaks the second page). Every request is recorded
 (path, query, monotonic arrival time, user agent) for assertions.
 
+The crawl fetches only from t.me and telegram.me unless a host is allowed by name: a sources file for this fake
+declares ``allowed_hosts = ["<host>"]`` (:attr:`FakeTelegram.host`).
+
 ``render_page`` is also what ``crawl/sample/record_pages.py`` records the sample's pages with.
 """
 
@@ -131,6 +134,11 @@ class FakeTelegram(LocalServer):
 
     def channel_url(self, name: str) -> str:
         return f"{self.url}/s/{name}"
+
+    @property
+    def host(self) -> str:
+        """``127.0.0.1:<port>``: what a sources file names in ``allowed_hosts`` to crawl this fake."""
+        return f"127.0.0.1:{self.port}"
 
     def plan(self, *faults: str, channel: str | None = None) -> None:
         """Fail the next requests (to ``channel`` only, when given) with these faults, in order."""
