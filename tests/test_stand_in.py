@@ -27,8 +27,8 @@ TOKEN = "hf_standintesttoken0123456789"
 
 
 def test_stand_in_answers_pass_every_validator(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A template of each of the sample's categories disambiguated (none left for review) and every example translated, with no
-    key and no server: no answer breaks a rule and no back-translation is flagged."""
+    """A template of each of the sample's categories disambiguated (none left for review) and every example
+    translated, with no key and no server: no answer breaks a rule and no back-translation is flagged."""
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     build = load_config().with_stand_in()
     config = dataclasses.replace(build.llm, store_path=tmp_path / "store.sqlite")
