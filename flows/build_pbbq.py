@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import dataclasses
 import resource
-import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from pbbq.flows.config import BuildConfig, load_config
+from pbbq.flows.config import BuildConfig, check_store_path, load_config
 from pbbq.flows.diff import changes_since_previous
 from pbbq.flows.pipeline import PIPELINE, extra_funnel, funnel_labels
 from pbbq.flows.runs import mark_killed_runs, outputs_folder
@@ -26,7 +25,7 @@ from pbbq.tasks.candidates import load_lexicon
 from pbbq.tasks.crawl import fetch_sources
 from pbbq.tasks.glossary import load_glossary
 from pbbq.tasks.inputs import instruction_like, load_inputs
-from pbbq.tasks.llm import LLMClient, LLMConfig, export_transcript, open_llm, usage_summary
+from pbbq.tasks.llm import STAND_IN_MODE, LLMClient, open_llm, usage_summary
 from pbbq.tasks.names import load_name_table
 from pbbq.tasks.publish import create_release_artifact
 from pbbq.tasks.stage import Input, Resource, RunValue, Sources, Stage, Table, Tables, arguments, finish, resource_hash
@@ -39,6 +38,10 @@ from prefect.runtime import flow_run
 from prefect.states import Crashed
 from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 
+STAND_IN_WARNING = (
+    'STAND-IN answers: every LLM answer of this build is placeholder text (--stand-in, [llm] mode = "stand-in"), '
+    "not a model's; its dataset card says so and publish does not upload it"
+)
 TRANSCRIPT_NOTE = (
     "The LLM answers this PBBQ build used: import it (llm.transcript) and build in replay mode to rebuild it "
     "byte for byte with no API key."
@@ -54,14 +57,14 @@ class PipelineRunner:
         run: RunFolder,
         cache: Path,
         build: BuildConfig,
-        llm: LLMConfig,
+        client: LLMClient,
         inputs: BuildInputs,
         run_values: Mapping[str, Callable[[], Any]],
         pipeline: list[Stage] = PIPELINE,
     ) -> None:
-        """``inputs``: the loaded build inputs; ``run_values``: the values :class:`RunValue` names, each made
-        when a stage asks for it."""
-        self.run, self.cache, self.build, self.llm = run, cache, build, llm
+        """``client``: the build's LLM client, for every stage that asks; ``inputs``: the loaded build inputs;
+        ``run_values``: the values :class:`RunValue` names, each made when a stage asks for it."""
+        self.run, self.cache, self.build, self._client = run, cache, build, client
         self.inputs, self.run_values, self.pipeline = inputs, run_values, pipeline
         self.outputs: dict[str, StageOutput] = {}
         self.reports: dict[str, dict[str, Any]] = {}
@@ -69,15 +72,10 @@ class PipelineRunner:
         self.timings: list[dict[str, Any]] = []
         """Per stage: wall seconds from its submission to its result, the process's peak RSS once it is
         written, and whether it came from the cache (``timings.json``; not in the manifest: not reproducible)."""
-        self._client: LLMClient | None = None
-        self._client_lock = threading.Lock()
 
     def client(self) -> LLMClient:
-        """The build's LLM client, opened once (the transcript imported once) for every stage that asks."""
-        with self._client_lock:
-            if self._client is None:
-                self._client = open_llm(self.llm, self.build.transcript)
-            return self._client
+        """The build's LLM client (opened when the build starts, its transcript checked then)."""
+        return self._client
 
     def run_all(self) -> dict[str, StageOutput]:
         """Every stage, each submitted once the stages it reads are written; returns their outputs by folder."""
@@ -212,7 +210,7 @@ def load_build_inputs(build: BuildConfig, root: Path, log: Callable[[str], None]
 
 
 def release_values(
-    run: RunFolder, build: BuildConfig, llm: LLMConfig, runner: Callable[[], PipelineRunner]
+    run: RunFolder, build: BuildConfig, client: LLMClient, runner: Callable[[], PipelineRunner]
 ) -> dict[str, Callable[[], Any]]:
     """What the publish stage gets from the run: its folder, the run's transcript and the release's copy of
     the manifest (written when publish asks for them, after every other stage); and the funnel's extra steps
@@ -229,7 +227,7 @@ def release_values(
                 if stage.request_ids is not None and stage.folder in outputs
                 for request in stage.request_ids(outputs[stage.folder])
             }
-            export_transcript(llm, used, path, note=TRANSCRIPT_NOTE)
+            client.export(used, path, note=TRANSCRIPT_NOTE)
             run.record_file(path, rows=len(used))
         return path
 
@@ -287,10 +285,14 @@ def build_pbbq(
     repo_id: str | None = None,
     dry_run: bool | None = None,
     force_synthetic: bool | None = None,
+    stand_in: bool | None = None,
 ) -> str:
     """Build PBBQ from a configuration (default: the bundled sample) and return the run folder. ``repo_id``,
-    ``dry_run`` and ``force_synthetic`` override the configuration's [publish] section."""
+    ``dry_run`` and ``force_synthetic`` override the configuration's [publish] section; ``stand_in`` answers every
+    LLM request with labelled placeholders (``[llm] mode = "stand-in"``, :mod:`pbbq.tasks.stand_in`)."""
     build = load_config(Path(config) if config else None).with_publish(repo_id, dry_run, force_synthetic)
+    if stand_in:
+        build = build.with_stand_in()
     root = outputs_folder(outputs)
     mark_crashed(mark_killed_runs(root))
     run = RunFolder.create(root, run_id, build.parameters(), process={"flow_run_id": str(flow_run.id)})
@@ -300,6 +302,11 @@ def build_pbbq(
     get_run_logger().info("run %s → %s", run.run_id, run.path)
     started = time.perf_counter()
     with run.recording():
+        check_store_path(llm.store_path, build.path)  # this run's own folder is a run folder now
+        client = open_llm(llm, build.transcript)  # a damaged transcript stops the build here, before stage 01
+        if llm.mode == STAND_IN_MODE:
+            run.warnings.append(STAND_IN_WARNING)
+            get_run_logger().warning(STAND_IN_WARNING)
         inputs = load_build_inputs(build, root, log=get_run_logger().info)
         run.warnings += inputs.warnings
         for warning in inputs.warnings:
@@ -310,9 +317,9 @@ def build_pbbq(
             run,
             root / ".cache" / "prefect-results",
             build,
-            llm,
+            client,
             inputs,
-            release_values(run, build, llm, lambda: runner),
+            release_values(run, build, client, lambda: runner),
         )
         runner.reports["01_crawl"] = inputs.fetch_report
         runner.run_all()

@@ -79,6 +79,12 @@ def _parser() -> argparse.ArgumentParser:
         help="upload a synthetic build (pbbq synth) all the same; its card says SYNTHETIC",
     )
     build.add_argument(
+        "--stand-in",
+        action="store_true",
+        help="answer every LLM request offline with labelled placeholder text, to try a change of the inputs "
+        '([llm] mode = "stand-in"); its card says STAND-IN and it is never uploaded',
+    )
+    build.add_argument(
         "--task-runner",
         choices=("threads", "dask"),
         default="threads",
@@ -110,6 +116,7 @@ def _build(args: argparse.Namespace) -> int:
             repo_id=args.repo_id,
             dry_run=False if args.upload else None,
             force_synthetic=True if args.force_synthetic else None,
+            stand_in=True if args.stand_in else None,
         )
     print(folder)
     return 0

@@ -16,7 +16,7 @@ from typing import Any, get_args, get_type_hints
 from pbbq.flows.pipeline import PIPELINE
 from pbbq.tasks.artifacts import REPO_ROOT, display_path
 from pbbq.tasks.inputs import load_unknown_phrases
-from pbbq.tasks.llm import LLMConfig
+from pbbq.tasks.llm import STAND_IN_MODE, LLMConfig
 
 SAMPLE_CONFIG = REPO_ROOT / "configs" / "sample.toml"
 INPUTS = ("questionnaire", "responses", "templates", "ratings", "unknown_phrases", "names", "glossary")
@@ -99,6 +99,10 @@ class BuildConfig:
             return self
         return replace(self, stages={**self.stages, "publish": replace(self.stages["publish"], **changes)})
 
+    def with_stand_in(self) -> BuildConfig:
+        """The configuration with ``[llm] mode = "stand-in"`` (``pbbq build --stand-in``)."""
+        return replace(self, llm=replace(self.llm, mode=STAND_IN_MODE))
+
     def parameters(self) -> dict[str, Any]:
         """Every parameter of the build, for the manifest."""
         return {
@@ -128,6 +132,17 @@ def _file(path: Path, section: str, key: str, value: Any) -> Path:
     return (path.parent / value).resolve()
 
 
+def check_store_path(store: Path, config: Path) -> None:
+    """``[llm] store_path`` must lie outside every run folder (a folder holding a ``manifest.json``): a run's files
+    are written once and each is listed in its manifest, and a store grows with every build."""
+    for folder in (store, *store.parents):
+        if (folder / "manifest.json").is_file():
+            raise ConfigError(
+                f"{config}: [llm] store_path = {store} lies inside the run folder {folder}; put the response store "
+                "outside every run (by default it is <outputs>/.cache/llm/responses.sqlite)"
+            )
+
+
 def _llm_section(path: Path, raw: dict[str, Any]) -> tuple[dict[str, Any], Path | None]:
     """``[llm]`` checked by type before :class:`LLMConfig` checks its values, and its transcript path."""
     llm = dict(_table(path, raw, "llm"))
@@ -148,6 +163,7 @@ def _llm_section(path: Path, raw: dict[str, Any]) -> tuple[dict[str, Any], Path 
     transcript = llm.pop("transcript", None)
     if "store_path" in llm:
         llm["store_path"] = _file(path, "llm", "store_path", llm["store_path"])
+        check_store_path(llm["store_path"], path)
     return llm, None if transcript in (None, "") else _file(path, "llm", "transcript", transcript)
 
 

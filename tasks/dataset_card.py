@@ -29,6 +29,13 @@ PAPER_AUTHORS = (
     "Kashfipour, Seyedkian and Payberah, Amir H."
 )
 PAPER_DATASET_URL = "https://huggingface.co/datasets/yoyo-research-group/PBBQ"
+STAND_IN_NOTE = (
+    "> **STAND-IN ANSWERS — NOT PBBQ DATA.** Every LLM answer of this build (disambiguated contexts, English\n"
+    "> translations) is placeholder text written offline by the stand-in (`pbbq build --stand-in`), not a model's.\n"
+    "> It shows what a change of the inputs does to the counts; its texts say nothing about any group or model: do\n"
+    "> not publish, cite or evaluate with it.\n"
+)
+"""The note a stand-in build's card opens with (``tasks/stand_in.py``)."""
 LANGUAGE_ORDER = ("fa", "en")
 SIZE_CATEGORIES = (
     (1_000, "n<1K"),
@@ -344,3 +351,9 @@ def render_card(
             citation=_citation(),
         )
     )
+
+
+def card_with_note(card: str, note: str) -> str:
+    """The dataset card with ``note`` first after its YAML header."""
+    head, end, body = card.partition("\n---\n")
+    return f"{head}{end}\n{note}{body}" if end else f"{note}\n{card}"

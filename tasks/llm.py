@@ -2,10 +2,14 @@
 
 Every request goes through a response store keyed by ``request_key`` (sha256 over the
 provider, model, system prompt, messages, sampling parameters and the prompt file's
-hash; never the base URL or the API key). Modes: ``live`` calls and records, ``replay``
-answers from the store only, ``auto`` calls on a miss, ``batch`` sends every miss at once through the provider's
-batch API at half the price (``tasks/llm_batch.py``) and records the answers under the same keys, so a batch
-build replays as a live one does. A store exports to a JSONL transcript that can be opened read-only for replay,
+hash; never the base URL or the API key). The store keeps each answer under its source as well: the transcript it
+was imported from (by the file's sha256), the model's own answers (``RECORDED``), or the stand-in (``STAND_IN``);
+a client reads only the sources its mode and transcript allow (:attr:`LLMClient.sources`, docs/architecture.md
+§6), so a build never takes an answer from a transcript it does not name. Modes: ``live`` calls and records,
+``replay`` answers from its transcript only, ``auto`` calls on a miss, ``batch`` sends every miss at once through
+the provider's batch API at half the price (``tasks/llm_batch.py``) and records the answers under the same keys, so
+a batch build replays as a live one does, and ``stand-in`` answers every request offline with labelled placeholder
+text (:mod:`pbbq.tasks.stand_in`). A store exports to a JSONL transcript that can be opened read-only for replay,
 so a release rebuilds with no key. While requests are sent, ``tasks/progress.py`` shows how far they are.
 
 Transport failures (429, 5xx, timeouts, dropped connections) are retried by the official
@@ -38,12 +42,12 @@ import sqlite3
 import threading
 import time
 import zlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal, get_args, get_origin
+from typing import Any, Literal, Protocol, get_args, get_origin
 
 import anthropic
 import openai
@@ -55,7 +59,12 @@ from pbbq.tasks.scrub import REDACTED
 log = logging.getLogger(__name__)
 
 PROVIDERS = ("openai", "anthropic")
-MODES = ("live", "replay", "auto", "batch")
+STAND_IN_MODE = "stand-in"
+MODES = ("live", "replay", "auto", "batch", STAND_IN_MODE)
+RECORDED = "recorded"
+"""The source of the answers a store got from the model itself (modes live, auto, batch)."""
+STAND_IN = "stand-in"
+"""The source of stand-in answers (mode ``stand-in``): never read by another mode."""
 BATCH_FALLBACKS = ("live", "report")
 """What ``mode = "batch"`` does with a request its batch did not answer (expired, errored, missing): call it
 live, or report them all in one :class:`LLMError` (the answers the batch did give are stored either way)."""
@@ -74,7 +83,7 @@ TRANSCRIPT_FORMAT = "pbbq"
 TRANSCRIPT_VERSION = 1
 
 _RECORD_FIELDS = ("key", "provider", "model", "request", "response", "tokens_in", "tokens_out", "created_at")
-_PLACEHOLDERS = ", ".join("?" * len(_RECORD_FIELDS))
+_PLACEHOLDERS = ", ".join("?" * (1 + len(_RECORD_FIELDS)))
 
 
 class LLMError(Exception):
@@ -460,35 +469,68 @@ def request_key(config: LLMConfig, request: LLMRequest) -> str:
     return _sha256(_canonical_json(request_payload(config, request)))
 
 
+def transcript_source(path: str | Path) -> str:
+    """The source a transcript's answers are stored under: the sha256 of the file's bytes (the hash the run's
+    manifest records for its transcript); "" for a file that cannot be read (its loader then says why)."""
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return ""
+
+
 class ResponseStore(Closing):
-    """Recorded answers keyed by request key: a SQLite file, or a read-only JSONL transcript."""
+    """Recorded answers keyed by source and request key: a SQLite file, or a read-only JSONL transcript."""
 
     def __init__(self, path: str | Path, *, _transcript: bool = False) -> None:
         """Open (or create) the SQLite store at ``path``; use ``from_transcript`` for a JSONL file."""
         self.path = Path(path)
         self.read_only = _transcript
         self.header: dict[str, Any] | None = None
+        self.transcript_sha256: str | None = None
+        """A read-only transcript's source (:func:`transcript_source`)."""
         self._lock = threading.Lock()
         if _transcript:
             self._db = sqlite3.connect(":memory:", check_same_thread=False)
         else:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(self.path, check_same_thread=False)
+        try:
+            self._create()
+        except sqlite3.DatabaseError as err:
+            self._db.close()
+            raise LLMError(
+                f"{self.path}: not a response store ({err}); move the file away or set [llm] store_path to another"
+            ) from None
+
+    def _create(self) -> None:
+        """The tables (and the move of a store written before answers had a source: its rows count as the model's
+        own, ``RECORDED``, since imported and called answers cannot be told apart there)."""
+        if not self.read_only:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute(
-            "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, provider TEXT NOT NULL, "
-            "model TEXT NOT NULL, request TEXT NOT NULL, response TEXT NOT NULL, tokens_in INTEGER NOT NULL, "
-            "tokens_out INTEGER NOT NULL, created_at TEXT NOT NULL)"
-        )
-        self._db.execute("CREATE TABLE IF NOT EXISTS imports (sha256 TEXT PRIMARY KEY, records INTEGER NOT NULL)")
-        self._db.commit()
+        with self._db:
+            self._db.execute(
+                "CREATE TABLE IF NOT EXISTS answers (source TEXT NOT NULL, key TEXT NOT NULL, provider TEXT NOT NULL, "
+                "model TEXT NOT NULL, request TEXT NOT NULL, response TEXT NOT NULL, tokens_in INTEGER NOT NULL, "
+                "tokens_out INTEGER NOT NULL, created_at TEXT NOT NULL, PRIMARY KEY (source, key))"
+            )
+            self._db.execute(
+                "CREATE TABLE IF NOT EXISTS transcripts (sha256 TEXT PRIMARY KEY, records INTEGER NOT NULL)"
+            )
+            tables = {row[0] for row in self._db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            if "responses" in tables:
+                self._db.execute(
+                    f"INSERT OR IGNORE INTO answers SELECT ?, {', '.join(_RECORD_FIELDS)} FROM responses", (RECORDED,)
+                )
+                self._db.execute("DROP TABLE responses")
+            self._db.execute("DROP TABLE IF EXISTS imports")
 
     @classmethod
     def from_transcript(cls, path: str | Path) -> ResponseStore:
         """Open a JSONL transcript as a read-only store (for replay)."""
         store = cls(path, _transcript=True)
-        store.header, _ = store._load_jsonl(Path(path))
+        store.transcript_sha256 = transcript_source(path)
+        store.header, _ = store._load_jsonl(Path(path), store.transcript_sha256)
         return store
 
     def close(self) -> None:
@@ -498,33 +540,53 @@ class ResponseStore(Closing):
 
     def __len__(self) -> int:
         with self._lock:
-            return int(self._db.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
+            return int(self._db.execute("SELECT COUNT(*) FROM answers").fetchone()[0])
 
-    def get(self, key: str) -> StoredResponse | None:
-        """The recorded answer for ``key``, or None."""
+    def get(self, key: str, sources: Sequence[str] = (RECORDED,)) -> StoredResponse | None:
+        """The answer for ``key`` from the first of ``sources`` that has one, or None."""
+        marks = ", ".join("?" * len(sources))
         with self._lock:
-            row = self._db.execute(
-                f"SELECT {', '.join(_RECORD_FIELDS)} FROM responses WHERE key = ?", (key,)
-            ).fetchone()
-        return None if row is None else _row_to_record(row)
+            rows = self._db.execute(
+                f"SELECT source, {', '.join(_RECORD_FIELDS)} FROM answers WHERE key = ? AND source IN ({marks})",
+                (key, *sources),
+            ).fetchall()
+        found = {row[0]: row[1:] for row in rows}
+        return next((_row_to_record(found[source]) for source in sources if source in found), None)
 
-    def put(self, record: StoredResponse) -> None:
-        """Record (or replace) an answer."""
+    def put(self, record: StoredResponse, source: str = RECORDED) -> None:
+        """Record (or replace) an answer of ``source``."""
         if self.read_only:
             raise LLMError(f"response store {self.path} is a read-only transcript; import it into a SQLite store")
         with self._lock:
-            self._insert([record])
+            self._insert([record], source)
 
-    def export_jsonl(self, path: str | Path, header: Mapping[str, Any], keys: Iterable[str] | None = None) -> int:
-        """Write a transcript: a header line, then one record per line sorted by key; returns the count.
+    def export_jsonl(
+        self,
+        path: str | Path,
+        header: Mapping[str, Any],
+        keys: Iterable[str] | None = None,
+        sources: Sequence[str] = (RECORDED,),
+    ) -> int:
+        """Write a transcript of the answers of ``sources`` (a key held by several: the first's): a header line,
+        then one record per line sorted by key; returns the count.
 
         ``keys`` limits it to those answers (a build's own requests); a key the store lacks is an error, since
         the transcript could not replay the build. The same store and keys always give the same bytes; the file
         is written to a temporary name and renamed.
         """
+        marks = ", ".join("?" * len(sources))
         with self._lock:
-            rows = self._db.execute(f"SELECT {', '.join(_RECORD_FIELDS)} FROM responses ORDER BY key").fetchall()
-        records = [_row_to_record(row) for row in rows]
+            rows = self._db.execute(
+                f"SELECT source, {', '.join(_RECORD_FIELDS)} FROM answers WHERE source IN ({marks}) ORDER BY key",
+                tuple(sources),
+            ).fetchall()
+        rank = {source: index for index, source in enumerate(sources)}
+        chosen: dict[str, tuple[Any, ...]] = {}
+        for row in rows:
+            held = chosen.get(row[1])
+            if held is None or rank[row[0]] < rank[held[0]]:
+                chosen[row[1]] = row
+        records = [_row_to_record(row[1:]) for _, row in sorted(chosen.items())]
         if keys is not None:
             wanted = set(keys)
             records = [record for record in records if record.key in wanted]
@@ -549,51 +611,36 @@ class ResponseStore(Closing):
         return len(records)
 
     def import_jsonl(self, path: str | Path) -> int:
-        """Add (or replace) every record of a transcript; returns the count."""
+        """Add every record of a transcript under its own source (:func:`transcript_source`); returns the count.
+        A file imported before is not read again: its answers are there, under its hash."""
         if self.read_only:
             raise LLMError(f"response store {self.path} is a read-only transcript; import into a SQLite store")
-        try:
-            digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
-        except OSError:  # missing or unreadable: _load_jsonl says so, naming the file
-            digest = ""
+        digest = transcript_source(path)
         with self._lock:
-            done = self._db.execute("SELECT records FROM imports WHERE sha256 = ?", (digest,)).fetchone()
-        if done is not None:  # this very file was imported before: its answers are in the store
+            done = self._db.execute("SELECT records FROM transcripts WHERE sha256 = ?", (digest,)).fetchone()
+        if done is not None:
             return int(done[0])
-        _, count = self._load_jsonl(Path(path))
+        _, count = self._load_jsonl(Path(path), digest)
         with self._lock, self._db:
-            self._db.execute("INSERT OR REPLACE INTO imports VALUES (?, ?)", (digest, count))
+            self._db.execute("INSERT OR REPLACE INTO transcripts VALUES (?, ?)", (digest, count))
         log.info("imported %d records from transcript %s into %s", count, path, self.path)
         return count
 
-    def _load_jsonl(self, path: Path) -> tuple[dict[str, Any], int]:
-        """Validate a transcript and insert its records in one transaction; returns (header, count)."""
-        lines = read_transcript(path).splitlines()
-        if not lines:
-            raise ValueError(f"{path}: empty file, expected a PBBQ transcript header on line 1")
-        header = _parse_line(path, 1, lines[0])
-        if header.get("transcript") != TRANSCRIPT_FORMAT or header.get("version") != TRANSCRIPT_VERSION:
-            raise ValueError(
-                f"{path}:1: not a PBBQ transcript header (expected transcript={TRANSCRIPT_FORMAT!r}, "
-                f"version={TRANSCRIPT_VERSION})"
-            )
-        records = [
-            _json_to_record(path, number, _parse_line(path, number, line)) for number, line in enumerate(lines[1:], 2)
-        ]
-        if header.get("records") != len(records):
-            raise ValueError(
-                f"{path}: header announces {header.get('records')!r} records, the file holds {len(records)}"
-            )
+    def _load_jsonl(self, path: Path, source: str) -> tuple[dict[str, Any], int]:
+        """Validate a transcript and insert its records under ``source`` in one transaction; returns (header,
+        count)."""
+        header, records = parse_transcript(path)
         with self._lock:
-            self._insert(records)
+            self._insert(records, source)
         return header, len(records)
 
-    def _insert(self, records: Sequence[StoredResponse]) -> None:
+    def _insert(self, records: Sequence[StoredResponse], source: str) -> None:
         with self._db:
             self._db.executemany(
-                f"INSERT OR REPLACE INTO responses ({', '.join(_RECORD_FIELDS)}) VALUES ({_PLACEHOLDERS})",
+                f"INSERT OR REPLACE INTO answers (source, {', '.join(_RECORD_FIELDS)}) VALUES ({_PLACEHOLDERS})",
                 [
                     (
+                        source,
                         r.key,
                         r.provider,
                         r.model,
@@ -606,6 +653,25 @@ class ResponseStore(Closing):
                     for r in records
                 ],
             )
+
+
+def parse_transcript(path: Path) -> tuple[dict[str, Any], list[StoredResponse]]:
+    """A transcript's header and records, every line checked; a ``ValueError`` naming the file and line."""
+    lines = read_transcript(path).splitlines()
+    if not lines:
+        raise ValueError(f"{path}: empty file, expected a PBBQ transcript header on line 1")
+    header = _parse_line(path, 1, lines[0])
+    if header.get("transcript") != TRANSCRIPT_FORMAT or header.get("version") != TRANSCRIPT_VERSION:
+        raise ValueError(
+            f"{path}:1: not a PBBQ transcript header (expected transcript={TRANSCRIPT_FORMAT!r}, "
+            f"version={TRANSCRIPT_VERSION})"
+        )
+    records = [
+        _json_to_record(path, number, _parse_line(path, number, line)) for number, line in enumerate(lines[1:], 2)
+    ]
+    if header.get("records") != len(records):
+        raise ValueError(f"{path}: header announces {header.get('records')!r} records, the file holds {len(records)}")
+    return header, records
 
 
 def open_store(path: str | Path) -> ResponseStore:
@@ -675,21 +741,36 @@ def _json_to_record(path: Path, number: int, value: dict[str, Any]) -> StoredRes
 
 
 class RateLimiter:
-    """Spaces acquisitions at least 60/rpm seconds apart across threads (a bucket of one token)."""
+    """Spaces the dispatch of requests at least 60/rpm seconds apart across threads (a bucket of one token). What
+    it promises is when a request leaves, not when it arrives: a connection being opened delays an arrival."""
 
-    def __init__(self, requests_per_minute: float) -> None:
+    def __init__(
+        self,
+        requests_per_minute: float,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
         self.interval = 60.0 / requests_per_minute
+        self._clock, self._sleep = clock, sleep
         self._lock = threading.Lock()
         self._next = 0.0
 
     def acquire(self) -> None:
         """Reserve the next free slot and sleep until it comes."""
         with self._lock:
-            now = time.monotonic()
+            now = self._clock()
             slot = max(now, self._next)
             self._next = slot + self.interval
         if slot > now:
-            time.sleep(slot - now)
+            self._sleep(slot - now)
+
+
+class Answerer(Protocol):
+    """A transport that computes an answer in-process instead of calling a provider (the stand-in)."""
+
+    def answer(self, request: LLMRequest) -> str:
+        """The text of the answer to ``request``."""
+        ...
 
 
 class UsageCounter:
@@ -754,8 +835,17 @@ class UsageCounter:
 class LLMClient:
     """Answers requests from the store and/or the provider, with bounded concurrency and a rate limit."""
 
-    def __init__(self, config: LLMConfig, store: ResponseStore | None = None) -> None:
-        """``store`` defaults to ``open_store(config.store_path)``."""
+    def __init__(
+        self,
+        config: LLMConfig,
+        store: ResponseStore | None = None,
+        *,
+        transcript: Path | None = None,
+        answerer: Answerer | None = None,
+    ) -> None:
+        """``store`` defaults to ``open_store(config.store_path)``; ``transcript`` is imported into it and is the
+        only recording this client reads (:attr:`sources`). ``answerer`` computes the answers in place of a
+        provider (mode ``stand-in`` has :class:`pbbq.tasks.stand_in.StandInAnswerer` unless given another)."""
         self.config = config
         self.store = store if store is not None else open_store(config.store_path)
         self._limiter = RateLimiter(config.requests_per_minute) if config.requests_per_minute else None
@@ -763,24 +853,66 @@ class LLMClient:
         self._usage_lock = threading.Lock()
         self._sdk: openai.OpenAI | anthropic.Anthropic | None = None
         self._secret = ""
-        self.transcript_sha256: str | None = None
-        """The transcript whose answers :func:`open_llm` imported into the store, if any."""
+        self.transcript = transcript
+        self.transcript_sha256: str | None = self.store.transcript_sha256
+        """The transcript this client replays (its file's sha256), if any."""
+        if transcript is not None:
+            self.store.import_jsonl(transcript)
+            self.transcript_sha256 = transcript_source(transcript)
+        if answerer is None and config.mode == STAND_IN_MODE:
+            from pbbq.tasks.stand_in import StandInAnswerer  # imported here: stand_in imports this module
+
+            answerer = StandInAnswerer()
+        self.answerer = answerer
+
+    @property
+    def sources(self) -> tuple[str, ...]:
+        """The stored answers this client may use, first match first (docs/architecture.md §6): its transcript's
+        in replay (without one, the answers this store got from the model), the transcript's then the model's in
+        auto and batch, none in live and stand-in (every request is answered anew)."""
+        if self.config.mode in ("live", STAND_IN_MODE):
+            return ()
+        named = (self.transcript_sha256,) if self.transcript_sha256 else ()
+        if self.config.mode == "replay":
+            return named or (RECORDED,)
+        return (*named, RECORDED)
+
+    @property
+    def record_source(self) -> str:
+        """The source this client's new answers are stored under."""
+        return STAND_IN if self.config.mode == STAND_IN_MODE else RECORDED
 
     def __getstate__(self) -> dict[str, Any]:
         """A client goes to another worker (a Dask task runner) as its configuration and its store's file; the
         worker opens the store again, with its own locks, SDK connection and usage counters."""
         if self.store.read_only:
             raise TypeError("an LLM client over a transcript opened read-only cannot go to another worker")
-        return {"config": self.config, "store_path": self.store.path, "transcript_sha256": self.transcript_sha256}
+        return {
+            "config": self.config,
+            "store_path": self.store.path,
+            "transcript": self.transcript,
+            "transcript_sha256": self.transcript_sha256,
+        }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(state["config"], open_store(state["store_path"]))  # type: ignore[misc]
-        self.transcript_sha256 = state["transcript_sha256"]
+        self.transcript, self.transcript_sha256 = state["transcript"], state["transcript_sha256"]
 
     def cache_identity(self) -> dict[str, Any]:
-        """What a stage's cached result depends on: the request fields (:meth:`LLMConfig.cache_identity`) and the
-        transcript the store was seeded with (another recording may answer differently)."""
-        return {"config": self.config.cache_identity(), "transcript": self.transcript_sha256}
+        """What a stage's cached result depends on: the request fields (:meth:`LLMConfig.cache_identity`) and where
+        the answers come from: the transcript (another recording may answer differently), the model's recorded
+        answers, or the stand-in (:attr:`sources`, :attr:`record_source`)."""
+        called = () if self.config.mode == "replay" else (self.record_source,)
+        return {"config": self.config.cache_identity(), "answers": list(dict.fromkeys((*self.sources, *called)))}
+
+    def export(self, keys: Iterable[str], path: Path, note: str) -> int:
+        """Write the answers of a build's own requests (``keys``) as a transcript that replays it with no key,
+        each from the sources this client read or wrote; a stand-in build's header says ``"stand_in": true``."""
+        header: dict[str, Any] = {"note": note, "provider": self.config.provider, "model": self.config.model}
+        if self.config.mode == STAND_IN_MODE:
+            header["stand_in"] = True
+        sources = tuple(dict.fromkeys((*self.sources, self.record_source)))
+        return self.store.export_jsonl(path, header=header, keys=keys, sources=sources)
 
     def usage(self, stage: str) -> UsageCounter:
         """The usage counter of ``stage`` (created empty on first use)."""
@@ -798,9 +930,9 @@ class LLMClient:
         keys = [request_key(self.config, request) for request in requests]
         distinct = dict(zip(keys, requests, strict=True))
         answers: dict[str, LLMResponse] = {}
-        if self.config.mode != "live":
+        if self.sources:
             for key, request in distinct.items():
-                record = self.store.get(key)
+                record = self.store.get(key, self.sources)
                 if record is not None:
                     answers[key] = LLMResponse(record.text, key, True, record.tokens_in, record.tokens_out)
                     self.usage(request.stage).record_hit()
@@ -831,11 +963,15 @@ class LLMClient:
         key, first = misses[0]
         where = f"stage {first.stage!r} ({first.context}), prompt {first.prompt_hash[:12]}, request {key[:12]}"
         if self.config.mode == "replay":
+            recording = f"the transcript {self.transcript}" if self.transcript else f"the store {self.store.path}"
             raise ReplayMissError(
-                f"replay mode: no recorded answer for {where}; {len(misses)} request(s) missing from "
-                f"{self.store.path}. To call the model, set PBBQ_LLM_MODE=live or auto and the API key "
-                f"env var {self.config.api_key_env}."
+                f"replay mode: no recorded answer for {where}; {len(misses)} request(s) missing from {recording}. "
+                f'To try the change offline, build with --stand-in ([llm] mode = "stand-in": labelled placeholder '
+                f"answers, never uploaded); to call the model, set PBBQ_LLM_MODE=live or auto and the API key env "
+                f"var {self.config.api_key_env}."
             )
+        if self.answerer is not None:
+            return
         if self.store.read_only:
             raise LLMError(
                 f"{len(misses)} request(s) not in the read-only transcript {self.store.path} "
@@ -868,6 +1004,13 @@ class LLMClient:
         """Call every miss on at most ``max_concurrency`` threads; stop at the first failure: no call starts after
         it (a refused request would be refused again), and the calls in flight finish. ``progress`` advances
         from this thread (the one holding the Prefect run context) as calls complete."""
+        if self.answerer is not None:  # computed in this process: threads would only add their cost
+            answers = {}
+            for key, request in misses:
+                answers[key] = self._call_one(key, request)
+                if progress is not None:
+                    progress.advance(1, self._cost([answers[key]]))
+            return {answer.request_id: answer for answer in answers.values()}
         workers = min(self.config.max_concurrency, len(misses))
         failed = threading.Event()
 
@@ -952,7 +1095,8 @@ class LLMClient:
                 tokens_in,
                 tokens_out,
                 created_at,
-            )
+            ),
+            self.record_source,
         )
         log.debug(
             "%s: answered, request %s, %d+%d tokens",
@@ -973,7 +1117,12 @@ class LLMClient:
         return factor * (tokens_in * price[0] + tokens_out * price[1]) / 1_000_000
 
     def _send(self, request: LLMRequest) -> tuple[str, int, int]:
-        """One SDK call; returns (text, tokens in, tokens out)."""
+        """One SDK call, or the answerer's answer; returns (text, tokens in, tokens out) (an answerer's tokens are
+        words, a stand-in for what a model would count)."""
+        if self.answerer is not None:
+            text = self.answerer.answer(request)
+            words = sum(len(content.split()) for _, content in request.messages) + len((request.system or "").split())
+            return text, words, len(text.split())
         if isinstance(self._sdk, openai.OpenAI):
             return self._send_openai(self._sdk, request)
         assert isinstance(self._sdk, anthropic.Anthropic)
@@ -1089,24 +1238,14 @@ def anthropic_answer(message: Any) -> tuple[str, int, int]:
 
 
 def open_llm(config: LLMConfig, transcript: Path | None) -> LLMClient:
-    """A client over the configured store, with a transcript's answers imported first when one is given."""
-    store = open_store(config.store_path)
-    client = LLMClient(config, store)
-    if transcript is not None:
-        store.import_jsonl(transcript)
-        client.transcript_sha256 = hashlib.sha256(Path(transcript).read_bytes()).hexdigest()
-    return client
+    """A client over the configured store, with a transcript's answers imported first (every line checked, the
+    first time the store sees the file) when one is given."""
+    return LLMClient(config, open_store(config.store_path), transcript=transcript)
 
 
-def export_transcript(config: LLMConfig, keys: Iterable[str], path: Path, note: str) -> int:
-    """Write the answers of a build's own requests (``keys``) as a transcript that replays it with no key."""
-    store = open_store(config.store_path)
-    try:
-        return store.export_jsonl(
-            path, header={"note": note, "provider": config.provider, "model": config.model}, keys=keys
-        )
-    finally:
-        store.close()
+def transcript_header(path: Path) -> dict[str, Any]:
+    """A transcript's header line (a run's own transcript: ``"stand_in": true`` marks stand-in answers)."""
+    return _parse_line(path, 1, read_transcript(path).partition("\n")[0])
 
 
 def usage_summary(reports: Mapping[str, Mapping[str, Any]]) -> list[str]:

@@ -56,8 +56,9 @@ from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi, ge
 from huggingface_hub.hf_api import RepoFile
 from huggingface_hub.utils.sha import git_hash
 from pbbq.tasks.artifacts import StageOutput, atomic_write_bytes, parquet_bytes, sha256_bytes, sha256_file
-from pbbq.tasks.dataset_card import CardParams, ConfigInfo, render_card
+from pbbq.tasks.dataset_card import STAND_IN_NOTE, CardParams, ConfigInfo, card_with_note, render_card
 from pbbq.tasks.kappa_gate import GateParams
+from pbbq.tasks.llm import transcript_header
 from pbbq.tasks.lm_eval_task import task_files
 from pbbq.tasks.schemas import EXAMPLE, example_configs, to_arrow
 from pbbq.tasks.scrub import REDACTED
@@ -216,9 +217,11 @@ def build_release(
     card: CardParams,
     shard_rows: int = SHARD_ROWS,
     synthetic: bool = False,
+    stand_in: bool = False,
 ) -> ReleaseFolder:
     """Write the release folder ``out_dir/hub/`` (parquet per config, the lm-eval task, manifest, transcript,
-    dataset card; a ``synthetic`` build's card opens with :data:`SYNTHETIC_NOTE`)."""
+    dataset card; a ``synthetic`` build's card opens with :data:`SYNTHETIC_NOTE`, a ``stand_in`` one's with
+    :data:`~pbbq.tasks.dataset_card.STAND_IN_NOTE`)."""
     if not configs:
         raise ReleaseError("nothing to publish: no config has examples")
     if shard_rows < 1:
@@ -274,7 +277,8 @@ def build_release(
             has_transcript=transcript_path is not None,
             card=card,
         )
-        data = (synthetic_card(str(readme)) if synthetic else str(readme)).encode("utf-8")
+        text = synthetic_card(str(readme)) if synthetic else str(readme)
+        data = (card_with_note(text, STAND_IN_NOTE) if stand_in else text).encode("utf-8")
         atomic_write_bytes(staging / "README.md", data)
         files.append(ReleaseFile("README.md", sha256_bytes(data), len(data), None))
         _swap_in(staging, out_dir / "hub")
@@ -291,8 +295,7 @@ def build_release(
 
 def synthetic_card(card: str) -> str:
     """The dataset card with :data:`SYNTHETIC_NOTE` first after its YAML header."""
-    head, end, body = card.partition("\n---\n")
-    return f"{head}{end}\n{SYNTHETIC_NOTE}{body}" if end else f"{SYNTHETIC_NOTE}\n{card}"
+    return card_with_note(card, SYNTHETIC_NOTE)
 
 
 # ----------------------------------------------------------------------------------------------------- upload
@@ -485,6 +488,7 @@ def publish_stage(
     synthetic = params.synthetic or bool(
         examples["stereotype_id"].astype(str).str.startswith(SYNTHETIC_ID_PREFIX).any()
     )
+    stand_in = transcript_path is not None and transcript_header(transcript_path).get("stand_in") is True
     release = build_release(
         out_dir,
         split_configs(examples),
@@ -495,9 +499,15 @@ def publish_stage(
         transcript_path=transcript_path,
         card=card,
         synthetic=synthetic,
+        stand_in=stand_in,
     )
     upload = None
     if not params.dry_run:
+        if stand_in:
+            raise PublishError(
+                f"publish: this build's LLM answers are STAND-IN placeholders (--stand-in) and it is not uploaded "
+                f"(release folder {release.path}); build in replay, auto or live mode to publish"
+            )
         if synthetic and not params.force_synthetic:
             raise PublishError(
                 f"publish: this build is SYNTHETIC (pbbq synth inputs) and is not uploaded (release folder "
@@ -527,6 +537,7 @@ def publish_stage(
         "manifest_sha256": release.manifest_sha256,
         "dry_run": params.dry_run,
         "synthetic": synthetic,
+        "stand_in": stand_in,
         "upload": None if upload is None else {**asdict(upload), "release_url": upload.release_url},
         "link": release.path.resolve().as_uri() if upload is None else upload.release_url,
         "build_named_files": files[names_the_build].astype(object).to_dict(orient="records"),

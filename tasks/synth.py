@@ -15,7 +15,7 @@ accepts, and a build configuration (``build.toml``) that ``pbbq build --config``
   the entities name), ``annotations/unknown_phrases.csv``, ``annotations/disambiguation_overrides.csv``;
 - ``transcript.jsonl.gz``: an answer to every LLM request the build makes, recorded by running the build's own
   stage functions (survey filter, kappa gate, disambiguate, instantiate, translate) against the real
-  :class:`~pbbq.tasks.llm.LLMClient` whose transport is a deterministic stand-in (:class:`StandInModel`): it
+  :class:`~pbbq.tasks.llm.LLMClient` whose answerer is a deterministic stand-in (:class:`StandInModel`): it
   computes each answer from the request, so every answer passes the stage's validators (a few first answers
   break a rule on purpose, so the retries are exercised too).
 
@@ -43,7 +43,6 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -61,7 +60,7 @@ from pbbq.tasks.inputs import (
 )
 from pbbq.tasks.instantiate import instantiate
 from pbbq.tasks.kappa_gate import kappa_gate, template_kappa
-from pbbq.tasks.llm import LLMClient, LLMConfig, LLMRequest, LLMResponse, ResponseStore
+from pbbq.tasks.llm import LLMClient, LLMConfig, LLMRequest, ResponseStore
 from pbbq.tasks.markdown import markdown_table
 from pbbq.tasks.name_tables import NAME_COLUMNS, load_name_table
 from pbbq.tasks.persian_text import normalize_fa
@@ -1069,28 +1068,6 @@ class StandInModel:
         return english.replace("{stereo}", given[entities[0]]).replace("{nonstereo}", given[entities[1]])
 
 
-class StandInClient(LLMClient):
-    """The real client (request keys, the response store, retries of malformed answers, usage counts) with its
-    transport replaced by :class:`StandInModel`, in-process and in order: through the openai SDK and a local HTTP
-    server a request costs about 3.5 ms, some 150 s for the ~41,000 requests of a paper-scale build."""
-
-    def __init__(self, config: LLMConfig, store: ResponseStore, model: StandInModel) -> None:
-        super().__init__(config, store)
-        self.model = model
-
-    def _prepare_calls(self, misses: Sequence[tuple[str, LLMRequest]]) -> None:
-        """Nothing to prepare: no SDK, no key."""
-
-    def _call_all(self, misses: Sequence[tuple[str, LLMRequest]], *_: Any, **__: Any) -> dict[str, LLMResponse]:
-        """One request after the other, in order: the stand-in computes, so threads would only add their cost."""
-        return {key: self._call_one(key, request) for key, request in misses}
-
-    def _send(self, request: LLMRequest) -> tuple[str, int, int]:
-        text = self.model.answer(request)
-        words = sum(len(content.split()) for _, content in request.messages) + len((request.system or "").split())
-        return text, words, len(text.split())
-
-
 # --------------------------------------------------------------------------------------------------- writing
 
 
@@ -1309,7 +1286,7 @@ def _record(
     seconds["load"] = time.perf_counter() - clock
     config = dataclasses.replace(LLMConfig.from_mapping(LLM_SECTION, env={}), mode="live", store_path=MEMORY)
     store = ResponseStore(MEMORY)
-    client = StandInClient(config, store, StandInModel(templates, seed))
+    client = LLMClient(config, store, answerer=StandInModel(templates, seed))
     clock = time.perf_counter()
     survey = survey_filter(tables["questionnaire"], tables["responses"], build.survey_filter)
     gate = kappa_gate(tables["templates"], tables["ratings"], survey["stereotypes"], build.kappa_gate)

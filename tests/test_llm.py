@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import json
 import logging
 import traceback
@@ -19,10 +18,12 @@ from pbbq.tasks.llm import (
     LLMConfig,
     LLMError,
     LLMRequest,
+    RateLimiter,
     ReplayMissError,
     ResponseStore,
     open_store,
     request_key,
+    transcript_source,
 )
 from pbbq.tasks.prompts import PromptBundle
 
@@ -253,7 +254,7 @@ def test_transcript_round_trip_is_deterministic(server: FakeLLMServer, tmp_path:
     with ResponseStore(tmp_path / "fresh.sqlite") as fresh:
         assert fresh.import_jsonl(first) == 5
         third = tmp_path / "t3.jsonl"
-        fresh.export_jsonl(third, header)
+        fresh.export_jsonl(third, header, sources=(transcript_source(first),))
     assert third.read_bytes() == first.read_bytes()
 
 
@@ -265,7 +266,7 @@ def test_a_transcript_is_imported_once_per_store(server: FakeLLMServer, tmp_path
     client.store.export_jsonl(transcript, {"note": "n"})
     inserted: list[int] = []
     with ResponseStore(tmp_path / "fresh.sqlite") as fresh:
-        monkeypatch.setattr(fresh, "_insert", lambda records: inserted.append(len(records)))
+        monkeypatch.setattr(fresh, "_insert", lambda records, source: inserted.append(len(records)))
         assert fresh.import_jsonl(transcript) == 5 and inserted == [5]
         assert fresh.import_jsonl(transcript) == 5 and inserted == [5]  # skipped
         client.store.export_jsonl(transcript, {"note": "another recording"})
@@ -315,14 +316,20 @@ def test_concurrency_is_bounded_and_used(server: FakeLLMServer, tmp_path: Path) 
     assert server.max_in_flight in range(2, 5)  # concurrency is used, and bounded by 4
 
 
-def test_rate_limit_spaces_requests(server: FakeLLMServer, tmp_path: Path) -> None:
+def test_rate_limit_spaces_requests(server: FakeLLMServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The limiter promises when requests leave (60/rpm s apart across threads), not when they arrive: a clock
+    that stands still shows every request of six threads waiting for its own slot, one interval after the last."""
+    waits: list[float] = []
+
+    class Recording(RateLimiter):
+        def __init__(self, requests_per_minute: float) -> None:
+            super().__init__(requests_per_minute, clock=lambda: 1000.0, sleep=waits.append)
+
+    monkeypatch.setattr("pbbq.tasks.llm.RateLimiter", Recording)
     client = client_for(server, tmp_path, max_concurrency=6, requests_per_minute=600)
     client.complete_many([req(i) for i in range(6)])
-    arrivals = sorted(server.arrivals)
-    gaps = [later - earlier for earlier, later in itertools.pairwise(arrivals)]
-    assert len(gaps) == 5
-    assert min(gaps) >= 0.08  # 60 s / 600 = 0.1 s, minus scheduling jitter
-    assert arrivals[-1] - arrivals[0] >= 0.45
+    assert server.requests_total == 6
+    assert sorted(waits) == pytest.approx([0.1, 0.2, 0.3, 0.4, 0.5])  # 60 s / 600; the first leaves at once
 
 
 # --- secrets ----------------------------------------------------------------------------------

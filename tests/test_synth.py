@@ -121,9 +121,8 @@ def test_the_transcript_answers_every_request_in_replay(tiny: Path) -> None:
     build = load_config(tiny / "build.toml")
     tables = load_inputs(build.inputs)
     config = dataclasses.replace(LLMConfig.from_mapping(LLM_SECTION, env={}), store_path=Path(":memory:"))
-    store = ResponseStore(config.store_path)
-    recorded = store.import_jsonl(tiny / TRANSCRIPT)
-    client = LLMClient(config, store)
+    client = LLMClient(config, ResponseStore(config.store_path), transcript=tiny / TRANSCRIPT)
+    recorded = len(client.store)
     survey = survey_filter(tables["questionnaire"], tables["responses"], build.survey_filter)
     gate = kappa_gate(tables["templates"], tables["ratings"], survey["stereotypes"], build.kappa_gate)
     overrides = tables["disambiguation_overrides"]
