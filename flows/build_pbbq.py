@@ -25,7 +25,7 @@ from pbbq.tasks.candidates import load_lexicon
 from pbbq.tasks.crawl import fetch_sources
 from pbbq.tasks.glossary import load_glossary
 from pbbq.tasks.inputs import instruction_like, load_inputs
-from pbbq.tasks.llm import STAND_IN_MODE, LLMClient, open_llm, usage_summary
+from pbbq.tasks.llm import LLMClient, open_llm, usage_summary
 from pbbq.tasks.names import load_name_table
 from pbbq.tasks.publish import create_release_artifact
 from pbbq.tasks.stage import Input, Resource, RunValue, Sources, Stage, Table, Tables, arguments, finish, resource_hash
@@ -39,7 +39,8 @@ from prefect.states import Crashed
 from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 
 STAND_IN_WARNING = (
-    'STAND-IN answers: every LLM answer of this build is placeholder text (--stand-in, [llm] mode = "stand-in"), '
+    'STAND-IN answers: every LLM answer of this build is placeholder text (--stand-in, [llm] mode = "stand-in", '
+    "or a replay of such a build's transcript), "
     "not a model's; its dataset card says so and publish does not upload it"
 )
 TRANSCRIPT_NOTE = (
@@ -304,7 +305,7 @@ def build_pbbq(
     with run.recording():
         check_store_path(llm.store_path, build.path)  # this run's own folder is a run folder now
         client = open_llm(llm, build.transcript)  # a damaged transcript stops the build here, before stage 01
-        if llm.mode == STAND_IN_MODE:
+        if client.stand_in:
             run.warnings.append(STAND_IN_WARNING)
             get_run_logger().warning(STAND_IN_WARNING)
         inputs = load_build_inputs(build, root, log=get_run_logger().info)

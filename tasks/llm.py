@@ -859,6 +859,10 @@ class LLMClient:
         if transcript is not None:
             self.store.import_jsonl(transcript)
             self.transcript_sha256 = transcript_source(transcript)
+        self.stand_in = config.mode == STAND_IN_MODE or (
+            transcript is not None and config.mode != "live" and transcript_header(transcript).get("stand_in") is True
+        )
+        """Its answers are placeholders: mode ``stand-in``, or a replay of a stand-in build's transcript."""
         if answerer is None and config.mode == STAND_IN_MODE:
             from pbbq.tasks.stand_in import StandInAnswerer  # imported here: stand_in imports this module
 
@@ -892,11 +896,13 @@ class LLMClient:
             "store_path": self.store.path,
             "transcript": self.transcript,
             "transcript_sha256": self.transcript_sha256,
+            "stand_in": self.stand_in,
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(state["config"], open_store(state["store_path"]))  # type: ignore[misc]
         self.transcript, self.transcript_sha256 = state["transcript"], state["transcript_sha256"]
+        self.stand_in = state["stand_in"]
 
     def cache_identity(self) -> dict[str, Any]:
         """What a stage's cached result depends on: the request fields (:meth:`LLMConfig.cache_identity`) and where
@@ -907,9 +913,10 @@ class LLMClient:
 
     def export(self, keys: Iterable[str], path: Path, note: str) -> int:
         """Write the answers of a build's own requests (``keys``) as a transcript that replays it with no key,
-        each from the sources this client read or wrote; a stand-in build's header says ``"stand_in": true``."""
+        each from the sources this client read or wrote; the header of a build with stand-in answers (its own or a
+        replayed stand-in transcript's) says ``"stand_in": true``."""
         header: dict[str, Any] = {"note": note, "provider": self.config.provider, "model": self.config.model}
-        if self.config.mode == STAND_IN_MODE:
+        if self.stand_in:
             header["stand_in"] = True
         sources = tuple(dict.fromkeys((*self.sources, self.record_source)))
         return self.store.export_jsonl(path, header=header, keys=keys, sources=sources)

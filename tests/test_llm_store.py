@@ -8,7 +8,17 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from pbbq.tasks.llm import LLMClient, LLMConfig, LLMError, LLMRequest, ReplayMissError, ResponseStore, open_llm
+from pbbq.tasks.llm import (
+    LLMClient,
+    LLMConfig,
+    LLMError,
+    LLMRequest,
+    ReplayMissError,
+    ResponseStore,
+    open_llm,
+    request_key,
+    transcript_header,
+)
 
 from tests.fakes.llm_servers import FakeLLMServer
 from tests.helpers import llm_config
@@ -149,3 +159,29 @@ def test_a_store_of_the_earlier_layout_keeps_its_answers_as_the_models(server: F
     old = LLMClient(config(server, path, "replay"))
     assert old.complete(req(1)).text == "echo: question 1"
     assert len(old.store) == 1
+
+
+def test_a_replay_of_a_stand_in_transcript_stays_stand_in(tmp_path: Path, monkeypatch) -> None:
+    """Stand-in answers replayed from a stand-in build's transcript are still placeholders: the replaying build's
+    own transcript says so (publish and the card read it), whereas a replay of a model's transcript does not."""
+    monkeypatch.delenv("OPENAI_API_KEY")
+    section = {"provider": "openai", "model": "m"}
+    request = LLMRequest(
+        messages=(("user", "<initial_text>\nx\n</initial_text>"),),
+        prompt_hash="b" * 64,
+        stage="disambiguate",
+        context="",
+    )
+    stand_in = LLMClient(LLMConfig.from_mapping(section | {"mode": "stand-in", "store_path": tmp_path / "a.sqlite"}))
+    stand_in.complete(request)
+    first = tmp_path / "stand_in.jsonl"
+    stand_in.export([request_key(stand_in.config, request)], first, "a stand-in build")
+    replay_config = LLMConfig.from_mapping(section | {"mode": "replay", "store_path": tmp_path / "b.sqlite"}, env={})
+    replayed = open_llm(replay_config, first)
+    assert replayed.complete(request).text == stand_in.complete(request).text
+    second = tmp_path / "replayed.jsonl"
+    replayed.export([request_key(replay_config, request)], second, "a replay")
+    assert replayed.stand_in and transcript_header(second)["stand_in"] is True
+    model = tmp_path / "model.jsonl"
+    model.write_text(first.read_text(encoding="utf-8").replace('"stand_in":true,', ""), encoding="utf-8")
+    assert not open_llm(replay_config, model).stand_in
