@@ -292,7 +292,8 @@ class RunFolder:
     stages: list[StageRecord] = field(default_factory=list)
     files: list[Artifact] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
-    """What a person should look at before trusting the run (e.g. inputs that read like instructions)."""
+    """What a person should look at before trusting the run: inputs that read like instructions, and a stage that
+    kept nothing (``NN_stage kept nothing: …``)."""
     process: dict[str, str] = field(default_factory=dict)
     """Who runs it besides the pid and host (the Prefect flow run id), kept in the manifest while it runs."""
 
