@@ -123,9 +123,13 @@ def from_spreadsheet(value: str) -> str:
 
 
 def parquet_bytes(table: pa.Table) -> bytes:
-    """Parquet of ``table``, deterministic for the same table and library versions."""
+    """Parquet of ``table``, deterministic for the same table and library versions. A table with no rows has no
+    row group (pyarrow would write one of 0 rows, whose size ``datasets`` takes as its batch size and fails)."""
     buffer = io.BytesIO()
-    pq.write_table(table, buffer, compression="zstd")
+    if table.num_rows:
+        pq.write_table(table, buffer, compression="zstd")
+    else:
+        pq.ParquetWriter(buffer, table.schema, compression="zstd").close()
     return buffer.getvalue()
 
 

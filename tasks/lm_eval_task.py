@@ -112,8 +112,7 @@ def _task(name: str, template: str, tag: str, config: str, category: str | None,
 def _readme(configs: Mapping[str, Sequence[str]], build_id: str | None) -> str:
     rows = []
     for config, categories in configs.items():
-        scope = f"all ({len(categories)} categories)" if categories else "none: this build kept no example of it"
-        rows.append(f"| `{task_name(config)}` | `{config}` | {scope} | multiple choice |")
+        rows.append(f"| `{task_name(config)}` | `{config}` | all ({len(categories)} categories) | multiple choice |")
         rows.append(f"| `{task_name(config, generate=True)}` | `{config}` | all | generation |")
         rows += [
             f"| `{task_name(config, category)}` | `{config}` | {category} | multiple choice |"

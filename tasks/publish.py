@@ -251,8 +251,12 @@ def build_release(
                     download_size=size,
                 )
             )
-        categories = {name: sorted(configs[name]["category"].unique()) for name in sorted(configs, key=_config_key)}
-        for name, data in task_files(categories).items():  # no build id: the files depend on the data only
+        categories = {
+            name: sorted(configs[name]["category"].unique())
+            for name in sorted(configs, key=_config_key)
+            if not configs[name].empty  # an empty config has nothing to score: no task
+        }
+        for name, data in (task_files(categories) if categories else {}).items():  # no build id: data only
             path = f"{TASK_FOLDER}/{name}"
             atomic_write_bytes(staging / path, data)
             files.append(ReleaseFile(path, sha256_bytes(data), len(data), None))

@@ -26,8 +26,6 @@ from pbbq.tasks.publish import RELEASE
 from pbbq.tasks.schemas import SchemaError, empty_frame, to_arrow
 from pbbq.tasks.stage import Sources, arguments, finish
 
-from tests.helpers import load_release_offline
-
 AFTER_THE_GATES = [stage.folder for stage in PIPELINE if stage.folder >= "04"]
 """The stages that read only what the gates kept."""
 
@@ -105,9 +103,7 @@ def test_an_empty_release_holds_every_config_empty_and_its_card_says_so(
         assert pq.read_metadata(shard).num_rows == 0 and pq.read_schema(shard) == RELEASE
     card = (hub / "README.md").read_text(encoding="utf-8")
     assert "**This release is empty: no config holds any example.**" in card
-    assert "| `pbbq_fa_names` | `fa-names` | none: this build kept no example of it |" in (
-        hub / "lm_eval" / "README.md"
-    ).read_text(encoding="utf-8")
+    assert not (hub / "lm_eval").exists()  # nothing to score
 
 
 def test_a_gate_that_keeps_nothing_is_named_with_its_drops(sample_tables: dict[str, Any]) -> None:
@@ -163,5 +159,31 @@ def test_a_build_whose_gate_keeps_nothing_completes_empty_and_says_so(
     assert f"warning ({subject}): {about}" in audit_text(run)
     page = write_audit_html(run).read_text(encoding="utf-8")
     assert f"{subject}: {about}" in page and page.count("<svg") == 2  # acceptance and kappa; the rest said empty
-    loaded = load_release_offline(run / "10_publish" / "hub", published_configs(), tmp_path / "hf")
-    assert {config: loaded[config]["rows"] for config in published_configs()} == dict.fromkeys(published_configs(), 0)
+
+
+def test_a_config_a_stage_emptied_is_published_empty_beside_the_others(tmp_path: Path) -> None:
+    from pbbq.tasks.dataset_card import CardParams
+    from pbbq.tasks.publish import build_release, split_configs
+    from pbbq.tasks.statistics import table1
+
+    from tests.bbq_records import make_records
+
+    records = make_records()
+    examples = pd.concat([records["fa"], records["en"]], ignore_index=True)  # names kept nothing
+    release = build_release(
+        tmp_path,
+        split_configs(examples, published_configs()),
+        table1=table1(examples),
+        table2=None,
+        funnel=pd.DataFrame({"step": ["examples"], "count": [len(records["fa"])]}),
+        manifest_path=None,
+        transcript_path=None,
+        card=CardParams(build_id="names-kept-nothing"),
+    )
+    assert release.configs == {"fa": len(records["fa"]), "fa-names": 0, "en": len(records["en"])}
+    shard = pq.ParquetFile(release.path / "data" / "fa-names" / "test-00000-of-00001.parquet")
+    assert shard.metadata.num_rows == 0 and shard.metadata.num_row_groups == 0  # datasets reads it as empty
+    card = (release.path / "README.md").read_text(encoding="utf-8")
+    assert "**`fa-names` holds no example.**" in card and "This release is empty" not in card
+    tasks = sorted(path.name for path in (release.path / "lm_eval").glob("pbbq_*.yaml"))
+    assert "pbbq_fa.yaml" in tasks and "pbbq_en.yaml" in tasks and not [t for t in tasks if "names" in t]
