@@ -283,9 +283,14 @@ def soundness(run: Path) -> pd.DataFrame:
 
 
 def warnings(run: Path) -> list[str]:
-    """What a person should look at before trusting the run: the manifest's warnings and every stage's."""
-    found = [f"input: {w}" for w in manifest(run).get("warnings", [])]
-    for folder in stage_folders(run):
+    """What a person should look at before trusting the run: the manifest's warnings (about an input, or a stage
+    that kept nothing, which names its folder first) and every stage's report's, each after what it is about."""
+    folders = stage_folders(run)
+    found = []
+    for warning in manifest(run).get("warnings", []):
+        subject, _, text = warning.partition(" ")
+        found.append(f"{subject}: {text}" if subject in folders else f"input: {warning}")
+    for folder in folders:
         found += [f"{folder}: {w}" for w in stage_report(run, folder).get("warnings", [])]
     return found
 

@@ -142,7 +142,8 @@ def _figure(width: float, height: float) -> Any:
 
 def acceptance_chart(stereotypes: pd.DataFrame, threshold: float) -> str:
     """Acceptance per stereotype with its Wilson interval and the threshold line, stereotypes grouped by category
-    (shaded bands, named on top)."""
+    (shaded bands, named on top). At 0 % or 100 % the interval's end meets the point up to floating-point error
+    (statsmodels gives 8.7e-19 for 0 of 250), which draws as no bar, not as a negative one."""
     order = {c: i for i, c in enumerate(CATEGORIES)}
     frame = stereotypes.assign(_order=stereotypes["category"].map(order).fillna(len(order)))
     frame = frame.sort_values(["_order", "category", "stereotype_id"]).reset_index(drop=True)
@@ -164,7 +165,10 @@ def acceptance_chart(stereotypes: pd.DataFrame, threshold: float) -> str:
     for kept, colour in ((True, KEPT), (False, STOPPED)):
         part = frame[frame["kept"].astype(bool) == kept]
         if len(part):
-            err = [part["acceptance"] - part["ci_low"], part["ci_high"] - part["acceptance"]]
+            err = [
+                (part["acceptance"] - part["ci_low"]).clip(lower=0),
+                (part["ci_high"] - part["acceptance"]).clip(lower=0),
+            ]
             label = "kept" if kept else "not accepted"
             ax.errorbar(part["x"], part["acceptance"], yerr=err, fmt="o", color=colour, ms=3.5, capsize=1.5, lw=1,
                         label=label)  # fmt: skip
@@ -433,7 +437,16 @@ def _table2_notes(table: pd.DataFrame, instance_level: bool) -> list[str]:
     return notes
 
 
+NOTHING_TO_DRAW = "Nothing to draw: a stage before it kept nothing (see the warnings above)."
+
+
+def _left_empty(run: Path, name: str, table: pd.DataFrame) -> bool:
+    """Whether the run wrote the table ``name`` with no rows (a stage before it kept nothing)."""
+    return table.empty and (run / f"{name}.parquet").is_file()
+
+
 def charts_section(run: Path) -> str:
+    """Every chart the run's tables give; a table a stage left empty (it kept nothing) is said, not drawn."""
     parts = []
     stereotypes = read_table(run, "02_survey/stereotypes")
     if not stereotypes.empty:
@@ -460,7 +473,9 @@ def charts_section(run: Path) -> str:
             ),
         ]
     table1 = read_table(run, "09_statistics/table1")
-    if not table1.empty:
+    if _left_empty(run, "09_statistics/table1", table1):
+        parts += ["<h3>Table 1 (PBBQ §3.5)</h3>", f"<p>{NOTHING_TO_DRAW}</p>"]
+    elif not table1.empty:
         wide = table1.pivot_table(index="category", columns="config", values=["templates", "samples"], sort=False)
         wide = wide.astype("Int64")
         wide.columns = [f"{config} {value}" for value, config in wide.columns]
@@ -471,17 +486,22 @@ def charts_section(run: Path) -> str:
         ]
     for name, instance_level in (("table2", False), ("table2_instances", True)):
         table = read_table(run, f"08_diversity/{name}")
-        if table.empty:
-            continue
         instance_level = instance_level or "config" in table.columns
         title = "Table 2, instance level" if instance_level else "Table 2: diversity per category (template level)"
+        if table.empty:
+            parts += (
+                [f"<h3>{title}</h3><p>{NOTHING_TO_DRAW}</p>"] if _left_empty(run, f"08_diversity/{name}", table) else []
+            )
+            continue
         notes = "".join(f'<p class="note">{_esc(n)}</p>' for n in _table2_notes(table, instance_level))
         shown = table.drop(columns=["homogenization_note"], errors="ignore")
         chart = "" if instance_level else _chart(table2_chart(table), "One panel per metric; ↑ more diverse for NGD "
                                                  "and TTR, ↓ for Self-BLEU.")  # fmt: skip
         parts += [f"<h3>{title}</h3>", notes, chart, table_html(shown)]
     distribution = read_table(run, "09_statistics/distribution")
-    if not distribution.empty:
+    if _left_empty(run, "09_statistics/distribution", distribution):
+        parts += ["<h3>Answer-position balance</h3>", f"<p>{NOTHING_TO_DRAW}</p>"]
+    elif not distribution.empty:
         parts += [
             "<h3>Answer-position balance</h3>",
             _chart(

@@ -121,6 +121,10 @@ class PipelineRunner:
         logger.info("%s (%.1f s)", record.summary(), done - submitted)
         for warning in output.report.get("warnings", []):
             logger.warning("%s: %s", folder, warning)
+        emptied = stage.kept_nothing(output.report)
+        if emptied:
+            self.run.warnings.append(emptied)
+            logger.warning(emptied)
         self.outputs[folder] = output
         return output
 

@@ -38,6 +38,11 @@ EXAMPLES = Tables(
 """The examples of every config, stacked: what diversity, statistics and publish read."""
 
 
+def published_configs() -> tuple[str, ...]:
+    """The configs a release holds, each even when the build kept none of its examples."""
+    return tuple(EXAMPLES.tables)
+
+
 def _ids(column: pd.Series) -> Iterable[str]:
     return column.explode().dropna()
 
@@ -246,6 +251,7 @@ PIPELINE: list[Stage] = [
             "manifest_path": RunValue("manifest_path"),
             "build_id": RunValue("build_id"),
             "build_config": RunValue("build_config"),
+            "configs": Resource(published_configs),
         },
         outputs={"release_files": RELEASE_FILES},
         params=PublishParams,

@@ -123,9 +123,13 @@ def from_spreadsheet(value: str) -> str:
 
 
 def parquet_bytes(table: pa.Table) -> bytes:
-    """Parquet of ``table``, deterministic for the same table and library versions."""
+    """Parquet of ``table``, deterministic for the same table and library versions. A table with no rows has no
+    row group (pyarrow would write one of 0 rows, whose size ``datasets`` takes as its batch size and fails)."""
     buffer = io.BytesIO()
-    pq.write_table(table, buffer, compression="zstd")
+    if table.num_rows:
+        pq.write_table(table, buffer, compression="zstd")
+    else:
+        pq.ParquetWriter(buffer, table.schema, compression="zstd").close()
     return buffer.getvalue()
 
 
@@ -295,7 +299,8 @@ class RunFolder:
     stages: list[StageRecord] = field(default_factory=list)
     files: list[Artifact] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
-    """What a person should look at before trusting the run (e.g. inputs that read like instructions)."""
+    """What a person should look at before trusting the run: inputs that read like instructions, and a stage that
+    kept nothing (``NN_stage kept nothing: …``)."""
     process: dict[str, str] = field(default_factory=dict)
     """Who runs it besides the pid and host (the Prefect flow run id), kept in the manifest while it runs."""
 

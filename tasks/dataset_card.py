@@ -218,7 +218,7 @@ def _config_section(configs: Sequence[ConfigInfo], card: CardParams) -> str:
 
 All examples are in a single split, `test`: PBBQ is meant for evaluation, not for training.
 
-{markdown_table(["Config", "Language", "Contents", "Examples", "Files"], rows)}
+{markdown_table(["Config", "Language", "Contents", "Examples", "Files"], rows)}{_empty_note(configs)}
 
 ```python
 from datasets import load_dataset
@@ -226,6 +226,22 @@ from datasets import load_dataset
 pbbq = load_dataset({source}, "{configs[0].name}", split="test")
 ```
 """
+
+
+def _empty_note(configs: Sequence[ConfigInfo]) -> str:
+    """What the card says of configs without examples (a stage of the build kept nothing for them), as a
+    paragraph after the configurations table; nothing when every config has examples."""
+    empty = [f"`{config.name}`" for config in configs if config.rows == 0]
+    if not empty:
+        return ""
+    if len(empty) == len(configs):
+        lead = "This release is empty: no config holds any example."
+    else:
+        lead = f"{', '.join(empty)} {'holds' if len(empty) == 1 else 'hold'} no example."
+    return (
+        f"\n\n**{lead}** The funnel below shows where the examples stopped, and the `warnings` of `manifest.json` "
+        "name the stage that kept nothing."
+    )
 
 
 def _funnel_section(funnel: pd.DataFrame, configs: Sequence[ConfigInfo], labels: Mapping[str, str]) -> str:

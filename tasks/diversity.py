@@ -378,7 +378,8 @@ def plot_metric_bars(table: pd.DataFrame, out_dir: Path, prefix: str = "diversit
         axes.set_xticks(np.arange(len(categories)) + 0.4 - width / 2, categories, rotation=60, ha="right")
         axes.set_ylabel(_HEADERS[metric])
         axes.set_title(f"{_HEADERS[metric]} per category ({level})")
-        axes.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
+        if configs:  # an empty table (no example was kept) has nothing to name
+            axes.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
         figure.tight_layout()
         path = out_dir / f"{prefix}_{metric}.png"
         figure.savefig(path, format="png", metadata={"Software": None})

@@ -44,7 +44,7 @@ import os
 import re
 import shutil
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -164,10 +164,11 @@ class PublishParams:
 # --------------------------------------------------------------------------------------------- release folder
 
 
-def split_configs(examples: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    """The examples of each published config (``fa``, ``fa-names``, ``en``, ...), by language and variant."""
+def split_configs(examples: pd.DataFrame, configs: Sequence[str] = ()) -> dict[str, pd.DataFrame]:
+    """The examples of each published config (``fa``, ``fa-names``, ``en``, ...), by language and variant; each of
+    ``configs`` is there even with no examples (a stage that kept nothing gives an empty config)."""
     names = example_configs(examples)
-    return {str(name): examples[names == name].reset_index(drop=True) for name in sorted(names.unique())}
+    return {str(name): examples[names == name].reset_index(drop=True) for name in sorted({*names.unique(), *configs})}
 
 
 def _config_key(name: str) -> tuple[int, str]:
@@ -178,8 +179,6 @@ def _config_table(name: str, frame: pd.DataFrame) -> pa.Table:
     """The config's rows as an Arrow table of the release schema, sorted by example_id."""
     if not CONFIG_NAME.fullmatch(name):
         raise ReleaseError(f"config name {name!r}: use lowercase letters, digits and single dashes")
-    if frame.empty:
-        raise ReleaseError(f"config {name!r} has no examples")
     duplicated = frame["example_id"][frame["example_id"].duplicated()]
     if not duplicated.empty:
         raise ReleaseError(f"config {name!r}: duplicate example_id(s) {sorted(duplicated.unique())[:5]}")
@@ -188,8 +187,9 @@ def _config_table(name: str, frame: pd.DataFrame) -> pa.Table:
 
 
 def _shards(table: pa.Table, shard_rows: int) -> list[pa.Table]:
-    """``table`` cut into the fewest slices of at most ``shard_rows`` rows, of (nearly) equal size."""
-    count = math.ceil(table.num_rows / shard_rows)
+    """``table`` cut into the fewest slices of at most ``shard_rows`` rows, of (nearly) equal size; an empty table
+    is one empty shard, so that its config loads (with no rows)."""
+    count = max(1, math.ceil(table.num_rows / shard_rows))
     size = math.ceil(table.num_rows / count)
     return [table.slice(index * size, size) for index in range(count)]
 
@@ -254,8 +254,12 @@ def build_release(
                     download_size=size,
                 )
             )
-        categories = {name: sorted(configs[name]["category"].unique()) for name in sorted(configs, key=_config_key)}
-        for name, data in task_files(categories).items():  # no build id: the files depend on the data only
+        categories = {
+            name: sorted(configs[name]["category"].unique())
+            for name in sorted(configs, key=_config_key)
+            if not configs[name].empty  # an empty config has nothing to score: no task
+        }
+        for name, data in (task_files(categories) if categories else {}).items():  # no build id: data only
             path = f"{TASK_FOLDER}/{name}"
             atomic_write_bytes(staging / path, data)
             files.append(ReleaseFile(path, sha256_bytes(data), len(data), None))
@@ -471,12 +475,14 @@ def publish_stage(
     funnel_labels: Mapping[str, str] | None = None,
     gate: GateParams | None = None,
     endpoint: str | None = None,
+    configs: Sequence[str] = (),
 ) -> StageOutput:
     """The publish stage: write the release folder under ``out_dir`` and, unless ``params.dry_run``, upload it.
 
-    ``examples`` holds the examples of every config (split by :func:`split_configs`). Not a cached task: the
-    upload has side effects, and the folder belongs to this run. Returns the release's file table and a report
-    whose ``link`` is the release on the Hub, or the local folder in a dry run."""
+    ``examples`` holds the examples of every config (split by :func:`split_configs`); each of ``configs`` is
+    published even when the build kept none of its examples. Not a cached task: the upload has side effects, and
+    the folder belongs to this run. Returns the release's file table and a report whose ``link`` is the release
+    on the Hub, or the local folder in a dry run."""
     card = CardParams(
         build_id=build_id,
         build_config=build_config,
@@ -491,7 +497,7 @@ def publish_stage(
     stand_in = transcript_path is not None and transcript_header(transcript_path).get("stand_in") is True
     release = build_release(
         out_dir,
-        split_configs(examples),
+        split_configs(examples, configs),
         table1=table1,
         table2=table2,
         funnel=funnel,

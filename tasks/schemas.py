@@ -161,6 +161,11 @@ def example_configs(examples: pd.DataFrame) -> pd.Series:
     return pd.Series(names, index=examples.index, dtype="object")
 
 
+def empty_frame(schema: pa.Schema) -> pd.DataFrame:
+    """A table of ``schema`` with no rows: what a stage writes when nothing reached it."""
+    return schema.empty_table().to_pandas()
+
+
 class SchemaError(ValueError):
     """A table does not have the columns or types its schema declares."""
 
@@ -168,13 +173,17 @@ class SchemaError(ValueError):
 def to_arrow(frame: pd.DataFrame, schema: pa.Schema, table: str) -> pa.Table:
     """Convert ``frame`` to an Arrow table of exactly ``schema`` (column order included).
 
-    A missing or an unexpected column is an error naming ``table``; so is a value of the wrong type.
+    A missing or an unexpected column is an error naming ``table``; so is a value of the wrong type. An empty
+    frame is the schema's empty table: its columns hold no value to convert, and the dtype pandas gave them (``str``
+    for a column mapped from nothing) need not cast to the declared type (a list, a struct).
     """
     missing = [name for name in schema.names if name not in frame.columns]
     extra = [name for name in frame.columns if name not in schema.names]
     if missing or extra:
         raise SchemaError(f"table {table!r}: missing columns {missing}, unexpected columns {extra}")
+    if frame.empty:
+        return schema.empty_table()
     try:
         return pa.Table.from_pandas(frame[schema.names], schema=schema, preserve_index=False)
-    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
         raise SchemaError(f"table {table!r}: {exc}") from exc

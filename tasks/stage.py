@@ -147,6 +147,16 @@ class Stage:
         its drop tables and the words for its counts."""
         return {"drops": list(self.drops), "words": list(self.words)}
 
+    def kept_nothing(self, report: Mapping[str, Any]) -> str | None:
+        """The run's warning when the stage had rows in and kept none (a gate that stopped everything: every stage
+        reading it then gets empty tables), naming its drops per reason; None otherwise."""
+        counts = report.get("counts", {})
+        if not counts.get("in") or counts.get("out") != 0:
+            return None
+        reasons = report.get("dropped", {}).get("by_reason", {})
+        why = f" ({self.words[2]}: {', '.join(f'{r} {n}' for r, n in reasons.items())})" if reasons else ""
+        return f"{self.folder} kept nothing: {counts['in']} {self.words[0]}, 0 {self.words[1]}{why}"
+
     def funnel_counts(self, output: StageOutput) -> dict[str, int]:
         """Its funnel steps with their counts in this run."""
         counts = self.counts(output) if self.counts else {}

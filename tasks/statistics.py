@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 import pandas as pd
 import pyarrow as pa
 from pbbq.tasks.artifacts import StageOutput
-from pbbq.tasks.schemas import CATEGORIES, example_configs
+from pbbq.tasks.schemas import CATEGORIES, empty_frame, example_configs
 from pbbq.tasks.soundness import SOUNDNESS, soundness
 
 TABLE1 = pa.schema(
@@ -30,7 +30,7 @@ DIMENSIONS = ("context_condition", "question_polarity", "assignment", "label", "
 
 def table1(examples: pd.DataFrame) -> pd.DataFrame:
     """Templates and samples per category of every config (Table 1): all 16 categories in the paper's order
-    and a Total row per config. A template counts when it yields examples of the config."""
+    and a Total row per config. A template counts when it yields examples of the config. No examples: no rows."""
     parts = []
     frame = examples.assign(config=example_configs(examples))
     for config in dict.fromkeys(frame["config"]):
@@ -46,7 +46,7 @@ def table1(examples: pd.DataFrame) -> pd.DataFrame:
             "samples": len(part),
         }
         parts += [table, pd.DataFrame([total])]
-    return pd.concat(parts, ignore_index=True)
+    return pd.concat(parts, ignore_index=True) if parts else empty_frame(TABLE1)
 
 
 def funnel(

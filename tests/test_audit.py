@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from pbbq.flows.audit import AuditError, audit_text, trace
-from pbbq.flows.audit_report import write_audit_html
+from pbbq.flows.audit_report import acceptance_chart, write_audit_html
 from pbbq.flows.cli import main
 
 REPORT_LIMIT = 300_000
@@ -131,3 +131,53 @@ def test_the_commands(two_builds: tuple[Path, Path], capsys: pytest.CaptureFixtu
     assert json.loads(capsys.readouterr().out)["example"]["lang"] == "en"
     assert main(["audit", "no-such-run", "--outputs", str(run.parent)]) == 1
     assert capsys.readouterr().err.startswith("pbbq: error: no run 'no-such-run'")
+
+
+def _unanimous(n_respondents: int) -> pd.DataFrame:
+    """Acceptance as the survey filter computes it for two stereotypes that every respondent answers alike."""
+    from pbbq.tasks.inputs import DEMOGRAPHIC_COLUMNS
+    from pbbq.tasks.survey_filter import SurveyParams, acceptance_rates
+
+    questionnaire = pd.DataFrame({"stereotype_id": ["AGE-01", "AGE-02"], "category": ["Age", "Age"]})
+    responses = pd.DataFrame({column: "x" for column in DEMOGRAPHIC_COLUMNS} | {"AGE-01": "no", "AGE-02": "yes"},
+                             index=range(n_respondents))  # fmt: skip
+    rates = acceptance_rates(questionnaire, responses, SurveyParams())
+    return rates.assign(kept=rates["acceptance"] > 0.6)
+
+
+@pytest.mark.parametrize("n_respondents", [1, 250, 1000])
+def test_the_acceptance_chart_draws_stereotypes_accepted_by_none_or_all(n_respondents: int) -> None:
+    stereotypes = _unanimous(n_respondents)
+    assert stereotypes["acceptance"].tolist() == [0.0, 1.0]
+    svg = acceptance_chart(stereotypes, 0.6)  # 0 of 250: statsmodels' Wilson lower end is 8.7e-19, not 0
+    assert svg.startswith("<svg") and "AGE-01" in svg and "AGE-02" in svg
+
+
+def test_the_audit_of_a_run_with_unanimous_answers_and_a_template_of_one_item_has_every_chart(
+    prefect_server: None, sample_copy: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pbbq.flows.build_pbbq import build_pbbq
+
+    responses = sample_copy / "survey" / "responses.csv"
+    answers = pd.read_csv(responses, dtype=str, keep_default_na=False)
+    answers["AGE-01"], answers["AGE-02"] = "no", "yes"  # accepted at 81 % and 70 % in the sample
+    answers.to_csv(responses, index=False)
+    ratings = sample_copy / "annotations" / "ratings.csv"
+    rated = pd.read_csv(ratings, dtype=str, keep_default_na=False)
+    rated[(rated["template_id"] != "AGE-02-T1") | (rated["item_id"] == "AGE-02-T1-I1")].to_csv(ratings, index=False)
+    config = sample_copy / "configs" / "sample.toml"
+    run = Path(build_pbbq(config=str(config), run_id="unanimous", outputs=str(tmp_path / "outputs")))
+
+    stereotypes = pd.read_parquet(run / "02_survey" / "stereotypes.parquet").set_index("stereotype_id")
+    assert stereotypes.loc[["AGE-01", "AGE-02"], "acceptance"].tolist() == [0.0, 1.0]
+    assert (
+        pd.read_parquet(run / "03_kappa_gate" / "templates.parquet")
+        .set_index("template_id")
+        .loc["AGE-02-T1", "n_items"]
+        == 1
+    )
+    assert main(["audit", str(run)]) == 0
+    assert "report:" in capsys.readouterr().out
+    page = (run / "audit.html").read_text(encoding="utf-8")
+    assert page.count("<svg") == 5  # acceptance, kappa, Table 1, Table 2, answer positions
+    assert "AGE-01" in page and "AGE-02-T1" in page

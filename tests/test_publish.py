@@ -294,7 +294,6 @@ def test_invalid_configs_are_refused_and_leave_no_folder(tmp_path: Path) -> None
     duplicated.loc[1, "example_id"] = duplicated.loc[0, "example_id"]
     for configs, message in (
         ({"fa": duplicated}, "duplicate example_id"),
-        ({"fa": make_examples(0)}, "no examples"),
         ({"Fa_Names": make_examples(3)}, "config name"),
         ({}, "nothing to publish"),
     ):
