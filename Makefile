@@ -41,7 +41,7 @@ evaluate: $(VENV)/.eval
 	@echo "pbbq evaluate is ready: see README, Scoring models"
 
 browse: $(VENV)/.browse
-	@echo "pbbq browse is ready: see README, Auditing a build"
+	@echo "pbbq browse is ready: see README, A rebuild and its audit"
 
 lint: $(VENV)/.test
 	$(BIN)/ruff check .

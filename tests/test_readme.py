@@ -1,5 +1,6 @@
-"""The README's curator path, as written: its set-up's activation, then its rebuild-and-audit commands and its
-scoring commands, in order, in one shell, on the sample (docs/development.md, Testing).
+"""The README's curator path, as written: its set-up's activation, then its rebuild-and-audit commands, in order,
+in one shell, on the sample (docs/development.md, Testing). Its scoring commands are checked against the command
+line here and run by tests/test_evaluate_flow.py (a tiny model's evaluation takes minutes on two shared cores).
 
 The commands are read from the README itself, so that the README and this test cannot drift apart. The outputs
 folder is a copy of the suite's two sample builds (``two_builds``), so the README's build takes every stage from
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import socket
 import subprocess
@@ -19,8 +21,9 @@ from pathlib import Path
 from pbbq.tasks.artifacts import REPO_ROOT
 
 README = REPO_ROOT / "README.md"
-SECTIONS = ("Set-up", "A rebuild and its audit", "Scoring models")
+SECTIONS = ("Set-up", "A rebuild and its audit")
 """The README sections whose ``sh`` blocks make the curator path (Set-up's only for its activation)."""
+SCORING = "Scoring models"
 SERVES = "pbbq browse"
 """The one command of the path that runs until stopped."""
 
@@ -33,11 +36,11 @@ def section_blocks(text: str, title: str) -> list[str]:
     return re.findall(r"(?ms)^```sh\n(.*?)^```", section)
 
 
-def curator_commands(text: str) -> list[str]:
+def curator_commands(text: str, sections: tuple[str, ...] = SECTIONS) -> list[str]:
     """The path's command lines, comments stripped: Set-up's activation, then every command of the other
     sections."""
     lines: list[str] = []
-    for title in SECTIONS:
+    for title in sections:
         for block in section_blocks(text, title):
             for line in block.splitlines():
                 command = re.sub(r"\s+#.*$", "", line).strip()
@@ -77,8 +80,20 @@ def test_the_path_reads_the_commands_a_curator_types() -> None:
     commands = curator_commands(README.read_text(encoding="utf-8"))
     assert commands[0] == "source .venv/bin/activate"
     verbs = [command.split()[1] for command in commands if command.startswith("pbbq ")]
-    assert verbs[:5] == ["audit", "trace", "diff", "browse", "evaluate"]
+    assert verbs == ["audit", "trace", "diff", "browse"]
     assert commands[1].startswith("RUN=$(pbbq build --sample)")
+
+
+def test_the_scoring_commands_are_ones_the_command_line_takes() -> None:
+    from pbbq.flows.cli import _parser
+
+    make_model, evaluate = curator_commands(README.read_text(encoding="utf-8"), (SCORING,))
+    assert shlex.split(make_model)[:3] == ["python", "-m", "tests.fakes.tiny_lm"]
+    assert (REPO_ROOT / "tests" / "fakes" / "tiny_lm.py").is_file()
+    model_dir = shlex.split(make_model)[3]
+    args = _parser().parse_args(shlex.split(evaluate.replace('"$RUN"', "outputs/RUN"))[1:])
+    assert args.command == "evaluate" and args.release == "outputs/RUN"
+    assert [f"pretrained={model_dir}," in model for model in args.models] == [True]
 
 
 def test_the_readme_curator_path_runs_as_written(two_builds: tuple[Path, Path], tmp_path: Path) -> None:
@@ -95,10 +110,8 @@ def test_the_readme_curator_path_runs_as_written(two_builds: tuple[Path, Path], 
         ["bash", "-c", script], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=900, check=False
     )
     assert result.returncode == 0, f"{script}\n--- stderr ---\n{result.stderr[-4000:]}"
-    new = [outputs / name for name in sorted({path.name for path in outputs.iterdir()} - before)]
-    [run] = [folder for folder in new if (folder / "10_publish").is_dir()]  # the build; the other is the scores
+    [run] = [outputs / name for name in {path.name for path in outputs.iterdir()} - before]
     assert (run / "audit.html").is_file()
-    assert any((folder / "02_metrics").is_dir() for folder in new)
     assert "browse answered" in result.stdout
     # the build's output: one line per stage, no Prefect task-run lines, no link to the temporary server
     stage_lines = [line for line in result.stderr.splitlines() if re.search(r"\b\d\d_[a-z_]+ +\d+ in →", line)]
