@@ -118,7 +118,8 @@ def stage_lines(run: Path) -> list[StageLine]:
     lines = []
     for folder in stage_folders(run):
         report = stage_report(run, folder)
-        counts, dropped = report.get("counts", {}), report.get("dropped", {})
+        counts = report.get("counts", {})
+        dropped = report.get("not_covered") or report.get("dropped", {})  # names: examples that stay in fa
         what_in, what_out, what_dropped = stage_words(run, folder)
         lines.append(
             StageLine(

@@ -9,6 +9,7 @@ and adds itself to the run's manifest, in pipeline order whatever order they fin
 from __future__ import annotations
 
 import dataclasses
+import json
 import resource
 import time
 from collections.abc import Callable, Mapping
@@ -18,7 +19,7 @@ from typing import Any
 from pbbq.flows.config import BuildConfig, check_store_path, load_config
 from pbbq.flows.diff import changes_since_previous
 from pbbq.flows.pipeline import PIPELINE, extra_funnel, funnel_labels
-from pbbq.flows.runs import mark_killed_runs, outputs_folder
+from pbbq.flows.runs import mark_killed_runs, outputs_folder, previous_completed
 from pbbq.tasks.artifacts import RunFolder, StageOutput, atomic_write_bytes, display_path, json_text, sha256_file
 from pbbq.tasks.caching import stage_task
 from pbbq.tasks.candidates import load_lexicon
@@ -27,6 +28,7 @@ from pbbq.tasks.glossary import load_glossary
 from pbbq.tasks.inputs import instruction_like, load_inputs
 from pbbq.tasks.llm import LLMClient, open_llm, usage_summary
 from pbbq.tasks.names import load_name_table
+from pbbq.tasks.progress import StageProgress
 from pbbq.tasks.publish import create_release_artifact
 from pbbq.tasks.stage import Input, Resource, RunValue, Sources, Stage, Table, Tables, arguments, finish, resource_hash
 from prefect import flow, get_run_logger
@@ -62,11 +64,14 @@ class PipelineRunner:
         inputs: BuildInputs,
         run_values: Mapping[str, Callable[[], Any]],
         pipeline: list[Stage] = PIPELINE,
+        progress: StageProgress | None = None,
     ) -> None:
         """``client``: the build's LLM client, for every stage that asks; ``inputs``: the loaded build inputs;
-        ``run_values``: the values :class:`RunValue` names, each made when a stage asks for it."""
+        ``run_values``: the values :class:`RunValue` names, each made when a stage asks for it; ``progress``:
+        where the running stages are shown (default: nowhere)."""
         self.run, self.cache, self.build, self._client = run, cache, build, client
         self.inputs, self.run_values, self.pipeline = inputs, run_values, pipeline
+        self.progress = progress
         self.outputs: dict[str, StageOutput] = {}
         self.reports: dict[str, dict[str, Any]] = {}
         self._pending: dict[str, tuple[PrefectFuture[Any], dict[str, str], float]] = {}
@@ -98,7 +103,10 @@ class PipelineRunner:
         task = stage_task(stage.run, cached=stage.cached, known=self.written_hashes(stage, recorded))
         if stage.cached:
             task = task.with_options(result_storage=self.cache)
-        self._pending[stage.folder] = (task.submit(**found), recorded, time.time())
+        future = task.submit(**found)
+        self._pending[stage.folder] = (future, recorded, time.time())
+        if self.progress is not None:
+            self.progress.start(stage.folder, future.wrapped_future.done)
 
     def wait(self, folder: str) -> StageOutput:
         """The stage's output, written to its folder once it is done."""
@@ -109,6 +117,8 @@ class PipelineRunner:
             self.wait(earlier.folder)
         future, recorded, submitted = self._pending.pop(folder)
         output = finish(stage, future.result(), self.build.params(stage.name) if stage.params else None)
+        if self.progress is not None:
+            self.progress.finish(folder)
         done = future.state.timestamp.timestamp() if future.state.timestamp else time.time()
         if folder in self.reports:  # this run's own figures (the crawl's fetch), never cached
             output = dataclasses.replace(output, report={**output.report, **self.reports[folder]})
@@ -159,6 +169,17 @@ class PipelineRunner:
                 case RunValue() if isinstance(arguments[name], Path) and arguments[name].is_file():
                     recorded[name] = sha256_file(arguments[name])
         return recorded
+
+
+def last_computed(run: Path) -> dict[str, float]:
+    """Seconds each stage took when the last completed run before ``run`` computed it (its ``timings.json``;
+    the stages it took from the cache left out): what the running stages' line compares with."""
+    previous = previous_completed(run)
+    try:
+        stages = json.loads((previous / "timings.json").read_text(encoding="utf-8"))["stages"] if previous else []
+        return {str(s["folder"]): float(s["seconds"]) for s in stages if not s["cached"]}
+    except (OSError, ValueError, KeyError, TypeError):  # a run from before timings.json, or a damaged one
+        return {}
 
 
 def mark_crashed(killed: list[dict[str, Any]]) -> None:
@@ -306,7 +327,7 @@ def build_pbbq(
         llm = dataclasses.replace(llm, store_path=root / ".cache" / "llm" / "responses.sqlite")
     get_run_logger().info("run %s → %s", run.run_id, run.path)
     started = time.perf_counter()
-    with run.recording():
+    with run.recording(), StageProgress(last_computed(run.path)) as progress:
         check_store_path(llm.store_path, build.path)  # this run's own folder is a run folder now
         client = open_llm(llm, build.transcript)  # a damaged transcript stops the build here, before stage 01
         if client.stand_in:
@@ -325,6 +346,7 @@ def build_pbbq(
             client,
             inputs,
             release_values(run, build, client, lambda: runner),
+            progress=progress,
         )
         runner.reports["01_crawl"] = inputs.fetch_report
         runner.run_all()

@@ -1,6 +1,6 @@
 """The ``pbbq`` command.
 
-pbbq build --sample | --config FILE [--run-id ID] [--outputs DIR]
+pbbq build --sample | --config FILE [--run-id ID] [--outputs DIR] [--verbose]
 pbbq serve            # serve the build-pbbq deployment (prefect.yaml) for `prefect deployment run`
 pbbq evaluate --release RUN_OR_REPO --model SPEC [--config fa,fa-names,en] [--limit N]   # score models
 """
@@ -26,11 +26,15 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 
 def _prefect_defaults() -> None:
     """Settings Prefect needs here, unless the user set them: a home in the repository (as prefect.toml says,
-    whatever the working folder), no telemetry, and time for a temporary server to start."""
+    whatever the working folder), no telemetry, and time for a temporary server to start. Without a configured
+    server (``PREFECT_API_URL``) a command runs against a temporary one that is gone when it exits: no UI link
+    to it (Prefect's "View at http://127.0.0.1:<port>/…")."""
     os.environ.setdefault("PREFECT_HOME", str(REPO_ROOT / ".prefect"))
     os.environ.setdefault("DO_NOT_TRACK", "1")
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
+    if not os.environ.get("PREFECT_API_URL"):
+        os.environ.setdefault("PREFECT_UI_URL", "")
 
 
 class _OneLineErrors(logging.Filter):
@@ -44,13 +48,27 @@ class _OneLineErrors(logging.Filter):
         return copy
 
 
-def _quiet_tracebacks() -> None:
-    """Keep tracebacks off the terminal: the user sees one line per failure (``--debug`` shows them)."""
+class _NoTaskRunLines(logging.Filter):
+    """Prefect's task-run lines below warnings ("Task run 'x' - Finished in state Completed()"): off the terminal,
+    since the flow's line per stage says what each did (its API handler still sends them to the server)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= logging.WARNING or not record.name.startswith("prefect.task_runs")
+
+
+def _quiet_prefect(tracebacks: bool, task_runs: bool) -> None:
+    """Keep tracebacks (the user sees one line per failure; ``--debug`` shows them) and, unless asked for,
+    task-run lines (``pbbq build --verbose``) off the terminal."""
     import prefect.main  # noqa: F401  (Prefect sets up its log handlers when its main module is imported)
 
+    filters: list[logging.Filter] = [
+        *([] if tracebacks else [_OneLineErrors()]),
+        *([] if task_runs else [_NoTaskRunLines()]),
+    ]
     for logger in (logging.getLogger(), logging.getLogger("prefect")):
         for handler in logger.handlers:
-            handler.addFilter(_OneLineErrors())
+            for one in filters:
+                handler.addFilter(one)
 
 
 def _message(exc: BaseException) -> str:
@@ -91,6 +109,7 @@ def _parser() -> argparse.ArgumentParser:
         help="where stages run: Prefect's thread pool (default) or Dask (the dask extra)",
     )
     build.add_argument("--dask-address", help="a running Dask scheduler (default: a local cluster)")
+    build.add_argument("--verbose", action="store_true", help="show Prefect's own line for every task run too")
     commands.add_parser("serve", help="serve the build-pbbq deployment with its weekly schedule")
     add_audit_commands(commands)
     add_names_command(commands)
@@ -134,8 +153,8 @@ def _serve() -> int:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     _prefect_defaults()
-    if not args.debug and args.command not in AUDIT_COMMANDS:  # these read runs: no Prefect to quieten
-        _quiet_tracebacks()
+    if args.command not in AUDIT_COMMANDS:  # these read runs: no Prefect to quieten
+        _quiet_prefect(tracebacks=args.debug, task_runs=args.command != "build" or args.verbose)
     try:
         if args.command in ("names", "evaluate", "crawl", "questionnaire", "responses", "synth", *AUDIT_COMMANDS):
             return args.handler(args)

@@ -62,6 +62,6 @@ def names_command(args: argparse.Namespace) -> int:
     counts = report["counts"]
     print(
         f"{counts['in']} records → {counts['mapped']} mapped × {params.n_seeds} = {len(variants)} variants, "
-        f"{report['dropped']['total']} unmapped → {target}"
+        f"{report['not_covered']['total']} unmapped → {target}"
     )
     return 0

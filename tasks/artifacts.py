@@ -161,11 +161,16 @@ class StageRecord:
     declared: dict[str, Any] = field(default_factory=dict)
 
     def summary(self) -> str:
-        """One progress line for the terminal, e.g. ``02_survey  44 in → 38 kept, 6 dropped (recomputed)``."""
+        """One progress line for the terminal, e.g. ``02_survey  44 in → 38 kept, 6 dropped (recomputed)``; rows
+        a stage set aside but did not drop (the names stage's examples no name table covers, which stay in fa) are
+        ``not covered``."""
         counts = self.report.get("counts", {})
         dropped = self.report.get("dropped", {}).get("total", 0)
+        not_covered = self.report.get("not_covered", {}).get("total", 0)
         how = "cached" if self.cached else "recomputed"
-        return f"{self.folder:<16} {counts.get('in', '?')} in → {counts.get('out', '?')} out, {dropped} dropped ({how})"
+        left = [f"{dropped} dropped"] if dropped or not not_covered else []
+        left += [f"{not_covered} not covered"] if not_covered else []
+        return f"{self.folder:<16} {counts.get('in', '?')} in → {counts.get('out', '?')} out, {', '.join(left)} ({how})"
 
 
 def code_version() -> dict[str, Any]:

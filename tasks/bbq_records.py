@@ -130,12 +130,15 @@ def bbq_variants(records: Sequence[Mapping[str, Any]], variants: pd.DataFrame) -
 def with_rejected(report: Mapping[str, Any], rejected: Sequence[Mapping[str, str]], n_records: int) -> dict[str, Any]:
     """The stage's report for a BBQ file: the records that had no roles (:func:`bbq_examples`) counted in and
     listed with the unmapped ones."""
-    reasons = [*[d["reason"] for d in report["drops"]], *[r["reason"] for r in rejected]]
-    by_example = {d["example_id"]: d["reason"] for d in [*report["drops"], *rejected]}
+    reasons = [*[d["reason"] for d in report["not_covered_examples"]], *[r["reason"] for r in rejected]]
+    by_example = {d["example_id"]: d["reason"] for d in [*report["not_covered_examples"], *rejected]}
     return {
         **report,
         "counts": {**report["counts"], "in": n_records},
-        "dropped": {"total": len(by_example), "by_reason": count_reasons(pd.Series(list(by_example.values())))},
-        "drops": [*report["drops"], *[{**r, "entity": "", "detail": ""} for r in rejected]],
+        "not_covered": {"total": len(by_example), "by_reason": count_reasons(pd.Series(list(by_example.values())))},
+        "not_covered_examples": [
+            *report["not_covered_examples"],
+            *[{**r, "entity": "", "detail": ""} for r in rejected],
+        ],
         "mentions_by_reason": count_reasons(pd.Series(reasons, dtype="object")),
     }

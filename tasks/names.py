@@ -19,7 +19,8 @@ drawn again too. An example whose class leaves it fewer free name pairs than var
 
 Examples that cannot be mapped (an entity that no name can stand for, such as an age group or a profession; a
 mention no pattern covers; two entities of one group; age bands that share no era; contradicting gender cues)
-are never passed through: they go to the ``unmapped`` table with their reason.
+are never passed through: they go to the ``unmapped`` table with their reason. They are not drops: no name table
+covers them, and they stay in ``fa``; the report counts them as ``not_covered``, and the stage drops nothing.
 """
 
 from __future__ import annotations
@@ -364,7 +365,8 @@ def _report(
     params: NamesParams,
 ) -> dict[str, Any]:
     """Counts in and out, per sub-seed (distinct names drawn, redraws, eras and gender pairs) and per category, the
-    genders of the references, the patterns used and every unmapped mention."""
+    genders of the references, the patterns used and every mention no name table covers (``not_covered``: the
+    examples stay in fa, so nothing is ``dropped``)."""
     seeds = [row["sub_seed"] for row in per_seed]
     mapped_categories = pd.Series([p.row["category"] for p in mapped], dtype="object")
     per_category = {}
@@ -383,8 +385,8 @@ def _report(
         "parameters": asdict(params),
         "sub_seeds": list(seeds),
         "counts": {"in": len(examples), "out": len(mapped) * len(seeds), "mapped": len(mapped)},
-        "dropped": {"total": len(unmapped), "by_reason": count_reasons(unmapped["reason"])},
-        "drops": [
+        "not_covered": {"total": len(unmapped), "by_reason": count_reasons(unmapped["reason"])},
+        "not_covered_examples": [
             {"example_id": str(row["example_id"]), "reason": f.reason, "entity": entity, "detail": f.detail}
             for row, f in failures
             for entity in f.entities

@@ -1,4 +1,4 @@
-"""Progress of long LLM work: requests done of total, rate, ETA and cost so far.
+"""Progress of long work: LLM requests done of total (rate, ETA, cost so far), and the stages running now.
 
 :class:`RequestProgress` shows one line on the terminal while the LLM layer sends requests (``tasks/llm.py``,
 live or batch): on a TTY stderr a single line rewritten in place (carriage return), otherwise a log line at most
@@ -8,6 +8,10 @@ a progress artifact (``create_progress_artifact``, then ``update_progress_artifa
 A failure to write the artifact is logged once and never fails the work it reports on.
 
 Call it from one thread (the one that holds the run context); ``advance`` is also safe from others.
+
+:class:`StageProgress` shows, on a terminal only, the stages of a build that are running and for how long (with
+what the same stage took when the last run computed it): every stage, LLM or not. A request line, while one is
+drawn, has the terminal line to itself; a log gets no line from it (the build logs one line per stage).
 """
 
 from __future__ import annotations
@@ -17,7 +21,8 @@ import re
 import sys
 import threading
 import time
-from collections.abc import Callable
+import weakref
+from collections.abc import Callable, Mapping
 from typing import Any, TextIO
 from uuid import UUID
 
@@ -29,6 +34,13 @@ LOG_INTERVAL = 30.0
 """Seconds between two log lines when stderr is not a terminal."""
 REFRESH_INTERVAL = 0.25
 """Seconds between two redraws of the terminal line."""
+STAGE_REFRESH_INTERVAL = 1.0
+"""Seconds between two redraws of the running stages' line."""
+SHOW_AFTER = 2.0
+"""Seconds a stage runs before the running stages' line shows it (a quick stage never flickers)."""
+
+_request_lines: weakref.WeakSet[RequestProgress] = weakref.WeakSet()
+"""The request lines drawn on a terminal now, until closed or gone (the running stages' line waits for them)."""
 ARTIFACT_INTERVAL = 5.0
 """Seconds between two updates of the Prefect progress artifact (each is a call to the Prefect API)."""
 
@@ -99,6 +111,8 @@ class RequestProgress(Closing):
         self._artifact_enabled = artifact and _in_prefect_run()
         if self._artifact_enabled:
             self._write_artifact(force=True)
+        if self._tty:
+            _request_lines.add(self)
 
     @property
     def elapsed(self) -> float:
@@ -160,6 +174,7 @@ class RequestProgress(Closing):
             self._draw(line, end="\n")
         elif self._logged:
             log.info("%s", line)
+        _request_lines.discard(self)
         if self._artifact_enabled:
             self._write_artifact(force=True)
 
@@ -205,6 +220,98 @@ class RequestProgress(Closing):
             log.warning(
                 "LLM progress artifact not written (%s: %s); progress stays on the terminal", type(err).__name__, err
             )
+
+
+class StageProgress(Closing):
+    """The stages running now, on a terminal: ``running: 07_translate 12s (last run 30s), 06_names 3s``, redrawn
+    in place every ``refresh_interval`` seconds by a thread of its own, each stage once it has run ``after``
+    seconds. On a stream that is not a terminal it draws nothing and starts no thread."""
+
+    def __init__(
+        self,
+        last_run: Mapping[str, float] | None = None,
+        *,
+        stream: TextIO | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        after: float = SHOW_AFTER,
+        refresh_interval: float = STAGE_REFRESH_INTERVAL,
+        thread: bool = True,
+    ) -> None:
+        """``last_run``: seconds per stage folder when the last run computed it; ``thread=False`` leaves the
+        redrawing to the caller (tests)."""
+        self._last_run = dict(last_run or {})
+        self._stream = stream if stream is not None else sys.stderr
+        self._clock = clock
+        self._after = after
+        self._lock = threading.Lock()
+        self._running: dict[str, tuple[float, Callable[[], bool]]] = {}
+        self._drawn = ""
+        self._tty = _is_tty(self._stream)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        if self._tty and thread:
+            self._thread = threading.Thread(target=self._loop, args=(refresh_interval,), daemon=True)
+            self._thread.start()
+
+    def start(self, folder: str, done: Callable[[], bool]) -> None:
+        """``folder`` is running from now until ``done()`` says it has finished (or :meth:`finish`)."""
+        with self._lock:
+            self._running[folder] = (self._clock(), done)
+
+    def finish(self, folder: str) -> None:
+        """``folder`` is finished: off the line, which is cleared so that the stage's own line starts clean."""
+        with self._lock:
+            self._running.pop(folder, None)
+            self._clear()
+
+    def line(self) -> str:
+        """The running stages shown now, in the order they started; '' when none has run ``after`` seconds."""
+        now = self._clock()
+        shown = []
+        for folder, (started, done) in self._running.items():
+            if done() or now - started < self._after:
+                continue
+            last = self._last_run.get(folder)
+            shown.append(
+                f"{folder} {format_duration(now - started)}"
+                + ("" if last is None else f" (last run {format_duration(last)})")
+            )
+        return f"running: {', '.join(shown)}" if shown else ""
+
+    def redraw(self) -> None:
+        """Draw the line now (a request line on the terminal has it to itself)."""
+        with self._lock:
+            if not self._tty:
+                return
+            line = "" if len(_request_lines) else self.line()
+            if line != self._drawn:
+                self._write(f"\r{line}{' ' * max(0, len(self._drawn) - len(line))}" + ("" if line else "\r"))
+                self._drawn = line
+
+    def close(self) -> None:
+        """Stop redrawing and clear the line."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        with self._lock:
+            self._running.clear()
+            self._clear()
+
+    def _loop(self, interval: float) -> None:
+        while not self._stop.wait(interval):
+            self.redraw()
+
+    def _clear(self) -> None:
+        if self._drawn:
+            self._write(f"\r{' ' * len(self._drawn)}\r")
+            self._drawn = ""
+
+    def _write(self, text: str) -> None:
+        try:
+            self._stream.write(text)
+            self._stream.flush()
+        except (OSError, ValueError):  # a closed or broken terminal: stop drawing, keep building
+            self._tty = False
 
 
 def _is_tty(stream: Any) -> bool:

@@ -546,7 +546,7 @@ def test_the_model_from_the_environment_brings_its_rule() -> None:
     )
 
 
-# --- the README's real build, end to end -----------------------------------------------------------
+# --- the real builds of docs/llm.md, end to end -----------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
@@ -609,10 +609,9 @@ def test_the_readme_o1_mini_build_sends_only_accepted_parameters(
 
 
 def test_the_readme_builds_name_the_environment_they_need() -> None:
-    """Each real-build command of the README's LLM section, read as the shell would, gives the configuration it
-    describes, and exports the key variable that configuration reads."""
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## LLMs", 1)[1].split("\n## ", 1)[0]
+    """Each real-build command of docs/llm.md, read as the shell would, gives the configuration it describes, and
+    exports the key variable that configuration reads."""
+    section = (Path(__file__).resolve().parents[1] / "docs" / "llm.md").read_text(encoding="utf-8")
     blocks = [block.split("```", 1)[0] for block in section.split("```sh\n")[1:]]
     sample = tomllib.loads((Path(__file__).resolve().parents[1] / "configs" / "sample.toml").read_text("utf-8"))["llm"]
     sample = {k: v for k, v in sample.items() if k != "transcript"}

@@ -307,8 +307,10 @@ def test_unnameable_entities_are_reported_not_passed_through(fa_examples: pd.Dat
     assert not fa_output["examples"]["source_example_id"].isin(age["example_id"]).any()
     report = fa_output.report
     assert report["counts"] == {"in": len(fa_examples), "out": 360, "mapped": 120}
-    assert report["dropped"] == {"total": 24, "by_reason": {"entity_not_in_name_table": 24}}
-    assert {(d["entity"], d["reason"]) for d in report["drops"]} == {("مرد هفتاد ساله", "entity_not_in_name_table")}
+    assert report["not_covered"] == {"total": 24, "by_reason": {"entity_not_in_name_table": 24}}
+    assert {(d["entity"], d["reason"]) for d in report["not_covered_examples"]} == {
+        ("مرد هفتاد ساله", "entity_not_in_name_table")
+    }
     assert report["per_category"]["Age"] == {"in": 24, "mapped": 0, "unmapped": 24, "out": 0}
     assert report["per_category"]["Domestic Area"] == {"in": 72, "mapped": 72, "unmapped": 0, "out": 216}
     assert [row["sub_seed"] for row in report["per_sub_seed"]] == [7271, 861, 5391]
@@ -419,7 +421,7 @@ def test_an_example_without_enough_free_pairs_is_unmapped() -> None:
     output = names(_frame(*old), _pin_table(), NamesParams())
     assert output["examples"]["source_example_id"].unique().tolist() == ["O-0-a"]
     assert output["unmapped"]["reason"].tolist() == ["too_few_distinct_names"]
-    assert output.report["drops"][0]["detail"] == "1 name pair(s) left for 3 variants"
+    assert output.report["not_covered_examples"][0]["detail"] == "1 name pair(s) left for 3 variants"
     assert all("-pre1970-" in name for name in output["examples"][["ans0", "ans2"]].to_numpy().ravel())
 
 
@@ -451,8 +453,10 @@ def test_unmapped_reasons(stereo: str, nonstereo: str, reason: str) -> None:
 
 def test_an_unhandled_reference_names_the_words_around_it(fa_table: pd.DataFrame) -> None:
     output = names(_frame(_example("X-1", "ترک جوان", "مرد فارس")), fa_table, NamesParams())
-    assert [(d["reason"], d["entity"]) for d in output.report["drops"]] == [("unhandled_reference", "ترک جوان")]
-    assert "یک ترک جوان" in output.report["drops"][0]["detail"]
+    assert [(d["reason"], d["entity"]) for d in output.report["not_covered_examples"]] == [
+        ("unhandled_reference", "ترک جوان")
+    ]
+    assert "یک ترک جوان" in output.report["not_covered_examples"][0]["detail"]
 
 
 # --- the sample-like data -------------------------------------------------------------------------------------
@@ -489,7 +493,7 @@ def test_sample_like_fa_names_has_no_duplicate_and_matched_pairs(
 ) -> None:
     examples, output = sample_like
     variants = output["examples"]
-    assert len(variants) > 2000 and output.report["dropped"]["by_reason"] == {
+    assert len(variants) > 2000 and output.report["not_covered"]["by_reason"] == {
         "entity_not_in_name_table": len(examples) - len(variants) // 3
     }
     assert variants.duplicated(DUPLICATE_KEY).sum() == 0
@@ -557,7 +561,9 @@ def test_bbq_records_of_a_group_without_names_are_reported(en_table: pd.DataFram
     examples, _ = bbq_examples([*yemeni, *others], "en")
     output = names(examples, en_table[en_table["group"] != "Yemeni"], NamesParams())
     assert yemeni and sorted(output["unmapped"]["example_id"]) == sorted(str(r["example_id"]) for r in yemeni)
-    assert {(d["entity"], d["reason"]) for d in output.report["drops"]} == {("Yemeni", "entity_not_in_name_table")}
+    assert {(d["entity"], d["reason"]) for d in output.report["not_covered_examples"]} == {
+        ("Yemeni", "entity_not_in_name_table")
+    }
     assert output.report["counts"]["mapped"] == 100
 
 
@@ -606,8 +612,8 @@ def test_names_command_writes_variants_and_report(tmp_path: Path, capsys: pytest
     assert lines[0]["answer_info"] == records[0]["answer_info"]
     report = json.loads((out / "report.json").read_text(encoding="utf-8"))
     assert report["counts"] == {"in": 3, "mapped": 1, "out": 2}
-    assert report["dropped"]["by_reason"] == {"no_single_stereotyped_answer": 1, "unhandled_reference": 1}
-    assert {(d["example_id"], d["reason"]) for d in report["drops"]} == {
+    assert report["not_covered"]["by_reason"] == {"no_single_stereotyped_answer": 1, "unhandled_reference": 1}
+    assert {(d["example_id"], d["reason"]) for d in report["not_covered_examples"]} == {
         ("1", "no_single_stereotyped_answer"),
         ("2", "unhandled_reference"),
     }
@@ -649,7 +655,7 @@ def llm_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeLLMServer]:
 def test_undecided_gender_is_unmapped_without_the_labeller(en_table: pd.DataFrame) -> None:
     output = names(_contradicting(), en_table, NamesParams())
     assert output["examples"].empty and output["unmapped"]["reason"].tolist() == ["gender_undecided"]
-    assert output.report["drops"][0]["entity"] == "Italian"
+    assert output.report["not_covered_examples"][0]["entity"] == "Italian"
     with pytest.raises(ValueError, match="gender_llm is on"):
         names(_contradicting(), en_table, NamesParams(gender_llm=True))
 

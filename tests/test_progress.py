@@ -1,9 +1,11 @@
-"""The progress of LLM requests (tasks/progress.py): its line, its arithmetic, where it shows, its Prefect artifact."""
+"""The progress of LLM requests (tasks/progress.py): its line, its arithmetic, where it shows, its Prefect artifact;
+and the line of a build's running stages."""
 
 from __future__ import annotations
 
 import io
 import logging
+import threading
 from pathlib import Path
 from typing import Any
 from uuid import UUID, uuid4
@@ -11,7 +13,7 @@ from uuid import UUID, uuid4
 import pytest
 from pbbq.tasks import llm, progress
 from pbbq.tasks.llm import LLMClient, LLMRequest
-from pbbq.tasks.progress import RequestProgress, artifact_key, format_duration, format_rate
+from pbbq.tasks.progress import RequestProgress, StageProgress, artifact_key, format_duration, format_rate
 
 from tests.fakes.llm_servers import FakeLLMServer
 from tests.helpers import llm_config
@@ -282,3 +284,78 @@ def test_live_calls_advance_the_progress(
     assert [(bar.stage, bar.total, bar.done) for bar in seen] == [("names", 2, 2), ("names", 5, 5)]
     usage = client.usage("names")
     assert sum(bar.cost or 0 for bar in seen) == pytest.approx(usage.cost_usd)
+
+
+# --- the running stages of a build (every stage, LLM or not) --------------------------------------------------
+
+
+class Done:
+    """A stage's ``done()`` the test sets by hand."""
+
+    def __init__(self) -> None:
+        self.value = False
+
+    def __call__(self) -> bool:
+        return self.value
+
+
+def stages(clock: Clock, stream: io.StringIO, **options: Any) -> StageProgress:
+    return StageProgress({"07_translate": 30.0}, stream=stream, clock=clock, thread=False, **options)
+
+
+def test_the_running_stages_show_after_a_few_seconds_with_the_last_run(clock: Clock) -> None:
+    terminal = Terminal()
+    progress = stages(clock, terminal, after=2.0)
+    translate, names = Done(), Done()
+    progress.start("07_translate", translate)
+    progress.start("06_names", names)
+    clock.now += 1.0
+    assert progress.line() == ""  # a quick stage never shows
+    clock.now += 11.0
+    assert progress.line() == "running: 07_translate 12s (last run 30s), 06_names 12s"
+    names.value = True  # finished, not yet written: off the line
+    assert progress.line() == "running: 07_translate 12s (last run 30s)"
+    progress.redraw()
+    assert terminal.getvalue() == "\rrunning: 07_translate 12s (last run 30s)"
+    progress.finish("07_translate")  # cleared, so that the stage's own line starts at the margin
+    assert terminal.getvalue().endswith("\r" + " " * len("running: 07_translate 12s (last run 30s)") + "\r")
+    progress.close()
+
+
+def test_the_running_stages_write_nothing_but_to_a_terminal(clock: Clock, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    log = io.StringIO()
+    with StageProgress(stream=log, clock=clock) as progress:  # a thread only for a terminal
+        assert progress._thread is None
+        progress.start("08_diversity", Done())
+        clock.now += 60.0
+        progress.redraw()
+        progress.finish("08_diversity")
+    assert log.getvalue() == "" and caplog.records == []
+
+
+def test_a_request_line_has_the_terminal_to_itself(clock: Clock) -> None:
+    terminal = Terminal()
+    progress = stages(clock, terminal)
+    progress.start("04_disambiguate", Done())
+    clock.now += 10.0
+    requests = RequestProgress(5, "disambiguate", stream=terminal, clock=clock, artifact=False)
+    progress.redraw()
+    assert "running:" not in terminal.getvalue()
+    requests.close()
+    progress.redraw()
+    assert terminal.getvalue().endswith("\rrunning: 04_disambiguate 10s")
+    progress.close()
+
+
+def test_the_redrawing_thread_draws_and_stops_on_close() -> None:
+    terminal = Terminal()
+    with StageProgress(stream=terminal, after=0.0, refresh_interval=0.01) as progress:
+        progress.start("09_statistics", Done())
+        for _ in range(500):  # the thread draws within a few intervals
+            if "running: 09_statistics" in terminal.getvalue():
+                break
+            threading.Event().wait(0.01)
+    assert "running: 09_statistics" in terminal.getvalue()
+    assert progress._thread is not None and not progress._thread.is_alive()
+    assert terminal.getvalue().endswith("\r")  # the line cleared at the end
