@@ -11,8 +11,14 @@ inputs' hashes, the parameters, the code version; ``pbbq audit`` reads it):
   ``table4``, ``bbq_scores``, ``error_retention``, ``kl`` and ``kl_by_stereotype`` as parquet (and CSV),
   ``tables.md`` (the papers' layout) and the plots.
 
-Units are cached under ``<outputs>/.cache/eval/units/`` by :func:`pbbq.tasks.evaluate.unit_key` (model spec + release
-hash + task files + config + limit): a rerun of the same evaluation calls no model. lm-eval's own request cache
+``limit`` evaluates that many examples of each config, drawn by :func:`pbbq.tasks.eval_sample.select_examples`
+(stratified by category, context condition and question polarity, seeded by ``seed``; the ``fa-names`` rows are
+variants of the ``fa`` rows drawn, so that ε_c is computed); the report of ``01_samples`` says what they cover.
+
+A model spec's secret arguments (``api_key=…``) are dropped and named in a warning; the keys come from the
+environment (:data:`pbbq.tasks.evaluate.KEY_VARIABLES`). Units are cached under ``<outputs>/.cache/eval/units/``
+by :func:`pbbq.tasks.evaluate.unit_key` (model spec + release hash + task files + config + examples selected): a
+rerun of the same evaluation calls no model. lm-eval's own request cache
 (``<outputs>/.cache/eval/requests/``) keeps every answer as it arrives, so a crashed run resumes. This module
 only wires; the work is in :mod:`pbbq.tasks.evaluate`, :mod:`pbbq.tasks.metrics` and :mod:`pbbq.tasks.eval_reports`.
 """
@@ -21,7 +27,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from pathlib import Path
 from typing import Any
 
@@ -39,11 +44,13 @@ from pbbq.tasks.eval_reports import (
     table3,
     table4,
 )
+from pbbq.tasks.eval_sample import Selection, read_config, select_examples
 from pbbq.tasks.evaluate import (
     EvaluateError,
     ModelSpec,
     Release,
     UnitResult,
+    check_arguments,
     check_configs,
     lm_eval_version,
     resolve_release,
@@ -69,18 +76,6 @@ from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
-_SECRET_ARG = re.compile(r"(?i)(key|token|secret|password)$")
-
-
-def display_spec(model: ModelSpec) -> str:
-    """The spec as the manifest and the reports show it: any ``*key``/``*token``/``secret``/``password``
-    argument's value replaced by ``[REDACTED]``."""
-    parts = []
-    for part in model.args.split(","):
-        name, sep, _ = part.partition("=")
-        parts.append(f"{name}=[REDACTED]" if sep and _SECRET_ARG.search(name.strip()) else part)
-    return f"{model.name}={model.backend}:{','.join(parts)}"
-
 
 def _read_unit(path: Path) -> UnitResult | None:
     meta = path.with_suffix(".json")
@@ -98,10 +93,23 @@ def _write_unit(path: Path, result: UnitResult, about: dict[str, Any]) -> None:
 
 @task(name="evaluate-unit", cache_policy=NO_CACHE)
 def evaluate_unit(
-    model: ModelSpec, config: str, tasks: Path, limit: int | None, request_cache: Path, batch_size: int, seed: int
+    model: ModelSpec,
+    config: str,
+    tasks: Path,
+    docs: list[int] | None,
+    request_cache: Path,
+    batch_size: int,
+    seed: int,
 ) -> UnitResult:
     """One model on one config through lm-eval (a Prefect task, so the UI shows each unit)."""
-    return run_unit(model, config, tasks, limit=limit, request_cache=request_cache, batch_size=batch_size, seed=seed)
+    return run_unit(model, config, tasks, docs=docs, request_cache=request_cache, batch_size=batch_size, seed=seed)
+
+
+def _selection(release: Release, configs: list[str], limit: int | None, seed: int) -> Selection | None:
+    """The rows of each config a limited run evaluates (None: every row)."""
+    if limit is None:
+        return None
+    return select_examples({config: read_config(release.folder, config) for config in configs}, limit, seed)
 
 
 def _survey_table(path: Path | None) -> tuple[pd.DataFrame | None, str | None]:
@@ -184,27 +192,33 @@ def evaluate_pbbq(
     batch_size: int = 8,
 ) -> str:
     """Score ``models`` (``[NAME=]BACKEND:ARGS`` each) on a release (run folder, release folder or Hub dataset)
-    for ``configs`` (default: all), the first ``limit`` examples of each (default: all); return the run folder."""
+    for ``configs`` (default: all), ``limit`` examples of each drawn as the module says (default: all); return
+    the run folder."""
     specs = [ModelSpec.parse(model) for model in models]
-    if not specs:
-        raise EvaluateError("no model to evaluate: give at least one --model")
-    names = [spec.name for spec in specs]
-    if len(set(names)) != len(names):
-        raise EvaluateError(f"two models share a name in {names}: name them, NAME=BACKEND:ARGS")
-    if limit is not None and limit < 1:
-        raise EvaluateError(f"limit must be at least 1, not {limit}")
+    check_arguments(specs, limit)
+    logger = get_run_logger()
+    for spec in specs:
+        if spec.dropped:
+            logger.warning(
+                "model %s: %s dropped from its spec (a key would reach logs and Prefect's database); lm-eval reads "
+                "the key from %s",
+                spec.name,
+                ", ".join(spec.dropped),
+                spec.key_variable,
+            )
     params = BootstrapParams(n=bootstrap, seed=seed)
     root = outputs_folder(outputs)
     cache = root / ".cache" / "eval"
     found: Release = resolve_release(release, cache / "releases")
     wanted = check_configs(found, configs)
+    selection = _selection(found, wanted, limit, seed)
     survey_path = Path(survey) if survey else found.survey
     parameters = {
         "release": found.source,
         "release_folder": str(found.folder),
         "release_manifest_sha256": found.manifest_sha256,
         "release_sha256": found.sha256,
-        "models": [display_spec(spec) for spec in specs],
+        "models": [spec.display for spec in specs],
         "configs": wanted,
         "limit": limit,
         "bootstrap": {"n": params.n, "seed": params.seed, "confidence": params.confidence},
@@ -212,8 +226,7 @@ def evaluate_pbbq(
         "lm_eval": lm_eval_version(),
         "survey": str(survey_path) if survey_path else None,
     }
-    run = RunFolder.create(root, eval_id or f"eval-{new_run_id()}", parameters)
-    logger = get_run_logger()
+    run = RunFolder.create(root, f"eval-{new_run_id()}" if eval_id is None else eval_id, parameters)
     logger.info("evaluation %s → %s", run.run_id, run.path)
     with run.recording():
         if (found.folder / "manifest.json").is_file():
@@ -229,13 +242,14 @@ def evaluate_pbbq(
         for spec in specs:
             request_cache = cache / "requests" / hashlib.sha256(spec.spec.encode()).hexdigest()[:16]
             for config in wanted:
-                key = unit_key(spec, found, tasks_hash, config, limit)
+                docs = selection.docs[config] if selection else None
+                key = unit_key(spec, found, tasks_hash, config, docs)
                 path = cache / "units" / f"{key}.parquet"
                 result = _read_unit(path)
                 cached = result is not None
                 if result is None:
-                    result = evaluate_unit(spec, config, tasks, limit, request_cache, batch_size, seed)
-                    about = {"model": display_spec(spec), "config": config, "release_sha256": found.sha256}
+                    result = evaluate_unit(spec, config, tasks, docs, request_cache, batch_size, seed)
+                    about = {"model": spec.display, "config": config, "release_sha256": found.sha256}
                     _write_unit(path, result, about)
                 parts.append(result.samples.assign(model=spec.name))
                 units.append(
@@ -258,6 +272,7 @@ def evaluate_pbbq(
             "counts": {"in": len(samples), "out": len(samples)},
             "dropped": {"total": 0, "by_reason": {}},
             "units": units,
+            "selection": selection.report if selection else None,
             "model_requests": sum(unit["requests"] for unit in units if not unit["cached"]),
             "unparseable": int((samples["choice"] < 0).sum()),
         }

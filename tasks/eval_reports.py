@@ -124,6 +124,52 @@ INTERVAL_NOTE = (
 )
 
 
+def epsilon_markdown(epsilon: pd.DataFrame) -> str:
+    """ε_c per model and context condition (from :func:`pbbq.tasks.metrics.error_retention`), or why not."""
+    if epsilon.empty:
+        return "Not computed: it needs the `fa` and `fa-names` configs of the same model."
+    headers = ["Model", "Context", "ε_c (mean over sub-seeds)", "std", "per sub-seed", "acc names", "acc explicit"]
+    rows = [
+        [
+            row["model"],
+            row["context_condition"],
+            _cell(row["epsilon"], row["epsilon_low"], row["epsilon_high"]),
+            "n/a" if math.isnan(row["epsilon_std"]) else f"{row['epsilon_std']:.4f}",
+            row["per_seed"],
+            f"{row['acc_names']:.4f}",
+            f"{row['acc_explicit']:.4f}",
+        ]
+        for row in epsilon.to_dict("records")
+    ]
+    return markdown_table(headers, rows)
+
+
+SUMMARY_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("acc_amb", "Amb. Acc"),
+    ("beta_amb_bounded", "Amb. Bias (Eq. 2, bounded)"),
+    ("s_amb", "s_AMB"),
+    ("acc_dis", "Dis. Acc"),
+    ("delta_bias", "Δbias (Eq. 3)"),
+    ("s_dis", "s_DIS"),
+)
+"""What ``pbbq evaluate`` prints per model and config: PBBQ's and BBQ's headline scores."""
+
+
+def scores_summary(t3: pd.DataFrame, bbq: pd.DataFrame, epsilon: pd.DataFrame) -> str:
+    """The scores ``pbbq evaluate`` ends with: per model and config, accuracy and bias (Table 3 and BBQ's
+    scores, over the categories) with their intervals, then ε_c."""
+    merged = t3.merge(bbq[["model", "config", *_with_intervals(("s_amb", "s_dis"))]], on=["model", "config"])
+    keys = (("model", "Model"), ("config", "Config"), ("n_examples", "Examples"))
+    return "\n\n".join(
+        [
+            "Scores (value [95 % bootstrap interval over templates], averaged over categories):",
+            _markdown(merged, keys, SUMMARY_COLUMNS),
+            "Error Retention Ratio ε_c (fa-names against fa):",
+            epsilon_markdown(epsilon),
+        ]
+    )
+
+
 def reports_markdown(
     t3: pd.DataFrame,
     t4: pd.DataFrame,
@@ -144,23 +190,7 @@ def reports_markdown(
         _markdown(bbq, (("model", "Model"), ("config", "Config")), BBQ_COLUMNS),
         "## Error Retention Ratio ε_c (fa-names against fa; the name-proxy paper §4.3.3)",
     ]
-    if epsilon.empty:
-        parts.append("Not computed: it needs the `fa` and `fa-names` configs of the same model.")
-    else:
-        headers = ["Model", "Context", "ε_c (mean over sub-seeds)", "std", "per sub-seed", "acc names", "acc explicit"]
-        rows = [
-            [
-                row["model"],
-                row["context_condition"],
-                _cell(row["epsilon"], row["epsilon_low"], row["epsilon_high"]),
-                "n/a" if math.isnan(row["epsilon_std"]) else f"{row['epsilon_std']:.4f}",
-                row["per_seed"],
-                f"{row['acc_names']:.4f}",
-                f"{row['acc_explicit']:.4f}",
-            ]
-            for row in epsilon.to_dict("records")
-        ]
-        parts.append(markdown_table(headers, rows))
+    parts.append(epsilon_markdown(epsilon))
     parts.append("## KL divergence to the survey (PBBQ §5)")
     if kl.empty:
         parts.append("Not computed: no survey table, or no ambiguous multiple-choice result (see the notes).")

@@ -3,7 +3,12 @@
 - :class:`ModelSpec`: ``[NAME=]BACKEND:ARGS``, lm-eval's model name and its ``model_args``
   (``hf:pretrained=/models/x,dtype=float32``, ``local-completions:model=m,base_url=http://host/v1/completions,
   tokenizer_backend=remote``, ``openai-chat-completions:model=gpt-4o``). Chat backends, which give no prompt
-  log-probabilities, run the release's generation task; every other backend the multiple-choice task.
+  log-probabilities, run the release's generation task; every other backend the multiple-choice task. A key never
+  travels in a spec: lm-eval's backends read it from the environment (:data:`KEY_VARIABLES`), and a secret
+  argument written in a spec (``api_key=…``, any ``*key``, ``*token``, ``secret``, ``password``) is dropped
+  before anything logs, stores or sends it (:func:`redact_spec` is how every message and record shows a spec).
+- :func:`check_models`: what can be known before lm-eval starts (its extra installed, a local model's
+  ``pretrained`` folder), each failure one line naming the ``--model``.
 - :func:`resolve_release`: a build's run folder (its ``10_publish/hub`` release and its ``02_survey`` table), a
   release folder, or a Hub dataset repository (``namespace/name[@revision]``, downloaded once).
 - :func:`run_unit`: one model on one config through ``lm_eval.simple_evaluate`` with ``log_samples=True``, the
@@ -11,8 +16,8 @@
   arrives, so a crashed run resumes where it stopped); the samples become the per-sample table
   (:data:`pbbq.tasks.metrics.SAMPLES`).
 - :func:`unit_key`: a unit's cache key, the sha256 of the model spec, the release (its manifest's sha256, or of
-  its data files), the task files, the config, the limit and lm-eval's version; a unit whose key is cached is not
-  run again.
+  its data files), the task files, the config, the examples selected (:mod:`pbbq.tasks.eval_sample`) and
+  lm-eval's version; a unit whose key is cached is not run again.
 
 lm-eval (the ``[eval]`` extra) is imported inside :func:`run_unit` only: nothing else here needs it.
 """
@@ -25,6 +30,7 @@ import math
 import re
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +42,7 @@ from pbbq.tasks.lm_eval_task import task_name, write_task_folder
 from pbbq.tasks.lm_eval_utils import parse_choice
 from pbbq.tasks.metrics import SAMPLES
 from pbbq.tasks.schemas import OPTIONS
+from pbbq.tasks.scrub import REDACTED
 
 CHAT_BACKENDS = frozenset(
     {"openai-chat-completions", "local-chat-completions", "anthropic-chat", "anthropic-chat-completions"}
@@ -43,8 +50,43 @@ CHAT_BACKENDS = frozenset(
 """lm-eval backends without prompt log-probabilities: they run the generation task (``pbbq_<config>_gen``)."""
 LOCAL_BACKENDS = frozenset({"hf", "hf-auto", "huggingface"})
 """lm-eval backends that load the model into this process (and need a device)."""
+KEY_VARIABLES = {
+    "openai-completions": "OPENAI_API_KEY",
+    "openai-chat-completions": "OPENAI_API_KEY",
+    "local-completions": "OPENAI_API_KEY",
+    "local-chat-completions": "OPENAI_API_KEY",
+    "anthropic-chat": "ANTHROPIC_API_KEY",
+    "anthropic-chat-completions": "ANTHROPIC_API_KEY",
+    **dict.fromkeys(LOCAL_BACKENDS, "HF_TOKEN"),
+}
+"""The environment variable lm-eval 0.4.13's backend reads its key from (``HF_TOKEN``: the Hub's, for a gated
+model)."""
+EVAL_MODULES = ("lm_eval", "datasets")
+"""What every evaluation imports (the ``eval`` extra); a local backend needs :data:`LOCAL_MODULES` too."""
+LOCAL_MODULES = ("torch", "transformers")
+INSTALL_HINT = "install the eval extra: make evaluate (or uv pip install -e '.[eval]')"
 _REPO = re.compile(r"(?P<repo>[\w.-]+/[\w.-]+)(?:@(?P<revision>[\w./-]+))?")
-_SPEC = re.compile(r"(?:(?P<name>[\w.-]+)=)?(?P<backend>[a-z][\w-]*):(?P<args>.*)")
+_HUB_MODEL = re.compile(r"[\w][\w.-]*(?:/[\w][\w.-]*)?")
+_SPEC = re.compile(r"(?:(?P<name>[\w.-]+)=)?(?P<backend>[a-z][\w-]*):(?P<args>.*)", re.DOTALL)
+_SECRET_ARG = re.compile(r"(?i)(key|token|secret|password)$")
+_KEY_LIKE = re.compile(r"\b(?:sk-[\w-]{8,}|hf_[A-Za-z0-9]{8,})")
+"""What OpenAI, Anthropic (``sk-ant-…``) and Hub keys look like, wherever they stand in a spec."""
+
+
+def _is_secret(part: str) -> bool:
+    name, sep, _ = part.partition("=")
+    return bool(sep) and _SECRET_ARG.search(name.strip()) is not None
+
+
+def _pairs(args: str) -> dict[str, str]:
+    return dict(part.split("=", 1) for part in args.split(",") if "=" in part)
+
+
+def redact_spec(spec: str) -> str:
+    """``spec`` as a message or a record may show it: a secret argument's value (``api_key``, ``auth_token``,
+    any ``*key``/``*token``/``secret``/``password``) and anything shaped like a key replaced by ``[REDACTED]``."""
+    parts = [f"{part.partition('=')[0]}={REDACTED}" if _is_secret(part) else part for part in spec.split(",")]
+    return _KEY_LIKE.sub(REDACTED, ",".join(parts))
 
 
 class EvaluateError(ValueError):
@@ -53,23 +95,40 @@ class EvaluateError(ValueError):
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """One model to score: a name for the tables, lm-eval's backend and ``model_args``."""
+    """One model to score: a name for the tables, lm-eval's backend and ``model_args`` (without the secret
+    arguments the spec had, whose names are in ``dropped``)."""
 
     name: str
     backend: str
     args: str
+    dropped: tuple[str, ...] = ()
 
     @classmethod
     def parse(cls, spec: str) -> ModelSpec:
         """``[NAME=]BACKEND:ARGS``; without a name, the model's ``pretrained``/``model`` argument's last part."""
         match = _SPEC.fullmatch(spec.strip())
         if not match:
-            raise EvaluateError(f"model spec {spec!r}: expected [NAME=]BACKEND:ARGS, e.g. hf:pretrained=/models/x")
-        args = match["args"]
-        pairs = dict(part.split("=", 1) for part in args.split(",") if "=" in part)
+            raise EvaluateError(
+                f"--model {redact_spec(spec)!r}: expected [NAME=]BACKEND:ARGS, e.g. hf:pretrained=/models/x"
+            )
+        parts = [part for part in match["args"].split(",") if part]
+        kept = ",".join(part for part in parts if not _is_secret(part))
+        pairs = _pairs(kept)
         default = pairs.get("pretrained") or pairs.get("model") or match["backend"]
         name = match["name"] or Path(default.rstrip("/")).name or match["backend"]
-        return cls(name=name, backend=match["backend"], args=args)
+        dropped = tuple(part.partition("=")[0].strip() for part in parts if _is_secret(part))
+        return cls(name=name, backend=match["backend"], args=kept, dropped=dropped)
+
+    @property
+    def display(self) -> str:
+        """The spec as the manifest, the reports and the logs show it: a dropped secret as ``[REDACTED]``."""
+        secrets = [f"{name}={REDACTED}" for name in self.dropped]
+        return redact_spec(f"{self.name}={self.backend}:{','.join([self.args, *secrets] if self.args else secrets)}")
+
+    @property
+    def key_variable(self) -> str:
+        """Where lm-eval reads this backend's key."""
+        return KEY_VARIABLES.get(self.backend, f"the variable lm-eval's {self.backend} backend reads")
 
     @property
     def generate(self) -> bool:
@@ -185,15 +244,16 @@ def lm_eval_version() -> str:
         return "not installed"
 
 
-def unit_key(model: ModelSpec, release: Release, tasks_hash: str, config: str, limit: int | None) -> str:
-    """What a unit's per-sample results depend on; the same key means the same results."""
+def unit_key(model: ModelSpec, release: Release, tasks_hash: str, config: str, docs: list[int] | None) -> str:
+    """What a unit's per-sample results depend on; the same key means the same results. ``docs``: the rows
+    selected (:mod:`pbbq.tasks.eval_sample`), or None for all."""
     payload = {
         "model": model.spec,
         "release": release.sha256,
         "tasks": tasks_hash,
         "config": config,
         "task": model.task(config),
-        "limit": limit,
+        "docs": None if docs is None else hashlib.sha256(json.dumps(docs).encode()).hexdigest(),
         "lm_eval": lm_eval_version(),
     }
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
@@ -247,14 +307,15 @@ def run_unit(
     config: str,
     tasks: Path,
     *,
-    limit: int | None,
+    docs: list[int] | None,
     request_cache: Path,
     batch_size: int | str = 8,
     seed: int = 0,
     device: str | None = None,
 ) -> UnitResult:
-    """Run one model on one config with lm-eval and return its per-sample results. ``device`` defaults, for a
-    local transformers model, to ``cuda`` when torch sees a GPU and ``cpu`` otherwise (lm-eval assumes cuda)."""
+    """Run one model on one config with lm-eval and return its per-sample results: on the rows ``docs`` (their
+    positions in the config, ascending; None: every row). ``device`` defaults, for a local transformers model, to
+    ``cuda`` when torch sees a GPU and ``cpu`` otherwise (lm-eval assumes cuda)."""
     import lm_eval
     from lm_eval.tasks import TaskManager
 
@@ -272,7 +333,7 @@ def run_unit(
         tasks=[task],
         task_manager=manager,
         log_samples=True,
-        limit=limit,
+        samples=None if docs is None else {task: sorted(docs)},
         batch_size=batch_size,
         device=device,
         bootstrap_iters=0,
@@ -293,6 +354,41 @@ def run_unit(
     }
     requests = sum(len(sample["arguments"]) for sample in samples)
     return UnitResult(samples_table(samples, model.name, config, task, generate=model.generate), aggregates, requests)
+
+
+def _check_pretrained(model: ModelSpec) -> None:
+    """A local backend's ``pretrained``: an existing folder, or a Hub model id (``name`` or ``namespace/name``)."""
+    value = _pairs(model.args).get("pretrained", "").strip()
+    if not value:
+        raise EvaluateError(
+            f"--model {model.display}: the {model.backend} backend needs pretrained=FOLDER (or a Hub model id)"
+        )
+    path = Path(value).expanduser()
+    if path.exists() and not path.is_dir():
+        raise EvaluateError(f"--model {model.display}: pretrained={value} is a file; give the model's folder")
+    if not path.exists() and (value.startswith((".", "/", "~")) or not _HUB_MODEL.fullmatch(value)):
+        raise EvaluateError(f"--model {model.display}: pretrained={value}: no such folder (nor a Hub model id)")
+
+
+def check_arguments(models: list[ModelSpec], limit: int | None) -> None:
+    """What can be known before lm-eval starts, each failure one line naming the argument: at least one model,
+    distinct names, a positive ``limit``, the ``eval`` extra's modules, a local model's folder."""
+    if not models:
+        raise EvaluateError("no model to evaluate: give at least one --model")
+    names = [model.name for model in models]
+    if len(set(names)) != len(names):
+        raise EvaluateError(f"--model: two models share a name in {names}: name them, NAME=BACKEND:ARGS")
+    if limit is not None and limit < 1:
+        raise EvaluateError(f"--limit must be at least 1, not {limit}")
+    for model in models:
+        wanted = EVAL_MODULES + (LOCAL_MODULES if model.backend in LOCAL_BACKENDS else ())
+        missing = [module for module in wanted if find_spec(module) is None]
+        if missing:
+            raise EvaluateError(
+                f"--model {model.display}: pbbq evaluate needs {', '.join(missing)}, not installed: {INSTALL_HINT}"
+            )
+        if model.backend in LOCAL_BACKENDS:
+            _check_pretrained(model)
 
 
 def check_configs(release: Release, configs: list[str] | None) -> list[str]:
