@@ -82,8 +82,9 @@ def test_manifest_lists_every_artifact_with_hash_rows_inputs_and_code(two_builds
                 assert len(pd.read_parquet(path)) == artifact["rows"]
     listed = {artifact["path"] for stage in manifest["stages"] for artifact in stage["artifacts"]}
     listed |= {artifact["path"] for artifact in manifest["files"]}
-    # audit.html is written later by `pbbq audit`, not by the build
-    on_disk = {p.relative_to(run).as_posix() for p in run.rglob("*") if p.is_file()} - {"manifest.json", "audit.html"}
+    # audit.html and run.db are written later by `pbbq audit` and `pbbq browse`, not by the build
+    written_later = {"manifest.json", "audit.html", "run.db"}
+    on_disk = {p.relative_to(run).as_posix() for p in run.rglob("*") if p.is_file()} - written_later
     assert listed == on_disk
 
 
