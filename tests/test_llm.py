@@ -325,7 +325,7 @@ def test_rate_limit_spaces_requests(server: FakeLLMServer, tmp_path: Path, monke
         def __init__(self, requests_per_minute: float) -> None:
             super().__init__(requests_per_minute, clock=lambda: 1000.0, sleep=waits.append)
 
-    monkeypatch.setattr("pbbq.tasks.llm.RateLimiter", Recording)
+    monkeypatch.setattr("pbbq.tasks.llm.client.RateLimiter", Recording)
     client = client_for(server, tmp_path, max_concurrency=6, requests_per_minute=600)
     client.complete_many([req(i) for i in range(6)])
     assert server.requests_total == 6
