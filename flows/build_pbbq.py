@@ -315,7 +315,7 @@ def build_pbbq(
 ) -> str:
     """Build PBBQ from a configuration (default: the bundled sample) and return the run folder. ``repo_id``,
     ``dry_run`` and ``force_synthetic`` override the configuration's [publish] section; ``stand_in`` answers every
-    LLM request with labelled placeholders (``[llm] mode = "stand-in"``, :mod:`pbbq.tasks.stand_in`)."""
+    LLM request with labelled placeholders (``[llm] mode = "stand-in"``, :mod:`pbbq.tasks.llm.stand_in`)."""
     build = load_config(Path(config) if config else None).with_publish(repo_id, dry_run, force_synthetic)
     if stand_in:
         build = build.with_stand_in()

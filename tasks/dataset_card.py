@@ -35,7 +35,7 @@ STAND_IN_NOTE = (
     "> It shows what a change of the inputs does to the counts; its texts say nothing about any group or model: do\n"
     "> not publish, cite or evaluate with it.\n"
 )
-"""The note a stand-in build's card opens with (``tasks/stand_in.py``)."""
+"""The note a stand-in build's card opens with (``tasks/llm/stand_in.py``)."""
 LANGUAGE_ORDER = ("fa", "en")
 SIZE_CATEGORIES = (
     (1_000, "n<1K"),

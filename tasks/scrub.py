@@ -17,13 +17,12 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from pbbq.tasks.llm import REDACTED as REDACTED  # what publish and evaluate scrub secrets to
 from pbbq.tasks.persian_text import normalize_fa
 
 KINDS = ("handle", "phone", "email", "url", "name", "account")
 """Kinds of personal data replaced, each by the placeholder ``[KIND]``."""
 PLACEHOLDERS = {kind: f"[{kind.upper()}]" for kind in KINDS}
-REDACTED = "[REDACTED]"
-"""What a secret (an API key, the Hub token) becomes in any text the program shows or writes."""
 
 Segment = tuple[str, str | None]
 """A piece of a post: its text and the kind of personal data the source tagged it as (``None``: plain)."""

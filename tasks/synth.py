@@ -15,7 +15,7 @@ accepts, and a build configuration (``build.toml``) that ``pbbq build --config``
   the entities name), ``annotations/unknown_phrases.csv``, ``annotations/disambiguation_overrides.csv``;
 - ``transcript.jsonl.gz``: an answer to every LLM request the build makes, recorded by running the build's own
   stage functions (survey filter, kappa gate, disambiguate, instantiate, translate) against the real
-  :class:`~pbbq.tasks.llm.LLMClient` whose answerer is a deterministic stand-in (:class:`StandInModel`): it
+  :class:`~pbbq.tasks.llm.LLMClient` whose transport is a deterministic stand-in (:class:`StandInModel`): it
   computes each answer from the request, so every answer passes the stage's validators (a few first answers
   break a rule on purpose, so the retries are exercised too).
 
@@ -60,7 +60,7 @@ from pbbq.tasks.inputs import (
 )
 from pbbq.tasks.instantiate import instantiate
 from pbbq.tasks.kappa_gate import kappa_gate, template_kappa
-from pbbq.tasks.llm import LLMClient, LLMConfig, LLMRequest, ResponseStore
+from pbbq.tasks.llm import InProcessTransport, LLMClient, LLMConfig, LLMRequest, ResponseStore
 from pbbq.tasks.markdown import markdown_table
 from pbbq.tasks.name_tables import NAME_COLUMNS, load_name_table
 from pbbq.tasks.persian_text import normalize_fa
@@ -986,7 +986,7 @@ def _fails_first(seed: int, request: LLMRequest, share: float) -> bool:
     return len(request.messages) == 1 and int(digest[:8], 16) / 16**8 < share
 
 
-class StandInModel:
+class StandInModel(InProcessTransport):
     """Answers the build's LLM requests from the synthetic phrase book, as a model that always follows the
     prompt would (PBBQ Appendix D; the translation prompts): each answer computed from the request.
 
@@ -1022,7 +1022,7 @@ class StandInModel:
         self.kinds = {text: kind for kind, text in KIND_INSTRUCTIONS.items()}
         self.sources: dict[str, set[str]] = {}
 
-    def answer(self, request: LLMRequest) -> str:
+    def text(self, request: LLMRequest) -> str:
         first = request.messages[0][1]
         if request.stage == "disambiguate":
             trait = self.traits.get(_tag(first, "negative_trait"))
@@ -1286,7 +1286,7 @@ def _record(
     seconds["load"] = time.perf_counter() - clock
     config = dataclasses.replace(LLMConfig.from_mapping(LLM_SECTION, env={}), mode="live", store_path=MEMORY)
     store = ResponseStore(MEMORY)
-    client = LLMClient(config, store, answerer=StandInModel(templates, seed))
+    client = LLMClient(config, store, transport=StandInModel(templates, seed))
     clock = time.perf_counter()
     survey = survey_filter(tables["questionnaire"], tables["responses"], build.survey_filter)
     gate = kappa_gate(tables["templates"], tables["ratings"], survey["stereotypes"], build.kappa_gate)

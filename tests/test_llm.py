@@ -14,10 +14,12 @@ import openai
 import pytest
 from pbbq.tasks.llm import (
     PROVIDERS,
+    InProcessTransport,
     LLMClient,
     LLMConfig,
     LLMError,
     LLMRequest,
+    LLMResponse,
     RateLimiter,
     ReplayMissError,
     ResponseStore,
@@ -222,6 +224,34 @@ def test_system_prompt_reaches_the_provider_in_its_shape(server: FakeLLMServer, 
     assert body.get("temperature") == (0.0 if provider == "openai" else None)
 
 
+class Shouting(InProcessTransport):
+    """A transport of one's own: answers each request with its message in capitals, and notes what it was asked."""
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    def text(self, request: LLMRequest) -> str:
+        self.asked.append(request.messages[0][1])
+        return request.messages[0][1].upper()
+
+
+def test_a_transport_answers_only_the_misses_and_its_answers_replay(tmp_path: Path) -> None:
+    config = LLMConfig(provider="openai", model="m", mode="auto", store_path=tmp_path / "store.sqlite")
+    shouting = Shouting()
+    client = LLMClient(config, transport=shouting)
+    client.complete(req(1))
+    answers = client.complete_many([req(1), req(2), req(2)])
+    assert [answer.text for answer in answers] == ["QUESTION 1", "QUESTION 2", "QUESTION 2"]
+    assert [answer.cached for answer in answers] == [True, False, False]
+    assert shouting.asked == ["question 1", "question 2"]  # the store answered the rest
+    usage = client.usage("disambiguate")
+    assert (usage.requests_sent, usage.cache_hits, usage.tokens_in, usage.tokens_out) == (2, 1, 4, 4)  # words
+    client.store.close()
+    replay = LLMClient(LLMConfig(provider="openai", model="m", mode="replay", store_path=tmp_path / "store.sqlite"))
+    assert replay.complete(req(2)) == LLMResponse("QUESTION 2", request_key(config, req(2)), True, 2, 2)
+    replay.store.close()
+
+
 # --- transcripts ------------------------------------------------------------------------------
 
 
@@ -325,7 +355,7 @@ def test_rate_limit_spaces_requests(server: FakeLLMServer, tmp_path: Path, monke
         def __init__(self, requests_per_minute: float) -> None:
             super().__init__(requests_per_minute, clock=lambda: 1000.0, sleep=waits.append)
 
-    monkeypatch.setattr("pbbq.tasks.llm.RateLimiter", Recording)
+    monkeypatch.setattr("pbbq.tasks.llm.client.RateLimiter", Recording)
     client = client_for(server, tmp_path, max_concurrency=6, requests_per_minute=600)
     client.complete_many([req(i) for i in range(6)])
     assert server.requests_total == 6

@@ -1,4 +1,4 @@
-"""``llm.mode = "batch"`` (tasks/llm_batch.py) against the fake servers' batch APIs (tests/fakes/llm_servers.py).
+"""``llm.mode = "batch"`` (tasks/llm/batch.py) against the fake servers' batch APIs (tests/fakes/llm_servers.py).
 
 A batch must answer as a live call does, under the same store keys, so that a batch build replays like a live one;
 what a batch leaves unanswered (expired, errored, missing) is called live or reported; and the key stays secret.
@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pbbq.tasks import llm_batch
 from pbbq.tasks.llm import (
     BATCH_DISCOUNT,
     PROVIDERS,
@@ -25,7 +24,8 @@ from pbbq.tasks.llm import (
     request_key,
     usage_summary,
 )
-from pbbq.tasks.llm_batch import BATCH_LIMITS, BatchLimits
+from pbbq.tasks.llm import batch as llm_batch
+from pbbq.tasks.llm.batch import BATCH_LIMITS, BatchLimits
 
 from tests.fakes.llm_servers import FakeLLMServer
 from tests.helpers import FAKE_API_KEY, llm_config
@@ -266,7 +266,7 @@ def test_misses_over_the_byte_limit_go_in_several_batches(
     asked = requests(4)
     client = LLMClient(config)
     item_sizes = [
-        len(json.dumps(llm_batch.OpenAIBatches(client, None).item(request_key(config, r), r)))  # type: ignore[arg-type]
+        len(json.dumps(llm_batch.OpenAIBatches(config, None).item(request_key(config, r), r)))  # type: ignore[arg-type]
         for r in asked
     ]
     monkeypatch.setitem(BATCH_LIMITS, "openai", BatchLimits(1000, max(item_sizes) * 2 + 5))

@@ -1,4 +1,4 @@
-"""Real providers as they are today (issue 16): the model rules of ``tasks/llm.py`` against a fake OpenAI server
+"""Real providers as they are today (issue 16): the model rules of ``tasks/llm/config.py`` against a fake OpenAI server
 that refuses, as the official API does, what its reasoning models do not take (``tests/fakes/llm_servers.py``,
 ``strict=True``). The fake's rules are written independently of the client's table, so a wrong row fails here.
 """

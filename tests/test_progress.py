@@ -11,8 +11,8 @@ from typing import Any
 from uuid import UUID, uuid4
 
 import pytest
-from pbbq.tasks import llm, progress
-from pbbq.tasks.llm import LLMClient, LLMRequest
+from pbbq.tasks import progress
+from pbbq.tasks.llm import LLMClient, LLMRequest, transport
 from pbbq.tasks.progress import RequestProgress, StageProgress, artifact_key, format_duration, format_rate
 
 from tests.fakes.llm_servers import FakeLLMServer
@@ -270,7 +270,7 @@ def test_live_calls_advance_the_progress(
             super().__init__(*args, **kwargs)
             seen.append(self)
 
-    monkeypatch.setattr(llm, "RequestProgress", Recording)
+    monkeypatch.setattr(transport, "RequestProgress", Recording)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     config = llm_config(server, tmp_path / "store.sqlite", max_concurrency=3, prices={"fake-model": (2.0, 10.0)})
     client = LLMClient(config)

@@ -19,7 +19,7 @@ worst case for leaking it.
 With ``strict=True`` the OpenAI route answers as the official API does when a request breaks one of its rules
 (HTTP 400, ``invalid_request_error``, the parameter named; HTTP 404 for a model it does not serve), and records
 each refusal in ``refusals``. The rules are written here from the API's own answers, independently of
-``tasks/llm.py``'s table, so that a wrong table fails the tests:
+``tasks/llm/config.py``'s table, so that a wrong table fails the tests:
 
 - ``max_tokens`` to a reasoning model (o1, o1-mini, o1-preview, o3, o3-mini, o4-mini, gpt-5*);
 - ``temperature`` other than the default (1) to a reasoning model;

@@ -33,28 +33,22 @@ import anthropic
 import openai
 import pydantic
 from openai.types.chat import ChatCompletion
-from pbbq.tasks.llm import (
+from pbbq.tasks.progress import RequestProgress
+
+from .config import (
     BATCH_DISCOUNT,
-    LLMClient,
+    LLMConfig,
     LLMError,
     LLMRequest,
     LLMResponse,
-    _CutOff,
-    _MalformedAnswer,
-    anthropic_answer,
-    anthropic_messages,
-    anthropic_system,
-    openai_answer,
+    estimated_cost,
     sent_messages,
     sent_parameters,
 )
-from pbbq.tasks.progress import RequestProgress
+from .live import LiveTransport, anthropic_answer, anthropic_messages, anthropic_system, openai_answer
+from .transport import Answer, CutOff, MalformedAnswer, Miss, Recorder, Transport, where
 
 log = logging.getLogger(__name__)
-
-Miss = tuple[str, LLMRequest]
-Answer = tuple[str, int, int]
-"""(text, tokens in, tokens out)."""
 
 BACKOFF = 1.5
 """Each wait between two looks at a batch is this many times the one before (up to ``batch_poll_max_interval``)."""
@@ -100,8 +94,8 @@ class _Status:
 class Batches(ABC):
     """One provider's batch API, through its official SDK."""
 
-    def __init__(self, client: LLMClient) -> None:
-        self.config = client.config
+    def __init__(self, config: LLMConfig) -> None:
+        self.config = config
 
     @abstractmethod
     def item(self, key: str, request: LLMRequest) -> dict[str, Any]:
@@ -126,8 +120,8 @@ class Batches(ABC):
 
 
 class OpenAIBatches(Batches):
-    def __init__(self, client: LLMClient, sdk: openai.OpenAI) -> None:
-        super().__init__(client)
+    def __init__(self, config: LLMConfig, sdk: openai.OpenAI) -> None:
+        super().__init__(config)
         self.sdk = sdk
         self._seen: dict[str, Any] = {}
 
@@ -182,7 +176,7 @@ class OpenAIBatches(Batches):
         if response.get("status_code") == 200:
             try:
                 return custom_id, openai_answer(self.config, ChatCompletion.model_validate(response.get("body")))
-            except (_CutOff, _MalformedAnswer) as err:
+            except (CutOff, MalformedAnswer) as err:
                 return custom_id, str(err)
             except pydantic.ValidationError:
                 return custom_id, "malformed answer (not a chat completion)"
@@ -195,8 +189,8 @@ class OpenAIBatches(Batches):
 
 
 class AnthropicBatches(Batches):
-    def __init__(self, client: LLMClient, sdk: anthropic.Anthropic) -> None:
-        super().__init__(client)
+    def __init__(self, config: LLMConfig, sdk: anthropic.Anthropic) -> None:
+        super().__init__(config)
         self.sdk = sdk
 
     def item(self, key: str, request: LLMRequest) -> dict[str, Any]:
@@ -220,7 +214,7 @@ class AnthropicBatches(Batches):
             if result.type == "succeeded":
                 try:
                     answers[line.custom_id] = anthropic_answer(result.message)
-                except _MalformedAnswer as err:
+                except MalformedAnswer as err:
                     failures[line.custom_id] = str(err)
             elif result.type == "errored":
                 error = result.error.error
@@ -233,31 +227,43 @@ class AnthropicBatches(Batches):
         self.sdk.messages.batches.cancel(batch_id)
 
 
-def complete_in_batches(client: LLMClient, misses: Sequence[Miss], stages: str) -> dict[str, LLMResponse]:
-    """Answer ``misses`` through the provider's batch API (split at its limits), store every answer, and call
-    live (or report) what the batches did not answer. ``client`` has its SDK ready (``_prepare_calls``)."""
-    sdk = client._sdk
-    api: Batches
-    if isinstance(sdk, openai.OpenAI):
-        api = OpenAIBatches(client, sdk)
-    else:
-        assert isinstance(sdk, anthropic.Anthropic)
-        api = AnthropicBatches(client, sdk)
-    with RequestProgress(len(misses), f"{stages} (batch)") as progress:
-        submitted = _submit_all(client, api, misses)
-        answers, failures = _wait_all(client, api, submitted, progress)
-    if failures:
-        answers.update(_fallback(client, misses, failures, stages, list(submitted)))
-    return answers
+class BatchTransport(Transport):
+    """``llm.mode = "batch"``: a client's misses through the provider's batch API, one request (and what a batch
+    did not answer, with ``llm.batch_fallback = "live"``) through the live transport it wraps."""
+
+    def __init__(self, live: LiveTransport) -> None:
+        self.live = live
+        self.api: Batches = (
+            OpenAIBatches(live.config, live.sdk)
+            if isinstance(live.sdk, openai.OpenAI)
+            else AnthropicBatches(live.config, live.sdk)
+        )
+
+    def answer(self, request: LLMRequest) -> Answer:
+        return self.live.answer(request)
+
+    def answer_all(self, misses: Sequence[Miss], recorder: Recorder, stages: str) -> dict[str, LLMResponse]:
+        """Answer ``misses`` through the provider's batch API (split at its limits), store every answer, and call
+        live (or report) what the batches did not answer."""
+        with RequestProgress(len(misses), f"{stages} (batch)") as progress:
+            submitted = _submit_all(self.live, self.api, recorder, misses)
+            answers, failures = _wait_all(self.live, self.api, recorder, submitted, progress)
+        if failures:
+            answers.update(_fallback(self, recorder, misses, failures, stages, list(submitted)))
+        return answers
 
 
 def _wait_all(
-    client: LLMClient, api: Batches, submitted: dict[str, list[Miss]], progress: RequestProgress
+    live: LiveTransport,
+    api: Batches,
+    recorder: Recorder,
+    submitted: dict[str, list[Miss]],
+    progress: RequestProgress,
 ) -> tuple[dict[str, LLMResponse], dict[str, str]]:
     """Poll the batches until each ends (storing its answers as it does) or ``batch_max_wait`` passes (then
     cancel it); the answers, and the reasons of the requests left unanswered. Anything that stops the wait
     (an error, an interrupt) cancels the batches still running, whose answers could not be collected."""
-    config = client.config
+    config = live.config
     answers: dict[str, LLMResponse] = {}
     failures: dict[str, str] = {}
     processed: dict[str, int] = dict.fromkeys(submitted, 0)
@@ -268,51 +274,51 @@ def _wait_all(
         while pending:
             time.sleep(max(0.0, min(interval, deadline - time.monotonic())))
             for batch_id, chunk in list(pending.items()):
-                status = _poll(client, api, batch_id, len(chunk))
+                status = _poll(live, api, batch_id, len(chunk))
                 if status is None:
                     continue
                 processed[batch_id] = status.processed
                 log.debug("batch %s: %s, %d of %d processed", batch_id, status.state, status.processed, len(chunk))
                 if status.ended:
                     del pending[batch_id]  # ended: nothing to cancel, even if its results cannot be read
-                    got, lost = _collect(client, api, batch_id, chunk)
+                    got, lost = _collect(live, api, recorder, batch_id, chunk)
                     answers.update(got)
                     failures.update(lost)
                     processed[batch_id] = len(chunk)
-                    progress.advance(0, client._cost(got.values(), BATCH_DISCOUNT))
+                    progress.advance(0, estimated_cost(config, got.values(), BATCH_DISCOUNT))
             progress.advance(sum(processed.values()) - progress.done)
             if pending and time.monotonic() >= deadline:
                 reason = f"not ended within llm.batch_max_wait = {config.batch_max_wait:g} s"
                 for batch_id, chunk in pending.items():
-                    _cancel(client, api, batch_id)
+                    _cancel(live, api, batch_id)
                     failures.update(dict.fromkeys((key for key, _ in chunk), f"batch {batch_id} {reason}"))
                 pending.clear()
             interval = min(interval * BACKOFF, config.batch_poll_max_interval)
     finally:
         for batch_id in pending:
-            _cancel(client, api, batch_id)
+            _cancel(live, api, batch_id)
     return answers, failures
 
 
-def _submit_all(client: LLMClient, api: Batches, misses: Sequence[Miss]) -> dict[str, list[Miss]]:
+def _submit_all(live: LiveTransport, api: Batches, recorder: Recorder, misses: Sequence[Miss]) -> dict[str, list[Miss]]:
     """Submit the misses in as few batches as the limits allow; batch id to its requests. A failed submission
     cancels the batches already submitted and raises."""
     submitted: dict[str, list[Miss]] = {}
-    limits = BATCH_LIMITS[client.config.provider]
+    limits = BATCH_LIMITS[live.config.provider]
     for chunk, items in _chunks(api, misses, limits):
         try:
-            batch_id = _call(client, f"submitting a batch of {len(chunk)} request(s)", api.submit, items)
+            batch_id = _call(live, f"submitting a batch of {len(chunk)} request(s)", api.submit, items)
         except LLMError:
             for earlier in submitted:
-                _cancel(client, api, earlier)
+                _cancel(live, api, earlier)
             raise
         for _, request in chunk:
-            client.usage(request.stage).record_sent()
+            recorder.sent(request)
         submitted[batch_id] = chunk
         log.info(
             "%s %s: batch %s submitted with %d request(s)",
-            client.config.provider,
-            client.config.model,
+            live.config.provider,
+            live.config.model,
             batch_id,
             len(chunk),
         )
@@ -339,25 +345,25 @@ def _chunks(
         yield chunk, items
 
 
-def _poll(client: LLMClient, api: Batches, batch_id: str, size: int) -> _Status | None:
+def _poll(live: LiveTransport, api: Batches, batch_id: str, size: int) -> _Status | None:
     """The batch's status, or None after a passing transport failure (logged; polled again later)."""
     try:
-        return _call(client, f"polling batch {batch_id}", api.poll, batch_id, size, transient_ok=True)
+        return _call(live, f"polling batch {batch_id}", api.poll, batch_id, size, transient_ok=True)
     except _Transient as err:
         log.warning("%s; polling again later", err)
         return None
 
 
 def _collect(
-    client: LLMClient, api: Batches, batch_id: str, chunk: Sequence[Miss]
+    live: LiveTransport, api: Batches, recorder: Recorder, batch_id: str, chunk: Sequence[Miss]
 ) -> tuple[dict[str, LLMResponse], dict[str, str]]:
     """Store an ended batch's answers under their keys; the reasons of the requests it did not answer."""
-    got, lost, missing = _call(client, f"reading the results of batch {batch_id}", api.results, batch_id)
+    got, lost, missing = _call(live, f"reading the results of batch {batch_id}", api.results, batch_id)
     answers: dict[str, LLMResponse] = {}
     failures: dict[str, str] = {}
     for key, request in chunk:
         if key in got:
-            answers[key] = client._record_answer(key, request, *got[key])
+            answers[key] = recorder.record(key, request, got[key])
         else:
             failures[key] = lost.get(key, missing)
     if failures:
@@ -365,20 +371,26 @@ def _collect(
     return answers, failures
 
 
-def _cancel(client: LLMClient, api: Batches, batch_id: str) -> None:
+def _cancel(live: LiveTransport, api: Batches, batch_id: str) -> None:
     """Cancel a batch, logging (not raising) a failure to: the caller is already giving up on it."""
     log.warning("cancelling batch %s", batch_id)
     try:
-        _call(client, f"cancelling batch {batch_id}", api.cancel, batch_id)
+        _call(live, f"cancelling batch {batch_id}", api.cancel, batch_id)
     except LLMError as err:
         log.warning("%s", err)
 
 
 def _fallback(
-    client: LLMClient, misses: Sequence[Miss], failures: dict[str, str], stages: str, batch_ids: list[str]
+    transport: BatchTransport,
+    recorder: Recorder,
+    misses: Sequence[Miss],
+    failures: dict[str, str],
+    stages: str,
+    batch_ids: list[str],
 ) -> dict[str, LLMResponse]:
     """Call the unanswered requests live, or report them in one error (``llm.batch_fallback``)."""
-    config = client.config
+    live = transport.live
+    config = live.config
     unanswered = [(key, request) for key, request in misses if key in failures]
     reasons = Counter(failures[key] for key, _ in unanswered)
     summary = "; ".join(f"{count} × {reason}" for reason, count in reasons.most_common(3))
@@ -391,32 +403,32 @@ def _fallback(
     )
     if config.batch_fallback == "report":
         raise LLMError(
-            client._scrub(
-                f"{head}; first: {client._where(first)}, request {key[:12]}. The {len(misses) - len(unanswered)} "
+            live.scrub(
+                f"{head}; first: {where(config, first)}, request {key[:12]}. The {len(misses) - len(unanswered)} "
                 'answered are stored: build again to send the rest in a new batch, or set llm.batch_fallback = "live" '
                 "to call them one by one."
             )
         )
-    log.warning("%s", client._scrub(f"{head}; calling them live"))
+    log.warning("%s", live.scrub(f"{head}; calling them live"))
     with RequestProgress(len(unanswered), f"{stages} (live, after batch)") as progress:
-        return client._call_all(unanswered, progress)
+        return recorder.call_each(unanswered, transport, progress)
 
 
 class _Transient(LLMError):
     """A poll that failed in passing (connection, timeout, 429, 5xx)."""
 
 
-def _call[T](client: LLMClient, what: str, function: Callable[..., T], *args: Any, transient_ok: bool = False) -> T:
+def _call[T](live: LiveTransport, what: str, function: Callable[..., T], *args: Any, transient_ok: bool = False) -> T:
     """An SDK call of the batch API; its failure as an :class:`LLMError` without the key, naming ``what``
     (a :class:`_Transient` one for a passing failure when ``transient_ok``). Raised outside the ``except``, so the
     SDK's exception, whose text may echo the key, is not chained to it."""
-    config = client.config
+    config = live.config
     status: int | None = None
     transient = False
     try:
         return function(*args)
     except (openai.APIStatusError, anthropic.APIStatusError) as err:
-        detail, status, transient = client._refusal(err), err.status_code, isinstance(err, _TRANSIENT)
+        detail, status, transient = live.refusal(err), err.status_code, isinstance(err, _TRANSIENT)
         if status == 404 and config.provider == "openai" and what.startswith("submitting"):
             detail += ' (does this server offer the Batch API? If not, set llm.mode = "auto")'
     except (openai.APITimeoutError, anthropic.APITimeoutError):
@@ -426,7 +438,7 @@ def _call[T](client: LLMClient, what: str, function: Callable[..., T], *args: An
     except (openai.OpenAIError, anthropic.AnthropicError, pydantic.ValidationError, ValueError) as err:
         detail = f"{type(err).__name__}: {err}"
     kind = _Transient if transient_ok and transient else LLMError
-    raise kind(client._scrub(f"{config.provider} {config.model!r}, {what}: {detail}"), status_code=status)
+    raise kind(live.scrub(f"{config.provider} {config.model!r}, {what}: {detail}"), status_code=status)
 
 
 def _http_reason(status: Any, body: Any) -> str:

@@ -14,7 +14,9 @@ import hashlib
 import re
 
 from pbbq.tasks.cues import entity_gender
-from pbbq.tasks.llm import LLMError, LLMRequest
+
+from .config import LLMError, LLMRequest
+from .transport import InProcessTransport
 
 CONTINUATION_FA = "[پاسخ جایگزین] {stereo} این کار را کرد و {nonstereo} نکرد."
 """Every disambiguated continuation: the stereotyped entity answers the negative question (PBBQ Appendix D)."""
@@ -42,7 +44,7 @@ def _number(text: str) -> int:
     return int(hashlib.sha256(text.encode("utf-8")).hexdigest()[:12], 16) % 10**9
 
 
-class StandInAnswerer:
+class StandInAnswerer(InProcessTransport):
     """The answers of the stages that ask an LLM (disambiguate, translate, the names stage's gender question, the
     crawl's extractor), each computed from the request. It remembers the Persian of every English it wrote, so
     that a back-translation returns it (chrF 100)."""
@@ -50,7 +52,7 @@ class StandInAnswerer:
     def __init__(self) -> None:
         self._persian: dict[str, str] = {}
 
-    def answer(self, request: LLMRequest) -> str:
+    def text(self, request: LLMRequest) -> str:
         first = request.messages[0][1]
         if request.stage == "disambiguate":
             return CONTINUATION_FA

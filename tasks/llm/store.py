@@ -1,0 +1,352 @@
+"""The response store: every answer kept under its request key and its source, and the JSONL transcripts it
+imports and exports (docs/architecture.md §6).
+
+The store keeps each answer under its source: the transcript it was imported from (by the file's sha256), the
+model's own answers (``RECORDED``), or the stand-in (``STAND_IN``); a client reads only the sources its mode and
+transcript allow (``LLMClient.sources``), so a build never takes an answer from a transcript it does not name. A
+store exports to a JSONL transcript that can be opened read-only for replay, so a release rebuilds with no key.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import logging
+import os
+import sqlite3
+import threading
+import zlib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pbbq.tasks.closing import Closing
+
+from .config import LLMError, canonical_json, sha256_text
+
+log = logging.getLogger(__name__)
+
+RECORDED = "recorded"
+"""The source of the answers a store got from the model itself (modes live, auto, batch)."""
+STAND_IN = "stand-in"
+"""The source of stand-in answers (mode ``stand-in``): never read by another mode."""
+TRANSCRIPT_FORMAT = "pbbq"
+TRANSCRIPT_VERSION = 1
+
+_RECORD_FIELDS = ("key", "provider", "model", "request", "response", "tokens_in", "tokens_out", "created_at")
+_PLACEHOLDERS = ", ".join("?" * (1 + len(_RECORD_FIELDS)))
+
+
+@dataclass(frozen=True)
+class StoredResponse:
+    """One row of the response store."""
+
+    key: str
+    provider: str
+    model: str
+    request: dict[str, Any]
+    text: str
+    tokens_in: int
+    tokens_out: int
+    created_at: str
+
+
+def _encode_transcript(path: Path, text: str) -> bytes:
+    """A transcript's bytes: gzip for a ``.gz`` path (no timestamp in the header, so deterministic)."""
+    data = text.encode("utf-8")
+    return gzip.compress(data, mtime=0) if path.suffix == ".gz" else data
+
+
+def read_transcript(path: Path) -> str:
+    """A transcript's text, gzip-decoded for a ``.gz`` path (as ``export_jsonl`` writes it); a ``ValueError``
+    naming the file if it is missing, not gzip (a ``.gz`` path), or not UTF-8."""
+    if not path.is_file():
+        raise ValueError(f"{path}: transcript not found")
+    data = path.read_bytes()
+    try:
+        data = gzip.decompress(data) if path.suffix == ".gz" else data
+    except (OSError, EOFError, zlib.error) as err:  # gzip.BadGzipFile is an OSError; a truncated stream, EOFError
+        raise ValueError(f"{path}: not a readable gzip file ({err})") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data[: err.start].count(b"\n") + 1
+        raise ValueError(f"{path}:{line}: not UTF-8 text") from None
+
+
+def transcript_source(path: str | Path) -> str:
+    """The source a transcript's answers are stored under: the sha256 of the file's bytes (the hash the run's
+    manifest records for its transcript); "" for a file that cannot be read (its loader then says why)."""
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return ""
+
+
+class ResponseStore(Closing):
+    """Recorded answers keyed by source and request key: a SQLite file, or a read-only JSONL transcript."""
+
+    def __init__(self, path: str | Path, *, _transcript: bool = False) -> None:
+        """Open (or create) the SQLite store at ``path``; use ``from_transcript`` for a JSONL file."""
+        self.path = Path(path)
+        self.read_only = _transcript
+        self.header: dict[str, Any] | None = None
+        self.transcript_sha256: str | None = None
+        """A read-only transcript's source (:func:`transcript_source`)."""
+        self._lock = threading.Lock()
+        if _transcript:
+            self._db = sqlite3.connect(":memory:", check_same_thread=False)
+        else:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.path, check_same_thread=False)
+        try:
+            self._create()
+        except sqlite3.DatabaseError as err:
+            self._db.close()
+            raise LLMError(
+                f"{self.path}: not a response store ({err}); move the file away or set [llm] store_path to another"
+            ) from None
+
+    def _create(self) -> None:
+        """The tables (and the move of a store written before answers had a source: its rows count as the model's
+        own, ``RECORDED``, since imported and called answers cannot be told apart there)."""
+        if not self.read_only:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+        with self._db:
+            self._db.execute(
+                "CREATE TABLE IF NOT EXISTS answers (source TEXT NOT NULL, key TEXT NOT NULL, provider TEXT NOT NULL, "
+                "model TEXT NOT NULL, request TEXT NOT NULL, response TEXT NOT NULL, tokens_in INTEGER NOT NULL, "
+                "tokens_out INTEGER NOT NULL, created_at TEXT NOT NULL, PRIMARY KEY (source, key))"
+            )
+            self._db.execute(
+                "CREATE TABLE IF NOT EXISTS transcripts (sha256 TEXT PRIMARY KEY, records INTEGER NOT NULL)"
+            )
+            tables = {row[0] for row in self._db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            if "responses" in tables:
+                self._db.execute(
+                    f"INSERT OR IGNORE INTO answers SELECT ?, {', '.join(_RECORD_FIELDS)} FROM responses", (RECORDED,)
+                )
+                self._db.execute("DROP TABLE responses")
+            self._db.execute("DROP TABLE IF EXISTS imports")
+
+    @classmethod
+    def from_transcript(cls, path: str | Path) -> ResponseStore:
+        """Open a JSONL transcript as a read-only store (for replay)."""
+        store = cls(path, _transcript=True)
+        store.transcript_sha256 = transcript_source(path)
+        store.header, _ = store._load_jsonl(Path(path), store.transcript_sha256)
+        return store
+
+    def close(self) -> None:
+        """Close the database connection."""
+        with self._lock:
+            self._db.close()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return int(self._db.execute("SELECT COUNT(*) FROM answers").fetchone()[0])
+
+    def get(self, key: str, sources: Sequence[str] = (RECORDED,)) -> StoredResponse | None:
+        """The answer for ``key`` from the first of ``sources`` that has one, or None."""
+        marks = ", ".join("?" * len(sources))
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT source, {', '.join(_RECORD_FIELDS)} FROM answers WHERE key = ? AND source IN ({marks})",
+                (key, *sources),
+            ).fetchall()
+        found = {row[0]: row[1:] for row in rows}
+        return next((_row_to_record(found[source]) for source in sources if source in found), None)
+
+    def put(self, record: StoredResponse, source: str = RECORDED) -> None:
+        """Record (or replace) an answer of ``source``."""
+        if self.read_only:
+            raise LLMError(f"response store {self.path} is a read-only transcript; import it into a SQLite store")
+        with self._lock:
+            self._insert([record], source)
+
+    def export_jsonl(
+        self,
+        path: str | Path,
+        header: Mapping[str, Any],
+        keys: Iterable[str] | None = None,
+        sources: Sequence[str] = (RECORDED,),
+    ) -> int:
+        """Write a transcript of the answers of ``sources`` (a key held by several: the first's): a header line,
+        then one record per line sorted by key; returns the count.
+
+        ``keys`` limits it to those answers (a build's own requests); a key the store lacks is an error, since
+        the transcript could not replay the build. The same store and keys always give the same bytes; the file
+        is written to a temporary name and renamed.
+        """
+        marks = ", ".join("?" * len(sources))
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT source, {', '.join(_RECORD_FIELDS)} FROM answers WHERE source IN ({marks}) ORDER BY key",
+                tuple(sources),
+            ).fetchall()
+        rank = {source: index for index, source in enumerate(sources)}
+        chosen: dict[str, tuple[Any, ...]] = {}
+        for row in rows:
+            held = chosen.get(row[1])
+            if held is None or rank[row[0]] < rank[held[0]]:
+                chosen[row[1]] = row
+        records = [_row_to_record(row[1:]) for _, row in sorted(chosen.items())]
+        if keys is not None:
+            wanted = set(keys)
+            records = [record for record in records if record.key in wanted]
+            missing = wanted - {record.key for record in records}
+            if missing:
+                raise LLMError(
+                    f"response store {self.path} lacks {len(missing)} answer(s) of this build, e.g. {min(missing)[:12]}"
+                )
+        head = {
+            **header,
+            "transcript": TRANSCRIPT_FORMAT,
+            "version": TRANSCRIPT_VERSION,
+            "records": len(records),
+        }
+        lines = [canonical_json(head)]
+        lines.extend(canonical_json(_record_to_json(record)) for record in records)
+        target = Path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(target.name + ".tmp")
+        tmp.write_bytes(_encode_transcript(target, "\n".join(lines) + "\n"))
+        os.replace(tmp, target)
+        return len(records)
+
+    def import_jsonl(self, path: str | Path) -> int:
+        """Add every record of a transcript under its own source (:func:`transcript_source`); returns the count.
+        A file imported before is not read again: its answers are there, under its hash."""
+        if self.read_only:
+            raise LLMError(f"response store {self.path} is a read-only transcript; import into a SQLite store")
+        digest = transcript_source(path)
+        with self._lock:
+            done = self._db.execute("SELECT records FROM transcripts WHERE sha256 = ?", (digest,)).fetchone()
+        if done is not None:
+            return int(done[0])
+        _, count = self._load_jsonl(Path(path), digest)
+        with self._lock, self._db:
+            self._db.execute("INSERT OR REPLACE INTO transcripts VALUES (?, ?)", (digest, count))
+        log.info("imported %d records from transcript %s into %s", count, path, self.path)
+        return count
+
+    def _load_jsonl(self, path: Path, source: str) -> tuple[dict[str, Any], int]:
+        """Validate a transcript and insert its records under ``source`` in one transaction; returns (header,
+        count)."""
+        header, records = parse_transcript(path)
+        with self._lock:
+            self._insert(records, source)
+        return header, len(records)
+
+    def _insert(self, records: Sequence[StoredResponse], source: str) -> None:
+        with self._db:
+            self._db.executemany(
+                f"INSERT OR REPLACE INTO answers (source, {', '.join(_RECORD_FIELDS)}) VALUES ({_PLACEHOLDERS})",
+                [
+                    (
+                        source,
+                        r.key,
+                        r.provider,
+                        r.model,
+                        canonical_json(r.request),
+                        r.text,
+                        r.tokens_in,
+                        r.tokens_out,
+                        r.created_at,
+                    )
+                    for r in records
+                ],
+            )
+
+
+def parse_transcript(path: Path) -> tuple[dict[str, Any], list[StoredResponse]]:
+    """A transcript's header and records, every line checked; a ``ValueError`` naming the file and line."""
+    lines = read_transcript(path).splitlines()
+    if not lines:
+        raise ValueError(f"{path}: empty file, expected a PBBQ transcript header on line 1")
+    header = _parse_line(path, 1, lines[0])
+    if header.get("transcript") != TRANSCRIPT_FORMAT or header.get("version") != TRANSCRIPT_VERSION:
+        raise ValueError(
+            f"{path}:1: not a PBBQ transcript header (expected transcript={TRANSCRIPT_FORMAT!r}, "
+            f"version={TRANSCRIPT_VERSION})"
+        )
+    records = [
+        _json_to_record(path, number, _parse_line(path, number, line)) for number, line in enumerate(lines[1:], 2)
+    ]
+    if header.get("records") != len(records):
+        raise ValueError(f"{path}: header announces {header.get('records')!r} records, the file holds {len(records)}")
+    return header, records
+
+
+def open_store(path: str | Path) -> ResponseStore:
+    """A ``.jsonl`` (or ``.jsonl.gz``) path opens as a read-only transcript, anything else as a SQLite store."""
+    is_transcript = Path(path).name.endswith((".jsonl", ".jsonl.gz"))
+    return ResponseStore.from_transcript(path) if is_transcript else ResponseStore(path)
+
+
+def _row_to_record(row: tuple[Any, ...]) -> StoredResponse:
+    key, provider, model, request, response, tokens_in, tokens_out, created_at = row
+    return StoredResponse(key, provider, model, json.loads(request), response, tokens_in, tokens_out, created_at)
+
+
+def _record_to_json(record: StoredResponse) -> dict[str, Any]:
+    return {
+        "key": record.key,
+        "provider": record.provider,
+        "model": record.model,
+        "request": record.request,
+        "response": record.text,
+        "tokens_in": record.tokens_in,
+        "tokens_out": record.tokens_out,
+        "created_at": record.created_at,
+    }
+
+
+def _parse_line(path: Path, number: int, line: str) -> dict[str, Any]:
+    try:
+        value = json.loads(line)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path}:{number}: not valid JSON ({err.msg})") from None
+    except (ValueError, RecursionError) as err:  # an integer of over 4300 digits; nesting too deep
+        raise ValueError(f"{path}:{number}: not usable JSON ({err})") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"{path}:{number}: expected a JSON object")
+    try:
+        if "\\u" in line:  # only a \u escape makes a lone surrogate
+            canonical_json(value).encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(f"{path}:{number}: a \\u escape of a lone surrogate (\\ud800-\\udfff) is not text") from None
+    return value
+
+
+def _json_to_record(path: Path, number: int, value: dict[str, Any]) -> StoredResponse:
+    missing = [name for name in _RECORD_FIELDS if name not in value]
+    if missing:
+        raise ValueError(f"{path}:{number}: record is missing {missing}")
+    types = {"request": dict, "response": str, "tokens_in": int, "tokens_out": int}
+    for name, kind in types.items():
+        if not isinstance(value[name], kind):
+            raise ValueError(f"{path}:{number}: {name} must be a {kind.__name__}")
+    for name in ("tokens_in", "tokens_out"):
+        if not 0 <= value[name] < 2**63:  # what SQLite stores
+            raise ValueError(f"{path}:{number}: {name} = {value[name]} is not a token count (0 … 2**63 - 1)")
+    if sha256_text(canonical_json(value["request"])) != value["key"]:
+        raise ValueError(f"{path}:{number}: key {value['key']!r} is not the sha256 of the record's request")
+    return StoredResponse(
+        key=value["key"],
+        provider=str(value["provider"]),
+        model=str(value["model"]),
+        request=value["request"],
+        text=value["response"],
+        tokens_in=value["tokens_in"],
+        tokens_out=value["tokens_out"],
+        created_at=str(value["created_at"]),
+    )
+
+
+def transcript_header(path: Path) -> dict[str, Any]:
+    """A transcript's header line (a run's own transcript: ``"stand_in": true`` marks stand-in answers)."""
+    return _parse_line(path, 1, read_transcript(path).partition("\n")[0])
