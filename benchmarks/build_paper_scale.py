@@ -35,7 +35,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from pbbq.tasks.markdown import markdown_table
+from pbbq.tasks.core.markdown import markdown_table
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 GIB = 1024**3
@@ -52,7 +52,7 @@ def limit(config: Path) -> dict[str, Any]:
     from pbbq.flows.config import load_config
     from pbbq.flows.pipeline import PIPELINE
     from pbbq.tasks.llm import open_llm
-    from pbbq.tasks.stage import Sources, arguments, finish
+    from pbbq.tasks.core.stage import Sources, arguments, finish
 
     started = time.perf_counter()
     build = load_config(config)
@@ -149,7 +149,7 @@ def fail_one_template(folder: Path) -> str:
     with path.open(encoding="utf-8", newline="") as handle:
         rows = list(csv.DictReader(handle))
     template = rows[0]["template_id"]
-    labels = ("stereo", "nonstereo", "neither")  # the target labels of a rating (tasks/inputs.py)
+    labels = ("stereo", "nonstereo", "neither")  # the target labels of a rating (tasks/core/inputs.py)
     for index, row in enumerate(r for r in rows if r["template_id"] == template):
         row["target_label"] = labels[index % len(labels)]
     with path.open("w", encoding="utf-8", newline="") as handle:

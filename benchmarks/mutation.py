@@ -36,7 +36,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 EQUIVALENTS_FILE = Path(__file__).with_name("mutation_equivalents.toml")
 PACKAGED = ("tasks", "flows")
 """The code's folders, copied into the scratch copy's ``pbbq/`` package: mutmut names a mutant after its file's
-path, and the name must be the module's import name (``pbbq.tasks.cues``) for mutmut to switch it on."""
+path, and the name must be the module's import name (``pbbq.tasks.text.cues``) for mutmut to switch it on."""
 COPIED = ("pbbq", "tests", "benchmarks", "annotations", "survey", "configs", "prompts")
 """What else the scratch copy holds: the namespace package, the tests and the inputs the tests read."""
 KILLED = ("killed", "timeout")

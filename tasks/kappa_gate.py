@@ -19,8 +19,8 @@ import math
 from dataclasses import asdict, dataclass
 
 import pandas as pd
-from pbbq.tasks.artifacts import StageOutput, count_reasons
-from pbbq.tasks.schemas import TEMPLATE
+from .core.artifacts import StageOutput, count_reasons
+from .core.schemas import TEMPLATE
 from statsmodels.stats.inter_rater import fleiss_kappa
 
 SINGLE_LABEL = "single_label_perfect_agreement"

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pyarrow.parquet as pq
-from pbbq.tasks.artifacts import REPO_ROOT
-from pbbq.tasks.persian_text import normalize_fa
+from pbbq.tasks.core.artifacts import REPO_ROOT
+from pbbq.tasks.text.persian import normalize_fa
 
 if TYPE_CHECKING:
     from pbbq.tasks.llm import LLMConfig

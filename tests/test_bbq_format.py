@@ -104,7 +104,7 @@ def test_the_check_fails_on_a_record_lm_eval_misreads() -> None:
 
 def test_a_persian_unknown_option_is_not_one_of_lm_evals() -> None:
     """The fa config cannot go through lm-eval's BBQ task (its choices need an English 'unknown'): the reason the
-    release ships its own task (tasks/lm_eval_task.py)."""
+    release ships its own task (tasks/evaluation/lm_eval_task.py)."""
     problems = disagreements(as_dataset(make_records()["fa"]))
     assert problems and all("UNKNOWN_RESPONSES" in problem for problem in problems)
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from pbbq.flows.pipeline import PIPELINE
-from pbbq.tasks.artifacts import REPO_ROOT, StageRecord
+from pbbq.tasks.core.artifacts import REPO_ROOT, StageRecord
 
 FLOW = """
 import sys

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from pbbq.tasks.artifacts import REPO_ROOT
+from pbbq.tasks.core.artifacts import REPO_ROOT
 
 HEAVY = ("pandas", "pyarrow", "prefect", "torch", "openai", "anthropic", "lm_eval", "numpy")
 

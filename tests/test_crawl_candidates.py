@@ -13,8 +13,8 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from pbbq.tasks.artifacts import REPO_ROOT
-from pbbq.tasks.candidates import (
+from pbbq.tasks.core.artifacts import REPO_ROOT
+from pbbq.tasks.crawl.candidates import (
     REVIEW_COLUMNS,
     GroupMatcher,
     lexicon_candidates,
@@ -25,7 +25,7 @@ from pbbq.tasks.candidates import (
     sentences,
 )
 from pbbq.tasks.crawl import CrawlParams, crawl, fetch_sources
-from pbbq.tasks.inputs import InputError
+from pbbq.tasks.core.inputs import InputError
 from pbbq.tasks.llm import LLMClient, LLMConfig, ResponseStore
 
 from tests.fakes.llm_servers import FakeLLMServer

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from pbbq.flows.server import stop
-from pbbq.tasks.artifacts import REPO_ROOT
+from pbbq.tasks.core.artifacts import REPO_ROOT
 
 pytestmark = pytest.mark.deployment
 BIN = Path(sys.executable).parent

@@ -18,7 +18,7 @@ from pbbq.tasks.diversity import (
     template_diversity_table,
     template_units,
 )
-from pbbq.tasks.persian_text import tokenize_fa
+from pbbq.tasks.text.persian import tokenize_fa
 
 from tests.diversity_support import make_examples, make_templates, reference_bleu_scores, template_row, tiny_bert
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from pbbq.tasks.diversity_homogenization import (
+from pbbq.tasks.diversity.homogenization import (
     HomogenizationResult,
     _embed,
     _pair_f1,

@@ -21,10 +21,10 @@ import yaml
 from lm_eval.tasks.bbq import utils as bbq
 from pbbq.flows.cli import main
 from pbbq.flows.evaluate_pbbq import evaluate_pbbq
-from pbbq.tasks.artifacts import REPO_ROOT
-from pbbq.tasks.evaluate import EvaluateError, ModelSpec, check_configs, resolve_release, run_unit, task_folder
-from pbbq.tasks.lm_eval_utils import parse_choice
-from pbbq.tasks.metrics import accuracy, ambiguous_bias, bbq_bias_scores, delta_bias, uncertainty
+from pbbq.tasks.core.artifacts import REPO_ROOT
+from pbbq.tasks.evaluation.evaluate import EvaluateError, ModelSpec, check_configs, resolve_release, run_unit, task_folder
+from pbbq.tasks.evaluation.lm_eval_utils import parse_choice
+from pbbq.tasks.evaluation.metrics import accuracy, ambiguous_bias, bbq_bias_scores, delta_bias, uncertainty
 
 from tests.bbq_records import SPECS, write_run
 from tests.fakes.completions_server import FakeCompletionsServer

@@ -20,7 +20,7 @@ from pbbq.tasks.kappa_gate import (
     kappa_gate,
     template_kappa,
 )
-from pbbq.tasks.schemas import TEMPLATE
+from pbbq.tasks.core.schemas import TEMPLATE
 
 S, N, X = "stereo", "nonstereo", "neither"
 

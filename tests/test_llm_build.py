@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from pbbq.flows.build_pbbq import build_pbbq
 from pbbq.flows.config import load_config
-from pbbq.tasks.artifacts import sha256_file
-from pbbq.tasks.inputs import load_inputs
+from pbbq.tasks.core.artifacts import sha256_file
+from pbbq.tasks.core.inputs import load_inputs
 from pbbq.tasks.llm import read_transcript
 
 from tests.fakes.llm_servers import FakeLLMServer

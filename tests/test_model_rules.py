@@ -20,7 +20,7 @@ import pyarrow as pa
 import pytest
 from pbbq.flows.config import ConfigError, load_config
 from pbbq.tasks.disambiguate import COLUMNS, DisambiguateParams, Prompts, disambiguate
-from pbbq.tasks.glossary import GLOSSARY_COLUMNS, Glossary
+from pbbq.tasks.translate.glossary import GLOSSARY_COLUMNS, Glossary
 from pbbq.tasks.llm import (
     MODEL_RULES,
     REASONING_MAX_TOKENS,
@@ -34,7 +34,7 @@ from pbbq.tasks.llm import (
     request_payload,
     rule_for,
 )
-from pbbq.tasks.schemas import TEMPLATE
+from pbbq.tasks.core.schemas import TEMPLATE
 from pbbq.tasks.translate import TranslateParams, TranslatePrompts, segments, translate_segments
 
 from tests.fakes.llm_servers import FakeLLMServer
@@ -552,7 +552,7 @@ def test_the_model_from_the_environment_brings_its_rule() -> None:
 @pytest.fixture(scope="module")
 def stand_in() -> Any:
     from pbbq.flows.config import load_config as load
-    from pbbq.tasks.inputs import load_inputs
+    from pbbq.tasks.core.inputs import load_inputs
 
     from tests.fakes.stand_in_model import StandInModel
 

@@ -1,4 +1,4 @@
-"""The name tables (tasks/name_tables.py, annotations/names/): the validator names file, row and problem for every
+"""The name tables (tasks/names/tables.py, annotations/names/): the validator names file, row and problem for every
 rule (eras, aliases, names per gender and era, duplicates, shared names); the shipped tables hold first names in
 use, one Turk/Azeri group, the added groups, and every Persian name's gender agrees with the independent list of
 the persian-gender-detection package or the table records the decision (issue 9 §5)."""
@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from pbbq.tasks.artifacts import REPO_ROOT
-from pbbq.tasks.inputs import InputError, load_questionnaire, load_templates
-from pbbq.tasks.name_tables import (
+from pbbq.tasks.core.artifacts import REPO_ROOT
+from pbbq.tasks.core.inputs import InputError, load_questionnaire, load_templates
+from pbbq.tasks.names.tables import (
     ERAS,
     NAME_COLUMNS,
     REQUIRED_COLUMNS,

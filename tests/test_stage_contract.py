@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from pbbq.flows.audit import audit_text
+from pbbq.flows.audit.audit import audit_text
 from pbbq.flows.build_pbbq import build_pbbq
 from pbbq.flows.config import ConfigError, load_config
 from pbbq.flows.pipeline import PIPELINE
-from pbbq.tasks.artifacts import StageOutput
-from pbbq.tasks.stage import Input, Stage, Table, finish
+from pbbq.tasks.core.artifacts import StageOutput
+from pbbq.tasks.core.stage import Input, Stage, Table, finish
 
 from tests.extra_stage import STAGE, ContextLengthParams
 

@@ -13,8 +13,8 @@ import pytest
 from pbbq.flows.cli import main
 from pbbq.flows.config import load_config
 from pbbq.tasks.disambiguate import Prompts, disambiguate
-from pbbq.tasks.glossary import load_glossary
-from pbbq.tasks.inputs import load_inputs
+from pbbq.tasks.translate.glossary import load_glossary
+from pbbq.tasks.core.inputs import load_inputs
 from pbbq.tasks.instantiate import instantiate
 from pbbq.tasks.kappa_gate import kappa_gate
 from pbbq.tasks.llm import LLMClient

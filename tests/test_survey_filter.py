@@ -13,8 +13,8 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from pbbq.tasks.inputs import DEMOGRAPHIC_COLUMNS, QUESTIONNAIRE_COLUMNS
-from pbbq.tasks.schemas import STEREOTYPE
+from pbbq.tasks.core.inputs import DEMOGRAPHIC_COLUMNS, QUESTIONNAIRE_COLUMNS
+from pbbq.tasks.core.schemas import STEREOTYPE
 from pbbq.tasks.survey_filter import (
     ACCEPTANCE_BY_DEMOGRAPHIC,
     SurveyParams,

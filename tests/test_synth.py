@@ -1,4 +1,4 @@
-"""``pbbq synth`` (tasks/synth.py): synthetic inputs at the paper's scale, and publish's refusal of them.
+"""``pbbq synth`` (tasks/synth/__init__.py): synthetic inputs at the paper's scale, and publish's refusal of them.
 
 The plan is checked at every scale against PBBQ Table 1 (no files written); the files themselves at the hidden
 ``tiny`` scale (one template per category): the same seed gives the same bytes, every table passes its real
@@ -17,14 +17,14 @@ import pytest
 from pbbq.flows.cli import main
 from pbbq.flows.config import load_config
 from pbbq.tasks.disambiguate import Prompts, disambiguate
-from pbbq.tasks.glossary import load_glossary
-from pbbq.tasks.inputs import load_inputs
+from pbbq.tasks.translate.glossary import load_glossary
+from pbbq.tasks.core.inputs import load_inputs
 from pbbq.tasks.instantiate import instantiate
 from pbbq.tasks.kappa_gate import kappa_gate
 from pbbq.tasks.llm import LLMClient, LLMConfig, ResponseStore
-from pbbq.tasks.name_tables import load_name_table
+from pbbq.tasks.names.tables import load_name_table
 from pbbq.tasks.publish import PublishError, UploadResult, publish_stage
-from pbbq.tasks.schemas import CATEGORIES
+from pbbq.tasks.core.schemas import CATEGORIES
 from pbbq.tasks.statistics import table1
 from pbbq.tasks.survey_filter import survey_filter
 from pbbq.tasks.synth import (

@@ -11,12 +11,12 @@ from typing import Any
 import pandas as pd
 import pytest
 from pbbq.flows.config import load_config
-from pbbq.tasks.artifacts import REPO_ROOT
-from pbbq.tasks.glossary import Glossary, load_glossary, rendered
-from pbbq.tasks.inputs import InputError, load_inputs
+from pbbq.tasks.core.artifacts import REPO_ROOT
+from pbbq.tasks.translate.glossary import Glossary, load_glossary, rendered
+from pbbq.tasks.core.inputs import InputError, load_inputs
 from pbbq.tasks.instantiate import InstantiateParams, instantiate
 from pbbq.tasks.llm import LLMClient, ResponseStore
-from pbbq.tasks.schemas import OPTIONS
+from pbbq.tasks.core.schemas import OPTIONS
 from pbbq.tasks.translate import (
     FAILURES,
     TranslateParams,

@@ -21,8 +21,8 @@ sys.path.insert(0, str(HERE.parents[1]))
 
 from pbbq.flows.config import load_config  # noqa: E402
 from pbbq.tasks.disambiguate import Prompts, disambiguate  # noqa: E402
-from pbbq.tasks.glossary import load_glossary  # noqa: E402
-from pbbq.tasks.inputs import load_inputs  # noqa: E402
+from pbbq.tasks.translate.glossary import load_glossary  # noqa: E402
+from pbbq.tasks.core.inputs import load_inputs  # noqa: E402
 from pbbq.tasks.instantiate import instantiate  # noqa: E402
 from pbbq.tasks.kappa_gate import kappa_gate  # noqa: E402
 from pbbq.tasks.llm import LLMClient, ResponseStore  # noqa: E402

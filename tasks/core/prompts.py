@@ -1,0 +1,36 @@
+"""What the LLM stages share about their prompts (docs/architecture.md §6): a bundle of prompt files whose hash
+goes into every request key, and the follow-up request that names the rules an answer broke."""
+
+from __future__ import annotations
+
+from dataclasses import astuple, dataclass
+from pathlib import Path
+from typing import Self
+
+from .artifacts import sha256_bytes
+from ..llm import LLMRequest
+
+
+@dataclass(frozen=True)
+class PromptBundle:
+    """A stage's prompt files' text, one field per file, in the order they are hashed."""
+
+    @classmethod
+    def read(cls, paths: tuple[Path, ...]) -> Self:
+        return cls(*(path.read_text(encoding="utf-8") for path in paths))
+
+    @property
+    def sha256(self) -> str:
+        """The bundle's hash: every file's text, in field order, joined by NUL."""
+        return sha256_bytes("\0".join(astuple(self)).encode("utf-8"))
+
+
+def retry_request(request: LLMRequest, answer: str, message: str) -> LLMRequest:
+    """The conversation so far, the answer, and ``message`` (the retry prompt naming what the answer broke)."""
+    return LLMRequest(
+        messages=(*request.messages, ("assistant", answer), ("user", message)),
+        system=request.system,
+        prompt_hash=request.prompt_hash,
+        stage=request.stage,
+        context=request.context,
+    )
