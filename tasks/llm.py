@@ -52,9 +52,10 @@ from typing import Any, Literal, Protocol, get_args, get_origin
 import anthropic
 import openai
 from openai.types.shared import ReasoningEffort
-from pbbq.tasks.closing import Closing
-from pbbq.tasks.progress import RequestProgress
-from pbbq.tasks.scrub import REDACTED
+
+from .core.closing import Closing
+from .core.progress import RequestProgress
+from .core.redaction import REDACTED
 
 log = logging.getLogger(__name__)
 
@@ -864,7 +865,7 @@ class LLMClient:
         )
         """Its answers are placeholders: mode ``stand-in``, or a replay of a stand-in build's transcript."""
         if answerer is None and config.mode == STAND_IN_MODE:
-            from pbbq.tasks.stand_in import StandInAnswerer  # imported here: stand_in imports this module
+            from .stand_in import StandInAnswerer  # imported here: stand_in imports this module
 
             answerer = StandInAnswerer()
         self.answerer = answerer
@@ -948,7 +949,7 @@ class LLMClient:
             self._prepare_calls(misses)
             stages = ", ".join(sorted({request.stage for _, request in misses}))
             if self.config.mode == "batch":
-                from pbbq.tasks.llm_batch import complete_in_batches  # imported here: llm_batch imports this module
+                from .llm_batch import complete_in_batches  # imported here: llm_batch imports this module
 
                 answers.update(complete_in_batches(self, misses, stages))
             else:

@@ -33,7 +33,9 @@ import anthropic
 import openai
 import pydantic
 from openai.types.chat import ChatCompletion
-from pbbq.tasks.llm import (
+
+from .core.progress import RequestProgress
+from .llm import (
     BATCH_DISCOUNT,
     LLMClient,
     LLMError,
@@ -48,7 +50,6 @@ from pbbq.tasks.llm import (
     sent_messages,
     sent_parameters,
 )
-from pbbq.tasks.progress import RequestProgress
 
 log = logging.getLogger(__name__)
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 import hashlib
 import re
 
-from pbbq.tasks.cues import entity_gender
-from pbbq.tasks.llm import LLMError, LLMRequest
+from .llm import LLMError, LLMRequest
+from .text.cues import entity_gender
 
 CONTINUATION_FA = "[پاسخ جایگزین] {stereo} این کار را کرد و {nonstereo} نکرد."
 """Every disambiguated continuation: the stereotyped entity answers the negative question (PBBQ Appendix D)."""
