@@ -51,8 +51,8 @@ def limit(config: Path) -> dict[str, Any]:
     from pbbq.flows.build_pbbq import load_build_inputs
     from pbbq.flows.config import load_config
     from pbbq.flows.pipeline import PIPELINE
-    from pbbq.tasks.llm import open_llm
     from pbbq.tasks.core.stage import Sources, arguments, finish
+    from pbbq.tasks.llm import open_llm
 
     started = time.perf_counter()
     build = load_config(config)

@@ -24,9 +24,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from pbbq.tasks.crawl.candidates import load_lexicon
-from pbbq.tasks.crawl import CrawlParams, crawl, fetch_sources
 from pbbq.tasks.core.markdown import markdown_table
+from pbbq.tasks.crawl import CrawlParams, crawl, fetch_sources
+from pbbq.tasks.crawl.candidates import load_lexicon
 from pbbq.tasks.crawl.scrub import scrub_segments
 from pbbq.tasks.crawl.telegram import export_segments
 

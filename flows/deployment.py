@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import yaml
-from .build_pbbq import build_pbbq
+
 from ..tasks.core.artifacts import REPO_ROOT
+from .build_pbbq import build_pbbq
 
 DEPLOYMENT_NAME = "build-pbbq"
 

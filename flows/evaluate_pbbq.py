@@ -4,8 +4,8 @@ results → PBBQ's Tables 3–4, BBQ's bias scores, ε_c and the KL to the surve
 A run writes ``outputs/<eval_id>/`` with the build's conventions (a manifest with every artifact's sha256, the
 inputs' hashes, the parameters, the code version; ``pbbq audit`` reads it):
 
-- ``01_samples/samples.parquet``: one row per model, config and example (:data:`pbbq.tasks.evaluation.metrics.SAMPLES`); the
-  report lists every unit (model × config) with its cache key, whether it was cached, its request count and
+- ``01_samples/samples.parquet``: one row per model, config and example (:data:`pbbq.tasks.evaluation.metrics.SAMPLES`);
+  the report lists every unit (model × config) with its cache key, whether it was cached, its request count and
   lm-eval's own aggregates of the task;
 - ``02_metrics/``: ``scores`` (every metric per model, config and category, with intervals), ``table3``,
   ``table4``, ``bbq_scores``, ``error_retention``, ``kl`` and ``kl_by_stereotype`` as parquet (and CSV),
@@ -16,11 +16,12 @@ inputs' hashes, the parameters, the code version; ``pbbq audit`` reads it):
 variants of the ``fa`` rows drawn, so that ε_c is computed); the report of ``01_samples`` says what they cover.
 
 A model spec's secret arguments (``api_key=…``) are dropped and named in a warning; the keys come from the
-environment (:data:`pbbq.tasks.evaluation.evaluate.KEY_VARIABLES`). Units are cached under ``<outputs>/.cache/eval/units/``
-by :func:`pbbq.tasks.evaluation.evaluate.unit_key` (model spec + release hash + task files + config + examples selected): a
-rerun of the same evaluation calls no model. lm-eval's own request cache
+environment (:data:`pbbq.tasks.evaluation.evaluate.KEY_VARIABLES`). Units are cached under
+``<outputs>/.cache/eval/units/`` by :func:`pbbq.tasks.evaluation.evaluate.unit_key` (model spec + release hash + task
+files + config + examples selected): a rerun of the same evaluation calls no model. lm-eval's own request cache
 (``<outputs>/.cache/eval/requests/``) keeps every answer as it arrives, so a crashed run resumes. This module
-only wires; the work is in :mod:`pbbq.tasks.evaluation.evaluate`, :mod:`pbbq.tasks.evaluation.metrics` and :mod:`pbbq.tasks.evaluation.reports`.
+only wires; the work is in :mod:`pbbq.tasks.evaluation.evaluate`, :mod:`pbbq.tasks.evaluation.metrics` and
+:mod:`pbbq.tasks.evaluation.reports`.
 """
 
 from __future__ import annotations
@@ -31,20 +32,12 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from .audit.runs import outputs_folder
+from prefect import flow, get_run_logger, task
+from prefect.artifacts import create_table_artifact
+from prefect.cache_policies import NO_CACHE
+
 from ..tasks.core.artifacts import RunFolder, StageOutput, atomic_write_bytes, new_run_id, parquet_bytes, write_json
-from ..tasks.evaluation.reports import (
-    BBQ_TABLE,
-    TABLE3,
-    TABLE4,
-    bbq_table,
-    plot_accuracy,
-    plot_bias_by_category,
-    reports_markdown,
-    table3,
-    table4,
-)
-from ..tasks.evaluation.sample import Selection, read_config, select_examples
+from ..tasks.core.schemas import to_arrow
 from ..tasks.evaluation.evaluate import (
     EvaluateError,
     ModelSpec,
@@ -71,10 +64,19 @@ from ..tasks.evaluation.metrics import (
     kl_to_survey,
     score_table,
 )
-from ..tasks.core.schemas import to_arrow
-from prefect import flow, get_run_logger, task
-from prefect.artifacts import create_table_artifact
-from prefect.cache_policies import NO_CACHE
+from ..tasks.evaluation.reports import (
+    BBQ_TABLE,
+    TABLE3,
+    TABLE4,
+    bbq_table,
+    plot_accuracy,
+    plot_bias_by_category,
+    reports_markdown,
+    table3,
+    table4,
+)
+from ..tasks.evaluation.sample import Selection, read_config, select_examples
+from .audit.runs import outputs_folder
 
 
 def _read_unit(path: Path) -> UnitResult | None:

@@ -11,18 +11,19 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import pandas as pd
+
 from ..tasks.core.artifacts import StageOutput
-from ..tasks.crawl.candidates import CANDIDATE, CLUSTER
+from ..tasks.core.schemas import EXAMPLE, EXAMPLE_DROPPED, STEREOTYPE, TEMPLATE, TEMPLATE_DISAMBIGUATED
+from ..tasks.core.soundness import SOUNDNESS
+from ..tasks.core.stage import Client, Input, Report, Resource, RunValue, Stage, Table, Tables
 from ..tasks.crawl import DROPPED_POST, POST, CrawlParams, crawl, crawl_counts, load_prompt
+from ..tasks.crawl.candidates import CANDIDATE, CLUSTER
 from ..tasks.disambiguate import REVIEW, DisambiguateParams, Prompts, disambiguate
 from ..tasks.diversity import TABLE2, TABLE2_INSTANCES, DiversityParams, diversity
 from ..tasks.instantiate import DROPPED_PAIR, InstantiateParams, instantiate
 from ..tasks.kappa_gate import GateParams, kappa_gate
 from ..tasks.names import NamesParams, load_gender_prompt, names
 from ..tasks.publish import RELEASE_FILES, PublishParams, publish_stage
-from ..tasks.core.schemas import EXAMPLE, EXAMPLE_DROPPED, STEREOTYPE, TEMPLATE, TEMPLATE_DISAMBIGUATED
-from ..tasks.core.soundness import SOUNDNESS
-from ..tasks.core.stage import Client, Input, Report, Resource, RunValue, Stage, Table, Tables
 from ..tasks.statistics import DISTRIBUTION, FUNNEL, TABLE1, statistics
 from ..tasks.survey_filter import ACCEPTANCE_BY_DEMOGRAPHIC, SurveyParams, survey_filter
 from ..tasks.translate import ATTEMPT, SEGMENT, TranslateParams, TranslatePrompts, translate

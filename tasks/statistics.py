@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 import pyarrow as pa
+
 from .core.artifacts import StageOutput
 from .core.schemas import CATEGORIES, empty_frame, example_configs
 from .core.soundness import SOUNDNESS, soundness

@@ -50,9 +50,12 @@ def test_editing_a_helper_recomputes_the_dependent_stage_only(tmp_path: Path) ->
 
 def test_the_real_stages_cover_the_modules_they_use() -> None:
     assert {"pbbq.tasks.text.persian", "pbbq.tasks.core.schemas"} <= set(module_closure("pbbq.tasks.diversity"))
-    assert {"pbbq.tasks.text.cues", "pbbq.tasks.names.draw", "pbbq.tasks.names.patterns", "pbbq.tasks.names.tables"} <= set(
-        module_closure("pbbq.tasks.names")
-    )
+    assert {
+        "pbbq.tasks.text.cues",
+        "pbbq.tasks.names.draw",
+        "pbbq.tasks.names.patterns",
+        "pbbq.tasks.names.tables",
+    } <= set(module_closure("pbbq.tasks.names"))
     assert "pbbq.tasks.text.cues" in module_closure("pbbq.tasks.instantiate")
     assert "pbbq.tasks.names" not in module_closure("pbbq.tasks.survey_filter")
 

@@ -14,6 +14,8 @@ from typing import Any
 import pandas as pd
 import pytest
 from pbbq.tasks.core.artifacts import REPO_ROOT
+from pbbq.tasks.core.inputs import InputError
+from pbbq.tasks.crawl import CrawlParams, crawl, fetch_sources
 from pbbq.tasks.crawl.candidates import (
     REVIEW_COLUMNS,
     GroupMatcher,
@@ -24,8 +26,6 @@ from pbbq.tasks.crawl.candidates import (
     restore_cell,
     sentences,
 )
-from pbbq.tasks.crawl import CrawlParams, crawl, fetch_sources
-from pbbq.tasks.core.inputs import InputError
 from pbbq.tasks.llm import LLMClient, LLMConfig, ResponseStore
 
 from tests.fakes.llm_servers import FakeLLMServer

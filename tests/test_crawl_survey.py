@@ -14,8 +14,8 @@ import pandas as pd
 import pytest
 from pbbq.flows.cli import main
 from pbbq.tasks.core.artifacts import REPO_ROOT
-from pbbq.tasks.crawl.candidates import REVIEW_COLUMNS, people_csv
 from pbbq.tasks.core.inputs import DEMOGRAPHIC_COLUMNS, InputError, load_questionnaire, load_responses
+from pbbq.tasks.crawl.candidates import REVIEW_COLUMNS, people_csv
 from pbbq.tasks.crawl.survey_form import (
     DEMOGRAPHIC_QUESTIONS,
     WRITE_IN,

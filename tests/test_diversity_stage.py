@@ -9,8 +9,8 @@ from pathlib import Path
 import pandas as pd
 import pbbq.tasks.diversity.homogenization
 import pytest
-from pbbq.tasks.diversity import DiversityParams, diversity, diversity_table, template_diversity_table
 from pbbq.tasks.core.schemas import to_arrow
+from pbbq.tasks.diversity import DiversityParams, diversity, diversity_table, template_diversity_table
 
 from tests.diversity_support import make_examples, make_templates
 

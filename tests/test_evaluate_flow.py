@@ -22,7 +22,14 @@ from lm_eval.tasks.bbq import utils as bbq
 from pbbq.flows.cli import main
 from pbbq.flows.evaluate_pbbq import evaluate_pbbq
 from pbbq.tasks.core.artifacts import REPO_ROOT
-from pbbq.tasks.evaluation.evaluate import EvaluateError, ModelSpec, check_configs, resolve_release, run_unit, task_folder
+from pbbq.tasks.evaluation.evaluate import (
+    EvaluateError,
+    ModelSpec,
+    check_configs,
+    resolve_release,
+    run_unit,
+    task_folder,
+)
 from pbbq.tasks.evaluation.lm_eval_utils import parse_choice
 from pbbq.tasks.evaluation.metrics import accuracy, ambiguous_bias, bbq_bias_scores, delta_bias, uncertainty
 

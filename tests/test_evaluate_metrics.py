@@ -11,7 +11,6 @@ import pandas as pd
 import pytest
 from lm_eval.tasks.bbq import utils as bbq
 from pbbq.tasks.evaluation import lm_eval_utils
-from pbbq.tasks.evaluation.reports import bbq_table, reports_markdown, table3, table4
 from pbbq.tasks.evaluation.metrics import (
     AVERAGE,
     SAMPLES,
@@ -26,6 +25,7 @@ from pbbq.tasks.evaluation.metrics import (
     score_table,
     uncertainty,
 )
+from pbbq.tasks.evaluation.reports import bbq_table, reports_markdown, table3, table4
 
 from tests.bbq_records import SURVEY, as_dataset, make_records
 

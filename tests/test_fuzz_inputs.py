@@ -2,8 +2,8 @@
 error naming the file (and the row or key), never another exception.
 
 The loaders: the questionnaire, the responses, the templates, the ratings, the unknown phrases and the
-disambiguation overrides (:mod:`pbbq.tasks.core.inputs`), the glossary (:mod:`pbbq.tasks.translate.glossary`), the name table
-(:mod:`pbbq.tasks.names.tables`), the gzip JSONL transcript of LLM answers (:class:`pbbq.tasks.llm.ResponseStore`)
+disambiguation overrides (:mod:`pbbq.tasks.core.inputs`), the glossary (:mod:`pbbq.tasks.translate.glossary`), the name
+table (:mod:`pbbq.tasks.names.tables`), the gzip JSONL transcript of LLM answers (:class:`pbbq.tasks.llm.ResponseStore`)
 and the build configuration (:func:`pbbq.flows.config.load_config`). Each strategy starts from the bundled sample
 file and mutates it (cells replaced with awkward text, columns dropped, repeated or reordered, rows dropped or repeated,
 a BOM, CRLF, truncated or spliced bytes, non-UTF-8 bytes), and each loader also gets arbitrary bytes. A loader
@@ -37,10 +37,6 @@ from hypothesis import HealthCheck, currently_in_test_context, event, example, g
 from hypothesis import strategies as st
 from pbbq.flows.config import INPUTS, OPTIONAL_INPUTS, BuildConfig, ConfigError, load_config, ranges, sections
 from pbbq.tasks.core.artifacts import REPO_ROOT
-from pbbq.tasks.crawl import CrawlParams
-from pbbq.tasks.disambiguate import DisambiguateParams
-from pbbq.tasks.diversity import DiversityParams
-from pbbq.tasks.translate.glossary import GLOSSARY_COLUMNS, load_glossary
 from pbbq.tasks.core.inputs import (
     ANSWERS,
     ASSIGNMENTS,
@@ -60,15 +56,19 @@ from pbbq.tasks.core.inputs import (
     load_templates,
     load_unknown_phrases,
 )
+from pbbq.tasks.core.schemas import CATEGORIES
+from pbbq.tasks.crawl import CrawlParams
+from pbbq.tasks.disambiguate import DisambiguateParams
+from pbbq.tasks.diversity import DiversityParams
 from pbbq.tasks.instantiate import InstantiateParams
 from pbbq.tasks.kappa_gate import GateParams
 from pbbq.tasks.llm import TRANSCRIPT_FORMAT, TRANSCRIPT_VERSION, LLMConfig, ResponseStore
-from pbbq.tasks.names.tables import GENDERS, LANGUAGES, NAME_COLUMNS, load_name_table, parse_eras
 from pbbq.tasks.names import NamesParams
+from pbbq.tasks.names.tables import GENDERS, LANGUAGES, NAME_COLUMNS, load_name_table, parse_eras
 from pbbq.tasks.publish import PublishParams
-from pbbq.tasks.core.schemas import CATEGORIES
 from pbbq.tasks.survey_filter import SurveyParams
 from pbbq.tasks.translate import TranslateParams
+from pbbq.tasks.translate.glossary import GLOSSARY_COLUMNS, load_glossary
 
 SCALE = max(1, int(os.environ.get("PBBQ_FUZZ_SCALE", "1")))
 settings.register_profile(

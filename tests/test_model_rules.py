@@ -19,8 +19,8 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 from pbbq.flows.config import ConfigError, load_config
+from pbbq.tasks.core.schemas import TEMPLATE
 from pbbq.tasks.disambiguate import COLUMNS, DisambiguateParams, Prompts, disambiguate
-from pbbq.tasks.translate.glossary import GLOSSARY_COLUMNS, Glossary
 from pbbq.tasks.llm import (
     MODEL_RULES,
     REASONING_MAX_TOKENS,
@@ -34,8 +34,8 @@ from pbbq.tasks.llm import (
     request_payload,
     rule_for,
 )
-from pbbq.tasks.core.schemas import TEMPLATE
 from pbbq.tasks.translate import TranslateParams, TranslatePrompts, segments, translate_segments
+from pbbq.tasks.translate.glossary import GLOSSARY_COLUMNS, Glossary
 
 from tests.fakes.llm_servers import FakeLLMServer
 from tests.helpers import llm_config

@@ -17,10 +17,12 @@ import pandas as pd
 import pytest
 from pbbq.flows.cli.names import add_names_command
 from pbbq.tasks.core.artifacts import REPO_ROOT, StageOutput, parquet_bytes
-from pbbq.tasks.names.bbq_records import bbq_examples, bbq_variants, read_bbq_jsonl
 from pbbq.tasks.core.inputs import load_questionnaire, load_templates, load_unknown_phrases, swap_roles
+from pbbq.tasks.core.schemas import EXAMPLE, OPTIONS, to_arrow
 from pbbq.tasks.instantiate import InstantiateParams, instantiate
 from pbbq.tasks.llm import LLMConfig, open_llm
+from pbbq.tasks.names import TEXT_FIELDS, NamesParams, load_gender_prompt, load_name_table, names
+from pbbq.tasks.names.bbq_records import bbq_examples, bbq_variants, read_bbq_jsonl
 from pbbq.tasks.names.draw import PairRequest, possible_pairs
 from pbbq.tasks.names.patterns import (
     NEUTRAL,
@@ -32,8 +34,6 @@ from pbbq.tasks.names.patterns import (
     rewrite,
 )
 from pbbq.tasks.names.tables import ERAS, NAME_COLUMNS, entity_groups, group_words
-from pbbq.tasks.names import TEXT_FIELDS, NamesParams, load_gender_prompt, load_name_table, names
-from pbbq.tasks.core.schemas import EXAMPLE, OPTIONS, to_arrow
 
 from tests.fakes.llm_servers import FakeLLMServer
 from tests.helpers import NAMES_EN, NAMES_FA, llm_config

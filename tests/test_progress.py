@@ -1,5 +1,5 @@
-"""The progress of LLM requests (tasks/core/progress.py): its line, its arithmetic, where it shows, its Prefect artifact;
-and the line of a build's running stages."""
+"""The progress of LLM requests (tasks/core/progress.py): its line, its arithmetic, where it shows, its Prefect
+artifact; and the line of a build's running stages."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from uuid import UUID, uuid4
 import pytest
 from pbbq.tasks import llm
 from pbbq.tasks.core import progress
-from pbbq.tasks.llm import LLMClient, LLMRequest
 from pbbq.tasks.core.progress import RequestProgress, StageProgress, artifact_key, format_duration, format_rate
+from pbbq.tasks.llm import LLMClient, LLMRequest
 
 from tests.fakes.llm_servers import FakeLLMServer
 from tests.helpers import llm_config

@@ -21,9 +21,9 @@ from huggingface_hub import CommitOperationAdd, DatasetCard, HfApi
 from pbbq.flows.cli import main
 from pbbq.flows.pipeline import funnel_labels
 from pbbq.tasks.core.artifacts import REPO_ROOT, StageOutput
-from pbbq.tasks.publish.dataset_card import CardParams, features_yaml, size_category
-from pbbq.tasks.instantiate import answer_role
+from pbbq.tasks.core.schemas import CATEGORIES, EXAMPLE
 from pbbq.tasks.evaluation.lm_eval_task import task_name
+from pbbq.tasks.instantiate import answer_role
 from pbbq.tasks.publish import (
     ARTIFACT_KEY,
     RELEASE,
@@ -37,7 +37,7 @@ from pbbq.tasks.publish import (
     split_configs,
     upload_release,
 )
-from pbbq.tasks.core.schemas import CATEGORIES, EXAMPLE
+from pbbq.tasks.publish.dataset_card import CardParams, features_yaml, size_category
 from pbbq.tasks.statistics import table1
 from prefect import flow
 from prefect.artifacts import Artifact

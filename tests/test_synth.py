@@ -16,15 +16,14 @@ import pandas as pd
 import pytest
 from pbbq.flows.cli import main
 from pbbq.flows.config import load_config
-from pbbq.tasks.disambiguate import Prompts, disambiguate
-from pbbq.tasks.translate.glossary import load_glossary
 from pbbq.tasks.core.inputs import load_inputs
+from pbbq.tasks.core.schemas import CATEGORIES
+from pbbq.tasks.disambiguate import Prompts, disambiguate
 from pbbq.tasks.instantiate import instantiate
 from pbbq.tasks.kappa_gate import kappa_gate
 from pbbq.tasks.llm import LLMClient, LLMConfig, ResponseStore
 from pbbq.tasks.names.tables import load_name_table
 from pbbq.tasks.publish import PublishError, UploadResult, publish_stage
-from pbbq.tasks.core.schemas import CATEGORIES
 from pbbq.tasks.statistics import table1
 from pbbq.tasks.survey_filter import survey_filter
 from pbbq.tasks.synth import (
@@ -37,6 +36,7 @@ from pbbq.tasks.synth import (
     synthesize,
 )
 from pbbq.tasks.translate import TranslatePrompts, translate
+from pbbq.tasks.translate.glossary import load_glossary
 
 SEED = 7
 FUNNEL = pd.DataFrame([("surveyed", 18), ("examples", 384)], columns=["step", "count"])

@@ -12,11 +12,10 @@ import pandas as pd
 import pytest
 from pbbq.flows.config import load_config
 from pbbq.tasks.core.artifacts import REPO_ROOT
-from pbbq.tasks.translate.glossary import Glossary, load_glossary, rendered
 from pbbq.tasks.core.inputs import InputError, load_inputs
+from pbbq.tasks.core.schemas import OPTIONS
 from pbbq.tasks.instantiate import InstantiateParams, instantiate
 from pbbq.tasks.llm import LLMClient, ResponseStore
-from pbbq.tasks.core.schemas import OPTIONS
 from pbbq.tasks.translate import (
     FAILURES,
     TranslateParams,
@@ -26,6 +25,7 @@ from pbbq.tasks.translate import (
     translate,
     translation_failures,
 )
+from pbbq.tasks.translate.glossary import Glossary, load_glossary, rendered
 from sacrebleu.metrics import CHRF
 
 from tests.fakes.llm_servers import FakeLLMServer

@@ -20,6 +20,8 @@ from typing import Any
 
 import pandas as pd
 import pyarrow.parquet as pq
+
+from ...tasks.core.artifacts import run_status
 from .runs import (
     AuditError,
     drop_tables,
@@ -30,7 +32,6 @@ from .runs import (
     stage_report,
     stage_words,
 )
-from ...tasks.core.artifacts import run_status
 
 __all__ = ["AuditError", "audit_text", "drops", "funnel", "run_folder", "stage_summary", "trace"]
 

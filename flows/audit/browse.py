@@ -23,9 +23,10 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+from ...tasks.core.artifacts import FILE_MODE, sha256_file
 from .audit import EXAMPLE_TABLES
 from .runs import AuditError, drop_tables, manifest, stage_folders, stage_report
-from ...tasks.core.artifacts import FILE_MODE, sha256_file
 
 DB_NAME = "run.db"
 DATABASE = "run"

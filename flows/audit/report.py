@@ -20,6 +20,9 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+
+from ...tasks.core.artifacts import atomic_write_bytes, run_status
+from ...tasks.core.schemas import CATEGORIES
 from .audit import (
     ReasonDrops,
     drops,
@@ -32,8 +35,6 @@ from .audit import (
     words,
 )
 from .runs import manifest, previous_completed, read_table, stage_report
-from ...tasks.core.artifacts import atomic_write_bytes, run_status
-from ...tasks.core.schemas import CATEGORIES
 
 FONTS = '"Vazirmatn", "Noto Sans Arabic", "Noto Naskh Arabic", "DejaVu Sans", "Tahoma", sans-serif'
 """Fonts with Persian glyphs first; DejaVu Sans (on most Linux systems) covers Persian too."""

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+
 from ...tasks.core.artifacts import REPO_ROOT, mark_incomplete, run_status
 
 

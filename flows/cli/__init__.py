@@ -21,7 +21,7 @@ from .names import add_names_command
 from .synth import add_synth_command
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-"""The repository (``pbbq.tasks.core.artifacts.REPO_ROOT``; not imported here, so that ``pbbq --help`` answers at once)."""
+"""The repository (``pbbq.tasks.core.artifacts.REPO_ROOT``; not imported here: ``pbbq --help`` answers at once)."""
 
 
 def _prefect_defaults() -> None:

@@ -90,9 +90,7 @@ def add_crawl_commands(subparsers: Any) -> None:
 def crawl_command(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
-    from ..audit.runs import outputs_folder
     from ...tasks.core.artifacts import RunFolder
-    from ...tasks.crawl.candidates import load_lexicon
     from ...tasks.crawl import (
         DEFAULT_SOURCES,
         CrawlParams,
@@ -103,6 +101,8 @@ def crawl_command(args: argparse.Namespace) -> int:
         load_prompt,
         with_fetch_report,
     )
+    from ...tasks.crawl.candidates import load_lexicon
+    from ..audit.runs import outputs_folder
 
     llm_section: dict[str, Any] = {}
     transcript = None

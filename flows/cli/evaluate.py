@@ -68,6 +68,7 @@ def _check_outputs(outputs: Path) -> None:
 
 def _scores(run: Path) -> str:
     import pandas as pd
+
     from ...tasks.evaluation.reports import scores_summary
 
     metrics = run / "02_metrics"
@@ -78,10 +79,10 @@ def _scores(run: Path) -> str:
 def evaluate_command(args: argparse.Namespace) -> int:
     """Check the arguments, run the evaluate-pbbq flow, print its run folder and its scores. A run id under
     ``--outputs`` names a build."""
-    from ..evaluate_pbbq import evaluate_pbbq
-    from ..audit.runs import outputs_folder
-    from ..server import startup_timeout, temporary_server
     from ...tasks.evaluation.evaluate import ModelSpec, check_arguments, redact_spec
+    from ..audit.runs import outputs_folder
+    from ..evaluate_pbbq import evaluate_pbbq
+    from ..server import startup_timeout, temporary_server
 
     models = [redact_spec(model) for model in args.models]
     check_arguments([ModelSpec.parse(model) for model in models], args.limit)

@@ -40,9 +40,9 @@ def add_names_command(subparsers: Any) -> argparse.ArgumentParser:
 def names_command(args: argparse.Namespace) -> int:
     """Run the name proxy over ``args.input``; 0 when the files are written, 1 with a message on a bad input."""
     from ...tasks.core.artifacts import atomic_write_bytes, write_json
-    from ...tasks.names.bbq_records import bbq_examples, bbq_variants, read_bbq_jsonl, with_rejected
     from ...tasks.core.inputs import InputError
     from ...tasks.names import NamesParams, load_name_table, names
+    from ...tasks.names.bbq_records import bbq_examples, bbq_variants, read_bbq_jsonl, with_rejected
 
     try:
         records = read_bbq_jsonl(args.input)

@@ -31,6 +31,7 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
+
 from .schemas import to_arrow
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

@@ -21,10 +21,11 @@ from typing import Any
 
 import pandas as pd
 import pyarrow as pa
-from .artifacts import REPO_ROOT, parquet_bytes, sha256_file
 from prefect import task
 from prefect.cache_policies import NO_CACHE, CachePolicy
 from prefect.context import TaskRunContext
+
+from .artifacts import REPO_ROOT, parquet_bytes, sha256_file
 
 PROJECT_PACKAGE = "pbbq"
 """The package whose modules are the project's own code (the rest is libraries, pinned by version); its

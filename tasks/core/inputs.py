@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+
 from ..text.persian import normalize_fa
 from .schemas import CATEGORIES
 

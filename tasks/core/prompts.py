@@ -7,8 +7,8 @@ from dataclasses import astuple, dataclass
 from pathlib import Path
 from typing import Self
 
-from .artifacts import sha256_bytes
 from ..llm import LLMRequest
+from .artifacts import sha256_bytes
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import pandas as pd
 import pyarrow as pa
+
 from ..text.cues import age_bands_differ, entity_age_band, entity_gender, genders_differ
 from .inputs import PAIR_SEPARATOR
 from .schemas import OPTIONS, example_configs

@@ -19,6 +19,7 @@ from typing import Any
 
 import pandas as pd
 import pyarrow as pa
+
 from .artifacts import StageOutput, count_reasons
 
 

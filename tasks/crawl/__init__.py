@@ -9,8 +9,8 @@ Two steps, because one of them reads the outside world:
    post twice. A channel's cursor moves only when its walk joined the posts already stored (or reached the
    channel's first post, or the source's post limit), so a walk cut short by an error leaves no gap behind. An
    export's store is replaced by what its file holds now, read whole.
-   Personal data is replaced before any row exists (:mod:`pbbq.tasks.crawl.scrub`); the raw HTML is never kept. It is not a
-   cached task: its input is the network.
+   Personal data is replaced before any row exists (:mod:`pbbq.tasks.crawl.scrub`); the raw HTML is never kept. It is
+   not a cached task: its input is the network.
 2. :func:`crawl` (the cached task ``crawl_task``) finds candidates in the posts, collapses near-duplicates and
    writes ``posts``, ``candidates``, ``clusters`` and ``review.csv`` (:mod:`pbbq.tasks.crawl.candidates`).
 
@@ -37,8 +37,11 @@ import httpx
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
-from . import candidates as candidates_module
+
 from ..core.artifacts import REPO_ROOT, StageOutput, atomic_write_bytes, display_path, parquet_bytes, write_json
+from ..core.inputs import InputError
+from ..core.schemas import to_arrow
+from . import candidates as candidates_module
 from .candidates import (
     CANDIDATE,
     CLUSTER,
@@ -53,8 +56,6 @@ from .candidates import (
     placeholders_by_kind,
     review_sheet,
 )
-from ..core.inputs import InputError
-from ..core.schemas import to_arrow
 from .scrub import KINDS, scrub_field, scrub_segments
 from .telegram import (
     TELEGRAM_ORIGINS,

@@ -35,9 +35,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+
 from ..core.inputs import InputError, read_csv_filled, require_none, spreadsheet_row
-from ..text.persian import ZWNJ, normalize_fa
 from ..core.schemas import CATEGORIES
+from ..text.persian import ZWNJ, normalize_fa
 
 if TYPE_CHECKING:  # the LLM SDKs load only when the extractor runs
     from ..llm import LLMClient, LLMRequest

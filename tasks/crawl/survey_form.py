@@ -32,8 +32,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+
 from ..core.artifacts import atomic_write_bytes
-from .candidates import REVIEW_COLUMNS, people_csv, restore_cell
 from ..core.inputs import (
     DEMOGRAPHIC_COLUMNS,
     QUESTIONNAIRE_COLUMNS,
@@ -41,8 +41,9 @@ from ..core.inputs import (
     load_questionnaire,
     spreadsheet_row,
 )
-from ..text.persian import normalize_fa
 from ..core.schemas import CATEGORIES
+from ..text.persian import normalize_fa
+from .candidates import REVIEW_COLUMNS, people_csv, restore_cell
 from .scrub import scrub_segments
 
 CATEGORY_CODES = {

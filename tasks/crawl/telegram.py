@@ -33,9 +33,10 @@ from urllib.parse import urlencode, urlsplit, urlunsplit
 
 import httpx
 from bs4 import BeautifulSoup, NavigableString, Tag
+from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt
+
 from ..core.inputs import InputError
 from .scrub import Segment
-from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt
 
 USER_AGENT = (
     "pbbq-builder/0.1 (research crawler for PBBQ, a Persian bias benchmark; reads public channel previews "

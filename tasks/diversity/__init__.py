@@ -41,7 +41,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+
 from ..core.artifacts import StageOutput
+from ..core.inputs import PLACEHOLDER
+from ..core.markdown import markdown_table
+from ..core.schemas import example_configs
+from ..text.persian import stop_words, tokenize, words
 from .homogenization import (
     DEFAULT_HOMOGENIZATION_LAYERS,
     HomogenizationResult,
@@ -50,10 +55,6 @@ from .homogenization import (
 )
 from .ngrams import NGRAM_ORDER, ngram_diversity, type_token_ratio
 from .self_bleu import self_bleu_of_tokens
-from ..core.inputs import PLACEHOLDER
-from ..core.markdown import markdown_table
-from ..text.persian import stop_words, tokenize, words
-from ..core.schemas import example_configs
 
 CONFIGS = ("fa", "fa-names", "en")
 METRICS = ("ngd", "ttr", "self_bleu", "homogenization")

@@ -10,9 +10,10 @@ import math
 from collections.abc import Callable, Sequence
 
 import numpy as np
-from .ngrams import NGRAM_ORDER, ngram_codes, token_codes
-from ..text.persian import tokenize_en
 from sacrebleu.metrics.bleu import BLEU
+
+from ..text.persian import tokenize_en
+from .ngrams import NGRAM_ORDER, ngram_codes, token_codes
 
 
 def _clipped_matches(grams: np.ndarray, owner: np.ndarray, n_units: int) -> np.ndarray:

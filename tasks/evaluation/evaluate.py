@@ -37,12 +37,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
+
 from ..core.artifacts import sha256_file
+from ..core.redaction import REDACTED
+from ..core.schemas import OPTIONS
 from .lm_eval_task import task_name, write_task_folder
 from .lm_eval_utils import parse_choice
 from .metrics import SAMPLES
-from ..core.schemas import OPTIONS
-from ..core.redaction import REDACTED
 
 CHAT_BACKENDS = frozenset(
     {"openai-chat-completions", "local-chat-completions", "anthropic-chat", "anthropic-chat-completions"}

@@ -50,8 +50,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-from ..core.schemas import ANSWER_ROLES, OPTIONS
 from scipy.special import logsumexp, rel_entr
+
+from ..core.schemas import ANSWER_ROLES, OPTIONS
 
 UNPARSEABLE = -1
 SAMPLES = pa.schema(

@@ -7,8 +7,8 @@ tables, Markdown laid out like the papers' and plots.
 - Table 4 (PBBQ §4.2.2): the same per config and category, averaged over the models.
 - BBQ scores (the name-proxy paper's Tables 3–5): s_AMB, its unscaled form and s_DIS per model and config.
 
-Every figure carries its 95 % bootstrap interval over templates (:mod:`pbbq.tasks.evaluation.metrics`). Plots: the bias by
-category per model with its intervals, and accuracy ambiguous against disambiguated per model; Agg backend, no
+Every figure carries its 95 % bootstrap interval over templates (:mod:`pbbq.tasks.evaluation.metrics`). Plots: the bias
+by category per model with its intervals, and accuracy ambiguous against disambiguated per model; Agg backend, no
 timestamp in the file, so the same table gives the same bytes.
 """
 
@@ -21,9 +21,10 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+
 from ..core.markdown import markdown_table
-from .metrics import AVERAGE
 from ..core.schemas import CATEGORIES
+from .metrics import AVERAGE
 
 TABLE_COLUMNS: tuple[tuple[str, str], ...] = (
     ("acc_amb", "Amb. Acc"),
@@ -60,13 +61,15 @@ BBQ_TABLE = _schema(("model", "config"), [metric for metric, _ in BBQ_COLUMNS])
 
 
 def table3(scores: pd.DataFrame) -> pd.DataFrame:
-    """PBBQ Table 3 from :func:`pbbq.tasks.evaluation.metrics.score_table`: its per-model rows averaged over the categories."""
+    """PBBQ Table 3 from :func:`pbbq.tasks.evaluation.metrics.score_table`: its per-model rows averaged over the
+    categories."""
     rows = scores[scores["category"] == AVERAGE]
     return rows[TABLE3.names].sort_values(["config", "model"], kind="stable").reset_index(drop=True)
 
 
 def table4(categories: pd.DataFrame) -> pd.DataFrame:
-    """PBBQ Table 4 from :func:`pbbq.tasks.evaluation.metrics.category_table`: per config and category, over the models."""
+    """PBBQ Table 4 from :func:`pbbq.tasks.evaluation.metrics.category_table`: per config and category, over the
+    models."""
     ranked = categories.assign(_order=categories["category"].map(_category_order))
     return ranked.sort_values(["config", "_order"], kind="stable")[TABLE4.names].reset_index(drop=True)
 

@@ -34,13 +34,14 @@ from string import Template
 from typing import Any
 
 import pandas as pd
+
 from ..core.artifacts import REPO_ROOT, StageOutput, count_reasons, sha256_bytes
-from ..text.cues import NONE, entity_age_band
+from ..core.schemas import EXAMPLE, EXAMPLE_DROPPED, OPTIONS
 from ..llm import LLMClient, LLMRequest
+from ..text.cues import NONE, entity_age_band
 from .draw import Drawn, PairRequest, Pools, TooFewPairs, draw_variants, name_pools, pair_eras, sub_seeds
 from .patterns import NEUTRAL, UNDECIDED, fill, persian_entity, reference_gender, rewrite
 from .tables import GENDERS, LANGUAGES, entity_mentions, group_words, load_name_table
-from ..core.schemas import EXAMPLE, EXAMPLE_DROPPED, OPTIONS
 
 __all__ = [
     "LANGUAGES",
@@ -122,8 +123,8 @@ def _residue(text: str, surface: str) -> str:
 
 
 def _age_band(entity: str, surface: str, lang: str) -> str:
-    """The age band of the person a name stands for: the entity's (:func:`pbbq.tasks.text.cues.entity_age_band`) when the
-    name is the person mentioned; none when it is a possessor ('پدربزرگ آیدین': Aydin's grandfather)."""
+    """The age band of the person a name stands for: the entity's (:func:`pbbq.tasks.text.cues.entity_age_band`) when
+    the name is the person mentioned; none when it is a possessor ('پدربزرگ آیدین': Aydin's grandfather)."""
     if lang == "fa":
         form = persian_entity(entity, surface)
         if form is None or not form[2]:

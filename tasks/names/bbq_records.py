@@ -10,10 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+
 from ..core.artifacts import count_reasons
 from ..core.inputs import InputError
-from . import TEXT_FIELDS
 from ..core.schemas import EXAMPLE, OPTIONS
+from . import TEXT_FIELDS
 
 BBQ_KEYS = (
     "example_id",

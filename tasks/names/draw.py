@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+
 from ..text.cues import NONE
 from .patterns import NEUTRAL
 from .tables import ERAS, GENDERS, table_eras

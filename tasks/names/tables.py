@@ -8,8 +8,8 @@ for: ``pre1970``, ``1970-1995``, ``post1995``, several ``;``-separated, or ``all
 ``transliteration`` and ``note`` (free text; where the name's gender was checked against another list, the
 decision, see ``tests/test_name_tables.py``). ``aliases`` and ``note`` may be left out.
 
-**The validator** (:func:`validate_name_table`) raises one :class:`~pbbq.tasks.core.inputs.InputError` naming the file, the
-row and the problem: an empty cell; a language, gender or era not allowed; aliases that differ within a group or
+**The validator** (:func:`validate_name_table`) raises one :class:`~pbbq.tasks.core.inputs.InputError` naming the file,
+the row and the problem: an empty cell; a language, gender or era not allowed; aliases that differ within a group or
 name another group; a name twice in one group; fewer than :data:`NAMES_PER_GENDER` names of a gender in a group;
 fewer than :data:`NAMES_PER_ERA` names of a gender and era in a group (a pair's two names come from one era, and
 an example's three variants must differ, so every era needs at least two names of each gender: two names of each
@@ -25,6 +25,7 @@ from functools import cache
 from pathlib import Path
 
 import pandas as pd
+
 from ..core.inputs import (
     LIST_SEPARATOR,
     InputError,

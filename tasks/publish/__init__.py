@@ -8,8 +8,8 @@ The release folder (``<out_dir>/hub/``) is what the Hub repository will hold:
   struct, categories plain strings. No column is held back: ``llm_request_ids`` and ``source_example_id`` are
   provenance that the shipped transcript and the other configs resolve, and ``stereo_entity`` /
   ``nonstereo_entity`` let a user analyse by group without parsing text.
-- ``lm_eval/``: the release's lm-evaluation-harness task (:mod:`pbbq.tasks.evaluation.lm_eval_task`), a YAML per config and
-  category and the ``utils.py`` they name, so ``lm_eval --include_path <release>/lm_eval --tasks pbbq_fa`` scores
+- ``lm_eval/``: the release's lm-evaluation-harness task (:mod:`pbbq.tasks.evaluation.lm_eval_task`), a YAML per config
+  and category and the ``utils.py`` they name, so ``lm_eval --include_path <release>/lm_eval --tasks pbbq_fa`` scores
   a model on this folder as the PBBQ paper did (§4).
 - ``manifest.json`` (the run's manifest) and ``transcript.jsonl`` (the recorded LLM answers), when given.
 - ``README.md``, the dataset card (:mod:`pbbq.tasks.publish.dataset_card`).
@@ -55,14 +55,15 @@ import pyarrow as pa
 from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi, get_token
 from huggingface_hub.hf_api import RepoFile
 from huggingface_hub.utils.sha import git_hash
+from prefect.artifacts import create_link_artifact
+
 from ..core.artifacts import StageOutput, atomic_write_bytes, parquet_bytes, sha256_bytes, sha256_file
-from .dataset_card import STAND_IN_NOTE, CardParams, ConfigInfo, card_with_note, render_card
+from ..core.redaction import REDACTED
+from ..core.schemas import EXAMPLE, example_configs, to_arrow
+from ..evaluation.lm_eval_task import task_files
 from ..kappa_gate import GateParams
 from ..llm import transcript_header
-from ..evaluation.lm_eval_task import task_files
-from ..core.schemas import EXAMPLE, example_configs, to_arrow
-from ..core.redaction import REDACTED
-from prefect.artifacts import create_link_artifact
+from .dataset_card import STAND_IN_NOTE, CardParams, ConfigInfo, card_with_note, render_card
 
 log = logging.getLogger(__name__)
 

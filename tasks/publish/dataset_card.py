@@ -19,8 +19,9 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 from huggingface_hub import DatasetCard, DatasetCardData
-from ..kappa_gate import GateParams
+
 from ..core.markdown import markdown_table
+from ..kappa_gate import GateParams
 
 PRETTY_NAME = "PBBQ: Persian Bias Benchmark for Question Answering"
 PAPER_TITLE = "PBBQ: A Persian Bias Benchmark Dataset Curated with Human-AI Collaboration for Large Language Models"

@@ -46,9 +46,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
 from ..core.artifacts import REPO_ROOT
-from ..disambiguate import Prompts, disambiguate
-from ..translate.glossary import GLOSSARY_COLUMNS, load_glossary
 from ..core.inputs import (
     DEMOGRAPHIC_COLUMNS,
     LIST_SEPARATOR,
@@ -58,15 +57,17 @@ from ..core.inputs import (
     load_inputs,
     swap_roles,
 )
+from ..core.markdown import markdown_table
+from ..disambiguate import Prompts, disambiguate
 from ..instantiate import instantiate
 from ..kappa_gate import kappa_gate, template_kappa
 from ..llm import LLMClient, LLMConfig, LLMRequest, ResponseStore
-from ..core.markdown import markdown_table
 from ..names.tables import NAME_COLUMNS, load_name_table
-from ..text.persian import normalize_fa
 from ..publish import SYNTHETIC_ID_PREFIX
 from ..survey_filter import survey_filter
+from ..text.persian import normalize_fa
 from ..translate import KIND_INSTRUCTIONS, TranslatePrompts, translate
+from ..translate.glossary import GLOSSARY_COLUMNS, load_glossary
 
 # ------------------------------------------------------------------------------------------- the paper's counts
 

@@ -7,12 +7,12 @@ context. The 'unknown' phrasings are not translated: they map to a fixed English
 (``annotations/unknown_phrases.csv``).
 
 Every translation is validated (:func:`translation_failures`, issue 9 §4): English only; each group term of the
-segment's entities and lexical variant named as ``annotations/glossary.csv`` names it (:mod:`pbbq.tasks.translate.glossary`);
-an entity phrase keeps the gender its Persian gives (:mod:`pbbq.tasks.text.cues`), no more and no less; a context holds
-each of its entities' English and its pronouns agree with the gender of the entity they refer to (no 'they'
-for a man, no 'she' for him); a question genders no one it may be about. A failing translation is sent back
-with the failures named (``prompts/translate.retry.en.txt``), up to ``max_attempts`` answers in all; what still
-fails goes to review and its examples are dropped (``failed_validation``).
+segment's entities and lexical variant named as ``annotations/glossary.csv`` names it
+(:mod:`pbbq.tasks.translate.glossary`); an entity phrase keeps the gender its Persian gives
+(:mod:`pbbq.tasks.text.cues`), no more and no less; a context holds each of its entities' English and its pronouns agree
+with the gender of the entity they refer to (no 'they' for a man, no 'she' for him); a question genders no one it may be
+about. A failing translation is sent back with the failures named (``prompts/translate.retry.en.txt``), up to
+``max_attempts`` answers in all; what still fails goes to review and its examples are dropped (``failed_validation``).
 
 Every English segment is translated back to Persian and scored with chrF (sacrebleu) against the original; a
 segment under ``min_chrf`` is flagged for review, and ``keep_flagged`` decides whether its examples stay
@@ -33,14 +33,15 @@ from typing import Any, NamedTuple
 
 import pandas as pd
 import pyarrow as pa
+from sacrebleu.metrics import CHRF
+
 from ..core.artifacts import REPO_ROOT, StageOutput, count_reasons, sha256_bytes
-from ..text.cues import NONE, PRONOUN_GENDER, entity_gender
-from .glossary import Glossary, rendered
-from ..llm import LLMClient, LLMRequest, LLMResponse
-from ..text.persian import normalize_fa
 from ..core.prompts import PromptBundle, retry_request
 from ..core.schemas import EXAMPLE, EXAMPLE_DROPPED, OPTIONS
-from sacrebleu.metrics import CHRF
+from ..llm import LLMClient, LLMRequest, LLMResponse
+from ..text.cues import NONE, PRONOUN_GENDER, entity_gender
+from ..text.persian import normalize_fa
+from .glossary import Glossary, rendered
 
 STAGE = "translate"
 PROMPTS = REPO_ROOT / "prompts"

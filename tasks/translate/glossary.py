@@ -20,6 +20,7 @@ from functools import cached_property
 from pathlib import Path
 
 import pandas as pd
+
 from ..core.inputs import InputError, read_csv_checked, require_filled, require_none, spreadsheet_row
 from ..text.persian import ZWNJ, normalize_fa
 

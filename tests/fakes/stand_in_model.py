@@ -32,8 +32,8 @@ from typing import Any
 
 import pandas as pd
 from pbbq.tasks.core.artifacts import REPO_ROOT
-from pbbq.tasks.text.cues import NONE, entity_gender
 from pbbq.tasks.core.inputs import swap_roles
+from pbbq.tasks.text.cues import NONE, entity_gender
 from pbbq.tasks.text.persian import normalize_fa
 from sacrebleu.metrics import CHRF
 
