@@ -173,6 +173,7 @@ def main() -> None:
     if args.limit_only:
         print(json.dumps(limit(args.limit_only)))
         return
+    from pbbq.flows.config import load_config
     from pbbq.tasks.synth import synthesize
 
     work = args.work or Path(tempfile.mkdtemp(prefix="pbbq-paper-scale-"))
@@ -180,7 +181,7 @@ def main() -> None:
     limits: dict[str, dict[str, Any]] = {}
     for scale in scales:
         print(f"{scale}: writing the synthetic inputs ...", file=sys.stderr, flush=True)
-        synthesize(work / scale, scale=scale, seed=args.seed)
+        synthesize(work / scale, scale=scale, seed=args.seed, read_config=load_config)
         print(f"{scale}: (b) the stage functions directly ...", file=sys.stderr, flush=True)
         limits[scale] = _limit_in_fresh_process(work / scale / "build.toml")
 

@@ -15,12 +15,11 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from pbbq.flows.audit.audit import EXAMPLE_TABLES
+
 from pbbq.flows.audit.diff import changes_since_previous, default_pair, diff_runs
-from pbbq.flows.audit.runs import AuditError, completed_runs
+from pbbq.flows.audit.runs import EXAMPLE_TABLES, AuditError, completed_runs
 from pbbq.flows.cli import main
 from pbbq.tasks.core.artifacts import sha256_file
-
 from tests.synthetic_run import make_run
 
 NEW_ANSWER = "{stereo} گفت و {nonstereo} شنید."

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+
 from pbbq.flows.cli import main
 from pbbq.flows.config import load_config
 from pbbq.tasks.core.inputs import load_inputs
@@ -45,7 +46,7 @@ FUNNEL = pd.DataFrame([("surveyed", 18), ("examples", 384)], columns=["step", "c
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("synth") / "tiny"
-    synthesize(folder, "tiny", SEED)
+    synthesize(folder, "tiny", SEED, read_config=load_config)
     return folder
 
 
@@ -82,9 +83,9 @@ def test_smaller_scales_are_proportional(scale: str) -> None:
 
 
 def test_the_same_seed_gives_the_same_bytes_and_another_seed_other_data(tiny: Path, tmp_path: Path) -> None:
-    synthesize(tmp_path / "again", "tiny", SEED)
+    synthesize(tmp_path / "again", "tiny", SEED, read_config=load_config)
     assert _files(tmp_path / "again") == _files(tiny)
-    synthesize(tmp_path / "other", "tiny", SEED + 1)
+    synthesize(tmp_path / "other", "tiny", SEED + 1, read_config=load_config)
     other = _files(tmp_path / "other")
     assert other["survey/questionnaire.csv"] != _files(tiny)["survey/questionnaire.csv"]
 

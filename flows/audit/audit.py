@@ -22,7 +22,9 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from ...tasks.core.artifacts import run_status
+from .diff import example_status
 from .runs import (
+    EXAMPLE_TABLES,
     AuditError,
     drop_tables,
     manifest,
@@ -34,9 +36,6 @@ from .runs import (
 )
 
 __all__ = ["AuditError", "audit_text", "drops", "funnel", "run_folder", "stage_summary", "trace"]
-
-EXAMPLE_TABLES = {"fa": "05_instantiate/examples", "fa-names": "06_names/examples", "en": "07_translate/examples"}
-"""The example table of each config, in the order the configs are built."""
 
 REASON_WORDS: dict[str, str] = {
     "stereotype_not_accepted": "its stereotype was not accepted by the survey",
@@ -462,8 +461,6 @@ def trace(run: Path, example_id: str) -> dict[str, Any]:
     """Everything the run knows about one example, from its stereotype to its whole family: the ``fa`` original,
     its name-proxy variants, its translations and every drop among them with its stage and reason. Any member
     traces to the same family, a dropped one too."""
-    from .diff import example_status
-
     found, table = _find(run, example_id)
     example = found.iloc[0]
     original_id = _original_id(example)

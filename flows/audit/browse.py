@@ -25,8 +25,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ...tasks.core.artifacts import FILE_MODE, sha256_file
-from .audit import EXAMPLE_TABLES
-from .runs import AuditError, drop_tables, manifest, stage_folders, stage_report
+from .runs import EXAMPLE_TABLES, AuditError, drop_tables, manifest, stage_folders, stage_report
 
 DB_NAME = "run.db"
 DATABASE = "run"

@@ -20,8 +20,7 @@ import numpy as np
 import pandas as pd
 
 from ...tasks.core.artifacts import sha256_file
-from .audit import EXAMPLE_TABLES
-from .runs import AuditError, completed_runs, manifest, previous_completed, read_table, stage_report
+from .runs import EXAMPLE_TABLES, AuditError, completed_runs, manifest, previous_completed, read_table, stage_report
 
 PROVENANCE = ("llm_request_ids",)
 """Columns that say how a row was made, not what it is: a new prompt gives new request ids to the same text."""

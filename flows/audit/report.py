@@ -34,6 +34,7 @@ from .audit import (
     warnings,
     words,
 )
+from .diff import diff_runs
 from .runs import manifest, previous_completed, read_table, stage_report
 
 FONTS = '"Vazirmatn", "Noto Sans Arabic", "Noto Naskh Arabic", "DejaVu Sans", "Tahoma", sans-serif'
@@ -515,8 +516,6 @@ def charts_section(run: Path) -> str:
 
 
 def changes_section(run: Path) -> str:
-    from .diff import diff_runs
-
     previous = previous_completed(run)
     if previous is None:
         return _section("changes", "Changes", f"<p>No earlier completed run in {_esc(run.parent)} to compare with.</p>")

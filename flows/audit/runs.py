@@ -15,6 +15,9 @@ import pandas as pd
 
 from ...tasks.core.artifacts import REPO_ROOT, mark_incomplete, run_status
 
+EXAMPLE_TABLES = {"fa": "05_instantiate/examples", "fa-names": "06_names/examples", "en": "07_translate/examples"}
+"""The example table of each config, in the order the configs are built."""
+
 
 class AuditError(ValueError):
     """A run folder or an example that cannot be found or read."""

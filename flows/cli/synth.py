@@ -47,8 +47,9 @@ def add_synth_command(subparsers: Any) -> argparse.ArgumentParser:
 def synth_command(args: argparse.Namespace) -> int:
     """Write the synthetic build and print its counts per category, the time taken and its build.toml."""
     from ...tasks.synth import summary, synthesize
+    from ..config import load_config
 
-    result = synthesize(args.out, scale=args.scale, seed=args.seed, log=lambda line: print(f"synth: {line}"))
+    result = synthesize(args.out, args.scale, args.seed, lambda line: print(f"synth: {line}"), read_config=load_config)
     print("\n".join(summary(result)))
     print(f"{result.requests:,} LLM answers in the transcript; {result.seconds['total']:.1f} s")
     print(

@@ -3,12 +3,18 @@ goes into every request key, and the follow-up request that names the rules an a
 
 from __future__ import annotations
 
-from dataclasses import astuple, dataclass
+from dataclasses import astuple, dataclass, replace
 from pathlib import Path
-from typing import Self
+from typing import Protocol, Self
 
-from ..llm import LLMRequest
 from .artifacts import sha256_bytes
+
+
+class Conversation(Protocol):
+    """A request as a follow-up extends it: a frozen dataclass with its (role, content) messages so far, as
+    :class:`pbbq.tasks.llm.LLMRequest` is (core does not import the LLM library: it sits below it)."""
+
+    messages: tuple[tuple[str, str], ...]
 
 
 @dataclass(frozen=True)
@@ -25,12 +31,7 @@ class PromptBundle:
         return sha256_bytes("\0".join(astuple(self)).encode("utf-8"))
 
 
-def retry_request(request: LLMRequest, answer: str, message: str) -> LLMRequest:
-    """The conversation so far, the answer, and ``message`` (the retry prompt naming what the answer broke)."""
-    return LLMRequest(
-        messages=(*request.messages, ("assistant", answer), ("user", message)),
-        system=request.system,
-        prompt_hash=request.prompt_hash,
-        stage=request.stage,
-        context=request.context,
-    )
+def retry_request[R: Conversation](request: R, answer: str, message: str) -> R:
+    """The conversation so far, the answer, and ``message`` (the retry prompt naming what the answer broke); every
+    other field of the request (system prompt, prompt hash, stage, context) as it was."""
+    return replace(request, messages=(*request.messages, ("assistant", answer), ("user", message)))

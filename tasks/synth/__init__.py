@@ -43,6 +43,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -1271,16 +1272,19 @@ class SynthResult:
     seconds: dict[str, float]
 
 
+ReadConfig = Callable[[Path], Any]
+"""Reads a ``build.toml`` into the build's configuration: :func:`pbbq.flows.config.load_config`, passed in by the
+caller (a task does not import the flows, which sit above it: docs/architecture.md §2)."""
+
+
 def _record(
-    folder: Path, templates: Sequence[SynthTemplate], seed: int, log: Callable[[str], None]
+    folder: Path, templates: Sequence[SynthTemplate], seed: int, log: Callable[[str], None], read_config: ReadConfig
 ) -> tuple[pd.DataFrame, int, dict[str, float]]:
     """Run the build's stages on the written inputs with the stand-in, check what they found against the plan,
     and write the transcript of every request they made. Returns the counts per category and the requests."""
-    from ...flows.config import load_config  # flows imports tasks: imported here, not at module level
-
     seconds: dict[str, float] = {}
     clock = time.perf_counter()
-    build = load_config(folder / "build.toml")
+    build = read_config(folder / "build.toml")
     tables = load_inputs(build.inputs)
     load_name_table(build.inputs["names"], tables["templates"])
     glossary = load_glossary(build.inputs["glossary"])
@@ -1356,9 +1360,12 @@ def _check(counts: pd.DataFrame, plans: Sequence[CategoryPlan]) -> None:
             raise SynthError(f"{p.category}: the build's stages found {wrong} (found, planned)")
 
 
-def synthesize(out: Path, scale: str = "paper", seed: int = 0, log: Callable[[str], None] | None = None) -> SynthResult:
+def synthesize(
+    out: Path, scale: str = "paper", seed: int = 0, log: Callable[[str], None] | None = None, *, read_config: ReadConfig
+) -> SynthResult:
     """Write a synthetic build into ``out`` (which must not exist or be empty): inputs, build.toml, README.md,
-    synth.json and the transcript. The folder appears complete or not at all."""
+    synth.json and the transcript. The folder appears complete or not at all. ``read_config`` reads the build.toml
+    written, whose stages run to record the transcript."""
     say = log or (lambda _: None)
     plans = plan(scale)
     if seed < 0:
@@ -1380,7 +1387,7 @@ def synthesize(out: Path, scale: str = "paper", seed: int = 0, log: Callable[[st
         for name, data in files.items():
             (staging / name).parent.mkdir(parents=True, exist_ok=True)
             (staging / name).write_bytes(data)
-        counts, requests, seconds = _record(staging, templates, seed, say)
+        counts, requests, seconds = _record(staging, templates, seed, say, read_config)
         _check(counts, plans)
         written = sorted(p for p in staging.rglob("*") if p.is_file())
         meta = {
