@@ -1,4 +1,4 @@
-"""Benchmark: a whole PBBQ build at the paper's scale (issue 13), against the limit of its stage functions.
+"""Benchmark: a whole PBBQ build at the paper's scale, against the limit of its stage functions.
 
 Run from the repository root: ``python -m benchmarks.build_paper_scale [--scales quarter,half,paper] [--work DIR]``.
 For each scale it writes the synthetic inputs (``pbbq synth``; not timed) and measures
@@ -15,7 +15,7 @@ and at the largest scale, against a local Prefect server it starts (its start-up
   the build run again: what recomputed, and how many LLM requests it sent.
 
 Per stage: wall time and the process's peak RSS after it (``timings.json`` of the run for a build). The goals
-of issue 13: (a) ≤ 1.3 × (b), (b) ≤ 45 s and ≤ 2 GiB, (c) ≤ 3 s for the flow and ≤ 5 s for the process.
+(docs/scale.md): (a) ≤ 1.3 × (b), (b) ≤ 45 s and ≤ 2 GiB, (c) ≤ 3 s for the flow and ≤ 5 s for the process.
 """
 
 from __future__ import annotations

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
+
 from pbbq.tasks.diversity.homogenization import _pairs, homogenization_bertscore
 
 TINY_LAYERS = 2

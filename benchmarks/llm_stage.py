@@ -23,7 +23,6 @@ from pathlib import Path
 
 from pbbq.tasks.core.markdown import markdown_table
 from pbbq.tasks.llm import LLMClient, LLMConfig, LLMRequest
-
 from tests.fakes.llm_servers import FakeLLMServer
 
 KEY_ENV = "PBBQ_BENCHMARK_KEY"

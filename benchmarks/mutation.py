@@ -1,4 +1,4 @@
-"""Mutation testing of the rule modules (issue 17): mutmut changes a module one operator, constant or argument at
+"""Mutation testing of the rule modules: mutmut changes a module one operator, constant or argument at
 a time, runs only that module's fast test files, and counts the mutants no test caught.
 
 Run from the repository root with the ``mutation`` extra installed:

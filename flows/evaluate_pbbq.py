@@ -1,4 +1,4 @@
-"""The evaluate-pbbq flow (issue 15; docs/architecture.md, the evaluate stage): a release and models → per-sample
+"""The evaluate-pbbq flow (PBBQ §4; docs/architecture.md, the evaluate stage): a release and models → per-sample
 results → PBBQ's Tables 3–4, BBQ's bias scores, ε_c and the KL to the survey.
 
 A run writes ``outputs/<eval_id>/`` with the build's conventions (a manifest with every artifact's sha256, the

@@ -1,4 +1,4 @@
-"""Hand-made examples in the release's record format (issue 9 §6), for the evaluation tests.
+"""Hand-made examples in the release's record format, for the evaluation tests.
 
 Each template spec gives 12 examples per language, as instantiation makes them (PBBQ §3.3–§3.4): both orders of
 mention × (ambiguous, disambiguated biased, disambiguated counter-biased) × (negative, non-negative question),
@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 import pyarrow as pa
+
 from pbbq.tasks.core.schemas import EXAMPLE
 from pbbq.tasks.core.soundness import CELL_ROLE
 

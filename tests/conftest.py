@@ -24,8 +24,8 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from pbbq.tasks.core.artifacts import REPO_ROOT
 
+from pbbq.tasks.core.artifacts import REPO_ROOT
 from tests.fakes.llm_servers import FakeLLMServer
 from tests.helpers import FAKE_API_KEY, NAMES_EN, NAMES_FA
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 import pyarrow as pa
+
 from pbbq.tasks.core.artifacts import StageOutput
 from pbbq.tasks.core.schemas import EXAMPLE, EXAMPLE_DROPPED
 from pbbq.tasks.core.stage import Stage, Table

@@ -11,6 +11,7 @@ from typing import Any
 
 import pandas as pd
 import pyarrow as pa
+
 from pbbq.flows.pipeline import stage_by_folder
 from pbbq.tasks.core.artifacts import RunFolder, StageOutput
 from pbbq.tasks.core.schemas import EXAMPLE, EXAMPLE_DROPPED, RECORD_VERSION

@@ -15,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 import pyarrow as pa
 import pytest
+
 from pbbq.tasks.core.artifacts import (
     FILE_MODE,
     RunFolder,

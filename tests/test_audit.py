@@ -8,12 +8,13 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+
 from pbbq.flows.audit.audit import AuditError, audit_text, trace
 from pbbq.flows.audit.report import acceptance_chart, write_audit_html
 from pbbq.flows.cli import main
 
 REPORT_LIMIT = 300_000
-"""Bytes: the report is read, not downloaded (issue on the audit)."""
+"""Bytes: the report is read, not downloaded (a size budget, so the report stays quick to open)."""
 
 
 def test_audit_shows_the_funnel_every_stage_and_its_drops(two_builds: tuple[Path, Path]) -> None:

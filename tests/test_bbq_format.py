@@ -1,4 +1,4 @@
-"""lm-evaluation-harness's own BBQ code reads our records (issue 9 §6): ``lm_eval/tasks/bbq/utils.py`` of
+"""lm-evaluation-harness's own BBQ code reads our records: ``lm_eval/tasks/bbq/utils.py`` of
 lm-eval 0.4.13, unmodified, over the ``en`` config.
 
 For every example, lm-eval's ``process_docs`` must find exactly one biased answer, the one our stored roles name

@@ -1,4 +1,4 @@
-"""The build-pbbq flow end to end on the bundled sample (issue 2: done-when)."""
+"""The build-pbbq flow end to end on the bundled sample."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+
 from pbbq.flows.build_pbbq import build_pbbq
 from pbbq.flows.cli import main
 from pbbq.tasks.core.artifacts import sha256_file
-
 from tests.helpers import load_release_offline
 
 

@@ -14,6 +14,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+
 from pbbq.flows.pipeline import PIPELINE
 from pbbq.tasks.core.artifacts import REPO_ROOT, StageRecord
 

@@ -1,5 +1,5 @@
 """The stage cache key: the code part follows imports, so editing a helper module recomputes exactly the stages
-that use it (issue 10); the input part is the tables' content."""
+that use it; the input part is the tables' content."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from types import SimpleNamespace
 from typing import Any, cast
 
 import pandas as pd
+
 from pbbq.tasks.core.caching import StageInputsAndCode, input_digest, module_closure, stage_code_hash
 from pbbq.tasks.survey_filter import survey_filter
 

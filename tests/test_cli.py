@@ -1,4 +1,4 @@
-"""The command line answers at once: ``pbbq --help`` and argument errors load no heavy library (issue 13)."""
+"""The command line answers at once: ``pbbq --help`` and argument errors load no heavy library."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The crawl's fetch side against a fake t.me on 127.0.0.1: pagination, the cursor, faults, exports, and personal
-data that must never reach disk (issue 12)."""
+data that must never reach disk."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
+
 from pbbq.flows.cli import main
 from pbbq.tasks.core.artifacts import REPO_ROOT
 from pbbq.tasks.core.inputs import InputError
@@ -19,7 +20,6 @@ from pbbq.tasks.crawl import CrawlParams, fetch_sources, load_sources
 from pbbq.tasks.crawl.scrub import scrub_segments
 from pbbq.tasks.crawl.telegram import USER_AGENT, parse_preview_page, parse_views, read_manual_export
 from pbbq.tasks.text.persian import normalize_fa
-
 from tests.fakes.telegram_server import FakeChannel, FakePost, FakeTelegram, render_page
 from tests.helpers import CRAWL_SAMPLE, planted_leaks, texts_under
 

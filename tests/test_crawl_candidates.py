@@ -1,5 +1,5 @@
 """Candidate stereotypes of crawled posts: the lexicon, the cues, the planted stereotypes of the sample,
-near-duplicate clusters, the LLM extractor (fake OpenAI server) and the review sheet (issue 12)."""
+near-duplicate clusters, the LLM extractor (fake OpenAI server) and the review sheet."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
+
 from pbbq.tasks.core.artifacts import REPO_ROOT
 from pbbq.tasks.core.inputs import InputError
 from pbbq.tasks.crawl import CrawlParams, crawl, fetch_sources
@@ -27,7 +28,6 @@ from pbbq.tasks.crawl.candidates import (
     sentences,
 )
 from pbbq.tasks.llm import LLMClient, LLMConfig, ResponseStore
-
 from tests.fakes.llm_servers import FakeLLMServer
 from tests.helpers import llm_config
 

@@ -1,5 +1,5 @@
 """From the experts' reviewed sheet to the questionnaire and the form, and from a form tool's export back to
-``responses.csv`` (issue 12)."""
+``responses.csv``."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+
 from pbbq.flows.cli import main
 from pbbq.tasks.core.artifacts import REPO_ROOT
 from pbbq.tasks.core.inputs import DEMOGRAPHIC_COLUMNS, InputError, load_questionnaire, load_responses

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
 from pbbq.flows.server import stop
 from pbbq.tasks.core.artifacts import REPO_ROOT
 

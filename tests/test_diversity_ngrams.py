@@ -3,6 +3,7 @@
 import math
 
 import pytest
+
 from pbbq.tasks.diversity.ngrams import ngram_diversity, type_token_ratio
 from pbbq.tasks.text.persian import stop_words, tokenize_fa, words
 

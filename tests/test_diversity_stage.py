@@ -7,11 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
-import pbbq.tasks.diversity.homogenization
 import pytest
+
+import pbbq.tasks.diversity.homogenization
 from pbbq.tasks.core.schemas import to_arrow
 from pbbq.tasks.diversity import DiversityParams, diversity, diversity_table, template_diversity_table
-
 from tests.diversity_support import make_examples, make_templates
 
 METRICS = ("ngd", "ttr", "self_bleu", "homogenization")

@@ -12,6 +12,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+
 from pbbq.flows.audit.audit import audit_text
 from pbbq.flows.audit.report import write_audit_html
 from pbbq.flows.config import load_config
@@ -165,7 +166,6 @@ def test_a_config_a_stage_emptied_is_published_empty_beside_the_others(tmp_path:
     from pbbq.tasks.publish import build_release, split_configs
     from pbbq.tasks.publish.dataset_card import CardParams
     from pbbq.tasks.statistics import table1
-
     from tests.bbq_records import make_records
 
     records = make_records()

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from lm_eval.tasks.bbq import utils as bbq
+
 from pbbq.tasks.evaluation import lm_eval_utils
 from pbbq.tasks.evaluation.metrics import (
     AVERAGE,
@@ -26,7 +27,6 @@ from pbbq.tasks.evaluation.metrics import (
     uncertainty,
 )
 from pbbq.tasks.evaluation.reports import bbq_table, reports_markdown, table3, table4
-
 from tests.bbq_records import SURVEY, as_dataset, make_records
 
 S, N, U = "stereotyped", "non-stereotyped", "unknown"

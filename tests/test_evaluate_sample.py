@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
-from pbbq.tasks.evaluation.sample import STRATUM, select_examples
 
+from pbbq.tasks.evaluation.sample import STRATUM, select_examples
 from tests.bbq_records import NAME_SEEDS, make_records
 
 NAMED = ("Ethnicity", "Socio-economic Status")

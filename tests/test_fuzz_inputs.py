@@ -1,4 +1,4 @@
-"""Fuzzing every loader of a build's inputs (issue 11, Hardening): any input gives a valid table or the one clear
+"""Fuzzing every loader of a build's inputs: any input gives a valid table or the one clear
 error naming the file (and the row or key), never another exception.
 
 The loaders: the questionnaire, the responses, the templates, the ratings, the unknown phrases and the
@@ -35,6 +35,7 @@ import pandas as pd
 import pytest
 from hypothesis import HealthCheck, currently_in_test_context, event, example, given, settings
 from hypothesis import strategies as st
+
 from pbbq.flows.config import INPUTS, OPTIONAL_INPUTS, BuildConfig, ConfigError, load_config, ranges, sections
 from pbbq.tasks.core.artifacts import REPO_ROOT
 from pbbq.tasks.core.inputs import (

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
 from pbbq.flows.cli import main
 from pbbq.flows.config import load_config
 from pbbq.tasks.core.inputs import InputError, instruction_like, load_inputs

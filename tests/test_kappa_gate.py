@@ -12,6 +12,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
+
 from pbbq.tasks.core.schemas import TEMPLATE
 from pbbq.tasks.kappa_gate import (
     SINGLE_LABEL,

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+
 from pbbq.flows.audit.audit import audit_text
 from pbbq.tasks.core.artifacts import KILL_HOOK, REPO_ROOT, mark_incomplete, run_status, sha256_file
 

@@ -12,6 +12,7 @@ from typing import Any
 import anthropic
 import openai
 import pytest
+
 from pbbq.tasks.core.prompts import PromptBundle
 from pbbq.tasks.llm import (
     PROVIDERS,
@@ -26,7 +27,6 @@ from pbbq.tasks.llm import (
     request_key,
     transcript_source,
 )
-
 from tests.fakes.llm_servers import FakeLLMServer
 from tests.helpers import FAKE_API_KEY, llm_config
 

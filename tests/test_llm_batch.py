@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from pbbq.tasks import llm_batch
 from pbbq.tasks.llm import (
     BATCH_DISCOUNT,
@@ -26,7 +27,6 @@ from pbbq.tasks.llm import (
     usage_summary,
 )
 from pbbq.tasks.llm_batch import BATCH_LIMITS, BatchLimits
-
 from tests.fakes.llm_servers import FakeLLMServer
 from tests.helpers import FAKE_API_KEY, llm_config
 

@@ -3,6 +3,7 @@
 import math
 
 import numpy as np
+
 from pbbq.tasks.core.markdown import cell, markdown_table
 
 

@@ -1,5 +1,5 @@
-"""Seeding and drawing of name-proxy variants (tasks/names/draw.py; Obscured but Not Erased §4.1.1, Appendix C;
-issue 9 §3, §5; issue 17): the paper's sub-seeds, one stream per example and sub-seed, one example's three
+"""Seeding and drawing of name-proxy variants (tasks/names/draw.py; Obscured but Not Erased §4.1.1, Appendix C):
+ the paper's sub-seeds, one stream per example and sub-seed, one example's three
 variants pinned, a repeated draw drawn again from its own stream, one era and one gender per pair, every name of
 a pool reachable. Fast: a synthetic table, no stage run."""
 
@@ -10,6 +10,7 @@ import hashlib
 import numpy as np
 import pandas as pd
 import pytest
+
 from pbbq.tasks.names.draw import (
     ERAS_BY_AGE_BAND,
     Drawn,

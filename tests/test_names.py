@@ -1,4 +1,4 @@
-"""The name-proxy stage (Obscured but Not Erased §4.1, Appendix C; issue 9 §2, §3, §6): reference patterns and
+"""The name-proxy stage (Obscured but Not Erased §4.1, Appendix C): reference patterns and
 gender cues, the stage on Persian examples (the new record, genders and eras of a pair, distinct rows, one example
 pinned end to end), the sample-like data without a duplicate, BBQ's own Nationality records, the command and the
 LLM labeller against the fake server. The drawing rules have their own fast tests (tests/test_name_draw.py), the
@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+
 from pbbq.flows.cli.names import add_names_command
 from pbbq.tasks.core.artifacts import REPO_ROOT, StageOutput, parquet_bytes
 from pbbq.tasks.core.inputs import load_questionnaire, load_templates, load_unknown_phrases, swap_roles
@@ -34,7 +35,6 @@ from pbbq.tasks.names.patterns import (
     rewrite,
 )
 from pbbq.tasks.names.tables import ERAS, NAME_COLUMNS, entity_groups, group_words
-
 from tests.fakes.llm_servers import FakeLLMServer
 from tests.helpers import NAMES_EN, NAMES_FA, llm_config
 

@@ -3,6 +3,7 @@
 import random
 
 import pytest
+
 from pbbq.tasks.text.persian import (
     ZWNJ,
     is_punctuation,

@@ -11,11 +11,11 @@ from typing import Any
 from uuid import UUID, uuid4
 
 import pytest
+
 from pbbq.tasks import llm
 from pbbq.tasks.core import progress
 from pbbq.tasks.core.progress import RequestProgress, StageProgress, artifact_key, format_duration, format_rate
 from pbbq.tasks.llm import LLMClient, LLMRequest
-
 from tests.fakes.llm_servers import FakeLLMServer
 from tests.helpers import llm_config
 

@@ -18,6 +18,9 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 from huggingface_hub import CommitOperationAdd, DatasetCard, HfApi
+from prefect import flow
+from prefect.artifacts import Artifact
+
 from pbbq.flows.cli import main
 from pbbq.flows.pipeline import funnel_labels
 from pbbq.tasks.core.artifacts import REPO_ROOT, StageOutput
@@ -39,9 +42,6 @@ from pbbq.tasks.publish import (
 )
 from pbbq.tasks.publish.dataset_card import CardParams, features_yaml, size_category
 from pbbq.tasks.statistics import table1
-from prefect import flow
-from prefect.artifacts import Artifact
-
 from tests.bbq_records import CELLS, PERMUTATIONS
 from tests.fakes.hub_server import FakeHub
 from tests.helpers import load_release_offline

@@ -10,6 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+
 from pbbq.flows.build_pbbq import build_pbbq
 from pbbq.flows.cli import main
 from pbbq.flows.config import ConfigError, load_config

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+
 from pbbq.flows.cli import main
 from pbbq.flows.config import load_config
 from pbbq.tasks.core.inputs import load_inputs
@@ -20,7 +21,6 @@ from pbbq.tasks.llm import LLMClient
 from pbbq.tasks.survey_filter import survey_filter
 from pbbq.tasks.translate import TranslatePrompts, translate
 from pbbq.tasks.translate.glossary import load_glossary
-
 from tests.fakes.hub_server import FakeHub
 
 TOKEN = "hf_standintesttoken0123456789"

@@ -13,6 +13,8 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from statsmodels.stats.proportion import samplesize_confint_proportion
+
 from pbbq.tasks.core.inputs import DEMOGRAPHIC_COLUMNS, QUESTIONNAIRE_COLUMNS
 from pbbq.tasks.core.schemas import STEREOTYPE
 from pbbq.tasks.survey_filter import (
@@ -22,7 +24,6 @@ from pbbq.tasks.survey_filter import (
     cochran_margin,
     survey_filter,
 )
-from statsmodels.stats.proportion import samplesize_confint_proportion
 
 
 def _questionnaire(ids: list[str]) -> pd.DataFrame:

@@ -17,7 +17,6 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
 
 from pbbq.tasks.crawl.telegram import FetchSettings, PreviewFetcher, RecordedPages, page_url, parse_preview_page  # noqa: E402
-
 from tests.fakes.telegram_server import FakeTelegram, load_channels  # noqa: E402
 
 PAGES = HERE / "pages"

@@ -31,7 +31,7 @@ SOURCE_COLUMNS = (
     "disambiguated_biased_source",
     "disambiguated_counter_biased_source",
 )
-"""Where a template's continuations came from (the last two: the record before issue 9)."""
+"""Where a template's continuations came from (the last two: a record's older form)."""
 SHOWN = 20
 """Ids and lines shown per list by default; the counts are always whole."""
 FIELDS_SHOWN = 4

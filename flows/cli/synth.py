@@ -1,4 +1,4 @@
-"""``pbbq synth``: SYNTHETIC inputs for a build at the PBBQ paper's scale, offline (issue 13).
+"""``pbbq synth``: SYNTHETIC inputs for a build at the PBBQ paper's scale, offline (the scale benchmark's inputs).
 
 pbbq synth --scale paper|half|quarter --out DIR [--seed N]
 

@@ -28,7 +28,6 @@ from pbbq.tasks.llm import LLMClient, ResponseStore  # noqa: E402
 from pbbq.tasks.survey_filter import survey_filter  # noqa: E402
 from pbbq.tasks.translate import TranslatePrompts, translate  # noqa: E402
 from pbbq.tasks.translate.glossary import load_glossary  # noqa: E402
-
 from tests.fakes.llm_servers import FakeLLMServer  # noqa: E402
 from tests.fakes.stand_in_model import StandInModel  # noqa: E402
 

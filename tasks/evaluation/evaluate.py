@@ -1,4 +1,4 @@
-"""Scoring models on a release with lm-evaluation-harness (issue 15 §2; PBBQ §4): the evaluate-pbbq flow's work.
+"""Scoring models on a release with lm-evaluation-harness (PBBQ §4): the evaluate-pbbq flow's work.
 
 - :class:`ModelSpec`: ``[NAME=]BACKEND:ARGS``, lm-eval's model name and its ``model_args``
   (``hf:pretrained=/models/x,dtype=float32``, ``local-completions:model=m,base_url=http://host/v1/completions,

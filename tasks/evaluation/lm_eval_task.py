@@ -1,4 +1,4 @@
-"""The lm-evaluation-harness task of a release (issue 15 §1): ``lm_eval/`` beside the release's ``data/``.
+"""The lm-evaluation-harness task of a release (PBBQ §4): ``lm_eval/`` beside the release's ``data/``.
 
 Every release carries its own task folder, so that
 

@@ -1,4 +1,4 @@
-"""The papers' metrics over a table of per-sample results (issue 15 §3): plain functions, each citing its equation.
+"""The papers' metrics over a table of per-sample results (PBBQ §4, BBQ §4): plain functions, each citing its equation.
 
 A per-sample table (:data:`SAMPLES`) has one row per model, config and example: the example's stored roles
 (``answer_roles``), label, context condition, polarity and assignment, the three options' summed log-likelihoods

@@ -1,4 +1,4 @@
-"""The evaluation's reports (issue 15 §4): PBBQ's Table 3 and Table 4, BBQ's bias scores, ε_c and the KL, as
+"""The evaluation's reports: PBBQ's Table 3 and Table 4, BBQ's bias scores, ε_c and the KL, as
 tables, Markdown laid out like the papers' and plots.
 
 - Table 3 (PBBQ §4.2.1): per model and config, averaged over the categories: ambiguous accuracy, bias score

@@ -100,7 +100,7 @@ class Prepared:
     def pair_key(self) -> str:
         """The entity pair the example instantiates: its template, two entities and lexical variant. The twelve
         examples of a pair (conditions, polarities, assignments, orders) take the same names, so that a mirrored
-        pair of examples still differs only in who did what (BBQ's control; issue 9 §1)."""
+        pair of examples still differs only in who did what (BBQ's control)."""
         fields = ("lang", "template_id", *ENTITY_COLUMNS, "lexical_variant")
         return "|".join(str(self.row.get(field) or "") for field in fields)
 
@@ -237,7 +237,7 @@ def _pairs_reading_alike(pairs: Mapping[str, Sequence[Prepared]]) -> list[list[s
 
 def _variant_row(item: Prepared, names: Sequence[str], sub_seed: int) -> dict[str, Any]:
     """The variant of ``item`` with ``names``: new texts, ``answer_info`` texts rewritten with the options, tags
-    kept (issue 9 §6)."""
+    kept (the BBQ record format lm-evaluation-harness reads)."""
     row = dict(item.row)
     texts = {field: fill(text, names) for field, text in item.texts.items()}
     info = {option: _listed(item.row["answer_info"][option]) for option in OPTIONS}

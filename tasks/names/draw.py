@@ -1,5 +1,5 @@
 """Seeding and drawing the names of name-proxy variants (Obscured but Not Erased §4.1.1 'Random Seed
-Initialisation' and 'Name Selection', Appendix C; issue 9 §2, §3, §5).
+Initialisation' and 'Name Selection', Appendix C).
 
 - **Sub-seeds** (Appendix C): ``np.random.seed(42)``, then ``np.random.randint(1, 10000, 3)`` = 7271, 861, 5391;
   one variant per sub-seed (:func:`sub_seeds`).

@@ -44,7 +44,7 @@ GENDERS = ("female", "male")
 LANGUAGES = ("en", "fa")
 """The languages with reference patterns."""
 ERAS = ("pre1970", "1970-1995", "post1995")
-"""Birth-year spans a name can be common for (issue 9 §5): before 1970, 1970–1995, after 1995."""
+"""Birth-year spans a name can be common for: before 1970, 1970–1995, after 1995."""
 ALL_ERAS = "all"
 """Shorthand for a name common in every span."""
 NAMES_PER_GENDER = 5

@@ -6,7 +6,7 @@ context told the English of the entity phrases it holds, so that the English opt
 context. The 'unknown' phrasings are not translated: they map to a fixed English list
 (``annotations/unknown_phrases.csv``).
 
-Every translation is validated (:func:`translation_failures`, issue 9 §4): English only; each group term of the
+Every translation is validated (:func:`translation_failures`): English only; each group term of the
 segment's entities and lexical variant named as ``annotations/glossary.csv`` names it
 (:mod:`pbbq.tasks.translate.glossary`); an entity phrase keeps the gender its Persian gives
 (:mod:`pbbq.tasks.text.cues`), no more and no less; a context holds each of its entities' English and its pronouns agree

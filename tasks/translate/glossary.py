@@ -1,4 +1,5 @@
-"""The group glossary: one fixed English name for each Persian term that names a group (issue 9 §4).
+"""The group glossary: one fixed English name for each Persian term that names a group, so a group reads the same in
+every English example.
 
 An LLM left alone renders 'مرد ترک' (an Iranian Azerbaijani) as "Turkish man", a wrong nationality, while 'زن
 آذری', the same group, becomes "Azeri woman": one group, two names. ``annotations/glossary.csv`` fixes the
