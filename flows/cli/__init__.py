@@ -166,7 +166,3 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"pbbq: error: {_message(exc)}", file=sys.stderr)
         return 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())
