@@ -65,7 +65,8 @@ class RuleModule:
 
     @property
     def dotted(self) -> str:
-        return self.scratch_path.removesuffix(".py").replace("/", ".")
+        """The module's import name, as mutmut names its mutants (a package's ``__init__.py`` is the package)."""
+        return self.scratch_path.removesuffix(".py").replace("/", ".").removesuffix(".__init__")
 
     def patterns(self) -> list[str]:
         """mutmut's mutant-name patterns of the chosen functions (empty: the whole module)."""
