@@ -270,7 +270,7 @@ def test_the_release_carries_its_lm_eval_task(tmp_path: Path) -> None:
     assert {name for name in tasks if name.endswith(".yaml")} == expected
     assert "pbbq_fa_names_socio_economic_status.yaml" in expected
     assert (folder.path / "lm_eval" / "utils.py").read_bytes() == (
-        REPO_ROOT / "tasks" / "lm_eval_utils.py"
+        REPO_ROOT / "tasks" / "evaluation" / "lm_eval_utils.py"
     ).read_bytes()
     listed = {file.path for file in folder.files if file.path.startswith("lm_eval/")}
     assert listed == {f"lm_eval/{name}" for name in tasks} and {"lm_eval/README.md", "lm_eval/utils.py"} <= listed
