@@ -43,9 +43,11 @@ evaluate: $(VENV)/.eval
 browse: $(VENV)/.browse
 	@echo "pbbq browse is ready: see README, A rebuild and its audit"
 
+# lint-imports: the layers of pyproject's [tool.importlinter] (docs/architecture.md §2)
 lint: $(VENV)/.test
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 
 test: lint
 	$(BIN)/python -m pytest -n 4 --dist loadgroup

@@ -1,4 +1,4 @@
-"""Benchmark: a whole PBBQ build at the paper's scale (issue 13), against the limit of its stage functions.
+"""Benchmark: a whole PBBQ build at the paper's scale, against the limit of its stage functions.
 
 Run from the repository root: ``python -m benchmarks.build_paper_scale [--scales quarter,half,paper] [--work DIR]``.
 For each scale it writes the synthetic inputs (``pbbq synth``; not timed) and measures
@@ -15,7 +15,7 @@ and at the largest scale, against a local Prefect server it starts (its start-up
   the build run again: what recomputed, and how many LLM requests it sent.
 
 Per stage: wall time and the process's peak RSS after it (``timings.json`` of the run for a build). The goals
-of issue 13: (a) ≤ 1.3 × (b), (b) ≤ 45 s and ≤ 2 GiB, (c) ≤ 3 s for the flow and ≤ 5 s for the process.
+(docs/scale.md): (a) ≤ 1.3 × (b), (b) ≤ 45 s and ≤ 2 GiB, (c) ≤ 3 s for the flow and ≤ 5 s for the process.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from pbbq.tasks.markdown import markdown_table
+from pbbq.tasks.core.markdown import markdown_table
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 GIB = 1024**3
@@ -51,8 +51,8 @@ def limit(config: Path) -> dict[str, Any]:
     from pbbq.flows.build_pbbq import load_build_inputs
     from pbbq.flows.config import load_config
     from pbbq.flows.pipeline import PIPELINE
+    from pbbq.tasks.core.stage import Sources, arguments, finish
     from pbbq.tasks.llm import open_llm
-    from pbbq.tasks.stage import Sources, arguments, finish
 
     started = time.perf_counter()
     build = load_config(config)
@@ -149,7 +149,7 @@ def fail_one_template(folder: Path) -> str:
     with path.open(encoding="utf-8", newline="") as handle:
         rows = list(csv.DictReader(handle))
     template = rows[0]["template_id"]
-    labels = ("stereo", "nonstereo", "neither")  # the target labels of a rating (tasks/inputs.py)
+    labels = ("stereo", "nonstereo", "neither")  # the target labels of a rating (tasks/core/inputs.py)
     for index, row in enumerate(r for r in rows if r["template_id"] == template):
         row["target_label"] = labels[index % len(labels)]
     with path.open("w", encoding="utf-8", newline="") as handle:
@@ -173,6 +173,7 @@ def main() -> None:
     if args.limit_only:
         print(json.dumps(limit(args.limit_only)))
         return
+    from pbbq.flows.config import load_config
     from pbbq.tasks.synth import synthesize
 
     work = args.work or Path(tempfile.mkdtemp(prefix="pbbq-paper-scale-"))
@@ -180,7 +181,7 @@ def main() -> None:
     limits: dict[str, dict[str, Any]] = {}
     for scale in scales:
         print(f"{scale}: writing the synthetic inputs ...", file=sys.stderr, flush=True)
-        synthesize(work / scale, scale=scale, seed=args.seed)
+        synthesize(work / scale, scale=scale, seed=args.seed, read_config=load_config)
         print(f"{scale}: (b) the stage functions directly ...", file=sys.stderr, flush=True)
         limits[scale] = _limit_in_fresh_process(work / scale / "build.toml")
 

@@ -7,7 +7,7 @@ channel, statements about groups of the lexicon, chatter, personal data in entit
 size, in one run, side by side:
 
 - **fetch**: :func:`pbbq.tasks.crawl.fetch_sources` on a fresh store (read, scrub, store the parquet);
-- **floor**: ``json.load`` of the file and :func:`pbbq.tasks.scrub.scrub_segments` of every message alone, what
+- **floor**: ``json.load`` of the file and :func:`pbbq.tasks.crawl.scrub.scrub_segments` of every message alone, what
   any reader of the export must do at least;
 - **stage**: :func:`pbbq.tasks.crawl.crawl` on the fetched posts (candidates, near-duplicate clusters, review).
 
@@ -24,11 +24,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from pbbq.tasks.candidates import load_lexicon
+from pbbq.tasks.core.markdown import markdown_table
 from pbbq.tasks.crawl import CrawlParams, crawl, fetch_sources
-from pbbq.tasks.markdown import markdown_table
-from pbbq.tasks.scrub import scrub_segments
-from pbbq.tasks.telegram import export_segments
+from pbbq.tasks.crawl.candidates import load_lexicon
+from pbbq.tasks.crawl.scrub import scrub_segments
+from pbbq.tasks.crawl.telegram import export_segments
 
 CHATTER = [
     "امروز",

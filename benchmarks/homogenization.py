@@ -12,7 +12,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
-from pbbq.tasks.diversity_homogenization import _pairs, homogenization_bertscore
+
+from pbbq.tasks.diversity.homogenization import _pairs, homogenization_bertscore
 
 TINY_LAYERS = 2
 REPEATS = 3

@@ -21,9 +21,8 @@ import time
 from multiprocessing.connection import Connection
 from pathlib import Path
 
+from pbbq.tasks.core.markdown import markdown_table
 from pbbq.tasks.llm import LLMClient, LLMConfig, LLMRequest
-from pbbq.tasks.markdown import markdown_table
-
 from tests.fakes.llm_servers import FakeLLMServer
 
 KEY_ENV = "PBBQ_BENCHMARK_KEY"

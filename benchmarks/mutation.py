@@ -1,4 +1,4 @@
-"""Mutation testing of the rule modules (issue 17): mutmut changes a module one operator, constant or argument at
+"""Mutation testing of the rule modules: mutmut changes a module one operator, constant or argument at
 a time, runs only that module's fast test files, and counts the mutants no test caught.
 
 Run from the repository root with the ``mutation`` extra installed:
@@ -36,7 +36,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 EQUIVALENTS_FILE = Path(__file__).with_name("mutation_equivalents.toml")
 PACKAGED = ("tasks", "flows")
 """The code's folders, copied into the scratch copy's ``pbbq/`` package: mutmut names a mutant after its file's
-path, and the name must be the module's import name (``pbbq.tasks.cues``) for mutmut to switch it on."""
+path, and the name must be the module's import name (``pbbq.tasks.text.cues``) for mutmut to switch it on."""
 COPIED = ("pbbq", "tests", "benchmarks", "annotations", "survey", "configs", "prompts")
 """What else the scratch copy holds: the namespace package, the tests and the inputs the tests read."""
 KILLED = ("killed", "timeout")
@@ -65,7 +65,8 @@ class RuleModule:
 
     @property
     def dotted(self) -> str:
-        return self.scratch_path.removesuffix(".py").replace("/", ".")
+        """The module's import name, as mutmut names its mutants (a package's ``__init__.py`` is the package)."""
+        return self.scratch_path.removesuffix(".py").replace("/", ".").removesuffix(".__init__")
 
     def patterns(self) -> list[str]:
         """mutmut's mutant-name patterns of the chosen functions (empty: the whole module)."""

@@ -9,9 +9,10 @@ import argparse
 import time
 
 import numpy as np
-from pbbq.tasks.diversity_self_bleu import self_bleu
-from pbbq.tasks.persian_text import tokenize_fa
 from sacrebleu import sentence_bleu
+
+from pbbq.tasks.diversity.self_bleu import self_bleu
+from pbbq.tasks.text.persian import tokenize_fa
 
 LETTERS = list("آابپتثجچحخدذرزژسشصضطظعغفقکگلمنوهی")
 

@@ -16,21 +16,6 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from pbbq.flows.config import BuildConfig, check_store_path, load_config
-from pbbq.flows.diff import changes_since_previous
-from pbbq.flows.pipeline import PIPELINE, extra_funnel, funnel_labels
-from pbbq.flows.runs import mark_killed_runs, outputs_folder, previous_completed
-from pbbq.tasks.artifacts import RunFolder, StageOutput, atomic_write_bytes, display_path, json_text, sha256_file
-from pbbq.tasks.caching import stage_task
-from pbbq.tasks.candidates import load_lexicon
-from pbbq.tasks.crawl import fetch_sources
-from pbbq.tasks.glossary import load_glossary
-from pbbq.tasks.inputs import instruction_like, load_inputs
-from pbbq.tasks.llm import LLMClient, open_llm, usage_summary
-from pbbq.tasks.names import load_name_table
-from pbbq.tasks.progress import StageProgress
-from pbbq.tasks.publish import create_release_artifact
-from pbbq.tasks.stage import Input, Resource, RunValue, Sources, Stage, Table, Tables, arguments, finish, resource_hash
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.client.orchestration import get_client
@@ -39,6 +24,33 @@ from prefect.futures import PrefectFuture
 from prefect.runtime import flow_run
 from prefect.states import Crashed
 from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
+
+from ..tasks.core.artifacts import RunFolder, StageOutput, atomic_write_bytes, display_path, json_text, sha256_file
+from ..tasks.core.caching import stage_task
+from ..tasks.core.inputs import instruction_like, load_inputs
+from ..tasks.core.progress import StageProgress
+from ..tasks.core.stage import (
+    Input,
+    Resource,
+    RunValue,
+    Sources,
+    Stage,
+    Table,
+    Tables,
+    arguments,
+    finish,
+    resource_hash,
+)
+from ..tasks.crawl import fetch_sources
+from ..tasks.crawl.candidates import load_lexicon
+from ..tasks.llm import LLMClient, open_llm, usage_summary
+from ..tasks.names import load_name_table
+from ..tasks.publish import create_release_artifact
+from ..tasks.translate.glossary import load_glossary
+from .audit.diff import changes_since_previous
+from .audit.runs import mark_killed_runs, outputs_folder, previous_completed
+from .config import BuildConfig, check_store_path, load_config
+from .pipeline import PIPELINE, extra_funnel, funnel_labels
 
 STAND_IN_WARNING = (
     'STAND-IN answers: every LLM answer of this build is placeholder text (--stand-in, [llm] mode = "stand-in", '

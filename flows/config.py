@@ -13,10 +13,10 @@ from functools import partial
 from pathlib import Path
 from typing import Any, get_args, get_type_hints
 
-from pbbq.flows.pipeline import PIPELINE
-from pbbq.tasks.artifacts import REPO_ROOT, display_path
-from pbbq.tasks.inputs import load_unknown_phrases
-from pbbq.tasks.llm import STAND_IN_MODE, LLMConfig
+from ..tasks.core.artifacts import REPO_ROOT, display_path
+from ..tasks.core.inputs import load_unknown_phrases
+from ..tasks.llm import STAND_IN_MODE, LLMConfig
+from .pipeline import PIPELINE
 
 SAMPLE_CONFIG = REPO_ROOT / "configs" / "sample.toml"
 INPUTS = ("questionnaire", "responses", "templates", "ratings", "unknown_phrases", "names", "glossary")

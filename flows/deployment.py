@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import yaml
-from pbbq.flows.build_pbbq import build_pbbq
-from pbbq.tasks.artifacts import REPO_ROOT
+
+from ..tasks.core.artifacts import REPO_ROOT
+from .build_pbbq import build_pbbq
 
 DEPLOYMENT_NAME = "build-pbbq"
 

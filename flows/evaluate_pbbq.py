@@ -1,26 +1,27 @@
-"""The evaluate-pbbq flow (issue 15; docs/architecture.md, the evaluate stage): a release and models → per-sample
+"""The evaluate-pbbq flow (PBBQ §4; docs/architecture.md, the evaluate stage): a release and models → per-sample
 results → PBBQ's Tables 3–4, BBQ's bias scores, ε_c and the KL to the survey.
 
 A run writes ``outputs/<eval_id>/`` with the build's conventions (a manifest with every artifact's sha256, the
 inputs' hashes, the parameters, the code version; ``pbbq audit`` reads it):
 
-- ``01_samples/samples.parquet``: one row per model, config and example (:data:`pbbq.tasks.metrics.SAMPLES`); the
-  report lists every unit (model × config) with its cache key, whether it was cached, its request count and
+- ``01_samples/samples.parquet``: one row per model, config and example (:data:`pbbq.tasks.evaluation.metrics.SAMPLES`);
+  the report lists every unit (model × config) with its cache key, whether it was cached, its request count and
   lm-eval's own aggregates of the task;
 - ``02_metrics/``: ``scores`` (every metric per model, config and category, with intervals), ``table3``,
   ``table4``, ``bbq_scores``, ``error_retention``, ``kl`` and ``kl_by_stereotype`` as parquet (and CSV),
   ``tables.md`` (the papers' layout) and the plots.
 
-``limit`` evaluates that many examples of each config, drawn by :func:`pbbq.tasks.eval_sample.select_examples`
+``limit`` evaluates that many examples of each config, drawn by :func:`pbbq.tasks.evaluation.sample.select_examples`
 (stratified by category, context condition and question polarity, seeded by ``seed``; the ``fa-names`` rows are
 variants of the ``fa`` rows drawn, so that ε_c is computed); the report of ``01_samples`` says what they cover.
 
 A model spec's secret arguments (``api_key=…``) are dropped and named in a warning; the keys come from the
-environment (:data:`pbbq.tasks.evaluate.KEY_VARIABLES`). Units are cached under ``<outputs>/.cache/eval/units/``
-by :func:`pbbq.tasks.evaluate.unit_key` (model spec + release hash + task files + config + examples selected): a
-rerun of the same evaluation calls no model. lm-eval's own request cache
+environment (:data:`pbbq.tasks.evaluation.evaluate.KEY_VARIABLES`). Units are cached under
+``<outputs>/.cache/eval/units/`` by :func:`pbbq.tasks.evaluation.evaluate.unit_key` (model spec + release hash + task
+files + config + examples selected): a rerun of the same evaluation calls no model. lm-eval's own request cache
 (``<outputs>/.cache/eval/requests/``) keeps every answer as it arrives, so a crashed run resumes. This module
-only wires; the work is in :mod:`pbbq.tasks.evaluate`, :mod:`pbbq.tasks.metrics` and :mod:`pbbq.tasks.eval_reports`.
+only wires; the work is in :mod:`pbbq.tasks.evaluation.evaluate`, :mod:`pbbq.tasks.evaluation.metrics` and
+:mod:`pbbq.tasks.evaluation.reports`.
 """
 
 from __future__ import annotations
@@ -31,21 +32,13 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from pbbq.flows.runs import outputs_folder
-from pbbq.tasks.artifacts import RunFolder, StageOutput, atomic_write_bytes, new_run_id, parquet_bytes, write_json
-from pbbq.tasks.eval_reports import (
-    BBQ_TABLE,
-    TABLE3,
-    TABLE4,
-    bbq_table,
-    plot_accuracy,
-    plot_bias_by_category,
-    reports_markdown,
-    table3,
-    table4,
-)
-from pbbq.tasks.eval_sample import Selection, read_config, select_examples
-from pbbq.tasks.evaluate import (
+from prefect import flow, get_run_logger, task
+from prefect.artifacts import create_table_artifact
+from prefect.cache_policies import NO_CACHE
+
+from ..tasks.core.artifacts import RunFolder, StageOutput, atomic_write_bytes, new_run_id, parquet_bytes, write_json
+from ..tasks.core.schemas import to_arrow
+from ..tasks.evaluation.evaluate import (
     EvaluateError,
     ModelSpec,
     Release,
@@ -59,7 +52,7 @@ from pbbq.tasks.evaluate import (
     tasks_sha256,
     unit_key,
 )
-from pbbq.tasks.metrics import (
+from ..tasks.evaluation.metrics import (
     ERROR_RETENTION,
     KL,
     KL_STEREOTYPES,
@@ -71,10 +64,19 @@ from pbbq.tasks.metrics import (
     kl_to_survey,
     score_table,
 )
-from pbbq.tasks.schemas import to_arrow
-from prefect import flow, get_run_logger, task
-from prefect.artifacts import create_table_artifact
-from prefect.cache_policies import NO_CACHE
+from ..tasks.evaluation.reports import (
+    BBQ_TABLE,
+    TABLE3,
+    TABLE4,
+    bbq_table,
+    plot_accuracy,
+    plot_bias_by_category,
+    reports_markdown,
+    table3,
+    table4,
+)
+from ..tasks.evaluation.sample import Selection, read_config, select_examples
+from .audit.runs import outputs_folder
 
 
 def _read_unit(path: Path) -> UnitResult | None:

@@ -11,21 +11,22 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import pandas as pd
-from pbbq.tasks.artifacts import StageOutput
-from pbbq.tasks.candidates import CANDIDATE, CLUSTER
-from pbbq.tasks.crawl import DROPPED_POST, POST, CrawlParams, crawl, crawl_counts, load_prompt
-from pbbq.tasks.disambiguate import REVIEW, DisambiguateParams, Prompts, disambiguate
-from pbbq.tasks.diversity import TABLE2, TABLE2_INSTANCES, DiversityParams, diversity
-from pbbq.tasks.instantiate import DROPPED_PAIR, InstantiateParams, instantiate
-from pbbq.tasks.kappa_gate import GateParams, kappa_gate
-from pbbq.tasks.names import NamesParams, load_gender_prompt, names
-from pbbq.tasks.publish import RELEASE_FILES, PublishParams, publish_stage
-from pbbq.tasks.schemas import EXAMPLE, EXAMPLE_DROPPED, STEREOTYPE, TEMPLATE, TEMPLATE_DISAMBIGUATED
-from pbbq.tasks.soundness import SOUNDNESS
-from pbbq.tasks.stage import Client, Input, Report, Resource, RunValue, Stage, Table, Tables
-from pbbq.tasks.statistics import DISTRIBUTION, FUNNEL, TABLE1, statistics
-from pbbq.tasks.survey_filter import ACCEPTANCE_BY_DEMOGRAPHIC, SurveyParams, survey_filter
-from pbbq.tasks.translate import ATTEMPT, SEGMENT, TranslateParams, TranslatePrompts, translate
+
+from ..tasks.core.artifacts import StageOutput
+from ..tasks.core.schemas import EXAMPLE, EXAMPLE_DROPPED, STEREOTYPE, TEMPLATE, TEMPLATE_DISAMBIGUATED
+from ..tasks.core.soundness import SOUNDNESS
+from ..tasks.core.stage import Client, Input, Report, Resource, RunValue, Stage, Table, Tables
+from ..tasks.crawl import DROPPED_POST, POST, CrawlParams, crawl, crawl_counts, load_prompt
+from ..tasks.crawl.candidates import CANDIDATE, CLUSTER
+from ..tasks.disambiguate import REVIEW, DisambiguateParams, Prompts, disambiguate
+from ..tasks.diversity import TABLE2, TABLE2_INSTANCES, DiversityParams, diversity
+from ..tasks.instantiate import DROPPED_PAIR, InstantiateParams, instantiate
+from ..tasks.kappa_gate import GateParams, kappa_gate
+from ..tasks.names import NamesParams, load_gender_prompt, names
+from ..tasks.publish import RELEASE_FILES, PublishParams, publish_stage
+from ..tasks.statistics import DISTRIBUTION, FUNNEL, TABLE1, statistics
+from ..tasks.survey_filter import ACCEPTANCE_BY_DEMOGRAPHIC, SurveyParams, survey_filter
+from ..tasks.translate import ATTEMPT, SEGMENT, TranslateParams, TranslatePrompts, translate
 
 SEED = (0, 2**32 - 1)
 EXAMPLES = Tables(

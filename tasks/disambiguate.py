@@ -30,12 +30,13 @@ from string import Template
 
 import pandas as pd
 import pyarrow as pa
-from pbbq.tasks.artifacts import REPO_ROOT, StageOutput, count_reasons
-from pbbq.tasks.inputs import PLACEHOLDER, swap_roles
-from pbbq.tasks.llm import LLMClient, LLMRequest
-from pbbq.tasks.persian_text import normalize_fa, tokenize_fa, words
-from pbbq.tasks.prompts import PromptBundle, retry_request
-from pbbq.tasks.schemas import TEMPLATE_DISAMBIGUATED
+
+from .core.artifacts import REPO_ROOT, StageOutput, count_reasons
+from .core.inputs import PLACEHOLDER, swap_roles
+from .core.prompts import PromptBundle, retry_request
+from .core.schemas import TEMPLATE_DISAMBIGUATED
+from .llm import LLMClient, LLMRequest
+from .text.persian import normalize_fa, tokenize_fa, words
 
 STAGE = "disambiguate"
 ASSIGNMENTS: dict[str, tuple[str, str]] = {

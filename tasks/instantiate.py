@@ -15,8 +15,8 @@ each position about a third of the time (cyclic permutation of options, PakBBQ Â
 
 **Confound gate.** The two entities of a pair may differ only in the attribute the stereotype is about: a pair
 whose genders differ outside the Gender category (``gender_confound``), or whose age bands differ outside the Age
-category (``age_confound``), is not built (gender and age from the one cue table, :mod:`pbbq.tasks.cues`). Each such
-pair is a row of ``dropped_pairs`` with its reason, unless the template's ``allowed_pairs`` keeps it with a
+category (``age_confound``), is not built (gender and age from the one cue table, :mod:`pbbq.tasks.text.cues`). Each
+such pair is a row of ``dropped_pairs`` with its reason, unless the template's ``allowed_pairs`` keeps it with a
 written reason, which the report lists.
 
 **Record.** Each example carries BBQ's own fields, so lm-evaluation-harness's BBQ task reads it as it is:
@@ -35,10 +35,11 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-from pbbq.tasks.artifacts import StageOutput, count_reasons
-from pbbq.tasks.cues import age_bands_differ, entity_age_band, entity_gender, genders_differ
-from pbbq.tasks.inputs import PAIR_SEPARATOR, swap_roles
-from pbbq.tasks.schemas import EXAMPLE, EXAMPLE_DROPPED, OPTIONS, RECORD_VERSION, TEMPLATE_DISAMBIGUATED, UNKNOWN_GROUP
+
+from .core.artifacts import StageOutput, count_reasons
+from .core.inputs import PAIR_SEPARATOR, swap_roles
+from .core.schemas import EXAMPLE, EXAMPLE_DROPPED, OPTIONS, RECORD_VERSION, TEMPLATE_DISAMBIGUATED, UNKNOWN_GROUP
+from .text.cues import age_bands_differ, entity_age_band, entity_gender, genders_differ
 
 ROLE_NAMES = {"stereo": "stereotyped", "nonstereo": "non-stereotyped", "unknown": "unknown"}
 PERMUTATIONS: tuple[tuple[str, str, str], ...] = tuple(itertools.permutations(("stereo", "nonstereo", "unknown")))

@@ -19,9 +19,10 @@ import math
 from dataclasses import asdict, dataclass
 
 import pandas as pd
-from pbbq.tasks.artifacts import StageOutput, count_reasons
-from pbbq.tasks.schemas import TEMPLATE
 from statsmodels.stats.inter_rater import fleiss_kappa
+
+from .core.artifacts import StageOutput, count_reasons
+from .core.schemas import TEMPLATE
 
 SINGLE_LABEL = "single_label_perfect_agreement"
 FLOAT_TOLERANCE = 1e-9

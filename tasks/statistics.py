@@ -8,9 +8,10 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 import pyarrow as pa
-from pbbq.tasks.artifacts import StageOutput
-from pbbq.tasks.schemas import CATEGORIES, empty_frame, example_configs
-from pbbq.tasks.soundness import SOUNDNESS, soundness
+
+from .core.artifacts import StageOutput
+from .core.schemas import CATEGORIES, empty_frame, example_configs
+from .core.soundness import SOUNDNESS, soundness
 
 TABLE1 = pa.schema(
     [("config", pa.string()), ("category", pa.string()), ("templates", pa.int64()), ("samples", pa.int64())]

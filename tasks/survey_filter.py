@@ -15,11 +15,12 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-from pbbq.tasks.artifacts import StageOutput, count_reasons
-from pbbq.tasks.inputs import DEMOGRAPHIC_COLUMNS
-from pbbq.tasks.schemas import STEREOTYPE
 from scipy.stats import norm
 from statsmodels.stats.proportion import proportion_confint
+
+from .core.artifacts import StageOutput, count_reasons
+from .core.inputs import DEMOGRAPHIC_COLUMNS
+from .core.schemas import STEREOTYPE
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Hand-made examples in the release's record format (issue 9 §6), for the evaluation tests.
+"""Hand-made examples in the release's record format, for the evaluation tests.
 
 Each template spec gives 12 examples per language, as instantiation makes them (PBBQ §3.3–§3.4): both orders of
 mention × (ambiguous, disambiguated biased, disambiguated counter-biased) × (negative, non-negative question),
@@ -19,8 +19,9 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 import pyarrow as pa
-from pbbq.tasks.schemas import EXAMPLE
-from pbbq.tasks.soundness import CELL_ROLE
+
+from pbbq.tasks.core.schemas import EXAMPLE
+from pbbq.tasks.core.soundness import CELL_ROLE
 
 if TYPE_CHECKING:
     import datasets
@@ -230,9 +231,9 @@ SURVEY = pd.DataFrame({"stereotype_id": ["AGE-01", "AGE-03", "ETH-01", "SES-01"]
 def write_run(run: Path, specs: tuple[Spec, ...] = SPECS) -> Path:
     """A build's run folder as the evaluation reads it: ``10_publish/hub`` written by the publish stage's own
     code from :func:`make_records`, ``02_survey/stereotypes.parquet`` and ``manifest.json``; returns ``run``."""
-    from pbbq.tasks.artifacts import atomic_write_bytes, parquet_bytes
-    from pbbq.tasks.dataset_card import CardParams
+    from pbbq.tasks.core.artifacts import atomic_write_bytes, parquet_bytes
     from pbbq.tasks.publish import build_release
+    from pbbq.tasks.publish.dataset_card import CardParams
     from pbbq.tasks.statistics import table1
 
     configs = make_records(specs)

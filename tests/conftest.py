@@ -24,8 +24,8 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from pbbq.tasks.artifacts import REPO_ROOT
 
+from pbbq.tasks.core.artifacts import REPO_ROOT
 from tests.fakes.llm_servers import FakeLLMServer
 from tests.helpers import FAKE_API_KEY, NAMES_EN, NAMES_FA
 
@@ -142,7 +142,7 @@ def two_builds(prefect_server: None, tmp_path_factory: pytest.TempPathFactory) -
 def fresh_cue_caches() -> Iterator[None]:
     """entity_gender and entity_age_band are cached: clear them so each test reads the cue table afresh (mutation
     testing runs each mutant in a process whose caches an earlier test run already filled)."""
-    from pbbq.tasks.cues import entity_age_band, entity_gender
+    from pbbq.tasks.text.cues import entity_age_band, entity_gender
 
     entity_gender.cache_clear()
     entity_age_band.cache_clear()
@@ -167,7 +167,7 @@ def llm_api_keys(monkeypatch: pytest.MonkeyPatch) -> str:
 @pytest.fixture(scope="module")
 def fa_table() -> pd.DataFrame:
     """The shipped Persian name table, loaded once per module."""
-    from pbbq.tasks.name_tables import load_name_table
+    from pbbq.tasks.names.tables import load_name_table
 
     return load_name_table(NAMES_FA)
 
@@ -175,6 +175,6 @@ def fa_table() -> pd.DataFrame:
 @pytest.fixture(scope="module")
 def en_table() -> pd.DataFrame:
     """The shipped English (BBQ) name table, loaded once per module."""
-    from pbbq.tasks.name_tables import load_name_table
+    from pbbq.tasks.names.tables import load_name_table
 
     return load_name_table(NAMES_EN)

@@ -7,9 +7,10 @@ from dataclasses import dataclass
 
 import pandas as pd
 import pyarrow as pa
-from pbbq.tasks.artifacts import StageOutput
-from pbbq.tasks.schemas import EXAMPLE, EXAMPLE_DROPPED
-from pbbq.tasks.stage import Stage, Table
+
+from pbbq.tasks.core.artifacts import StageOutput
+from pbbq.tasks.core.schemas import EXAMPLE, EXAMPLE_DROPPED
+from pbbq.tasks.core.stage import Stage, Table
 
 LENGTHS = pa.schema([("example_id", pa.string()), ("words", pa.int64())])
 

@@ -14,12 +14,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pyarrow.parquet as pq
-from pbbq.tasks.artifacts import REPO_ROOT
-from pbbq.tasks.persian_text import normalize_fa
+
+from pbbq.tasks.core.artifacts import REPO_ROOT
+from pbbq.tasks.text.persian import normalize_fa
 
 if TYPE_CHECKING:
     from pbbq.tasks.llm import LLMConfig
-
     from tests.fakes.llm_servers import FakeLLMServer
 
 CRAWL_SAMPLE = REPO_ROOT / "crawl" / "sample"

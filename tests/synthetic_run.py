@@ -11,10 +11,11 @@ from typing import Any
 
 import pandas as pd
 import pyarrow as pa
+
 from pbbq.flows.pipeline import stage_by_folder
-from pbbq.tasks.artifacts import RunFolder, StageOutput
-from pbbq.tasks.schemas import EXAMPLE, EXAMPLE_DROPPED, RECORD_VERSION
-from pbbq.tasks.soundness import CELL_ROLE
+from pbbq.tasks.core.artifacts import RunFolder, StageOutput
+from pbbq.tasks.core.schemas import EXAMPLE, EXAMPLE_DROPPED, RECORD_VERSION
+from pbbq.tasks.core.soundness import CELL_ROLE
 
 STEREOTYPES = {  # id: category, acceptance, target group, non-target groups, stereo entities, nonstereo entities
     "AGE-01": ("Age", 0.72, "old", ["young"], ["پیرمرد هفتاد ساله"], ["مرد جوان بیست ساله"]),

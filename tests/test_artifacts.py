@@ -15,7 +15,8 @@ from pathlib import Path
 import pandas as pd
 import pyarrow as pa
 import pytest
-from pbbq.tasks.artifacts import (
+
+from pbbq.tasks.core.artifacts import (
     FILE_MODE,
     RunFolder,
     StageOutput,
@@ -76,7 +77,7 @@ def test_a_killed_run_reads_incomplete(tmp_path: Path) -> None:
         import os, signal, sys
         sys.path.insert(0, {str(Path(__file__).resolve().parents[1])!r})
         from pathlib import Path
-        from pbbq.tasks.artifacts import RunFolder
+        from pbbq.tasks.core.artifacts import RunFolder
         RunFolder.create(Path({str(tmp_path)!r}), "killed", {{}})
         os.kill(os.getpid(), signal.SIGKILL)
         """

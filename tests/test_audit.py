@@ -8,12 +8,13 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from pbbq.flows.audit import AuditError, audit_text, trace
-from pbbq.flows.audit_report import acceptance_chart, write_audit_html
+
+from pbbq.flows.audit.audit import AuditError, audit_text, trace
+from pbbq.flows.audit.report import acceptance_chart, write_audit_html
 from pbbq.flows.cli import main
 
 REPORT_LIMIT = 300_000
-"""Bytes: the report is read, not downloaded (issue on the audit)."""
+"""Bytes: the report is read, not downloaded (a size budget, so the report stays quick to open)."""
 
 
 def test_audit_shows_the_funnel_every_stage_and_its_drops(two_builds: tuple[Path, Path]) -> None:
@@ -135,7 +136,7 @@ def test_the_commands(two_builds: tuple[Path, Path], capsys: pytest.CaptureFixtu
 
 def _unanimous(n_respondents: int) -> pd.DataFrame:
     """Acceptance as the survey filter computes it for two stereotypes that every respondent answers alike."""
-    from pbbq.tasks.inputs import DEMOGRAPHIC_COLUMNS
+    from pbbq.tasks.core.inputs import DEMOGRAPHIC_COLUMNS
     from pbbq.tasks.survey_filter import SurveyParams, acceptance_rates
 
     questionnaire = pd.DataFrame({"stereotype_id": ["AGE-01", "AGE-02"], "category": ["Age", "Age"]})

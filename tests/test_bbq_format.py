@@ -1,4 +1,4 @@
-"""lm-evaluation-harness's own BBQ code reads our records (issue 9 §6): ``lm_eval/tasks/bbq/utils.py`` of
+"""lm-evaluation-harness's own BBQ code reads our records: ``lm_eval/tasks/bbq/utils.py`` of
 lm-eval 0.4.13, unmodified, over the ``en`` config.
 
 For every example, lm-eval's ``process_docs`` must find exactly one biased answer, the one our stored roles name
@@ -104,7 +104,7 @@ def test_the_check_fails_on_a_record_lm_eval_misreads() -> None:
 
 def test_a_persian_unknown_option_is_not_one_of_lm_evals() -> None:
     """The fa config cannot go through lm-eval's BBQ task (its choices need an English 'unknown'): the reason the
-    release ships its own task (tasks/lm_eval_task.py)."""
+    release ships its own task (tasks/evaluation/lm_eval_task.py)."""
     problems = disagreements(as_dataset(make_records()["fa"]))
     assert problems and all("UNKNOWN_RESPONSES" in problem for problem in problems)
 

@@ -14,9 +14,9 @@ from pathlib import Path
 import httpx
 import pandas as pd
 import pytest
-from pbbq.flows.browse import build_db, metadata, table_name
-from pbbq.flows.runs import drop_tables, stage_folders, stage_report
 
+from pbbq.flows.audit.browse import build_db, metadata, table_name
+from pbbq.flows.audit.runs import drop_tables, stage_folders, stage_report
 from tests.synthetic_run import make_run
 
 

@@ -1,4 +1,4 @@
-"""The build-pbbq flow end to end on the bundled sample (issue 2: done-when)."""
+"""The build-pbbq flow end to end on the bundled sample."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+
 from pbbq.flows.build_pbbq import build_pbbq
 from pbbq.flows.cli import main
-from pbbq.tasks.artifacts import sha256_file
-
+from pbbq.tasks.core.artifacts import sha256_file
 from tests.helpers import load_release_offline
 
 
@@ -228,7 +228,7 @@ def test_examples_have_no_duplicates_and_per_template_counts_follow_the_product(
 
 
 def test_no_pair_mixes_genders_outside_gender_nor_age_bands_outside_age(two_builds: tuple[Path, Path]) -> None:
-    from pbbq.tasks.cues import age_bands_differ, entity_age_band, entity_gender, genders_differ
+    from pbbq.tasks.text.cues import age_bands_differ, entity_age_band, entity_gender, genders_differ
 
     examples = _sample(two_builds, "05_instantiate/examples")
     pairs = examples[["category", "stereo_entity", "nonstereo_entity"]].drop_duplicates()
@@ -242,7 +242,7 @@ def test_no_pair_mixes_genders_outside_gender_nor_age_bands_outside_age(two_buil
 
 
 def test_counter_biased_continuations_are_mirrors(two_builds: tuple[Path, Path]) -> None:
-    from pbbq.tasks.inputs import swap_roles
+    from pbbq.tasks.core.inputs import swap_roles
 
     templates = _sample(two_builds, "04_disambiguate/templates")
     usable = templates[templates["disambiguated_source"] != "review"]

@@ -14,8 +14,9 @@ import zipfile
 from pathlib import Path
 
 import pytest
+
 from pbbq.flows.pipeline import PIPELINE
-from pbbq.tasks.artifacts import REPO_ROOT, StageRecord
+from pbbq.tasks.core.artifacts import REPO_ROOT, StageRecord
 
 FLOW = """
 import sys
@@ -86,8 +87,10 @@ def test_the_names_stage_counts_examples_no_table_covers_as_not_covered() -> Non
 def test_the_package_builds_without_a_setuptools_warning(tmp_path: Path) -> None:
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(REPO_ROOT / name, tmp_path / name)
-    for folder in ("pbbq", "flows", "tasks"):
-        shutil.copytree(REPO_ROOT / folder, tmp_path / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    for folder in ("pbbq", "flows", "tasks"):  # pbbq's links to flows/ and tasks/ copied as links, as git has them
+        shutil.copytree(
+            REPO_ROOT / folder, tmp_path / folder, symlinks=True, ignore=shutil.ignore_patterns("__pycache__")
+        )
     script = "from setuptools import build_meta; print(build_meta.build_wheel('dist'))"
     result = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path, check=True, timeout=300
@@ -96,7 +99,15 @@ def test_the_package_builds_without_a_setuptools_warning(tmp_path: Path) -> None
     assert warnings == []
     wheel = tmp_path / "dist" / result.stdout.strip().splitlines()[-1]
     with zipfile.ZipFile(wheel) as archive:
-        assert "pbbq/tasks/templates/dataset_card.md" in archive.namelist()
+        names = set(archive.namelist())
+    # every subpackage and both data files: the card's template and synth's phrase book
+    assert {"pbbq/tasks/publish/templates/dataset_card.md", "pbbq/tasks/synth/phrases.toml"} <= names
+    packages = [
+        init.relative_to(REPO_ROOT)
+        for folder in ("flows", "tasks")
+        for init in (REPO_ROOT / folder).rglob("__init__.py")
+    ]
+    assert {f"pbbq/{init.as_posix()}" for init in packages} <= names
 
 
 @pytest.mark.parametrize("target", ["evaluate", "browse"])

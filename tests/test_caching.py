@@ -1,5 +1,5 @@
 """The stage cache key: the code part follows imports, so editing a helper module recomputes exactly the stages
-that use it (issue 10); the input part is the tables' content."""
+that use it; the input part is the tables' content."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from types import SimpleNamespace
 from typing import Any, cast
 
 import pandas as pd
-from pbbq.tasks.caching import StageInputsAndCode, input_digest, module_closure, stage_code_hash
+
+from pbbq.tasks.core.caching import StageInputsAndCode, input_digest, module_closure, stage_code_hash
 from pbbq.tasks.survey_filter import survey_filter
 
 
@@ -30,30 +31,33 @@ def test_editing_a_helper_recomputes_the_dependent_stage_only(tmp_path: Path) ->
     _module(tmp_path, "pbbq.tasks.text", "def tokens(s):\n    return s.split()\n")
     _module(tmp_path, "pbbq.tasks.metric", "from pbbq.tasks.text import tokens\n")
     _module(tmp_path, "pbbq.tasks.diversity", "import numpy\nfrom pbbq.tasks import metric\n")
-    _module(tmp_path, "pbbq.tasks.survey", "from .schemas import X\n")
-    _module(tmp_path, "pbbq.tasks.schemas", "X = 1\n")
+    _module(tmp_path, "pbbq.tasks.survey", "from .core.schemas import X\n")
+    _module(tmp_path, "pbbq.tasks.core.schemas", "X = 1\n")
     assert list(module_closure("pbbq.tasks.diversity", tmp_path)) == [
         "pbbq.tasks",
         "pbbq.tasks.diversity",
         "pbbq.tasks.metric",
         "pbbq.tasks.text",
     ]
-    assert list(module_closure("pbbq.tasks.survey", tmp_path)) == ["pbbq.tasks.schemas", "pbbq.tasks.survey"]
+    assert list(module_closure("pbbq.tasks.survey", tmp_path)) == ["pbbq.tasks.core.schemas", "pbbq.tasks.survey"]
     diversity, survey = _stage("pbbq.tasks.diversity"), _stage("pbbq.tasks.survey")
     before = stage_code_hash(diversity, tmp_path), stage_code_hash(survey, tmp_path)
     _module(tmp_path, "pbbq.tasks.text", "def tokens(s):\n    return s.lower().split()\n")  # two modules away
     after = stage_code_hash(diversity, tmp_path), stage_code_hash(survey, tmp_path)
     assert after[0] != before[0] and after[1] == before[1]
-    _module(tmp_path, "pbbq.tasks.schemas", "X = 2\n")  # reached by a relative import
+    _module(tmp_path, "pbbq.tasks.core.schemas", "X = 2\n")  # reached by a relative import
     assert stage_code_hash(survey, tmp_path) != after[1]
 
 
 def test_the_real_stages_cover_the_modules_they_use() -> None:
-    assert {"pbbq.tasks.persian_text", "pbbq.tasks.schemas"} <= set(module_closure("pbbq.tasks.diversity"))
-    assert {"pbbq.tasks.cues", "pbbq.tasks.name_draw", "pbbq.tasks.name_patterns", "pbbq.tasks.name_tables"} <= set(
-        module_closure("pbbq.tasks.names")
-    )
-    assert "pbbq.tasks.cues" in module_closure("pbbq.tasks.instantiate")
+    assert {"pbbq.tasks.text.persian", "pbbq.tasks.core.schemas"} <= set(module_closure("pbbq.tasks.diversity"))
+    assert {
+        "pbbq.tasks.text.cues",
+        "pbbq.tasks.names.draw",
+        "pbbq.tasks.names.patterns",
+        "pbbq.tasks.names.tables",
+    } <= set(module_closure("pbbq.tasks.names"))
+    assert "pbbq.tasks.text.cues" in module_closure("pbbq.tasks.instantiate")
     assert "pbbq.tasks.names" not in module_closure("pbbq.tasks.survey_filter")
 
 

@@ -1,4 +1,4 @@
-"""The command line answers at once: ``pbbq --help`` and argument errors load no heavy library (issue 13)."""
+"""The command line answers at once: ``pbbq --help`` and argument errors load no heavy library."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from pbbq.tasks.artifacts import REPO_ROOT
+from pbbq.tasks.core.artifacts import REPO_ROOT
 
 HEAVY = ("pandas", "pyarrow", "prefect", "torch", "openai", "anthropic", "lm_eval", "numpy")
 

@@ -10,9 +10,9 @@ import socket
 from pathlib import Path
 
 import pytest
-from pbbq.flows.cli import main
-from pbbq.tasks.artifacts import RunFolder
 
+from pbbq.flows.cli import main
+from pbbq.tasks.core.artifacts import RunFolder
 from tests.synthetic_run import make_run
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from pbbq.flows.cli import main
 from pbbq.flows.config import ConfigError, load_config
 

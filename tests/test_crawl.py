@@ -1,5 +1,5 @@
 """The crawl's fetch side against a fake t.me on 127.0.0.1: pagination, the cursor, faults, exports, and personal
-data that must never reach disk (issue 12)."""
+data that must never reach disk."""
 
 from __future__ import annotations
 
@@ -12,14 +12,14 @@ from pathlib import Path
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
-from pbbq.flows.cli import main
-from pbbq.tasks.artifacts import REPO_ROOT
-from pbbq.tasks.crawl import CrawlParams, fetch_sources, load_sources
-from pbbq.tasks.inputs import InputError
-from pbbq.tasks.persian_text import normalize_fa
-from pbbq.tasks.scrub import scrub_segments
-from pbbq.tasks.telegram import USER_AGENT, parse_preview_page, parse_views, read_manual_export
 
+from pbbq.flows.cli import main
+from pbbq.tasks.core.artifacts import REPO_ROOT
+from pbbq.tasks.core.inputs import InputError
+from pbbq.tasks.crawl import CrawlParams, fetch_sources, load_sources
+from pbbq.tasks.crawl.scrub import scrub_segments
+from pbbq.tasks.crawl.telegram import USER_AGENT, parse_preview_page, parse_views, read_manual_export
+from pbbq.tasks.text.persian import normalize_fa
 from tests.fakes.telegram_server import FakeChannel, FakePost, FakeTelegram, render_page
 from tests.helpers import CRAWL_SAMPLE, planted_leaks, texts_under
 
@@ -368,8 +368,8 @@ def test_a_page_is_never_kept_raw(tmp_path: Path, fake: FakeTelegram) -> None:
 
 
 def test_a_skipped_crawl_writes_empty_tables_and_says_why(tmp_path: Path) -> None:
-    from pbbq.tasks.candidates import load_lexicon
     from pbbq.tasks.crawl import crawl, crawl_counts, with_fetch_report
+    from pbbq.tasks.crawl.candidates import load_lexicon
 
     fetched = fetch_sources(CrawlParams(), tmp_path / "state")
     output = with_fetch_report(

@@ -1,5 +1,5 @@
 """Stage 01 in the sample build: it runs first, offline from the recorded pages, the funnel starts at its posts,
-a second build reuses it, and nothing personal reaches the outputs folder (issue 12)."""
+a second build reuses it, and nothing personal reaches the outputs folder."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Candidate stereotypes of crawled posts: the lexicon, the cues, the planted stereotypes of the sample,
-near-duplicate clusters, the LLM extractor (fake OpenAI server) and the review sheet (issue 12)."""
+near-duplicate clusters, the LLM extractor (fake OpenAI server) and the review sheet."""
 
 from __future__ import annotations
 
@@ -13,8 +13,11 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from pbbq.tasks.artifacts import REPO_ROOT
-from pbbq.tasks.candidates import (
+
+from pbbq.tasks.core.artifacts import REPO_ROOT
+from pbbq.tasks.core.inputs import InputError
+from pbbq.tasks.crawl import CrawlParams, crawl, fetch_sources
+from pbbq.tasks.crawl.candidates import (
     REVIEW_COLUMNS,
     GroupMatcher,
     lexicon_candidates,
@@ -24,10 +27,7 @@ from pbbq.tasks.candidates import (
     restore_cell,
     sentences,
 )
-from pbbq.tasks.crawl import CrawlParams, crawl, fetch_sources
-from pbbq.tasks.inputs import InputError
 from pbbq.tasks.llm import LLMClient, LLMConfig, ResponseStore
-
 from tests.fakes.llm_servers import FakeLLMServer
 from tests.helpers import llm_config
 

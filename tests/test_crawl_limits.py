@@ -13,10 +13,10 @@ from pathlib import Path
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
-from pbbq.flows.cli import main
-from pbbq.tasks.crawl import CrawlParams, fetch_sources, load_sources
-from pbbq.tasks.inputs import InputError
 
+from pbbq.flows.cli import main
+from pbbq.tasks.core.inputs import InputError
+from pbbq.tasks.crawl import CrawlParams, fetch_sources, load_sources
 from tests.fakes.telegram_server import FakeChannel, FakePost, FakeTelegram
 
 

@@ -1,5 +1,5 @@
 """From the experts' reviewed sheet to the questionnaire and the form, and from a form tool's export back to
-``responses.csv`` (issue 12)."""
+``responses.csv``."""
 
 from __future__ import annotations
 
@@ -12,11 +12,12 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+
 from pbbq.flows.cli import main
-from pbbq.tasks.artifacts import REPO_ROOT
-from pbbq.tasks.candidates import REVIEW_COLUMNS, people_csv
-from pbbq.tasks.inputs import DEMOGRAPHIC_COLUMNS, InputError, load_questionnaire, load_responses
-from pbbq.tasks.survey_form import (
+from pbbq.tasks.core.artifacts import REPO_ROOT
+from pbbq.tasks.core.inputs import DEMOGRAPHIC_COLUMNS, InputError, load_questionnaire, load_responses
+from pbbq.tasks.crawl.candidates import REVIEW_COLUMNS, people_csv
+from pbbq.tasks.crawl.survey_form import (
     DEMOGRAPHIC_QUESTIONS,
     WRITE_IN,
     WRITE_IN_TITLE,

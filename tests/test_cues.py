@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from pbbq.tasks.cues import NONE, age_bands_differ, entity_age_band, entity_gender, explicit_age, genders_differ
+
+from pbbq.tasks.text.cues import NONE, age_bands_differ, entity_age_band, entity_gender, explicit_age, genders_differ
 
 pytestmark = pytest.mark.usefixtures("fresh_cue_caches")
 

@@ -15,8 +15,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
 from pbbq.flows.server import stop
-from pbbq.tasks.artifacts import REPO_ROOT
+from pbbq.tasks.core.artifacts import REPO_ROOT
 
 pytestmark = pytest.mark.deployment
 BIN = Path(sys.executable).parent

@@ -15,12 +15,11 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from pbbq.flows.audit import EXAMPLE_TABLES
-from pbbq.flows.cli import main
-from pbbq.flows.diff import changes_since_previous, default_pair, diff_runs
-from pbbq.flows.runs import AuditError, completed_runs
-from pbbq.tasks.artifacts import sha256_file
 
+from pbbq.flows.audit.diff import changes_since_previous, default_pair, diff_runs
+from pbbq.flows.audit.runs import EXAMPLE_TABLES, AuditError, completed_runs
+from pbbq.flows.cli import main
+from pbbq.tasks.core.artifacts import sha256_file
 from tests.synthetic_run import make_run
 
 NEW_ANSWER = "{stereo} گفت و {nonstereo} شنید."
@@ -265,6 +264,6 @@ def test_a_run_whose_manifest_lists_no_tables_yet_is_compared_by_its_files(
         read.append(table)
         return pd.read_parquet(run / f"{table}.parquet")
 
-    monkeypatch.setattr("pbbq.flows.diff.read_table", read_table)
+    monkeypatch.setattr("pbbq.flows.audit.diff.read_table", read_table)
     assert not diff_runs(a, b)
     assert sorted(set(read)) == ["08_diversity/table2", "08_diversity/table2_instances", "09_statistics/table1"]

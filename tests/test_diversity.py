@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+
 from pbbq.tasks.diversity import (
     TABLE2,
     TABLE2_INSTANCES,
@@ -18,8 +19,7 @@ from pbbq.tasks.diversity import (
     template_diversity_table,
     template_units,
 )
-from pbbq.tasks.persian_text import tokenize_fa
-
+from pbbq.tasks.text.persian import tokenize_fa
 from tests.diversity_support import make_examples, make_templates, reference_bleu_scores, template_row, tiny_bert
 
 tiny_model = pytest.fixture(tiny_bert, scope="module", name="tiny_model")  # built once for this file

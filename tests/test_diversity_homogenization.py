@@ -7,7 +7,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from pbbq.tasks.diversity_homogenization import (
+
+from pbbq.tasks.diversity.homogenization import (
     HomogenizationResult,
     _embed,
     _pair_f1,
@@ -15,7 +16,6 @@ from pbbq.tasks.diversity_homogenization import (
     homogenization_bertscore,
     load_scorer,
 )
-
 from tests.diversity_support import SENTENCES, tiny_bert
 
 tiny_model = pytest.fixture(tiny_bert, scope="module", name="tiny_model")  # built once for this file

@@ -3,8 +3,9 @@
 import math
 
 import pytest
-from pbbq.tasks.diversity_ngrams import ngram_diversity, type_token_ratio
-from pbbq.tasks.persian_text import stop_words, tokenize_fa, words
+
+from pbbq.tasks.diversity.ngrams import ngram_diversity, type_token_ratio
+from pbbq.tasks.text.persian import stop_words, tokenize_fa, words
 
 # ------------------------------------------------------------------------------------------------------ NGD
 

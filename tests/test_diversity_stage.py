@@ -7,11 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
-import pbbq.tasks.diversity_homogenization
 import pytest
-from pbbq.tasks.diversity import DiversityParams, diversity, diversity_table, template_diversity_table
-from pbbq.tasks.schemas import to_arrow
 
+import pbbq.tasks.diversity.homogenization
+from pbbq.tasks.core.schemas import to_arrow
+from pbbq.tasks.diversity import DiversityParams, diversity, diversity_table, template_diversity_table
 from tests.diversity_support import make_examples, make_templates
 
 METRICS = ("ngd", "ttr", "self_bleu", "homogenization")
@@ -64,13 +64,13 @@ def test_with_a_local_model_each_model_is_loaded_once(monkeypatch: pytest.Monkey
     examples, templates = make_examples(), make_templates()
     model = str(build_tiny_bert([*examples["context"], *templates["ambiguous_fa"], "فلانی"], tmp_path / "tiny"))
     loads: list[str] = []
-    load = pbbq.tasks.diversity_homogenization._load_bertscore_model
+    load = pbbq.tasks.diversity.homogenization._load_bertscore_model
 
     def counted(path: str, *args: object) -> object:
         loads.append(path)
         return load(path, *args)
 
-    monkeypatch.setattr(pbbq.tasks.diversity_homogenization, "_load_bertscore_model", counted)
+    monkeypatch.setattr(pbbq.tasks.diversity.homogenization, "_load_bertscore_model", counted)
     params = DiversityParams(homogenization_model=model, homogenization_num_layers=2, homogenization_max_pairs=4)
     output = diversity(examples, templates, params)
     assert loads == [model]  # the Persian model, once for both tables; no English model configured

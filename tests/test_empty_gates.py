@@ -12,19 +12,20 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from pbbq.flows.audit import audit_text
-from pbbq.flows.audit_report import write_audit_html
+
+from pbbq.flows.audit.audit import audit_text
+from pbbq.flows.audit.report import write_audit_html
 from pbbq.flows.config import load_config
 from pbbq.flows.pipeline import PIPELINE, published_configs, stage_by_folder
-from pbbq.tasks.artifacts import StageOutput
-from pbbq.tasks.glossary import load_glossary
-from pbbq.tasks.inputs import load_inputs
+from pbbq.tasks.core.artifacts import StageOutput
+from pbbq.tasks.core.inputs import load_inputs
+from pbbq.tasks.core.schemas import SchemaError, empty_frame, to_arrow
+from pbbq.tasks.core.stage import Sources, arguments, finish
 from pbbq.tasks.kappa_gate import GateParams
 from pbbq.tasks.llm import LLMConfig, open_llm
 from pbbq.tasks.names import load_name_table
 from pbbq.tasks.publish import RELEASE
-from pbbq.tasks.schemas import SchemaError, empty_frame, to_arrow
-from pbbq.tasks.stage import Sources, arguments, finish
+from pbbq.tasks.translate.glossary import load_glossary
 
 AFTER_THE_GATES = [stage.folder for stage in PIPELINE if stage.folder >= "04"]
 """The stages that read only what the gates kept."""
@@ -162,10 +163,9 @@ def test_a_build_whose_gate_keeps_nothing_completes_empty_and_says_so(
 
 
 def test_a_config_a_stage_emptied_is_published_empty_beside_the_others(tmp_path: Path) -> None:
-    from pbbq.tasks.dataset_card import CardParams
     from pbbq.tasks.publish import build_release, split_configs
+    from pbbq.tasks.publish.dataset_card import CardParams
     from pbbq.tasks.statistics import table1
-
     from tests.bbq_records import make_records
 
     records = make_records()

@@ -12,8 +12,8 @@ from pathlib import Path
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
-from pbbq.flows.cli import main
 
+from pbbq.flows.cli import main
 from tests.bbq_records import write_run
 from tests.fakes.completions_server import FakeCompletionsServer
 

@@ -19,13 +19,20 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 from lm_eval.tasks.bbq import utils as bbq
+
 from pbbq.flows.cli import main
 from pbbq.flows.evaluate_pbbq import evaluate_pbbq
-from pbbq.tasks.artifacts import REPO_ROOT
-from pbbq.tasks.evaluate import EvaluateError, ModelSpec, check_configs, resolve_release, run_unit, task_folder
-from pbbq.tasks.lm_eval_utils import parse_choice
-from pbbq.tasks.metrics import accuracy, ambiguous_bias, bbq_bias_scores, delta_bias, uncertainty
-
+from pbbq.tasks.core.artifacts import REPO_ROOT
+from pbbq.tasks.evaluation.evaluate import (
+    EvaluateError,
+    ModelSpec,
+    check_configs,
+    resolve_release,
+    run_unit,
+    task_folder,
+)
+from pbbq.tasks.evaluation.lm_eval_utils import parse_choice
+from pbbq.tasks.evaluation.metrics import accuracy, ambiguous_bias, bbq_bias_scores, delta_bias, uncertainty
 from tests.bbq_records import SPECS, write_run
 from tests.fakes.completions_server import FakeCompletionsServer
 from tests.fakes.tiny_lm import build_tiny_causal_lm
@@ -203,7 +210,7 @@ def test_the_deployment_names_the_flow() -> None:
 
     spec = yaml.safe_load((REPO_ROOT / "prefect.yaml").read_text(encoding="utf-8"))
     [deployment] = [d for d in spec["deployments"] if d["name"] == "evaluate-pbbq"]
-    loaded = load_flow_from_entrypoint(str(REPO_ROOT / deployment["entrypoint"]))
+    loaded = load_flow_from_entrypoint(deployment["entrypoint"])
     assert loaded.name == "evaluate-pbbq" and deployment["work_pool"]["name"] == "pbbq"
     assert sorted(loaded.parameters.required) == ["models", "release"]
 

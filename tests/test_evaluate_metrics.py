@@ -1,4 +1,4 @@
-"""The metrics (tasks/metrics.py) against values worked by hand, their sign conventions and degenerate cases,
+"""The metrics (tasks/evaluation/metrics.py) against values worked by hand, their sign conventions and degenerate cases,
 the bootstrap over templates, and the shared BBQ scores against lm-eval's own BBQ aggregates."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 from lm_eval.tasks.bbq import utils as bbq
-from pbbq.tasks import lm_eval_utils
-from pbbq.tasks.eval_reports import bbq_table, reports_markdown, table3, table4
-from pbbq.tasks.metrics import (
+
+from pbbq.tasks.evaluation import lm_eval_utils
+from pbbq.tasks.evaluation.metrics import (
     AVERAGE,
     SAMPLES,
     BootstrapParams,
@@ -26,7 +26,7 @@ from pbbq.tasks.metrics import (
     score_table,
     uncertainty,
 )
-
+from pbbq.tasks.evaluation.reports import bbq_table, reports_markdown, table3, table4
 from tests.bbq_records import SURVEY, as_dataset, make_records
 
 S, N, U = "stereotyped", "non-stereotyped", "unknown"

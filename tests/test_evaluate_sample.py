@@ -1,12 +1,12 @@
-"""``pbbq evaluate --limit N``'s examples (tasks/eval_sample.py): stratified by category × context condition ×
+"""``pbbq evaluate --limit N``'s examples (tasks/evaluation/sample.py): stratified by category × context condition ×
 question polarity, seeded, and the ``fa-names`` rows paired with the ``fa`` rows drawn (ε_c's pairs)."""
 
 from __future__ import annotations
 
 import pandas as pd
 import pytest
-from pbbq.tasks.eval_sample import STRATUM, select_examples
 
+from pbbq.tasks.evaluation.sample import STRATUM, select_examples
 from tests.bbq_records import NAME_SEEDS, make_records
 
 NAMED = ("Ethnicity", "Socio-economic Status")

@@ -1,14 +1,14 @@
-"""Fuzzing every loader of a build's inputs (issue 11, Hardening): any input gives a valid table or the one clear
+"""Fuzzing every loader of a build's inputs: any input gives a valid table or the one clear
 error naming the file (and the row or key), never another exception.
 
 The loaders: the questionnaire, the responses, the templates, the ratings, the unknown phrases and the
-disambiguation overrides (:mod:`pbbq.tasks.inputs`), the glossary (:mod:`pbbq.tasks.glossary`), the name table
-(:mod:`pbbq.tasks.name_tables`), the gzip JSONL transcript of LLM answers (:class:`pbbq.tasks.llm.ResponseStore`)
+disambiguation overrides (:mod:`pbbq.tasks.core.inputs`), the glossary (:mod:`pbbq.tasks.translate.glossary`), the name
+table (:mod:`pbbq.tasks.names.tables`), the gzip JSONL transcript of LLM answers (:class:`pbbq.tasks.llm.ResponseStore`)
 and the build configuration (:func:`pbbq.flows.config.load_config`). Each strategy starts from the bundled sample
 file and mutates it (cells replaced with awkward text, columns dropped, repeated or reordered, rows dropped or repeated,
 a BOM, CRLF, truncated or spliced bytes, non-UTF-8 bytes), and each loader also gets arbitrary bytes. A loader
 that returns must return a table that keeps its documented invariants; one that refuses must raise its own
-error (:class:`~pbbq.tasks.inputs.InputError`, :class:`~pbbq.flows.config.ConfigError`, or the transcript's
+error (:class:`~pbbq.tasks.core.inputs.InputError`, :class:`~pbbq.flows.config.ConfigError`, or the transcript's
 ``ValueError`` that starts with the path), one line that names the file.
 
 The runs are derandomized (the same examples on every run) and bounded so the file takes seconds; set
@@ -35,13 +35,10 @@ import pandas as pd
 import pytest
 from hypothesis import HealthCheck, currently_in_test_context, event, example, given, settings
 from hypothesis import strategies as st
+
 from pbbq.flows.config import INPUTS, OPTIONAL_INPUTS, BuildConfig, ConfigError, load_config, ranges, sections
-from pbbq.tasks.artifacts import REPO_ROOT
-from pbbq.tasks.crawl import CrawlParams
-from pbbq.tasks.disambiguate import DisambiguateParams
-from pbbq.tasks.diversity import DiversityParams
-from pbbq.tasks.glossary import GLOSSARY_COLUMNS, load_glossary
-from pbbq.tasks.inputs import (
+from pbbq.tasks.core.artifacts import REPO_ROOT
+from pbbq.tasks.core.inputs import (
     ANSWERS,
     ASSIGNMENTS,
     DEMOGRAPHIC_COLUMNS,
@@ -60,15 +57,19 @@ from pbbq.tasks.inputs import (
     load_templates,
     load_unknown_phrases,
 )
+from pbbq.tasks.core.schemas import CATEGORIES
+from pbbq.tasks.crawl import CrawlParams
+from pbbq.tasks.disambiguate import DisambiguateParams
+from pbbq.tasks.diversity import DiversityParams
 from pbbq.tasks.instantiate import InstantiateParams
 from pbbq.tasks.kappa_gate import GateParams
 from pbbq.tasks.llm import TRANSCRIPT_FORMAT, TRANSCRIPT_VERSION, LLMConfig, ResponseStore
-from pbbq.tasks.name_tables import GENDERS, LANGUAGES, NAME_COLUMNS, load_name_table, parse_eras
 from pbbq.tasks.names import NamesParams
+from pbbq.tasks.names.tables import GENDERS, LANGUAGES, NAME_COLUMNS, load_name_table, parse_eras
 from pbbq.tasks.publish import PublishParams
-from pbbq.tasks.schemas import CATEGORIES
 from pbbq.tasks.survey_filter import SurveyParams
 from pbbq.tasks.translate import TranslateParams
+from pbbq.tasks.translate.glossary import GLOSSARY_COLUMNS, load_glossary
 
 SCALE = max(1, int(os.environ.get("PBBQ_FUZZ_SCALE", "1")))
 settings.register_profile(

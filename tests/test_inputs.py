@@ -11,9 +11,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
 from pbbq.flows.cli import main
 from pbbq.flows.config import load_config
-from pbbq.tasks.inputs import InputError, instruction_like, load_inputs
+from pbbq.tasks.core.inputs import InputError, instruction_like, load_inputs
 
 
 def _edit(path: Path, change: Callable[[list[dict[str, str]]], None]) -> None:

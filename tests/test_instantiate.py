@@ -9,7 +9,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
-from pbbq.tasks.inputs import swap_roles
+
+from pbbq.tasks.core.inputs import swap_roles
+from pbbq.tasks.core.schemas import EXAMPLE, OPTIONS, TEMPLATE_DISAMBIGUATED, to_arrow
+from pbbq.tasks.core.soundness import CELL_ROLE
 from pbbq.tasks.instantiate import (
     DROPPED_PAIR,
     DUPLICATE_KEY,
@@ -19,9 +22,6 @@ from pbbq.tasks.instantiate import (
     instantiate,
     pair_confound,
 )
-from pbbq.tasks.schemas import EXAMPLE, OPTIONS, TEMPLATE_DISAMBIGUATED, to_arrow
-from pbbq.tasks.soundness import CELL_ROLE
-
 from tests.bbq_records import CELLS
 from tests.templates import EARLY, LATE, STEREOTYPES, template_row
 

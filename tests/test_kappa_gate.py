@@ -12,6 +12,8 @@ from typing import Any
 
 import pandas as pd
 import pytest
+
+from pbbq.tasks.core.schemas import TEMPLATE
 from pbbq.tasks.kappa_gate import (
     SINGLE_LABEL,
     GateParams,
@@ -20,7 +22,6 @@ from pbbq.tasks.kappa_gate import (
     kappa_gate,
     template_kappa,
 )
-from pbbq.tasks.schemas import TEMPLATE
 
 S, N, X = "stereo", "nonstereo", "neither"
 

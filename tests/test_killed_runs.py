@@ -18,8 +18,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-from pbbq.flows.audit import audit_text
-from pbbq.tasks.artifacts import KILL_HOOK, REPO_ROOT, mark_incomplete, run_status, sha256_file
+
+from pbbq.flows.audit.audit import audit_text
+from pbbq.tasks.core.artifacts import KILL_HOOK, REPO_ROOT, mark_incomplete, run_status, sha256_file
 
 KILL_POINTS = ("01_crawl", "05_instantiate", "10_publish")
 """The first stage, one in the middle, and publish (the release written, the manifest not yet)."""

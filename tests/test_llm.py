@@ -12,6 +12,8 @@ from typing import Any
 import anthropic
 import openai
 import pytest
+
+from pbbq.tasks.core.prompts import PromptBundle
 from pbbq.tasks.llm import (
     PROVIDERS,
     InProcessTransport,
@@ -27,8 +29,6 @@ from pbbq.tasks.llm import (
     request_key,
     transcript_source,
 )
-from pbbq.tasks.prompts import PromptBundle
-
 from tests.fakes.llm_servers import FakeLLMServer
 from tests.helpers import FAKE_API_KEY, llm_config
 
@@ -166,7 +166,7 @@ def test_order_is_preserved_and_duplicates_are_called_once(server: FakeLLMServer
 
 @dataclass(frozen=True)
 class OnePrompt(PromptBundle):
-    """A stage's prompt bundle of one file, hashed as every stage hashes its bundle (tasks/prompts.py)."""
+    """A stage's prompt bundle of one file, hashed as every stage hashes its bundle (tasks/core/prompts.py)."""
 
     text: str
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from pbbq.tasks.llm import (
     BATCH_DISCOUNT,
     PROVIDERS,
@@ -26,7 +27,6 @@ from pbbq.tasks.llm import (
 )
 from pbbq.tasks.llm import batch as llm_batch
 from pbbq.tasks.llm.batch import BATCH_LIMITS, BatchLimits
-
 from tests.fakes.llm_servers import FakeLLMServer
 from tests.helpers import FAKE_API_KEY, llm_config
 

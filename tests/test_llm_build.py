@@ -1,8 +1,8 @@
-"""The sample build with its LLM stages live against a local fake OpenAI server (issue 3: done-when).
+"""The sample build with its LLM stages live against a local fake OpenAI server.
 
 The fake answers as the scripted stand-in model that recorded the sample's transcript, so a live build, a
 replay of what it recorded, a build through 30 % injected faults, the bundled replay build and a build through
-the Batch API with an expired batch (issue 13) must all give the same dataset, and the API key must appear
+the Batch API with an expired batch must all give the same dataset, and the API key must appear
 nowhere.
 """
 
@@ -14,12 +14,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
 from pbbq.flows.build_pbbq import build_pbbq
 from pbbq.flows.config import load_config
-from pbbq.tasks.artifacts import sha256_file
-from pbbq.tasks.inputs import load_inputs
+from pbbq.tasks.core.artifacts import sha256_file
+from pbbq.tasks.core.inputs import load_inputs
 from pbbq.tasks.llm import read_transcript
-
 from tests.fakes.llm_servers import FakeLLMServer
 from tests.fakes.stand_in_model import StandInModel
 
@@ -108,7 +108,7 @@ def test_live_then_replay_then_faults_give_the_bundled_dataset(
     assert set(server.faults_served) == {"429", "500", "malformed"}
     assert _hashes(faulty) == _hashes(live)
 
-    # batch mode (issue 13): the same requests through the Batch API, one batch expiring (its unanswered half
+    # batch mode: the same requests through the Batch API, one batch expiring (its unanswered half
     # retried live), land under the same keys and give the same dataset
     server.reset()
     text = config.read_text(encoding="utf-8").replace("faulty-store.sqlite", "batch-store.sqlite")

@@ -8,6 +8,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
+
 from pbbq.tasks.disambiguate import (
     FAILURES,
     DisambiguateParams,
@@ -18,7 +19,6 @@ from pbbq.tasks.disambiguate import (
 )
 from pbbq.tasks.instantiate import InstantiateParams, instantiate
 from pbbq.tasks.llm import LLMClient, LLMConfig, ResponseStore
-
 from tests.fakes.llm_servers import FakeLLMServer
 from tests.helpers import llm_config
 

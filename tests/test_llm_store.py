@@ -8,6 +8,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+
 from pbbq.tasks.llm import (
     LLMClient,
     LLMConfig,
@@ -19,7 +20,6 @@ from pbbq.tasks.llm import (
     request_key,
     transcript_header,
 )
-
 from tests.fakes.llm_servers import FakeLLMServer
 from tests.helpers import llm_config
 

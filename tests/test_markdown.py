@@ -3,7 +3,8 @@
 import math
 
 import numpy as np
-from pbbq.tasks.markdown import cell, markdown_table
+
+from pbbq.tasks.core.markdown import cell, markdown_table
 
 
 def test_cells_format_floats_and_escape_text() -> None:

@@ -1,4 +1,4 @@
-"""Real providers as they are today (issue 16): the model rules of ``tasks/llm/config.py`` against a fake OpenAI server
+"""Real providers as they are today: the model rules of ``tasks/llm/config.py`` against a fake OpenAI server
 that refuses, as the official API does, what its reasoning models do not take (``tests/fakes/llm_servers.py``,
 ``strict=True``). The fake's rules are written independently of the client's table, so a wrong row fails here.
 """
@@ -18,9 +18,10 @@ import openai
 import pandas as pd
 import pyarrow as pa
 import pytest
+
 from pbbq.flows.config import ConfigError, load_config
+from pbbq.tasks.core.schemas import TEMPLATE
 from pbbq.tasks.disambiguate import COLUMNS, DisambiguateParams, Prompts, disambiguate
-from pbbq.tasks.glossary import GLOSSARY_COLUMNS, Glossary
 from pbbq.tasks.llm import (
     MODEL_RULES,
     REASONING_MAX_TOKENS,
@@ -34,9 +35,8 @@ from pbbq.tasks.llm import (
     request_payload,
     rule_for,
 )
-from pbbq.tasks.schemas import TEMPLATE
 from pbbq.tasks.translate import TranslateParams, TranslatePrompts, segments, translate_segments
-
+from pbbq.tasks.translate.glossary import GLOSSARY_COLUMNS, Glossary
 from tests.fakes.llm_servers import FakeLLMServer
 from tests.helpers import llm_config
 
@@ -552,8 +552,7 @@ def test_the_model_from_the_environment_brings_its_rule() -> None:
 @pytest.fixture(scope="module")
 def stand_in() -> Any:
     from pbbq.flows.config import load_config as load
-    from pbbq.tasks.inputs import load_inputs
-
+    from pbbq.tasks.core.inputs import load_inputs
     from tests.fakes.stand_in_model import StandInModel
 
     build = load()

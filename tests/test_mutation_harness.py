@@ -62,6 +62,8 @@ def test_function_names_as_mutmut_mangles_them() -> None:
     ]
     assert module.selects("pbbq.tasks.disambiguate.x_continuation_failures__mutmut_3")
     assert not module.selects("pbbq.tasks.disambiguate.x_disambiguate__mutmut_3")
+    stage_package = RuleModule("t", "tasks/translate/__init__.py", ("t.py",), ("pronoun_failures",))
+    assert stage_package.patterns() == ["pbbq.tasks.translate.x_pronoun_failures__mutmut_*"]
     whole = RuleModule("s", "tasks/survey_filter.py", ("t.py",))
     assert whole.selects("pbbq.tasks.survey_filter.x_survey_filter__mutmut_1")
     assert not whole.selects("pbbq.tasks.kappa_gate.x_kappa_gate__mutmut_1")
@@ -161,7 +163,8 @@ def test_mutmut_runs_on_a_toy_module(tmp_path: Path) -> None:
     (repo / "tasks").mkdir(parents=True)
     (repo / "tests").mkdir()
     (repo / "tasks" / "__init__.py").write_text("", encoding="utf-8")
-    shutil.copytree(REPO_ROOT / "pbbq", repo / "pbbq", ignore=shutil.ignore_patterns("__pycache__"))
+    # pbbq's links to flows/ and tasks/ as links: pbbq.tasks is the toy repository's tasks/
+    shutil.copytree(REPO_ROOT / "pbbq", repo / "pbbq", symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))
     (repo / "tasks" / "toy.py").write_text(
         "def clamp(value: int, low: int) -> int:\n    return value if value > low else low\n", encoding="utf-8"
     )

@@ -1,5 +1,5 @@
-"""Seeding and drawing of name-proxy variants (tasks/name_draw.py; Obscured but Not Erased §4.1.1, Appendix C;
-issue 9 §3, §5; issue 17): the paper's sub-seeds, one stream per example and sub-seed, one example's three
+"""Seeding and drawing of name-proxy variants (tasks/names/draw.py; Obscured but Not Erased §4.1.1, Appendix C):
+ the paper's sub-seeds, one stream per example and sub-seed, one example's three
 variants pinned, a repeated draw drawn again from its own stream, one era and one gender per pair, every name of
 a pool reachable. Fast: a synthetic table, no stage run."""
 
@@ -10,7 +10,8 @@ import hashlib
 import numpy as np
 import pandas as pd
 import pytest
-from pbbq.tasks.name_draw import (
+
+from pbbq.tasks.names.draw import (
     ERAS_BY_AGE_BAND,
     Drawn,
     PairRequest,
@@ -26,7 +27,7 @@ from pbbq.tasks.name_draw import (
     possible_pairs,
     sub_seeds,
 )
-from pbbq.tasks.name_tables import ERAS, GENDERS
+from pbbq.tasks.names.tables import ERAS, GENDERS
 
 SEEDS = [7271, 861, 5391]
 NEUTRAL_PAIR = PairRequest("fa", ("A", "B"), ("neutral", "neutral"), ERAS)

@@ -1,7 +1,7 @@
-"""The name tables (tasks/name_tables.py, annotations/names/): the validator names file, row and problem for every
+"""The name tables (tasks/names/tables.py, annotations/names/): the validator names file, row and problem for every
 rule (eras, aliases, names per gender and era, duplicates, shared names); the shipped tables hold first names in
 use, one Turk/Azeri group, the added groups, and every Persian name's gender agrees with the independent list of
-the persian-gender-detection package or the table records the decision (issue 9 §5)."""
+the persian-gender-detection package or the table records the decision."""
 
 from __future__ import annotations
 
@@ -11,9 +11,11 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from pbbq.tasks.artifacts import REPO_ROOT
-from pbbq.tasks.inputs import InputError, load_questionnaire, load_templates
-from pbbq.tasks.name_tables import (
+from persian_gender_detection import get_gender
+
+from pbbq.tasks.core.artifacts import REPO_ROOT
+from pbbq.tasks.core.inputs import InputError, load_questionnaire, load_templates
+from pbbq.tasks.names.tables import (
     ERAS,
     NAME_COLUMNS,
     REQUIRED_COLUMNS,
@@ -21,8 +23,6 @@ from pbbq.tasks.name_tables import (
     group_words,
     load_name_table,
 )
-from persian_gender_detection import get_gender
-
 from tests.helpers import NAMES_FA
 
 DECISION = re.compile(r"gender checked: (female|male)\b")

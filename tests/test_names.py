@@ -1,4 +1,4 @@
-"""The name-proxy stage (Obscured but Not Erased §4.1, Appendix C; issue 9 §2, §3, §6): reference patterns and
+"""The name-proxy stage (Obscured but Not Erased §4.1, Appendix C): reference patterns and
 gender cues, the stage on Persian examples (the new record, genders and eras of a pair, distinct rows, one example
 pinned end to end), the sample-like data without a duplicate, BBQ's own Nationality records, the command and the
 LLM labeller against the fake server. The drawing rules have their own fast tests (tests/test_name_draw.py), the
@@ -15,14 +15,17 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from pbbq.flows.names_cli import add_names_command
-from pbbq.tasks.artifacts import REPO_ROOT, StageOutput, parquet_bytes
-from pbbq.tasks.bbq_records import bbq_examples, bbq_variants, read_bbq_jsonl
-from pbbq.tasks.inputs import load_questionnaire, load_templates, load_unknown_phrases, swap_roles
+
+from pbbq.flows.cli.names import add_names_command
+from pbbq.tasks.core.artifacts import REPO_ROOT, StageOutput, parquet_bytes
+from pbbq.tasks.core.inputs import load_questionnaire, load_templates, load_unknown_phrases, swap_roles
+from pbbq.tasks.core.schemas import EXAMPLE, OPTIONS, to_arrow
 from pbbq.tasks.instantiate import InstantiateParams, instantiate
 from pbbq.tasks.llm import LLMConfig, open_llm
-from pbbq.tasks.name_draw import PairRequest, possible_pairs
-from pbbq.tasks.name_patterns import (
+from pbbq.tasks.names import TEXT_FIELDS, NamesParams, load_gender_prompt, load_name_table, names
+from pbbq.tasks.names.bbq_records import bbq_examples, bbq_variants, read_bbq_jsonl
+from pbbq.tasks.names.draw import PairRequest, possible_pairs
+from pbbq.tasks.names.patterns import (
     NEUTRAL,
     REFERENCE_PATTERNS,
     UNDECIDED,
@@ -31,10 +34,7 @@ from pbbq.tasks.name_patterns import (
     reference_gender,
     rewrite,
 )
-from pbbq.tasks.name_tables import ERAS, NAME_COLUMNS, entity_groups, group_words
-from pbbq.tasks.names import TEXT_FIELDS, NamesParams, load_gender_prompt, load_name_table, names
-from pbbq.tasks.schemas import EXAMPLE, OPTIONS, to_arrow
-
+from pbbq.tasks.names.tables import ERAS, NAME_COLUMNS, entity_groups, group_words
 from tests.fakes.llm_servers import FakeLLMServer
 from tests.helpers import NAMES_EN, NAMES_FA, llm_config
 

@@ -3,7 +3,8 @@
 import random
 
 import pytest
-from pbbq.tasks.persian_text import (
+
+from pbbq.tasks.text.persian import (
     ZWNJ,
     is_punctuation,
     normalize_fa,

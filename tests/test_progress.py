@@ -1,5 +1,5 @@
-"""The progress of LLM requests (tasks/progress.py): its line, its arithmetic, where it shows, its Prefect artifact;
-and the line of a build's running stages."""
+"""The progress of LLM requests (tasks/core/progress.py): its line, its arithmetic, where it shows, its Prefect
+artifact; and the line of a build's running stages."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from typing import Any
 from uuid import UUID, uuid4
 
 import pytest
-from pbbq.tasks import progress
-from pbbq.tasks.llm import LLMClient, LLMRequest, transport
-from pbbq.tasks.progress import RequestProgress, StageProgress, artifact_key, format_duration, format_rate
 
+from pbbq.tasks.core import progress
+from pbbq.tasks.core.progress import RequestProgress, StageProgress, artifact_key, format_duration, format_rate
+from pbbq.tasks.llm import LLMClient, LLMRequest, transport
 from tests.fakes.llm_servers import FakeLLMServer
 from tests.helpers import llm_config
 
@@ -134,7 +134,7 @@ def test_a_shorter_line_clears_what_the_longer_one_left(clock: Clock) -> None:
 
 
 def test_a_log_gets_a_line_at_most_every_interval(clock: Clock, caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.INFO, logger="pbbq.tasks.progress")
+    caplog.set_level(logging.INFO, logger="pbbq.tasks.core.progress")
     bar = quiet(100, clock, log_interval=30.0)
     for _ in range(100):
         clock.now += 1.0  # one request a second for 100 s
@@ -150,7 +150,7 @@ def test_a_log_gets_a_line_at_most_every_interval(clock: Clock, caplog: pytest.L
 
 
 def test_short_work_logs_nothing(clock: Clock, caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.DEBUG, logger="pbbq.tasks.progress")
+    caplog.set_level(logging.DEBUG, logger="pbbq.tasks.core.progress")
     with quiet(5, clock, log_interval=30.0) as bar:
         for _ in range(5):
             clock.now += 1.0

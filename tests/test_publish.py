@@ -18,12 +18,15 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 from huggingface_hub import CommitOperationAdd, DatasetCard, HfApi
+from prefect import flow
+from prefect.artifacts import Artifact
+
 from pbbq.flows.cli import main
 from pbbq.flows.pipeline import funnel_labels
-from pbbq.tasks.artifacts import REPO_ROOT, StageOutput
-from pbbq.tasks.dataset_card import CardParams, features_yaml, size_category
+from pbbq.tasks.core.artifacts import REPO_ROOT, StageOutput
+from pbbq.tasks.core.schemas import CATEGORIES, EXAMPLE
+from pbbq.tasks.evaluation.lm_eval_task import task_name
 from pbbq.tasks.instantiate import answer_role
-from pbbq.tasks.lm_eval_task import task_name
 from pbbq.tasks.publish import (
     ARTIFACT_KEY,
     RELEASE,
@@ -37,11 +40,8 @@ from pbbq.tasks.publish import (
     split_configs,
     upload_release,
 )
-from pbbq.tasks.schemas import CATEGORIES, EXAMPLE
+from pbbq.tasks.publish.dataset_card import CardParams, features_yaml, size_category
 from pbbq.tasks.statistics import table1
-from prefect import flow
-from prefect.artifacts import Artifact
-
 from tests.bbq_records import CELLS, PERMUTATIONS
 from tests.fakes.hub_server import FakeHub
 from tests.helpers import load_release_offline
@@ -270,7 +270,7 @@ def test_the_release_carries_its_lm_eval_task(tmp_path: Path) -> None:
     assert {name for name in tasks if name.endswith(".yaml")} == expected
     assert "pbbq_fa_names_socio_economic_status.yaml" in expected
     assert (folder.path / "lm_eval" / "utils.py").read_bytes() == (
-        REPO_ROOT / "tasks" / "lm_eval_utils.py"
+        REPO_ROOT / "tasks" / "evaluation" / "lm_eval_utils.py"
     ).read_bytes()
     listed = {file.path for file in folder.files if file.path.startswith("lm_eval/")}
     assert listed == {f"lm_eval/{name}" for name in tasks} and {"lm_eval/README.md", "lm_eval/utils.py"} <= listed

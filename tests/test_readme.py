@@ -18,7 +18,7 @@ import socket
 import subprocess
 from pathlib import Path
 
-from pbbq.tasks.artifacts import REPO_ROOT
+from pbbq.tasks.core.artifacts import REPO_ROOT
 
 README = REPO_ROOT / "README.md"
 SECTIONS = ("Set-up", "A rebuild and its audit")

@@ -10,10 +10,11 @@ import shutil
 from pathlib import Path
 
 import pytest
+
 from pbbq.flows.build_pbbq import build_pbbq
 from pbbq.flows.cli import main
 from pbbq.flows.config import ConfigError, load_config
-from pbbq.tasks.artifacts import REPO_ROOT
+from pbbq.tasks.core.artifacts import REPO_ROOT
 
 SAMPLE_TRANSCRIPT = REPO_ROOT / "prompts" / "transcripts" / "sample.jsonl.gz"
 DATASET = ("07_translate/examples.parquet", "10_publish/hub/data/en/test-00000-of-00001.parquet")

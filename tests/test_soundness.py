@@ -6,9 +6,9 @@ from collections.abc import Callable
 
 import pandas as pd
 import pytest
-from pbbq.tasks.instantiate import InstantiateParams, instantiate
-from pbbq.tasks.soundness import CHECKS, SOUNDNESS, row_violations, soundness
 
+from pbbq.tasks.core.soundness import CHECKS, SOUNDNESS, row_violations, soundness
+from pbbq.tasks.instantiate import InstantiateParams, instantiate
 from tests.templates import STEREOTYPES, template_row
 
 

@@ -1,5 +1,5 @@
-"""The stage contract (issue 10): a stage is one module and one entry in ``PIPELINE``; the flow, the manifest,
-the configuration, the audit, the funnel and the card pick it up with nothing else touched."""
+"""The stage contract (docs/architecture.md §9): a stage is one module and one entry in ``PIPELINE``; the flow, the
+manifest, the configuration, the audit, the funnel and the card pick it up with nothing else touched."""
 
 from __future__ import annotations
 
@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from pbbq.flows.audit import audit_text
+
+from pbbq.flows.audit.audit import audit_text
 from pbbq.flows.build_pbbq import build_pbbq
 from pbbq.flows.config import ConfigError, load_config
 from pbbq.flows.pipeline import PIPELINE
-from pbbq.tasks.artifacts import StageOutput
-from pbbq.tasks.stage import Input, Stage, Table, finish
-
+from pbbq.tasks.core.artifacts import StageOutput
+from pbbq.tasks.core.stage import Input, Stage, Table, finish
 from tests.extra_stage import STAGE, ContextLengthParams
 
 

@@ -10,17 +10,17 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+
 from pbbq.flows.cli import main
 from pbbq.flows.config import load_config
+from pbbq.tasks.core.inputs import load_inputs
 from pbbq.tasks.disambiguate import Prompts, disambiguate
-from pbbq.tasks.glossary import load_glossary
-from pbbq.tasks.inputs import load_inputs
 from pbbq.tasks.instantiate import instantiate
 from pbbq.tasks.kappa_gate import kappa_gate
 from pbbq.tasks.llm import LLMClient
 from pbbq.tasks.survey_filter import survey_filter
 from pbbq.tasks.translate import TranslatePrompts, translate
-
+from pbbq.tasks.translate.glossary import load_glossary
 from tests.fakes.hub_server import FakeHub
 
 TOKEN = "hf_standintesttoken0123456789"

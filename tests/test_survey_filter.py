@@ -13,8 +13,10 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from pbbq.tasks.inputs import DEMOGRAPHIC_COLUMNS, QUESTIONNAIRE_COLUMNS
-from pbbq.tasks.schemas import STEREOTYPE
+from statsmodels.stats.proportion import samplesize_confint_proportion
+
+from pbbq.tasks.core.inputs import DEMOGRAPHIC_COLUMNS, QUESTIONNAIRE_COLUMNS
+from pbbq.tasks.core.schemas import STEREOTYPE
 from pbbq.tasks.survey_filter import (
     ACCEPTANCE_BY_DEMOGRAPHIC,
     SurveyParams,
@@ -22,7 +24,6 @@ from pbbq.tasks.survey_filter import (
     cochran_margin,
     survey_filter,
 )
-from statsmodels.stats.proportion import samplesize_confint_proportion
 
 
 def _questionnaire(ids: list[str]) -> pd.DataFrame:

@@ -1,4 +1,4 @@
-"""``pbbq synth`` (tasks/synth.py): synthetic inputs at the paper's scale, and publish's refusal of them.
+"""``pbbq synth`` (tasks/synth/__init__.py): synthetic inputs at the paper's scale, and publish's refusal of them.
 
 The plan is checked at every scale against PBBQ Table 1 (no files written); the files themselves at the hidden
 ``tiny`` scale (one template per category): the same seed gives the same bytes, every table passes its real
@@ -14,17 +14,17 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+
 from pbbq.flows.cli import main
 from pbbq.flows.config import load_config
+from pbbq.tasks.core.inputs import load_inputs
+from pbbq.tasks.core.schemas import CATEGORIES
 from pbbq.tasks.disambiguate import Prompts, disambiguate
-from pbbq.tasks.glossary import load_glossary
-from pbbq.tasks.inputs import load_inputs
 from pbbq.tasks.instantiate import instantiate
 from pbbq.tasks.kappa_gate import kappa_gate
 from pbbq.tasks.llm import LLMClient, LLMConfig, ResponseStore
-from pbbq.tasks.name_tables import load_name_table
+from pbbq.tasks.names.tables import load_name_table
 from pbbq.tasks.publish import PublishError, UploadResult, publish_stage
-from pbbq.tasks.schemas import CATEGORIES
 from pbbq.tasks.statistics import table1
 from pbbq.tasks.survey_filter import survey_filter
 from pbbq.tasks.synth import (
@@ -37,6 +37,7 @@ from pbbq.tasks.synth import (
     synthesize,
 )
 from pbbq.tasks.translate import TranslatePrompts, translate
+from pbbq.tasks.translate.glossary import load_glossary
 
 SEED = 7
 FUNNEL = pd.DataFrame([("surveyed", 18), ("examples", 384)], columns=["step", "count"])
@@ -45,7 +46,7 @@ FUNNEL = pd.DataFrame([("surveyed", 18), ("examples", 384)], columns=["step", "c
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("synth") / "tiny"
-    synthesize(folder, "tiny", SEED)
+    synthesize(folder, "tiny", SEED, read_config=load_config)
     return folder
 
 
@@ -82,9 +83,9 @@ def test_smaller_scales_are_proportional(scale: str) -> None:
 
 
 def test_the_same_seed_gives_the_same_bytes_and_another_seed_other_data(tiny: Path, tmp_path: Path) -> None:
-    synthesize(tmp_path / "again", "tiny", SEED)
+    synthesize(tmp_path / "again", "tiny", SEED, read_config=load_config)
     assert _files(tmp_path / "again") == _files(tiny)
-    synthesize(tmp_path / "other", "tiny", SEED + 1)
+    synthesize(tmp_path / "other", "tiny", SEED + 1, read_config=load_config)
     other = _files(tmp_path / "other")
     assert other["survey/questionnaire.csv"] != _files(tiny)["survey/questionnaire.csv"]
 

@@ -1,4 +1,4 @@
-"""The scale-out path (issue 13): the build on Dask gives the same dataset and manifest as on Prefect's thread
+"""The scale-out path (docs/scale.md): the build on Dask gives the same dataset and manifest as on Prefect's thread
 pool, and the runner setting is checked."""
 
 from __future__ import annotations
@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from pbbq.flows.build_pbbq import build_pbbq, task_runner
 
 

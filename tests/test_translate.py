@@ -1,4 +1,4 @@
-"""The translate stage (issue 9 §4, §6): the group glossary, pronouns that keep each entity's gender, the record of
+"""The translate stage: the group glossary, pronouns that keep each entity's gender, the record of
 an English example, the back-translation gate, and the stand-in model that answers for the sample."""
 
 from __future__ import annotations
@@ -10,13 +10,14 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from sacrebleu.metrics import CHRF
+
 from pbbq.flows.config import load_config
-from pbbq.tasks.artifacts import REPO_ROOT
-from pbbq.tasks.glossary import Glossary, load_glossary, rendered
-from pbbq.tasks.inputs import InputError, load_inputs
+from pbbq.tasks.core.artifacts import REPO_ROOT
+from pbbq.tasks.core.inputs import InputError, load_inputs
+from pbbq.tasks.core.schemas import OPTIONS
 from pbbq.tasks.instantiate import InstantiateParams, instantiate
 from pbbq.tasks.llm import LLMClient, ResponseStore
-from pbbq.tasks.schemas import OPTIONS
 from pbbq.tasks.translate import (
     FAILURES,
     TranslateParams,
@@ -26,8 +27,7 @@ from pbbq.tasks.translate import (
     translate,
     translation_failures,
 )
-from sacrebleu.metrics import CHRF
-
+from pbbq.tasks.translate.glossary import Glossary, load_glossary, rendered
 from tests.fakes.llm_servers import FakeLLMServer
 from tests.fakes.stand_in_model import POOR_BACK_TRANSLATION, PRONOUN_BREAKERS, StandInModel, paraphrase_fa
 from tests.helpers import llm_config
@@ -271,7 +271,7 @@ def test_translation_validates_retries_reviews_and_keeps_the_record(
     disambiguated = sorted(set(persian.loc[persian["context_condition"] == "disambig", "context"]))
     ambiguous = sorted(set(persian.loc[persian["context_condition"] == "ambig", "context"]))
     script = ScriptedTranslator()
-    # the entity is first named as a nationality it is not (issue 9 §4), then as the glossary names it
+    # the entity is first named as a nationality it is not, then as the glossary names it
     script.wrong[STEREO] = ["Turkish man"]
     # one continuation reads 'they' for a man on every attempt: it goes to review
     they = script.english(disambiguated[0]).replace("he could", "they could").replace("his early", "theirs early")

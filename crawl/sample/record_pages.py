@@ -2,7 +2,7 @@
 
 The posts (``posts.json``) are synthetic: written for the sample, labelled so. This script serves them from the
 fake t.me (``tests/fakes/telegram_server.py``, the real page structure) on 127.0.0.1 and saves every page the
-crawler asks for, named as ``pbbq.tasks.telegram.RecordedPages`` reads them, so the sample build crawls offline
+crawler asks for, named as ``pbbq.tasks.crawl.telegram.RecordedPages`` reads them, so the sample build crawls offline
 through the same fetch and parse code as a real crawl. Run it after changing ``posts.json``:
 
     .venv/bin/python crawl/sample/record_pages.py
@@ -16,8 +16,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
 
-from pbbq.tasks.telegram import FetchSettings, PreviewFetcher, RecordedPages, page_url, parse_preview_page  # noqa: E402
-
+from pbbq.tasks.crawl.telegram import FetchSettings, PreviewFetcher, RecordedPages, page_url, parse_preview_page  # noqa: E402
 from tests.fakes.telegram_server import FakeTelegram, load_channels  # noqa: E402
 
 PAGES = HERE / "pages"

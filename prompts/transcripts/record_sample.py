@@ -20,15 +20,14 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
 
 from pbbq.flows.config import load_config  # noqa: E402
+from pbbq.tasks.core.inputs import load_inputs  # noqa: E402
 from pbbq.tasks.disambiguate import Prompts, disambiguate  # noqa: E402
-from pbbq.tasks.glossary import load_glossary  # noqa: E402
-from pbbq.tasks.inputs import load_inputs  # noqa: E402
 from pbbq.tasks.instantiate import instantiate  # noqa: E402
 from pbbq.tasks.kappa_gate import kappa_gate  # noqa: E402
 from pbbq.tasks.llm import LLMClient, ResponseStore  # noqa: E402
 from pbbq.tasks.survey_filter import survey_filter  # noqa: E402
 from pbbq.tasks.translate import TranslatePrompts, translate  # noqa: E402
-
+from pbbq.tasks.translate.glossary import load_glossary  # noqa: E402
 from tests.fakes.llm_servers import FakeLLMServer  # noqa: E402
 from tests.fakes.stand_in_model import StandInModel  # noqa: E402
 

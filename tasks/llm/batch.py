@@ -33,8 +33,8 @@ import anthropic
 import openai
 import pydantic
 from openai.types.chat import ChatCompletion
-from pbbq.tasks.progress import RequestProgress
 
+from ..core.progress import RequestProgress
 from .config import (
     BATCH_DISCOUNT,
     LLMConfig,

@@ -19,8 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pbbq.tasks.progress import RequestProgress
-
+from ..core.progress import RequestProgress
 from .batch import BatchTransport
 from .config import (
     BATCH_DISCOUNT,

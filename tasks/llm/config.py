@@ -24,6 +24,8 @@ from typing import Any, Literal, get_args, get_origin
 
 from openai.types.shared import ReasoningEffort
 
+from ..core.redaction import REDACTED as REDACTED  # re-exported: what the client scrubs a key to
+
 PROVIDERS = ("openai", "anthropic")
 STAND_IN_MODE = "stand-in"
 MODES = ("live", "replay", "auto", "batch", STAND_IN_MODE)
@@ -41,8 +43,6 @@ ENV_OVERRIDES = {
     "PBBQ_LLM_MODEL": "model",
 }
 ROLES = ("user", "assistant")
-REDACTED = "[REDACTED]"
-"""What a secret (an API key, the Hub token) becomes in any text the program shows or writes."""
 
 
 class LLMError(Exception):

@@ -13,8 +13,7 @@ from __future__ import annotations
 import hashlib
 import re
 
-from pbbq.tasks.cues import entity_gender
-
+from ..text.cues import entity_gender
 from .config import LLMError, LLMRequest
 from .transport import InProcessTransport
 

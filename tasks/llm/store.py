@@ -22,8 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pbbq.tasks.closing import Closing
-
+from ..core.closing import Closing
 from .config import LLMError, canonical_json, sha256_text
 
 log = logging.getLogger(__name__)

@@ -14,8 +14,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import NamedTuple, Protocol
 
-from pbbq.tasks.progress import RequestProgress
-
+from ..core.progress import RequestProgress
 from .config import LLMConfig, LLMError, LLMRequest, LLMResponse
 
 Miss = tuple[str, LLMRequest]

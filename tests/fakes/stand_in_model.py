@@ -9,7 +9,7 @@ mode. It answers
 - a translation request with English composed from ``translations.csv`` (the template's English, with
   ``{stereo}``, ``{nonstereo}``, ``{lex}`` and pronoun slots) and ``phrases.csv`` (its entities and lexical
   variants), in the same order of mention as the Persian. A pronoun slot ``{stereo:they}`` is filled by the
-  gender of that entity's English (:func:`pbbq.tasks.cues.entity_gender`): he, she, or they for an entity whose
+  gender of that entity's English (:func:`pbbq.tasks.text.cues.entity_gender`): he, she, or they for an entity whose
   words give no gender; the forms are those of :data:`SLOT_FORMS`. The counter-biased English is the biased
   English with the two roles exchanged, slots included, unless the template declares a ``mirror_exception``
   (then ``disambiguated_counter_biased_en``);
@@ -31,11 +31,12 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from pbbq.tasks.artifacts import REPO_ROOT
-from pbbq.tasks.cues import NONE, entity_gender
-from pbbq.tasks.inputs import swap_roles
-from pbbq.tasks.persian_text import normalize_fa
 from sacrebleu.metrics import CHRF
+
+from pbbq.tasks.core.artifacts import REPO_ROOT
+from pbbq.tasks.core.inputs import swap_roles
+from pbbq.tasks.text.cues import NONE, entity_gender
+from pbbq.tasks.text.persian import normalize_fa
 
 STAND_INS = REPO_ROOT / "prompts" / "transcripts" / "stand_ins"
 POOR_BACK_TRANSLATION = "متن ترجمه شده با متن اصلی هیچ ربطی ندارد."
@@ -52,7 +53,7 @@ SLOT_FORMS: dict[str, dict[str, str]] = {
 """Pronoun slots (``{stereo:their}``; ``{stereo:Their}`` at the start of a sentence) and the verbs that agree
 with them, by the entity's gender."""
 GLOSSARY_BREAKER = ("مرد ترک", "Turkish man")
-"""The entity phrase whose first translation breaks the glossary (issue 9 §4's defect); the second is right."""
+"""The entity phrase whose first translation breaks the glossary (a nationality it is not); the second is right."""
 PRONOUN_BREAKERS: dict[str, tuple[str, str, str, int]] = {
     "singular_they": ("AGE-01-T1", "مرد هفتادساله", "مرد بیست‌وپنج‌ساله", 1),
     "review": ("AGE-01-T1", "پیرزن هشتادساله", "دختر دانشجو", 3),

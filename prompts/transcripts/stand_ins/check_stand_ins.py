@@ -17,9 +17,9 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 
+from pbbq.tasks.core.inputs import PLACEHOLDER, load_overrides, load_questionnaire, load_templates  # noqa: E402
 from pbbq.tasks.disambiguate import ASSIGNMENTS, COLUMNS, DisambiguateParams, continuation_failures  # noqa: E402
-from pbbq.tasks.inputs import PLACEHOLDER, load_overrides, load_questionnaire, load_templates  # noqa: E402
-from pbbq.tasks.persian_text import normalize_fa  # noqa: E402
+from pbbq.tasks.text.persian import normalize_fa  # noqa: E402
 
 
 def _contains(context: str, option: str) -> bool:

@@ -1,0 +1,560 @@
+"""What changed between two runs (docs/architecture.md §5): ``pbbq diff RUN_A RUN_B``.
+
+What a curator reads after a scheduled rebuild: the input files whose hash changed, the code and parameters,
+the stereotypes, templates and examples added, removed or changed (by their stable, content-derived ids), the
+decisions that flipped (survey acceptance, the kappa gate, review), the LLM answers that changed, and the Table 1
+and Table 2 cells that moved. One comparison, rendered as text (the terminal), Markdown (the flow's Prefect
+artifact) and an HTML section (``audit.html``).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ...tasks.core.artifacts import sha256_file
+from .runs import EXAMPLE_TABLES, AuditError, completed_runs, manifest, previous_completed, read_table, stage_report
+
+PROVENANCE = ("llm_request_ids",)
+"""Columns that say how a row was made, not what it is: a new prompt gives new request ids to the same text."""
+REVIEW = "review"
+SOURCE_COLUMNS = (
+    "disambiguated_source",
+    "counter_biased_source",
+    "disambiguated_biased_source",
+    "disambiguated_counter_biased_source",
+)
+"""Where a template's continuations came from (the last two: a record's older form)."""
+SHOWN = 20
+"""Ids and lines shown per list by default; the counts are always whole."""
+FIELDS_SHOWN = 4
+"""Changed fields shown per id by default, their text cut at :data:`VALUE_WIDTH` characters."""
+VALUE_WIDTH = 40
+MARGIN = 0.02
+"""How close to its threshold a decision's figure counts as near it, by default (``pbbq diff --margin``)."""
+THRESHOLDS = (
+    ("acceptance", "02_survey/stereotypes", "stereotype_id", "acceptance", ("02_survey", "threshold")),
+    ("kappa", "03_kappa_gate/templates", "template_id", "kappa", ("03_kappa_gate", "min_kappa")),
+    ("relevance", "03_kappa_gate/templates", "template_id", "mean_relevance", ("03_kappa_gate", "min_relevance")),
+)
+"""The decisions with a threshold (PBBQ §5: acceptance over 0.60; PakBBQ §3.2: Fleiss' kappa at least 0.2 and mean
+relevance at least 1.5): the table and column of the figure, and the stage report's parameter that holds the
+threshold the run used."""
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, np.ndarray):
+        return [_plain(v) for v in value.tolist()]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _canonical(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
+    """Every cell as a string that is equal exactly when the values are (nested values as JSON)."""
+    out = {}
+    for column in columns:
+        values = frame[column]
+        if values.map(lambda v: isinstance(v, np.ndarray | list | dict)).any():
+            out[column] = values.map(lambda v: json.dumps(_plain(v), ensure_ascii=False, sort_keys=True))
+        else:  # plain objects first: a map over Arrow-backed values builds an array per cell
+            out[column] = pd.Series(values.to_numpy(dtype=object), index=frame.index).map(repr)
+    return pd.DataFrame(out, index=frame.index)
+
+
+def _keyed(frame: pd.DataFrame, key: list[str]) -> pd.DataFrame:
+    if frame.empty or any(k not in frame.columns for k in key):
+        return pd.DataFrame()
+    first, *rest = (frame[k].astype(str) for k in key)
+    ids = first.str.cat(list(rest), sep=" ") if rest else first
+    return frame.set_axis(ids, axis=0).loc[lambda f: ~f.index.duplicated()]
+
+
+@dataclass
+class IdChanges:
+    """Rows added, removed, and changed (same id, other content: per field that differs, its old and new value)."""
+
+    added: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    changed: dict[str, dict[str, tuple[Any, Any]]] = field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        return bool(self.added or self.removed or self.changed)
+
+    def summary(self) -> str:
+        return f"{len(self.added)} added, {len(self.removed)} removed, {len(self.changed)} changed"
+
+
+def compare(a: pd.DataFrame, b: pd.DataFrame, key: list[str], columns: list[str] | None = None) -> IdChanges:
+    """Rows of ``b`` against ``a`` by ``key``, on ``columns`` (default: every column both have, except
+    :data:`PROVENANCE`)."""
+    a, b = _keyed(a, key), _keyed(b, key)
+    if columns is None:
+        columns = [c for c in a.columns if c in b.columns and c not in key and c not in PROVENANCE]
+    columns = [c for c in columns if c in a.columns and c in b.columns]
+    common = a.index.intersection(b.index, sort=False)
+    changed: dict[str, dict[str, tuple[Any, Any]]] = {}
+    if len(common) and columns:
+        differs = _canonical(a.loc[common], columns).ne(_canonical(b.loc[common], columns))
+        differs = differs[differs.any(axis=1)]
+        old, new = a.loc[differs.index, columns], b.loc[differs.index, columns]
+        for row_id, row in differs.iterrows():
+            changed[str(row_id)] = {c: (old.at[row_id, c], new.at[row_id, c]) for c in columns if row[c]}
+    return IdChanges(
+        added=sorted(set(b.index) - set(a.index)),
+        removed=sorted(set(a.index) - set(b.index)),
+        changed=dict(sorted(changed.items())),
+    )
+
+
+@dataclass(frozen=True)
+class Flip:
+    """A decision that went the other way: which gate, for what, before and after."""
+
+    decision: str
+    id: str
+    before: str
+    after: str
+
+    def line(self) -> str:
+        return f"{self.decision} {self.id}: {self.before} → {self.after}"
+
+
+@dataclass(frozen=True)
+class RowDelta:
+    """A row of Table 1 or Table 2 whose numbers moved: per column, before and after (None: no such row)."""
+
+    table: str
+    row: str
+    cells: dict[str, tuple[Any, Any]]
+
+    def line(self) -> str:
+        moved = ", ".join(f"{c} {_number(a)} → {_number(b)}" for c, (a, b) in self.cells.items())
+        return f"{self.row}: {moved}" if self.table == "table1" else f"{self.table} {self.row}: {moved}"
+
+
+@dataclass(frozen=True)
+class NearThreshold:
+    """A decision whose figure changed and lies within the margin of the threshold in either run."""
+
+    decision: str
+    id: str
+    before: Any
+    after: Any
+    thresholds: tuple[Any, Any]
+
+    def line(self) -> str:
+        old, new = ("—" if t is None else f"{t:g}" for t in self.thresholds)
+        threshold = new if old == new else f"{old} → {new}"
+        return f"{self.decision} {self.id}: {_values(self.before, self.after, None)} (threshold {threshold})"
+
+
+def _number(value: Any) -> str:
+    if value is None or (isinstance(value, float) and np.isnan(value)):
+        return "—"
+    return f"{value:.4f}" if isinstance(value, float) else str(value)
+
+
+def _short(text: Any, width: int | None = 80) -> str:
+    text = " ".join(str(text).split())
+    return text if width is None or len(text) <= width else text[: width - 1] + "…"
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and np.isnan(value))
+
+
+def _values(old: Any, new: Any, width: int | None) -> str:
+    """``old → new``: numbers with as many decimals as tell them apart (at least three; three when equal), nested
+    values as JSON, text cut at ``width`` characters (None: whole)."""
+    old, new = (v.item() if isinstance(v, np.generic) else _plain(v) for v in (old, new))
+    if all(isinstance(v, float) or _missing(v) for v in (old, new)) and not all(_missing(v) for v in (old, new)):
+        digits = next(
+            (d for d in range(3, 10) if _missing(old) or _missing(new) or f"{old:.{d}f}" != f"{new:.{d}f}"), 3
+        )
+        shown = ["—" if _missing(v) else f"{v:.{digits}f}" for v in (old, new)]
+    else:
+        shown = [
+            _short(v if isinstance(v, str) else json.dumps(v, ensure_ascii=False, default=str), width)
+            for v in (old, new)
+        ]
+    return f"{shown[0]} → {shown[1]}"
+
+
+@dataclass
+class RunDiff:
+    """Run ``b`` against run ``a``."""
+
+    a: Path
+    b: Path
+    inputs: dict[str, tuple[str | None, str | None]]
+    code: dict[str, tuple[Any, Any]]
+    parameters: dict[str, tuple[Any, Any]]
+    stereotypes: IdChanges
+    templates: IdChanges
+    examples: dict[str, IdChanges]
+    decisions: list[Flip]
+    llm: dict[str, IdChanges]
+    llm_answers: dict[str, list[tuple[str, str, str]]]
+    table1: list[RowDelta]
+    table2: list[RowDelta]
+    near: list[NearThreshold]
+    margin: float = MARGIN
+
+    def __bool__(self) -> bool:
+        return any(
+            [
+                *(self.inputs, self.code, self.parameters, self.stereotypes, self.templates, self.decisions),
+                *(self.near, self.table1, self.table2, *self.examples.values(), *self.llm.values()),
+            ]
+        )
+
+    def sections(self, limit: int | None = SHOWN) -> list[tuple[str, list[str]]]:
+        """(title, lines) for every part that changed, lists cut at ``limit`` and each changed row at
+        :data:`FIELDS_SHOWN` fields of :data:`VALUE_WIDTH` characters (None: every id, every field, whole)."""
+
+        def ids(label: str, values: list[str]) -> list[str]:
+            if not values:
+                return []
+            shown = values if limit is None else values[:limit]
+            more = f" … and {len(values) - len(shown)} more" if len(values) > len(shown) else ""
+            return [f"{label} ({len(values)}): {', '.join(shown)}{more}"]
+
+        def capped(lines: list[str]) -> list[str]:
+            if limit is None or len(lines) <= limit:
+                return lines
+            return [*lines[:limit], f"… and {len(lines) - limit} more"]
+
+        def fields(values: dict[str, tuple[Any, Any]]) -> str:
+            shown = list(values.items()) if limit is None else list(values.items())[:FIELDS_SHOWN]
+            width = None if limit is None else VALUE_WIDTH
+            text = ", ".join(f"{name} {_values(old, new, width)}" for name, (old, new) in shown)
+            more = len(values) - len(shown)
+            return text + (f" … and {more} more field{'s' if more > 1 else ''}" if more else "")
+
+        def changes(found: IdChanges) -> list[str]:
+            lines = ids("added", found.added) + ids("removed", found.removed)
+            if found.changed:
+                lines.append(f"changed ({len(found.changed)}):")
+                lines += capped([f"  {i}: {fields(values)}" for i, values in found.changed.items()])
+            return lines
+
+        parts: list[tuple[str, list[str]]] = []
+        if self.inputs:
+            parts.append(
+                (
+                    "Input files whose hash changed",
+                    [f"{name}: {(a or 'none')[:12]} → {(b or 'none')[:12]}" for name, (a, b) in self.inputs.items()],
+                )
+            )
+        code = [f"{k}: {_short(a, 16)} → {_short(b, 16)}" for k, (a, b) in self.code.items()]
+        params = [
+            f"{k}: {_short(json.dumps(a), 40)} → {_short(json.dumps(b), 40)}" for k, (a, b) in self.parameters.items()
+        ]
+        if code or params:
+            parts.append(("Code and parameters", code + capped(params)))
+        for title, found in (("Stereotypes", self.stereotypes), ("Templates", self.templates)):
+            if found:
+                parts.append((title, [found.summary(), *changes(found)]))
+        examples = [(config, found) for config, found in self.examples.items() if found]
+        if examples:
+            lines = []
+            for config, found in examples:
+                lines.append(f"{config}: {found.summary()}")
+                lines += [f"  {line}" for line in changes(found)]
+            parts.append(("Examples", lines))
+        if self.decisions:
+            parts.append(("Decisions that flipped", capped([flip.line() for flip in self.decisions])))
+        if self.near:
+            parts.append(
+                (f"Decisions within {self.margin:g} of their threshold", capped([n.line() for n in self.near]))
+            )
+        llm = []
+        for kind, found in self.llm.items():
+            if not found:
+                continue
+            llm.append(f"{kind}: {len(found.changed)} answers changed, {len(found.added)} newly asked, "
+                       f"{len(found.removed)} no longer asked")  # fmt: skip
+            llm += capped([f"  {key}: {_short(a, 60)} → {_short(b, 60)}" for key, a, b in self.llm_answers[kind]])
+        if llm:
+            parts.append(("LLM answers", llm))
+        if self.table1:
+            parts.append(("Table 1", capped([delta.line() for delta in self.table1])))
+        if self.table2:
+            parts.append(("Table 2", capped([delta.line() for delta in self.table2])))
+        return parts
+
+    def title(self) -> str:
+        return f"Changes from run {self.a.name} to run {self.b.name}"
+
+    def text(self, limit: int | None = SHOWN) -> str:
+        lines = [self.title()]
+        sections = self.sections(limit)
+        if not sections:
+            return f"{lines[0]}: no change"
+        for title, body in sections:
+            lines += ["", f"{title}:", *(f"  {line}" for line in body)]
+        return "\n".join(lines)
+
+    def markdown(self, limit: int | None = SHOWN) -> str:
+        sections = self.sections(limit)
+        lines = [f"## {self.title()}"]
+        if not sections:
+            return lines[0] + "\n\nNo change."
+        for title, body in sections:
+            lines += ["", f"### {title}", "", *(f"{_indent(line)}- {line.strip()}" for line in body)]
+        return "\n".join(lines)
+
+    def html(self, limit: int | None = SHOWN) -> str:
+        sections = self.sections(limit)
+        parts = [f'<h2 id="changes">{html.escape(self.title())}</h2>']
+        if not sections:
+            return parts[0] + "<p>No change.</p>"
+        for title, body in sections:
+            items = "".join(
+                f'<li dir="auto" style="margin-left:{len(_indent(line))}em">{html.escape(line.strip())}</li>'
+                for line in body
+            )
+            parts.append(f"<h3>{html.escape(title)}</h3><ul>{items}</ul>")
+        return "\n".join(parts)
+
+
+def _indent(line: str) -> str:
+    return line[: len(line) - len(line.lstrip())]
+
+
+def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(value, dict):
+        flat: dict[str, Any] = {}
+        for k, v in value.items():
+            flat.update(_flatten(v, f"{prefix}{k}."))
+        return flat
+    return {prefix.rstrip("."): value}
+
+
+def _changed_values(a: dict[str, Any], b: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
+    return {k: (a.get(k), b.get(k)) for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)}
+
+
+def _acceptance(row: Mapping[str, Any]) -> str:
+    verdict = "accepted" if row["kept"] else "not accepted"
+    return f"{verdict} ({row['acceptance']:.3f} [{row['ci_low']:.3f}, {row['ci_high']:.3f}])"
+
+
+def _gate(row: Mapping[str, Any]) -> str:
+    verdict = "gated" if row["kept"] else f"stopped: {row['reason']}"
+    return f"{verdict} (kappa {_number(row['kappa'])}, relevance {_number(row['mean_relevance'])})"
+
+
+def _in_review(row: Mapping[str, Any]) -> bool:
+    return any(row.get(column) == REVIEW for column in SOURCE_COLUMNS)
+
+
+def decisions(a: Path, b: Path) -> list[Flip]:
+    """Survey acceptance, the kappa gate, continuations into or out of review, translations flagged or not."""
+    flips: list[Flip] = []
+    checks = (
+        ("acceptance", "02_survey/stereotypes", ["stereotype_id"], lambda r: bool(r["kept"]), _acceptance),
+        ("kappa gate", "03_kappa_gate/templates", ["template_id"], lambda r: bool(r["kept"]), _gate),
+        ("review", "04_disambiguate/templates", ["template_id"], _in_review,
+         lambda r: "in review" if _in_review(r) else "built"),
+        ("translation review", "07_translate/segments", ["segment_id"], lambda r: bool(r["flagged"]),
+         lambda r: f"{'flagged' if r['flagged'] else 'kept'} (chrF {_number(r['chrf'])})"),
+    )  # fmt: skip
+    for decision, table, key, decided, shown in checks:
+        if _same_table(a, b, table):
+            continue
+        before, after = (_keyed(frame, key) for frame in _both(a, b, table))
+        common = before.index.intersection(after.index, sort=False)
+        rows = zip(common, before.loc[common].to_dict("records"), after.loc[common].to_dict("records"), strict=True)
+        for row_id, old, new in rows:
+            if decided(old) != decided(new):
+                flips.append(Flip(decision, str(row_id), shown(old), shown(new)))
+    return flips
+
+
+def _llm_answers(a: Path, b: Path) -> tuple[dict[str, IdChanges], dict[str, list[tuple[str, str, str]]]]:
+    """The disambiguation attempts (by template, assignment and attempt) and the translated segments (by
+    segment id) whose answer differs, and those asked in one run only."""
+    found, texts = {}, {}
+    for kind, table, key, column in (
+        ("disambiguation", "04_disambiguate/attempts", ["template_id", "assignment", "attempt"], "answer"),
+        ("translation", "07_translate/segments", ["segment_id"], "text_en"),
+    ):
+        if _same_table(a, b, table):
+            found[kind], texts[kind] = IdChanges(), []
+            continue
+        before, after = _both(a, b, table)
+        found[kind] = compare(before, after, key, [column])
+        old, new = _keyed(before, key), _keyed(after, key)
+        texts[kind] = [(k, old.loc[k, column], new.loc[k, column]) for k in found[kind].changed]
+    return found, texts
+
+
+def _cells(a: pd.DataFrame, b: pd.DataFrame, table: str, key: list[str]) -> list[RowDelta]:
+    """Rows of two versions of a table whose numbers differ (a row missing in one run has empty cells)."""
+    if a.empty and b.empty:
+        return []
+    a, b = (f if set(key) <= set(f.columns) else pd.DataFrame(columns=(b if f is a else a).columns) for f in (a, b))
+    frame = a.merge(b, on=key, how="outer", suffixes=("_a", "_b"), sort=False)
+    numeric = [c for c in a.columns if c not in key and c in b.columns and pd.api.types.is_numeric_dtype(a[c])]
+    whole = {c for c in numeric if pd.api.types.is_integer_dtype(a[c]) or pd.api.types.is_integer_dtype(b[c])}
+    deltas = []
+    for row in frame.to_dict(orient="records"):
+        cells = {}
+        for column in numeric:
+            old, new = _value(row[f"{column}_a"], column in whole), _value(row[f"{column}_b"], column in whole)
+            if old is None and new is None:
+                continue
+            if old is None or new is None or not np.isclose(old, new, rtol=0, atol=1e-12):
+                cells[column] = (old, new)
+        if cells:
+            deltas.append(RowDelta(table, " / ".join(str(row[k]) for k in key), cells))
+    return deltas
+
+
+def _value(value: Any, whole: bool) -> Any:
+    if pd.isna(value):
+        return None
+    value = value.item() if hasattr(value, "item") else value
+    return int(value) if whole else value
+
+
+def _both(a: Path, b: Path, table: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    return read_table(a, table), read_table(b, table)
+
+
+def _table_hash(run: Path, table: str) -> str | None:
+    """The table's sha256 as the run's manifest records it, or of its file where the manifest does not list it
+    yet (the run the flow is finishing: its manifest is written when it ends)."""
+    path = f"{table}.parquet"
+    artifacts = (a for stage in manifest(run).get("stages", []) for a in stage.get("artifacts", []))
+    recorded = next((a["sha256"] for a in artifacts if a["path"] == path), None)
+    return recorded or (sha256_file(run / path) if (run / path).is_file() else None)
+
+
+def compare_tables(a: Path, b: Path, table: str, key: list[str]) -> IdChanges:
+    """:func:`compare` of a table of two runs; nothing to read when the manifests give both the same hash."""
+    return IdChanges() if _same_table(a, b, table) else compare(*_both(a, b, table), key)
+
+
+def _same_table(a: Path, b: Path, table: str) -> bool:
+    """Whether the manifests of the two runs give the table the same hash (the same bytes)."""
+    digest = _table_hash(a, table)
+    return digest is not None and digest == _table_hash(b, table)
+
+
+def _threshold(run: Path, folder: str, name: str) -> Any:
+    return stage_report(run, folder).get("parameters", {}).get(name)
+
+
+def _within(figure: float | None, threshold: Any, margin: float) -> bool:
+    """``|figure - threshold| <= margin``, a difference on the margin up to floating-point error counting as on it
+    (0.58 is within 0.02 of 0.6)."""
+    return figure is not None and threshold is not None and abs(figure - threshold) - margin <= 1e-9
+
+
+def near_thresholds(a: Path, b: Path, margin: float = MARGIN) -> list[NearThreshold]:
+    """Every decision (:data:`THRESHOLDS`) whose figure or threshold changed from run ``a`` to run ``b`` and whose
+    figure lies within ``margin`` of the threshold in either run (each run's own threshold, from its report)."""
+    found = []
+    for decision, table, key, column, (folder, name) in THRESHOLDS:
+        thresholds = (_threshold(a, folder, name), _threshold(b, folder, name))
+        if _same_table(a, b, table) and thresholds[0] == thresholds[1]:
+            continue
+        before, after = (_keyed(frame, [key]) for frame in _both(a, b, table))
+        for row_id in after.index.union(before.index):
+            figures = tuple(
+                None if row_id not in frame.index or _missing(v := frame.at[row_id, column]) else float(v)
+                for frame in (before, after)
+            )
+            if figures[0] == figures[1] and thresholds[0] == thresholds[1]:
+                continue
+            if any(_within(f, t, margin) for f, t in zip(figures, thresholds, strict=True)):
+                found.append(NearThreshold(decision, str(row_id), *figures, thresholds))
+    return found
+
+
+def diff_runs(a: Path, b: Path, margin: float = MARGIN) -> RunDiff:
+    """Run ``b`` against run ``a``; decisions within ``margin`` of their threshold are listed as near it."""
+    ma, mb = manifest(a), manifest(b)
+    inputs_a = {k: v.get("sha256") for k, v in ma.get("inputs", {}).items()}
+    inputs_b = {k: v.get("sha256") for k, v in mb.get("inputs", {}).items()}
+    code_keys = ("git_commit", "source_sha256")
+    code = {
+        k: (ma.get("code_version", {}).get(k), mb.get("code_version", {}).get(k))
+        for k in code_keys
+        if ma.get("code_version", {}).get(k) != mb.get("code_version", {}).get(k)
+    }
+    templates = compare_tables(a, b, "03_kappa_gate/templates", ["template_id"])
+    continuations = compare_tables(a, b, "04_disambiguate/templates", ["template_id"])
+    for template_id, values in continuations.changed.items():  # a continuation that changed changes the template
+        own = {f: v for f, v in values.items() if f not in templates.changed.get(template_id, {})}
+        if own and template_id not in templates.added + templates.removed:
+            templates.changed[template_id] = {**templates.changed.get(template_id, {}), **own}
+    templates.changed = dict(sorted(templates.changed.items()))
+    llm, llm_answers = _llm_answers(a, b)
+    table2 = []
+    for name in ("table2", "table2_instances"):
+        ta, tb = _both(a, b, f"08_diversity/{name}")
+        key = [c for c in ("config", "category") if c in ta.columns and c in tb.columns]
+        if key:
+            table2 += _cells(ta, tb, name, key)
+    return RunDiff(
+        a=a,
+        b=b,
+        inputs=_changed_values(inputs_a, inputs_b),
+        code=code,
+        parameters=_changed_values(_flatten(ma.get("parameters", {})), _flatten(mb.get("parameters", {}))),
+        stereotypes=compare_tables(a, b, "02_survey/stereotypes", ["stereotype_id"]),
+        templates=templates,
+        examples={config: compare_tables(a, b, table, ["example_id"]) for config, table in EXAMPLE_TABLES.items()},
+        decisions=decisions(a, b),
+        llm=llm,
+        llm_answers=llm_answers,
+        table1=_cells(*_both(a, b, "09_statistics/table1"), "table1", ["config", "category"]),
+        table2=table2,
+        near=near_thresholds(a, b, margin),
+        margin=margin,
+    )
+
+
+def default_pair(outputs: Path) -> tuple[Path, Path]:
+    """The last two completed runs of an outputs folder, older first."""
+    runs = completed_runs(outputs)
+    if len(runs) < 2:
+        raise AuditError(f"{outputs} holds {len(runs)} completed run(s); pbbq diff needs two (or name them)")
+    return runs[-2], runs[-1]
+
+
+def changes_since_previous(run: Path, limit: int | None = SHOWN) -> str:
+    """Markdown of ``run`` against the previous completed run of its outputs folder (the flow's artifact)."""
+    previous = previous_completed(run)
+    if previous is None:
+        return f"## Changes\n\nNo earlier completed run in {run.parent}: nothing to compare with."
+    return diff_runs(previous, run).markdown(limit)
+
+
+def example_status(run: Path, rows: pd.DataFrame, table: str) -> dict[str, Any]:
+    """Whether an example (one row of ``table``: its config's examples, or a stage's drop table) is new, changed
+    or unchanged in that table since the previous completed run, and which fields changed."""
+    previous = previous_completed(run)
+    if previous is None:
+        return {"previous_run": None, "status": "no earlier completed run to compare with"}
+    row = rows.iloc[0]
+    before = read_table(previous, table)
+    before = before[before["example_id"] == row["example_id"]] if "example_id" in before.columns else before
+    if before.empty:
+        return {"previous_run": previous.name, "status": "new"}
+    found = compare(before, rows.iloc[:1], ["example_id"])
+    fields = list(found.changed.get(str(row["example_id"]), []))
+    return {"previous_run": previous.name, "status": "changed" if fields else "unchanged", "changed_fields": fields}

@@ -1,0 +1,175 @@
+"""Finding and reading run folders (docs/architecture.md §5): the outputs folder, a run by id or path, the
+completed runs in the order they finished, and a run's manifest, reports and tables.
+
+Light on purpose: ``pbbq audit``, ``diff``, ``trace`` and ``browse`` import this, not the flow and its stages.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ...tasks.core.artifacts import REPO_ROOT, mark_incomplete, run_status
+
+EXAMPLE_TABLES = {"fa": "05_instantiate/examples", "fa-names": "06_names/examples", "en": "07_translate/examples"}
+"""The example table of each config, in the order the configs are built."""
+
+
+class AuditError(ValueError):
+    """A run folder or an example that cannot be found or read."""
+
+
+def outputs_folder(outputs: str | None) -> Path:
+    """Where runs go: the argument, else ``$PBBQ_OUTPUTS``, else ``outputs/`` in the repository."""
+    return Path(outputs or os.environ.get("PBBQ_OUTPUTS") or REPO_ROOT / "outputs").resolve()
+
+
+def run_folder(run: str | Path, outputs: Path) -> Path:
+    """A run by id (under ``outputs``) or by path; it must hold a manifest and the stage folders it lists (a
+    release holds a copy of its run's manifest, not the run: reading it as one would count nothing and write
+    into the release)."""
+    for candidate in (Path(run), outputs / run):
+        if (candidate / "manifest.json").is_file():
+            found = candidate.resolve()
+            if not _holds_its_stages(found):
+                run_id = manifest(found).get("run_id")
+                origin = next((p for p in found.parents[:2] if _is_run(p, run_id)), None)
+                where = f"its run folder {origin}" if origin else f"the run {run_id} itself (by id or folder)"
+                raise AuditError(
+                    f"{found} is a release, not a run: it holds run {run_id}'s manifest but none of the stage "
+                    f"folders it lists; pass {where}"
+                )
+            return found
+    raise AuditError(f"no run {str(run)!r}: neither {run} nor {outputs / run} holds a manifest.json")
+
+
+def _holds_its_stages(folder: Path) -> bool:
+    """Whether ``folder`` holds a stage folder its manifest lists (or the manifest lists none yet)."""
+    listed = [stage.get("folder") for stage in manifest(folder).get("stages", [])]
+    return not listed or any((folder / name).is_dir() for name in listed if name)
+
+
+def _is_run(folder: Path, run_id: str | None) -> bool:
+    """Whether ``folder`` is the run folder of ``run_id``."""
+    if not (folder / "manifest.json").is_file():
+        return False
+    try:
+        return manifest(folder).get("run_id") == run_id and _holds_its_stages(folder)
+    except AuditError:
+        return False
+
+
+def read_json(path: Path) -> dict[str, Any]:
+    """A JSON file of a run; a broken one is an error naming it."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise AuditError(f"{path}: cannot be read as JSON ({exc})") from exc
+
+
+def manifest(run: Path) -> dict[str, Any]:
+    return read_json(run / "manifest.json")
+
+
+def stage_report(run: Path, folder: str) -> dict[str, Any]:
+    """A stage's ``report.json``, or an empty report when the stage folder has none (a failed stage)."""
+    path = run / folder / "report.json"
+    return read_json(path) if path.is_file() else {}
+
+
+def read_table(run: Path, name: str, columns: list[str] | None = None) -> pd.DataFrame:
+    """``<run>/<name>.parquet``, or an empty table when the run has no such table."""
+    path = run / f"{name}.parquet"
+    if not path.is_file():
+        return pd.DataFrame(columns=columns or [])
+    return pd.read_parquet(path, columns=columns)
+
+
+DROP_LIKE = ("dropped", "unmapped", "review")
+"""How drop tables were named in runs written before the manifest carried each stage's declared ``drops``."""
+NO_WORDS = ("rows", "rows", "dropped")
+
+
+def _declared(run: Path, folder: str) -> dict[str, Any]:
+    return next((s for s in manifest(run).get("stages", []) if s.get("folder") == folder), {})
+
+
+def drop_tables(run: Path, folder: str) -> list[str]:
+    """The stage's tables that hold its drops, as its declaration says (``Stage.drops``, in the manifest)."""
+    declared = _declared(run, folder)
+    if "drops" in declared:
+        return list(declared["drops"])
+    return sorted(p.stem for p in (run / folder).glob("*.parquet") if p.stem.startswith(DROP_LIKE))
+
+
+def stage_words(run: Path, folder: str) -> tuple[str, str, str]:
+    """What the stage's counts in and out and its drops are, in words (``Stage.words``, in the manifest)."""
+    words = _declared(run, folder).get("words")
+    return (str(words[0]), str(words[1]), str(words[2])) if words and len(words) == 3 else NO_WORDS
+
+
+def stage_folders(run: Path) -> list[str]:
+    """The stage folders of a run in DAG order: those the manifest lists, and any ``NN_name`` folder on disk
+    that it does not (a stage that failed half-way)."""
+    listed = [stage["folder"] for stage in manifest(run).get("stages", [])]
+    on_disk = [p.name for p in run.iterdir() if p.is_dir() and p.name[:2].isdigit() and p.name[2:3] == "_"]
+    return sorted(dict.fromkeys([*listed, *on_disk]))
+
+
+def _finished_at(run: Path) -> tuple[str, int]:
+    written = manifest(run).get("written_at") or ""
+    return written, (run / "manifest.json").stat().st_mtime_ns
+
+
+def run_kind(manifest: dict[str, Any]) -> str:
+    """What made a run, from the parameters its manifest records: ``evaluation`` (``pbbq evaluate``, of a
+    release), ``crawl`` (``pbbq crawl`` alone: the ``[crawl]`` section only) or ``build``."""
+    parameters = manifest.get("parameters") or {}
+    if "release" in parameters:
+        return "evaluation"
+    return "crawl" if set(parameters) == {"crawl"} else "build"
+
+
+def is_build(manifest: dict[str, Any]) -> bool:
+    """A run of the build (not an evaluation or a crawl alone): one that instantiates examples."""
+    return any(stage.get("folder") == "05_instantiate" for stage in manifest.get("stages", []))
+
+
+def completed_runs(outputs: Path) -> list[Path]:
+    """Every completed build under ``outputs``, oldest first (by when its manifest was written)."""
+    if not outputs.is_dir():
+        return []
+    runs = []
+    for path in outputs.iterdir():
+        if path.name.startswith(".") or not (path / "manifest.json").is_file():
+            continue
+        try:
+            found = manifest(path)
+            if run_status(found) == "completed" and is_build(found):
+                runs.append(path.resolve())
+        except AuditError:
+            continue  # a run whose manifest is broken is not a completed run
+    return sorted(runs, key=_finished_at)
+
+
+def previous_completed(run: Path) -> Path | None:
+    """The last completed run in ``run``'s outputs folder that finished before ``run`` (any completed run other
+    than ``run`` when ``run`` has not finished yet), or None."""
+    run = run.resolve()
+    others = [other for other in completed_runs(run.parent) if other != run]
+    if run_status(manifest(run)) == "completed":
+        mine = _finished_at(run)
+        others = [other for other in others if _finished_at(other) < mine]
+    return others[-1] if others else None
+
+
+def mark_killed_runs(outputs: Path) -> list[dict[str, Any]]:
+    """Every run of ``outputs`` whose build was killed (``running``, its process gone): marked ``incomplete`` in
+    its manifest, its leftovers removed. Returns their manifests (the flow marks their Prefect flow runs)."""
+    if not outputs.is_dir():
+        return []
+    return [manifest(run) for run in sorted(outputs.iterdir()) if run.is_dir() and mark_incomplete(run)]

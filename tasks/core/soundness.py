@@ -1,0 +1,109 @@
+"""Soundness checks of a built dataset, per config (docs/architecture.md §4): the rules a BBQ example must obey,
+checked on every row of every config in the build, not only in tests.
+
+- ``duplicate_example``: two rows of one config with the same (context, question, ans0, ans1, ans2);
+- ``unfilled_placeholder``: a ``{…}`` left in a text field;
+- ``label_role``: the correct option's role is not the one its cell demands (PBBQ §3.3: 'unknown' in an
+  ambiguous context; in a biased context the stereotyped entity answers the negative question, in a
+  counter-biased one the other entity does; the non-negative question is answered by the other one);
+- ``target_loc``: the option at ``target_loc`` is not the stereotyped one;
+- ``answer_info_text``: BBQ's ``answer_info`` names a text other than the option's;
+- ``gender_confound`` / ``age_confound``: a pair whose entities' genders differ outside Gender, or whose age
+  bands differ outside Age, that no template's ``allowed_pairs`` keeps (original Persian rows).
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import pyarrow as pa
+
+from ..text.cues import age_bands_differ, entity_age_band, entity_gender, genders_differ
+from .inputs import PAIR_SEPARATOR
+from .schemas import OPTIONS, example_configs
+
+DUPLICATE_KEY = ["context", "question", *OPTIONS]
+CELL_ROLE: dict[tuple[str, str, str], str] = {
+    ("ambig", "none", "neg"): "unknown",
+    ("ambig", "none", "nonneg"): "unknown",
+    ("disambig", "biased", "neg"): "stereotyped",
+    ("disambig", "biased", "nonneg"): "non-stereotyped",
+    ("disambig", "counter_biased", "neg"): "non-stereotyped",
+    ("disambig", "counter_biased", "nonneg"): "stereotyped",
+}
+"""The role of the correct answer in each (context_condition, assignment, question_polarity) cell."""
+CHECKS = (
+    "duplicate_example",
+    "unfilled_placeholder",
+    "label_role",
+    "target_loc",
+    "answer_info_text",
+    "gender_confound",
+    "age_confound",
+)
+SOUNDNESS = pa.schema(
+    [("config", pa.string()), ("check", pa.string()), ("examples", pa.int64()), ("violations", pa.int64())]
+)
+
+
+def row_violations(frame: pd.DataFrame, allowed: set[tuple[str, str, str]]) -> dict[str, pd.Series]:
+    """A boolean Series per check over the rows of one config."""
+    roles = frame["answer_roles"]
+    cells = zip(frame["context_condition"], frame["assignment"], frame["question_polarity"], strict=True)
+    expected = [CELL_ROLE.get(cell) for cell in cells]
+    info_text = pd.Series(
+        [
+            any(info[option][0] != getattr(row, option) for option in OPTIONS)
+            for info, row in zip(frame["answer_info"], frame.itertuples(), strict=True)
+        ],
+        index=frame.index,
+    )
+    original = (frame["lang"] == "fa") & (frame["variant"] == "original")
+    pairs = list(zip(frame["template_id"], frame["stereo_entity"], frame["nonstereo_entity"], strict=True))
+    kept = pd.Series([pair in allowed for pair in pairs], index=frame.index)
+    gender = pd.Series(
+        [
+            category != "Gender" and genders_differ(entity_gender(s, "fa"), entity_gender(n, "fa"))
+            for category, (_, s, n) in zip(frame["category"], pairs, strict=True)
+        ],
+        index=frame.index,
+    )
+    age = pd.Series(
+        [
+            category != "Age" and age_bands_differ(entity_age_band(s, "fa"), entity_age_band(n, "fa"))
+            for category, (_, s, n) in zip(frame["category"], pairs, strict=True)
+        ],
+        index=frame.index,
+    )
+    return {
+        "duplicate_example": frame.duplicated(DUPLICATE_KEY, keep="first"),
+        "unfilled_placeholder": frame[["context", "question", *OPTIONS]]
+        .apply(lambda column: column.str.contains(r"\{[^{}]*\}"))
+        .any(axis=1),
+        "label_role": pd.Series(
+            [r[f"ans{label}"] != e for r, label, e in zip(roles, frame["label"], expected, strict=True)],
+            index=frame.index,
+        ),
+        "target_loc": pd.Series(
+            [r[f"ans{loc}"] != "stereotyped" for r, loc in zip(roles, frame["target_loc"], strict=True)],
+            index=frame.index,
+        ),
+        "answer_info_text": info_text,
+        "gender_confound": original & gender & ~kept,
+        "age_confound": original & age & ~kept,
+    }
+
+
+def soundness(examples: pd.DataFrame, templates: pd.DataFrame) -> pd.DataFrame:
+    """Violations of every check per config (a row per config and check; 0 is sound)."""
+    allowed = {
+        (template_id, *item.split(PAIR_SEPARATOR)[:2])
+        for template_id, items in zip(templates["template_id"], templates["allowed_pairs"], strict=True)
+        for item in items
+    }
+    rows = []
+    configs = example_configs(examples)
+    for config in dict.fromkeys(configs):
+        frame = examples[configs == config]
+        for check, bad in row_violations(frame, allowed).items():
+            rows.append({"config": config, "check": check, "examples": len(frame), "violations": int(bad.sum())})
+    return pd.DataFrame(rows, columns=SOUNDNESS.names)

@@ -1,0 +1,444 @@
+"""Text diversity of the benchmark: the four metrics of the PBBQ paper (§3.5, Table 2, Appendix C), on two levels.
+
+The stage: its text units, the tables, their Markdown and plots. Each metric family is a module of its own:
+:mod:`pbbq.tasks.diversity.ngrams` (n-gram diversity, C.3, and the type-token ratio, C.2),
+:mod:`pbbq.tasks.diversity.self_bleu` (Self-BLEU, C.1) and :mod:`pbbq.tasks.diversity.homogenization`
+(BERTScore homogenization, C.4).
+
+Text units.
+- Template level, ``table2``, the paper's Table 2: each category's template texts, each written once. For every
+  template of the dataset its ambiguous context and its two disambiguating continuations (biased and counter-
+  biased), with ``{stereo}``, ``{nonstereo}`` and ``{lex}`` each replaced by the one neutral word
+  :data:`NEUTRAL_TOKEN`; a counter-biased continuation that mirrors the biased one is then the same text and
+  counts once. Table 2's TTR (0.62-0.85) and Self-BLEU (0.11-0.44) can only come from texts like these.
+- Instance level, ``table2_instances``, per config (fa, fa-names, en): the distinct instantiated contexts. They
+  repeat their template's words for every entity pair and lexical variant, so Self-BLEU is near 1 and TTR near
+  0.02; a figure to compare builds with each other, not with the paper.
+Every metric runs on the DISTINCT units of a group (a category, or all of them): Appendix C speaks of the texts
+of the dataset, not of its question-answer rows. Units are sorted, so a result does not depend on row order.
+
+What Table 2 can and cannot confirm (checked against its numbers):
+- its Average row is the unweighted mean of the 16 category rows for NGD (0.754 → 0.75) and TTR (0.735 →
+  0.74), which the tables follow; its Self-BLEU (0.27) and BERTScore (0.5188) averages match neither the
+  unweighted (0.26, 0.5205) nor the sample-weighted (0.28, 0.5157) mean of its rows, so the paper's average
+  for those two columns cannot be reproduced; the 'Overall' row (all units together) is reported besides.
+- its NGD values (0.68-0.80) are below what the C.3 formula, a sum of four ratios (as in Shaib et al.'s
+  ``diversity`` package, whose wording C.3 takes), gives on text whose stop-word-free TTR is 0.62-0.85 (the
+  unigram ratio alone is then about 0.4 and the longer n-gram ratios are larger), so the paper's table likely
+  shows the mean of the four ratios. ``ngd`` is the formula as written; ``ngd_mean`` (ngd / 4) is on the
+  table's scale.
+"""
+
+from __future__ import annotations
+
+import re
+import tempfile
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from functools import partial
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from ..core.artifacts import StageOutput
+from ..core.inputs import PLACEHOLDER
+from ..core.markdown import markdown_table
+from ..core.schemas import example_configs
+from ..text.persian import stop_words, tokenize, words
+from .homogenization import (
+    DEFAULT_HOMOGENIZATION_LAYERS,
+    HomogenizationResult,
+    homogenization_with_scorer,
+    load_scorer,
+)
+from .ngrams import NGRAM_ORDER, ngram_diversity, type_token_ratio
+from .self_bleu import self_bleu_of_tokens
+
+CONFIGS = ("fa", "fa-names", "en")
+METRICS = ("ngd", "ttr", "self_bleu", "homogenization")
+NEUTRAL_TOKEN = "فلانی"
+"""What each placeholder of a template text becomes at the template level: 'so-and-so', one Persian word that
+holds the entity's (or the lexical variant's) place, so no n-gram runs across it."""
+TEMPLATE_SLOTS = frozenset({"stereo", "nonstereo", "lex"})
+TEMPLATE_TEXT_COLUMNS = ("ambiguous_fa", "disambiguated_fa", "disambiguated_counter_biased_fa")
+REVIEW_SOURCE = "review"
+"""The source of a continuation that failed validation: its template yields no example."""
+TEMPLATE_TITLE = "Table 2: diversity of the template texts (the paper's Table 2)"
+INSTANCE_TITLE = "Diversity of the instantiated contexts, per config (not the paper's Table 2)"
+
+_METRIC_FIELDS = [
+    ("n_units", pa.int64()),
+    ("ngd", pa.float64()),
+    ("ngd_mean", pa.float64()),
+    ("ttr", pa.float64()),
+    ("self_bleu", pa.float64()),
+    ("homogenization", pa.float64()),
+    ("homogenization_note", pa.string()),
+]
+TABLE2 = pa.schema([("category", pa.string()), ("n_templates", pa.int64()), *_METRIC_FIELDS])
+"""The paper's Table 2, on template texts."""
+TABLE2_INSTANCES = pa.schema([("config", pa.string()), ("category", pa.string()), *_METRIC_FIELDS])
+"""The same metrics on the instantiated contexts, per config."""
+
+
+@dataclass(frozen=True)
+class DiversityParams:
+    homogenization_model: str | None = None
+    """FaBERT (``sbunlp/fabert``) or any local model path for the Persian texts; None: not computed."""
+    homogenization_model_en: str | None = None
+    """A model for the English config (FaBERT is Persian); None: not computed."""
+    homogenization_num_layers: int = DEFAULT_HOMOGENIZATION_LAYERS
+    homogenization_max_pairs: int = 5_000
+    """Above this many pairs per group, a seeded sample of pairs is scored (size and seed in the notes)."""
+    homogenization_batch_size: int = 64
+    seed: int = 0
+
+
+Homogenizer = Callable[[Sequence[str]], HomogenizationResult]
+"""The homogenization of one group of units, its language's model already loaded."""
+
+
+# ------------------------------------------------------------------------------------------ template texts
+
+
+def mask_placeholders(text: str, *, where: str) -> str:
+    """``text`` with each of ``{stereo}``, ``{nonstereo}`` and ``{lex}`` replaced by :data:`NEUTRAL_TOKEN`.
+
+    Any other brace token is an error naming ``where`` (the table, the template and the column)."""
+
+    def neutral(match: re.Match[str]) -> str:
+        if match.group(1) not in TEMPLATE_SLOTS:
+            raise ValueError(
+                f"{where}: unknown placeholder {match.group(0)!r}; a template text may hold only "
+                "{stereo}, {nonstereo} and {lex}"
+            )
+        return NEUTRAL_TOKEN
+
+    masked = PLACEHOLDER.sub(neutral, text)
+    if re.search(r"[{}]", masked):
+        raise ValueError(f"{where}: an unmatched brace in {text!r}")
+    return masked
+
+
+def template_units(templates: pd.DataFrame) -> pd.DataFrame:
+    """The template-level units of Table 2: for every template of the dataset, its ambiguous context and its two
+    disambiguating continuations, placeholders masked (:func:`mask_placeholders`).
+
+    ``templates`` is the ``04_disambiguate/templates`` table. A template is of the dataset when neither of its
+    continuations is in review (``disambiguated_source`` and ``counter_biased_source`` not ``review``: a template
+    with a continuation in review yields no example). Columns: template_id, category, column, text; one row per
+    template and text column, in the table's order. A used template with an empty text is an error.
+    """
+    missing = {"template_id", "category", "disambiguated_source", "counter_biased_source", *TEMPLATE_TEXT_COLUMNS}
+    missing -= set(templates.columns)
+    if missing:
+        raise ValueError(f"diversity: the 04_disambiguate templates table lacks the columns {sorted(missing)}")
+    used = templates[
+        (templates["disambiguated_source"] != REVIEW_SOURCE) & (templates["counter_biased_source"] != REVIEW_SOURCE)
+    ]
+    rows = []
+    for template in used.itertuples(index=False):
+        for column in TEMPLATE_TEXT_COLUMNS:
+            where = f"diversity: 04_disambiguate templates, template {template.template_id!r}, column {column!r}"
+            text = getattr(template, column)
+            if not isinstance(text, str) or not text.strip():
+                raise ValueError(f"{where}: empty, yet the template is not in review")
+            rows.append(
+                {
+                    "template_id": template.template_id,
+                    "category": template.category,
+                    "column": column,
+                    "text": mask_placeholders(text, where=where),
+                }
+            )
+    return pd.DataFrame(rows, columns=["template_id", "category", "column", "text"])
+
+
+# ----------------------------------------------------------------------------------------------- the tables
+
+
+def _metric_row(
+    units: list[str],
+    tokens: Mapping[str, list[str]],
+    lang: str,
+    ttr_stop_words: frozenset[str],
+    homogenization: Homogenizer,
+) -> dict[str, object]:
+    """The four metrics of one group of distinct, sorted units (and NGD on Table 2's scale, ``ngd_mean``)."""
+    token_lists = [tokens[unit] for unit in units]
+    word_lists = [words(unit_tokens, lang) for unit_tokens in token_lists]
+    hom = homogenization(units)
+    ngd = ngram_diversity(word_lists)
+    return {
+        "n_units": len(units),
+        "ngd": ngd,
+        "ngd_mean": ngd / NGRAM_ORDER,
+        "ttr": type_token_ratio(word_lists, ttr_stop_words),
+        "self_bleu": self_bleu_of_tokens(token_lists),
+        "homogenization": hom.value,
+        "homogenization_note": hom.note,
+    }
+
+
+def _average_row(rows: list[dict[str, object]], counts: Sequence[str]) -> dict[str, object]:
+    """Table 2's Average: the unweighted mean of the category rows (NaN rows skipped); its ``counts`` columns
+    are the categories' totals."""
+    frame = pd.DataFrame(rows)
+    computed = int(frame["homogenization"].notna().sum())
+    note = (
+        f"mean of {computed} of {len(frame)} categories"
+        if computed
+        else "; ".join(sorted(set(frame["homogenization_note"])))  # each says 'not computed: <why>'
+    )
+    return {
+        **{count: int(frame[count].sum()) for count in counts},
+        **{metric: float(frame[metric].mean()) for metric in (*METRICS, "ngd_mean")},
+        "homogenization_note": note,
+    }
+
+
+def _group_rows(
+    groups: pd.DataFrame,
+    text: str,
+    lang: str,
+    ttr_stop_words: frozenset[str],
+    homogenization: Homogenizer,
+    counts: Mapping[str, Callable[[pd.DataFrame], int]],
+) -> list[dict[str, object]]:
+    """One row per category of ``groups`` (sorted by name), the Average row and the Overall row (all distinct
+    units of ``groups`` together). Units are the distinct values of its ``text`` column, sorted; ``counts``
+    gives extra count columns computed from each category's rows."""
+    if groups.empty:
+        return []
+    tokens = {unit: tokenize(unit, lang) for unit in groups[text].unique()}
+
+    def row(part: pd.DataFrame) -> dict[str, object]:
+        units = sorted(part[text].unique())
+        return {
+            **{name: count(part) for name, count in counts.items()},
+            **_metric_row(units, tokens, lang, ttr_stop_words, homogenization),
+        }
+
+    categories = [
+        {"category": str(category), **row(part)}
+        for category, part in sorted(groups.groupby("category"), key=lambda item: str(item[0]))
+    ]
+    average = {"category": "Average", **_average_row(categories, [*counts, "n_units"])}
+    return [*categories, average, {"category": "Overall", **row(groups)}]
+
+
+def _homogenizers(params: DiversityParams, langs: Iterable[str], device: str) -> dict[str, Homogenizer]:
+    """Per language, the homogenization with its model (``homogenization_model`` for fa, ``_en`` for en), each
+    loaded once here; without a model, or when it cannot be loaded, every group is not computed, with the reason."""
+    models = {"fa": params.homogenization_model, "en": params.homogenization_model_en}
+    layers = params.homogenization_num_layers
+    homogenizers = {}
+    for lang in langs:
+        model = models[lang]
+        scorer = (
+            "no homogenization model given for this language"
+            if model is None
+            else load_scorer(model, layers, params.homogenization_batch_size, device)
+        )
+        homogenizers[lang] = partial(
+            homogenization_with_scorer,
+            scorer=scorer,
+            model=model or "",
+            num_layers=layers,
+            max_pairs=params.homogenization_max_pairs,
+            seed=params.seed,
+        )
+    return homogenizers
+
+
+def _template_table(templates: pd.DataFrame, homogenization: Homogenizer) -> pd.DataFrame:
+    units = template_units(templates)
+    rows = _group_rows(
+        units,
+        "text",
+        "fa",
+        stop_words("fa") | {NEUTRAL_TOKEN},
+        homogenization,
+        {"n_templates": lambda part: int(part["template_id"].nunique())},
+    )
+    return pd.DataFrame(rows, columns=TABLE2.names).astype({"n_templates": "int64", "n_units": "int64"})
+
+
+def template_diversity_table(
+    templates: pd.DataFrame, params: DiversityParams | None = None, *, device: str = "cpu"
+) -> pd.DataFrame:
+    """The paper's Table 2 (§3.5, Appendix C) on template texts: one row per category, an 'Average' row (the
+    unweighted mean of the category rows) and an 'Overall' row (all distinct template texts).
+
+    Units are :func:`template_units`' distinct masked texts of the category, tokenised with hazm; TTR leaves out
+    hazm's stop words and :data:`NEUTRAL_TOKEN` (a slot marker, not a word of the template), NGD and Self-BLEU
+    keep both. BERTScore uses ``params.homogenization_model`` (FaBERT in the paper; None, the default: not
+    computed) and the other homogenization parameters. Columns: those of :data:`TABLE2`: category, n_templates,
+    n_units, ngd (C.3's sum, 0-4), ngd_mean (ngd / 4, the scale of Table 2's column), ttr, self_bleu,
+    homogenization, homogenization_note.
+    """
+    return _template_table(templates, _homogenizers(params or DiversityParams(), ["fa"], device)["fa"])
+
+
+def _instance_table(examples: pd.DataFrame, homogenizers: Mapping[str, Homogenizer]) -> pd.DataFrame:
+    missing = {"category", "lang", "variant", "context"} - set(examples.columns)
+    if missing:
+        raise ValueError(f"diversity: the example table lacks the columns {sorted(missing)}")
+    frame = examples.assign(config=example_configs(examples))
+    rows = []
+    for config in [name for name in CONFIGS if (frame["config"] == name).any()]:
+        lang = "en" if config == "en" else "fa"
+        part = frame[frame["config"] == config]
+        rows += [
+            {"config": config, **row}
+            for row in _group_rows(part, "context", lang, stop_words(lang), homogenizers[lang], {})
+        ]
+    return pd.DataFrame(rows, columns=TABLE2_INSTANCES.names).astype({"n_units": "int64"})
+
+
+def diversity_table(
+    examples: pd.DataFrame, params: DiversityParams | None = None, *, device: str = "cpu"
+) -> pd.DataFrame:
+    """The instance-level diversity per config: one row per category, an 'Average' row (the unweighted mean of
+    the category rows) and an 'Overall' row (all units of the config). Not the paper's Table 2 (see the module).
+
+    ``examples`` is the example table (columns category, lang, variant, context); configs as
+    ``pbbq.tasks.core.schemas.example_configs`` says ('fa', 'fa-names' with all seeds together, 'en'). Units are each
+    group's distinct contexts, tokenised once per config (``pbbq.tasks.text.persian.tokenize``). BERTScore uses
+    ``params.homogenization_model`` for the Persian configs and ``params.homogenization_model_en`` for English
+    (None, the default: not computed), each loaded only when its language is present. Columns: those of
+    :data:`TABLE2_INSTANCES`: config, category, n_units, ngd, ngd_mean, ttr, self_bleu, homogenization,
+    homogenization_note.
+    """
+    langs = sorted(
+        {"en" if config == "en" else "fa" for config in example_configs(examples)} if len(examples) else set()
+    )
+    return _instance_table(examples, _homogenizers(params or DiversityParams(), langs, device))
+
+
+# ----------------------------------------------------------------------------------------------- reporting
+
+_HEADERS = {
+    "ngd": "NGD ↑",
+    "ngd_mean": "NGD ÷ 4 ↑",
+    "ttr": "TTR ↑",
+    "self_bleu": "Self-BLEU ↓",
+    "homogenization": "BERTScore ↓",
+}
+"""Table 2's metric columns with their headers, in the paper's order (plus NGD on the table's scale)."""
+_COUNT_HEADERS = {"n_templates": "# templates", "n_units": "# units"}
+
+
+def _sections(table: pd.DataFrame) -> list[tuple[str | None, pd.DataFrame]]:
+    """The table per config (instance level), or whole (template level: no config column)."""
+    if "config" in table.columns:
+        return [(str(config), part) for config, part in table.groupby("config", sort=False)]
+    return [(None, table)]
+
+
+def table2_markdown(table: pd.DataFrame, title: str) -> str:
+    """Markdown laid out like the paper's Table 2, under ``title``: one table (template level) or one per config
+    (instance level): Category, the counts, NGD ↑, NGD ÷ 4 ↑, TTR ↑, Self-BLEU ↓, BERTScore ↓ (4 decimals; 'not
+    computed' for NaN), Average and Overall in bold, then each distinct BERTScore note with its rows."""
+    counts = [column for column in _COUNT_HEADERS if column in table.columns]
+    headers = ["Category", *(_COUNT_HEADERS[column] for column in counts), *_HEADERS.values()]
+    sections = [f"## {title}"]
+    for config, part in _sections(table):
+        lines = [f"### {config}", ""] if config is not None else []
+        rows = part[["category", *counts, *_HEADERS]].itertuples(index=False)
+        lines.append(markdown_table(headers, rows, bold=("Average", "Overall"), right_from=1))
+        notes = part.groupby("homogenization_note", sort=False)["category"].agg(", ".join)
+        lines += ["", "BERTScore:"] + [f"- {categories}: {note}" for note, categories in notes.items()]
+        sections.append("\n".join(lines))
+    return "\n\n".join(sections) + "\n"
+
+
+def plot_metric_bars(table: pd.DataFrame, out_dir: Path, prefix: str = "diversity") -> list[Path]:
+    """One PNG per metric (``<prefix>_<metric>.png`` in ``out_dir``): a bar per category (and per config, for the
+    instance-level table), the Average and Overall rows last; a NaN draws no bar. Agg backend, no timestamp or
+    version in the file, so the same table gives the same bytes."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    series = table if "config" in table.columns else table.assign(config="templates")
+    categories = list(dict.fromkeys(series["category"]))
+    configs = list(dict.fromkeys(series["config"]))
+    level = "instances" if "config" in table.columns else "templates"
+    paths = []
+    for metric in METRICS:
+        wide = series.pivot(index="category", columns="config", values=metric).reindex(categories)
+        figure = Figure(figsize=(max(6.0, 0.25 * len(categories) * len(configs) + 2.5), 4.5))
+        FigureCanvasAgg(figure)
+        axes = figure.add_subplot()
+        width = 0.8 / max(len(configs), 1)  # an empty table draws empty axes
+        for k, config in enumerate(configs):
+            axes.bar(np.arange(len(categories)) + k * width, wide[config].to_numpy(dtype=float), width, label=config)
+        axes.set_xticks(np.arange(len(categories)) + 0.4 - width / 2, categories, rotation=60, ha="right")
+        axes.set_ylabel(_HEADERS[metric])
+        axes.set_title(f"{_HEADERS[metric]} per category ({level})")
+        if configs:  # an empty table (no example was kept) has nothing to name
+            axes.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
+        figure.tight_layout()
+        path = out_dir / f"{prefix}_{metric}.png"
+        figure.savefig(path, format="png", metadata={"Software": None})
+        paths.append(path)
+    return paths
+
+
+# ----------------------------------------------------------------------------------------------- the stage
+
+
+def _records(table: pd.DataFrame) -> list[dict[str, object]]:
+    return table.astype(object).where(table.notna(), None).to_dict(orient="records")
+
+
+def diversity(examples: pd.DataFrame, templates: pd.DataFrame, params: DiversityParams) -> StageOutput:
+    """Table 2 twice: ``table2``, the paper's, on the template texts of ``templates`` (the ``04_disambiguate``
+    templates table), and ``table2_instances``, on the contexts of ``examples`` per config; each as parquet, CSV,
+    Markdown and a bar chart per metric. Each BERTScore model is loaded once for both tables."""
+    homogenizers = _homogenizers(params, ["fa", "en"], "cpu")
+    table = _template_table(templates, homogenizers["fa"])
+    instances = _instance_table(examples, homogenizers)
+    with tempfile.TemporaryDirectory() as scratch:
+        charts = {
+            path.name: path.read_bytes()
+            for path in [
+                *plot_metric_bars(table, Path(scratch), "diversity"),
+                *plot_metric_bars(instances, Path(scratch), "diversity_instances"),
+            ]
+        }
+    in_review = (templates["disambiguated_source"] == REVIEW_SOURCE) | (
+        templates["counter_biased_source"] == REVIEW_SOURCE
+    )
+    both = pd.concat([table["homogenization"], instances["homogenization"]])
+    report = {
+        "stage": "diversity",
+        "parameters": asdict(params),
+        "counts": {
+            "in": len(examples),
+            "out": len(table) + len(instances),
+            "templates": len(templates),
+            "templates_used": int((~in_review).sum()),
+            "templates_in_review": sorted(templates.loc[in_review, "template_id"]),
+            "table2_rows": len(table),
+            "table2_instances_rows": len(instances),
+        },
+        "dropped": {"total": 0, "by_reason": {}},
+        "table2": _records(table),
+        "table2_instances": _records(instances),
+        "homogenization": {"computed_rows": int(both.notna().sum()), "not_computed_rows": int(both.isna().sum())},
+    }
+    return StageOutput(
+        tables={"table2": table, "table2_instances": instances},
+        schemas={"table2": TABLE2, "table2_instances": TABLE2_INSTANCES},
+        report=report,
+        csv=("table2", "table2_instances"),
+        files={
+            "table2.md": table2_markdown(table, TEMPLATE_TITLE).encode("utf-8"),
+            "table2_instances.md": table2_markdown(instances, INSTANCE_TITLE).encode("utf-8"),
+            **charts,
+        },
+    )

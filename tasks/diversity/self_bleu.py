@@ -1,0 +1,106 @@
+"""Self-BLEU (PBBQ Appendix C.1; Zhu et al., 2018), one of Table 2's four metrics (§3.5): exactly the mean of
+sacrebleu's ``sentence_bleu`` of every unit against all the others, computed from n-gram count tables
+(:mod:`pbbq.tasks.diversity.ngrams`) instead of n² BLEU calls; the score itself is sacrebleu's own
+``BLEU.compute_bleu``. ``benchmarks/self_bleu.py`` times it against the pairwise calls.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+import numpy as np
+from sacrebleu.metrics.bleu import BLEU
+
+from ..text.persian import tokenize_en
+from .ngrams import NGRAM_ORDER, ngram_codes, token_codes
+
+
+def _clipped_matches(grams: np.ndarray, owner: np.ndarray, n_units: int) -> np.ndarray:
+    """Per unit, Σ over its n-grams of min(its count, the largest count in any OTHER unit).
+
+    That is BLEU's clipped match count against all other units as references (sacrebleu merges the
+    references' counts by max). The largest count over the others is the n-gram's largest count over all
+    units, unless this unit holds it alone; then it is the second largest (0 if no other unit has the n-gram).
+    """
+    if len(grams) == 0:
+        return np.zeros(n_units, dtype=np.int64)
+    keys, count = np.unique(grams * n_units + owner, return_counts=True)  # sorted by n-gram, then unit
+    gram, unit = np.divmod(keys, n_units)
+    first = np.r_[True, gram[1:] != gram[:-1]]
+    starts = np.flatnonzero(first)
+    group = np.cumsum(first) - 1
+    top = np.maximum.reduceat(count, starts)
+    at_top = count == top[group]
+    n_at_top = np.bincount(group[at_top], minlength=len(starts))
+    second = np.where(n_at_top >= 2, top, np.maximum.reduceat(np.where(at_top, 0, count), starts))
+    best_other = np.where(at_top, second[group], top[group])
+    clipped = np.minimum(count, best_other)
+    return np.rint(np.bincount(unit, weights=clipped, minlength=n_units)).astype(np.int64)
+
+
+def _closest_other_lengths(lengths: np.ndarray) -> np.ndarray:
+    """Per unit, sacrebleu's effective reference length against all OTHER units: the length closest to its
+    own, the shorter one on a tie (``BLEU._get_closest_ref_len``), found by bisection in the sorted lengths."""
+    ordered = np.sort(lengths)
+    left = np.searchsorted(ordered, lengths, side="left")
+    right = np.searchsorted(ordered, lengths, side="right")
+    far = np.int64(2**40)  # farther than any real length: marks a missing neighbour
+    below = np.where(left > 0, ordered[np.maximum(left - 1, 0)], -far)
+    above = np.where(right < len(ordered), ordered[np.minimum(right, len(ordered) - 1)], far)
+    nearest = np.where(lengths - below <= above - lengths, below, above)
+    return np.where(right - left >= 2, lengths, nearest)  # another unit has the same length
+
+
+def _sentence_bleu_scores(token_lists: Sequence[Sequence[str]]) -> np.ndarray:
+    """sacrebleu's sentence_bleu score (0-100) of every unit against all the others, from n-gram tables.
+
+    Equal to ``sentence_bleu(' '.join(h), [' '.join(r) for r in others], tokenize='none')`` with sacrebleu's
+    defaults (exp smoothing, effective order); the statistics are counted here, the score is sacrebleu's own
+    ``BLEU.compute_bleu``. Needs at least 2 units.
+    """
+    n_units = len(token_lists)
+    codes, lengths = token_codes(token_lists)
+    unit_of = np.repeat(np.arange(n_units, dtype=np.int64), lengths)
+    correct = np.zeros((n_units, NGRAM_ORDER), dtype=np.int64)
+    for n, grams in enumerate(ngram_codes(codes), start=1):
+        owner = unit_of[: len(grams)]
+        inside = owner == unit_of[n - 1 :]  # the n-gram starts and ends in the same unit
+        correct[:, n - 1] = _clipped_matches(grams[inside], owner[inside], n_units)
+    totals = np.maximum(lengths[:, None] - np.arange(NGRAM_ORDER)[None, :], 0)
+    ref_lengths = _closest_other_lengths(lengths)
+    return np.array(
+        [
+            BLEU.compute_bleu(
+                correct=correct[i].tolist(),
+                total=totals[i].tolist(),
+                sys_len=int(lengths[i]),
+                ref_len=int(ref_lengths[i]),
+                smooth_method="exp",
+                effective_order=True,
+            ).score
+            for i in range(n_units)
+        ]
+    )
+
+
+def self_bleu(sentences: Sequence[str], tokenize: Callable[[str], list[str]] = tokenize_en) -> float:
+    """Self-BLEU, Appendix C.1 (Zhu et al., 2018): the mean over units of the BLEU of the unit against all
+    the others as references, on a 0-1 scale (sacrebleu's score / 100).
+
+    Exactly the mean of sacrebleu's ``sentence_bleu(h, others)`` with its defaults (smooth_method='exp',
+    effective order, 4-grams), but computed from n-gram count tables with no pairwise BLEU call. ``tokenize``
+    gives BLEU's tokens: the default is sacrebleu's 13a tokenizer, so English equals ``tokenize='13a'`` on the
+    raw text; for Persian pass ``pbbq.tasks.text.persian.tokenize_fa`` (hazm), which equals sacrebleu on the tokens
+    joined by spaces with ``tokenize='none'``, so both sides see the same tokens. Punctuation tokens count, as
+    in BLEU. Units are the distinct contexts of a group; an empty unit scores 0 (as sacrebleu) and still counts
+    as a reference of length 0. NaN (not computed) for fewer than 2 units: there is no reference.
+    """
+    return self_bleu_of_tokens([tokenize(sentence) for sentence in sentences])
+
+
+def self_bleu_of_tokens(token_lists: Sequence[Sequence[str]]) -> float:
+    """:func:`self_bleu` of already tokenised units."""
+    if len(token_lists) < 2:
+        return math.nan
+    return float(np.mean(_sentence_bleu_scores(token_lists))) / 100

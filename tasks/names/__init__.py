@@ -1,0 +1,399 @@
+"""Name proxies (stage 06): explicit group mentions replaced by culturally indicative first names (Obscured but
+Not Erased §4.1, §4.1.1, Appendix C; docs/architecture.md, the names stage).
+
+An example is mapped when both of its entities name a group of the name table (:mod:`pbbq.tasks.names.tables`:
+per language and group 5 female and 5 male first names, each with the birth years it is common for). Each of
+its variants, one per sub-seed, gives each entity one name and replaces every mention of the entity with it, in
+the context, the question and the entity's option (:mod:`pbbq.tasks.names.patterns`); ``answer_info`` takes the new
+option texts and keeps its group tags; the 'unknown' option, ``answer_roles``, ``additional_metadata``, the label,
+``target_loc`` and the entity columns carry over unchanged, and ``source_example_id`` links the variant to the
+original. The names are drawn as :mod:`pbbq.tasks.names.draw` says: seeded per sub-seed and example, both names of a
+pair from one era and, where the entities share a gender or have none, of one gender.
+
+**Distinct rows.** The three variants of an example differ: a draw that repeats an earlier variant's names is
+drawn again from its own stream. Two examples can also read the same once named (their entities differ only in
+words the names replace: 'کارگر افغانستانی' and 'جوان افغانستانی' both become a name); such examples form one
+class, drawn in the order of their ids, and a draw that repeats a pair any member of the class already has is
+drawn again too. An example whose class leaves it fewer free name pairs than variants is unmapped
+(``too_few_distinct_names``). So no two rows of the output are the same text.
+
+Examples that cannot be mapped (an entity that no name can stand for, such as an age group or a profession; a
+mention no pattern covers; two entities of one group; age bands that share no era; contradicting gender cues)
+are never passed through: they go to the ``unmapped`` table with their reason. They are not drops: no name table
+covers them, and they stay in ``fa``; the report counts them as ``not_covered``, and the stage drops nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from string import Template
+from typing import Any
+
+import pandas as pd
+
+from ..core.artifacts import REPO_ROOT, StageOutput, count_reasons, sha256_bytes
+from ..core.schemas import EXAMPLE, EXAMPLE_DROPPED, OPTIONS
+from ..llm import LLMClient, LLMRequest
+from ..text.cues import NONE, entity_age_band
+from .draw import Drawn, PairRequest, Pools, TooFewPairs, draw_variants, name_pools, pair_eras, sub_seeds
+from .patterns import NEUTRAL, UNDECIDED, fill, persian_entity, reference_gender, rewrite
+from .tables import GENDERS, LANGUAGES, entity_mentions, group_words, load_name_table
+
+__all__ = [
+    "LANGUAGES",
+    "NamesParams",
+    "load_gender_prompt",
+    "load_name_table",
+    "names",
+]
+
+STAGE = "names"
+GENDER_PROMPT_FILE = REPO_ROOT / "prompts" / "names_gender.txt"
+TEXT_FIELDS = ("context", "question", "ans0", "ans1", "ans2")
+ENTITY_COLUMNS = ("stereo_entity", "nonstereo_entity")
+
+
+@dataclass(frozen=True)
+class NamesParams:
+    seed: int = 42
+    """The global seed of Appendix C (``np.random.seed(42)``)."""
+    n_seeds: int = 3
+    """How many sub-seeds, hence variants per example."""
+    gender_llm: bool = False
+    """Ask an LLM for the gender of references whose cues contradict each other (off: they stay unmapped)."""
+
+
+class Unmapped(Exception):
+    """An example the proxy cannot map: the reason, the entities it concerns and a detail."""
+
+    def __init__(self, reason: str, entities: Sequence[str] = ("",), detail: str = "") -> None:
+        super().__init__(reason)
+        self.reason, self.entities, self.detail = reason, tuple(entities), detail
+
+
+@dataclass
+class Prepared:
+    """One mappable example: its texts with slots, its entities' groups, name genders and age bands, the patterns
+    used and the LLM requests that decided a gender."""
+
+    row: dict[str, Any]
+    texts: dict[str, str]
+    groups: tuple[str, str]
+    genders: list[str]
+    age_bands: tuple[str, str]
+    patterns: list[str]
+    request_ids: list[str]
+
+    @property
+    def example_id(self) -> str:
+        return str(self.row["example_id"])
+
+    def request(self) -> PairRequest:
+        """What the example asks of its names (:mod:`pbbq.tasks.names.draw`)."""
+        genders = (self.genders[0], self.genders[1])
+        return PairRequest(self.row["lang"], self.groups, genders, pair_eras(self.age_bands))
+
+    def pair_key(self) -> str:
+        """The entity pair the example instantiates: its template, two entities and lexical variant. The twelve
+        examples of a pair (conditions, polarities, assignments, orders) take the same names, so that a mirrored
+        pair of examples still differs only in who did what (BBQ's control)."""
+        fields = ("lang", "template_id", *ENTITY_COLUMNS, "lexical_variant")
+        return "|".join(str(self.row.get(field) or "") for field in fields)
+
+    def reading(self) -> tuple[str, ...]:
+        """The example's context and question with slots for the names: two examples that read the same would
+        differ only in their names (and in the order and wording of their options)."""
+        return (self.row["lang"], *(self.texts.get(field, self.row[field]) for field in ("context", "question")))
+
+
+def _texts(row: Mapping[str, Any]) -> dict[str, str]:
+    """The texts a name may go into: context, question and the two entity options (never 'unknown')."""
+    roles = row["answer_roles"]
+    return {f: row[f] for f in TEXT_FIELDS if roles.get(f) != "unknown"}
+
+
+def _residue(text: str, surface: str) -> str:
+    """The words around a mention left in ``text`` (''), for the report of an unhandled reference."""
+    match = re.search(rf"(?<![\w\u200c-]){re.escape(surface)}", text)
+    return "" if match is None else text[max(0, match.start() - 30) : match.end() + 30]
+
+
+def _age_band(entity: str, surface: str, lang: str) -> str:
+    """The age band of the person a name stands for: the entity's (:func:`pbbq.tasks.text.cues.entity_age_band`) when
+    the name is the person mentioned; none when it is a possessor ('پدربزرگ آیدین': Aydin's grandfather)."""
+    if lang == "fa":
+        form = persian_entity(entity, surface)
+        if form is None or not form[2]:
+            return NONE
+    return entity_age_band(entity, lang)
+
+
+def prepare(row: Mapping[str, Any], words_by_lang: Mapping[str, Mapping[str, str]]) -> Prepared:
+    """Rewrite one example, or raise :class:`Unmapped` with the reason."""
+    lang = row["lang"]
+    words = words_by_lang.get(lang)
+    if not words:
+        raise Unmapped("no_names_for_language", detail=lang)
+    entities = (row["stereo_entity"], row["nonstereo_entity"])
+    found = [entity_mentions(entity, words) for entity in entities]
+    nameless = [entity for entity, groups in zip(entities, found, strict=True) if not groups]
+    if nameless:
+        raise Unmapped("entity_not_in_name_table", nameless)
+    several = [(entity, groups) for entity, groups in zip(entities, found, strict=True) if len(groups) > 1]
+    if several:
+        raise Unmapped("entity_names_several_groups", [several[0][0]], ", ".join(several[0][1]))
+    (first, first_word), (second, second_word) = (next(iter(groups.items())) for groups in found)
+    if first == second:
+        raise Unmapped("entities_share_group", entities, first)
+    surfaces = (first_word, second_word)
+    labels = tuple(sorted(words))
+    rewrites = {field: rewrite(text, lang, entities, surfaces, labels) for field, text in _texts(row).items()}
+    for field, result in rewrites.items():
+        for entity, surface in zip(entities, entities if lang != "en" else surfaces, strict=True):
+            left = _residue(result.text, surface)
+            if left:
+                raise Unmapped("unhandled_reference", [entity], f"{field}: …{left}…")
+    for index, entity in enumerate(entities):
+        if f"\ue000{index}" not in rewrites["context"].text:
+            raise Unmapped("mention_not_found", [entity], "not in the context")
+    bands = (_age_band(entities[0], surfaces[0], lang), _age_band(entities[1], surfaces[1], lang))
+    if not pair_eras(bands):
+        raise Unmapped("no_common_era", entities, f"age bands {bands[0]} and {bands[1]}")
+    found_cues = [c for result in rewrites.values() for c in result.cues]
+    genders = [reference_gender(g for e, g in found_cues if e == index) for index in range(2)]
+    return Prepared(
+        row=dict(row),
+        texts={field: result.text for field, result in rewrites.items()},
+        groups=(first, second),
+        genders=genders,
+        age_bands=bands,
+        patterns=[p for result in rewrites.values() for p in result.patterns],
+        request_ids=[],
+    )
+
+
+def load_gender_prompt(path: Path = GENDER_PROMPT_FILE) -> str:
+    """The LLM labeller's prompt (``prompts/names_gender.txt``); the flow passes its text so its hash is an input."""
+    return path.read_text(encoding="utf-8")
+
+
+def gender_request(row: Mapping[str, Any], entity: str, prompt: str) -> LLMRequest:
+    """The question to the LLM labeller for one entity of one example (§4.1.1: GPT-4o labelled the genders)."""
+    options = "\n".join(f"- {row[f]}" for f in OPTIONS)
+    text = Template(prompt).substitute(
+        context=row["context"], question=row["question"], options=options, mention=entity
+    )
+    return LLMRequest(
+        messages=(("user", text),),
+        prompt_hash=sha256_bytes(prompt.encode("utf-8")),
+        stage=STAGE,
+        context=f"example {row['example_id']}, entity {entity}",
+    )
+
+
+def label_undecided(prepared: Sequence[Prepared], client: LLMClient, prompt: str) -> None:
+    """Ask the LLM for every undecided gender; an answer other than female, male or neutral leaves it undecided."""
+    pending = [(item, index) for item in prepared for index, g in enumerate(item.genders) if g == UNDECIDED]
+    requests = [gender_request(item.row, item.row[ENTITY_COLUMNS[index]], prompt) for item, index in pending]
+    if not requests:
+        return
+    for (item, index), answer in zip(pending, client.complete_many(requests), strict=True):
+        label = answer.text.strip().strip(".").lower()
+        if label in (*GENDERS, NEUTRAL):
+            item.genders[index] = label
+        item.request_ids.append(answer.request_id)
+
+
+def _listed(value: Iterable[str] | None) -> list[str]:
+    """A list column's value as a list (parquet gives arrays, hand-made rows lists or None)."""
+    return [] if value is None else list(value)
+
+
+def _pairs_reading_alike(pairs: Mapping[str, Sequence[Prepared]]) -> list[list[str]]:
+    """The pair keys grouped so that two pairs with an example that reads the same once named (e.g. 'کارگر ترک'
+    and 'جوان ترک', both a name) are in one group; groups and their keys sorted."""
+    parent = {key: key for key in pairs}
+
+    def root(key: str) -> str:
+        while parent[key] != key:
+            parent[key] = parent[parent[key]]
+            key = parent[key]
+        return key
+
+    first_of_reading: dict[tuple[str, ...], str] = {}
+    for key in sorted(pairs):
+        for item in pairs[key]:
+            other = first_of_reading.setdefault(item.reading(), key)
+            parent[root(key)] = root(other)
+    groups: dict[str, list[str]] = {}
+    for key in sorted(pairs):
+        groups.setdefault(root(key), []).append(key)
+    return sorted(groups.values())
+
+
+def _variant_row(item: Prepared, names: Sequence[str], sub_seed: int) -> dict[str, Any]:
+    """The variant of ``item`` with ``names``: new texts, ``answer_info`` texts rewritten with the options, tags
+    kept (the BBQ record format lm-evaluation-harness reads)."""
+    row = dict(item.row)
+    texts = {field: fill(text, names) for field, text in item.texts.items()}
+    info = {option: _listed(item.row["answer_info"][option]) for option in OPTIONS}
+    for option in OPTIONS:
+        if option in texts:
+            info[option] = [texts[option], info[option][1]]
+    row.update(texts)
+    row.update(
+        answer_info=info,
+        example_id=f"{item.example_id}-names-{sub_seed}",
+        variant=f"names-{sub_seed}",
+        source_example_id=item.row["example_id"],
+        llm_request_ids=[*_listed(item.row["llm_request_ids"]), *item.request_ids],
+    )
+    return row
+
+
+def draw_all(
+    mapped: Sequence[Prepared], pools: Pools, seeds: Sequence[int]
+) -> tuple[dict[str, list[tuple[Drawn, int]]], list[tuple[Prepared, Unmapped]]]:
+    """The draws of every example (per sub-seed: the names and how many draws it took), and the examples left
+    without enough free name pairs. One draw per entity pair (:meth:`Prepared.pair_key`), from the pair's own
+    stream; pairs whose examples would read the same once named are drawn in key order against one set of taken
+    name pairs, so that no two of them get the same names (module docstring of :mod:`pbbq.tasks.names.draw`)."""
+    pairs: dict[str, list[Prepared]] = {}
+    for item in mapped:
+        pairs.setdefault(item.pair_key(), []).append(item)
+    linked = _pairs_reading_alike(pairs)
+    drawn: dict[str, list[tuple[Drawn, int]]] = {}
+    short: list[tuple[Prepared, Unmapped]] = []
+    for component in linked:
+        taken: set[tuple[str, str]] = set()
+        for key in component:
+            members = pairs[key]
+            first = min(members, key=lambda p: p.example_id)
+            try:
+                draws = draw_variants(pools, first.request(), key, seeds, taken)
+            except TooFewPairs as error:
+                entities = [first.row[column] for column in ENTITY_COLUMNS]
+                short += [(item, Unmapped("too_few_distinct_names", entities, str(error))) for item in members]
+                continue
+            drawn.update((item.example_id, draws) for item in members)
+    return drawn, short
+
+
+def names(
+    examples: pd.DataFrame,
+    name_table: pd.DataFrame,
+    params: NamesParams,
+    client: LLMClient | None = None,
+    prompt: str = "",
+) -> StageOutput:
+    """The name-proxy variants of every mappable example, one per sub-seed, and every unmapped example with its
+    reason (§4.1.1, Appendix C). ``client`` and ``prompt`` are needed only when ``params.gender_llm`` is on."""
+    if params.gender_llm and (client is None or not prompt):
+        raise ValueError("names: gender_llm is on; give the LLM client and load_gender_prompt()")
+    seeds = sub_seeds(params.seed, params.n_seeds)
+    pools = name_pools(name_table)
+    words_by_lang = group_words(name_table)
+    prepared: list[Prepared] = []
+    failures: list[tuple[dict[str, Any], Unmapped]] = []
+    for row in examples.to_dict("records"):
+        try:
+            prepared.append(prepare(row, words_by_lang))
+        except Unmapped as unmapped:
+            failures.append((row, unmapped))
+    if params.gender_llm:
+        if client is None:
+            raise ValueError("names: gender_llm is on but no LLM client was given")
+        label_undecided(prepared, client, prompt)
+    for item in [p for p in prepared if UNDECIDED in p.genders]:
+        entity = item.row[ENTITY_COLUMNS[item.genders.index(UNDECIDED)]]
+        failures.append((item.row, Unmapped("gender_undecided", [entity], "contradicting cues")))
+    decided = [p for p in prepared if UNDECIDED not in p.genders]
+    drawn, short = draw_all(decided, pools, seeds)
+    failures += [(item.row, unmapped) for item, unmapped in short]
+    mapped = [item for item in decided if item.example_id in drawn]
+    gender_of = {(r.lang, r.group, r.name): r.gender for r in name_table.itertuples()}
+    rows, per_seed = [], []
+    for k, sub_seed in enumerate(seeds):
+        names_drawn: set[str] = set()
+        eras: Counter[str] = Counter()
+        pair_genders: Counter[str] = Counter()
+        redraws = 0
+        for item in mapped:
+            result, attempts = drawn[item.example_id][k]
+            names_drawn.update(result.names)
+            eras[result.era] += 1
+            lang = item.row["lang"]
+            genders = [gender_of[(lang, g, n)] for g, n in zip(item.groups, result.names, strict=True)]
+            pair_genders["/".join(genders)] += 1
+            redraws += attempts - 1
+            rows.append(_variant_row(item, result.names, sub_seed))
+        per_seed.append(
+            {
+                "sub_seed": sub_seed,
+                "variant": f"names-{sub_seed}",
+                "in": len(mapped),
+                "out": len(mapped),
+                "distinct_names": len(names_drawn),
+                "redraws": redraws,
+                "eras": dict(sorted(eras.items())),
+                "pair_genders": dict(sorted(pair_genders.items())),
+            }
+        )
+    variants = pd.DataFrame(rows, columns=EXAMPLE.names)
+    unmapped = pd.DataFrame(
+        [{**row, "reason": failure.reason} for row, failure in failures], columns=EXAMPLE_DROPPED.names
+    )
+    report = _report(examples, mapped, unmapped, failures, per_seed, params)
+    if client is not None:
+        report["llm"] = client.usage(STAGE).as_dict()
+    return StageOutput(
+        tables={"examples": variants, "unmapped": unmapped},
+        schemas={"examples": EXAMPLE, "unmapped": EXAMPLE_DROPPED},
+        report=report,
+    )
+
+
+def _report(
+    examples: pd.DataFrame,
+    mapped: Sequence[Prepared],
+    unmapped: pd.DataFrame,
+    failures: Sequence[tuple[dict[str, Any], Unmapped]],
+    per_seed: Sequence[dict[str, Any]],
+    params: NamesParams,
+) -> dict[str, Any]:
+    """Counts in and out, per sub-seed (distinct names drawn, redraws, eras and gender pairs) and per category, the
+    genders of the references, the patterns used and every mention no name table covers (``not_covered``: the
+    examples stay in fa, so nothing is ``dropped``)."""
+    seeds = [row["sub_seed"] for row in per_seed]
+    mapped_categories = pd.Series([p.row["category"] for p in mapped], dtype="object")
+    per_category = {}
+    for category in sorted(set(examples["category"])):
+        n_mapped = int((mapped_categories == category).sum())
+        per_category[str(category)] = {
+            "in": int((examples["category"] == category).sum()),
+            "mapped": n_mapped,
+            "unmapped": int((unmapped["category"] == category).sum()),
+            "out": n_mapped * len(seeds),
+        }
+    genders = pd.Series([g for p in mapped for g in p.genders], dtype="object")
+    patterns = pd.Series([pattern for p in mapped for pattern in p.patterns], dtype="object")
+    return {
+        "stage": STAGE,
+        "parameters": asdict(params),
+        "sub_seeds": list(seeds),
+        "counts": {"in": len(examples), "out": len(mapped) * len(seeds), "mapped": len(mapped)},
+        "not_covered": {"total": len(unmapped), "by_reason": count_reasons(unmapped["reason"])},
+        "not_covered_examples": [
+            {"example_id": str(row["example_id"]), "reason": f.reason, "entity": entity, "detail": f.detail}
+            for row, f in failures
+            for entity in f.entities
+        ],
+        "per_sub_seed": list(per_seed),
+        "per_category": per_category,
+        "reference_genders": count_reasons(genders),
+        "patterns": count_reasons(patterns),
+    }

@@ -1,0 +1,376 @@
+"""The dataset card of a release: the README.md the Hub shows (docs/architecture.md §1, publish).
+
+The YAML header, built with ``huggingface_hub.DatasetCardData``, declares every config with its parquet files
+(split ``test``) and its features, written from the same Arrow schema the parquet files are written with, so
+``datasets`` loads exactly what the card declares. The body explains the benchmark to a person: what PBBQ is,
+a content warning, intended and prohibited uses (after the PBBQ paper's ethics statement, §7), how this build
+was made with its own counts (the funnel, Table 1 and Table 2), every field of a record, how to score a model
+(§4.2), how to rebuild the release from its transcript, its limitations (§8) and how to cite the paper.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from string import Template
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+from huggingface_hub import DatasetCard, DatasetCardData
+
+from ..core.markdown import markdown_table
+from ..kappa_gate import GateParams
+
+PRETTY_NAME = "PBBQ: Persian Bias Benchmark for Question Answering"
+PAPER_TITLE = "PBBQ: A Persian Bias Benchmark Dataset Curated with Human-AI Collaboration for Large Language Models"
+PAPER_AUTHORS = (
+    "Farsi, Farhan and Bali, Shayan and Valeh, Fatemeh and Ghofrani, Parsa and Pakniat, Alireza and "
+    "Kashfipour, Seyedkian and Payberah, Amir H."
+)
+PAPER_DATASET_URL = "https://huggingface.co/datasets/yoyo-research-group/PBBQ"
+STAND_IN_NOTE = (
+    "> **STAND-IN ANSWERS — NOT PBBQ DATA.** Every LLM answer of this build (disambiguated contexts, English\n"
+    "> translations) is placeholder text written offline by the stand-in (`pbbq build --stand-in`), not a model's.\n"
+    "> It shows what a change of the inputs does to the counts; its texts say nothing about any group or model: do\n"
+    "> not publish, cite or evaluate with it.\n"
+)
+"""The note a stand-in build's card opens with (``tasks/llm/stand_in.py``)."""
+LANGUAGE_ORDER = ("fa", "en")
+SIZE_CATEGORIES = (
+    (1_000, "n<1K"),
+    (10_000, "1K<n<10K"),
+    (100_000, "10K<n<100K"),
+    (1_000_000, "100K<n<1M"),
+    (10_000_000, "1M<n<10M"),
+    (100_000_000, "10M<n<100M"),
+)
+
+FIELD_DOCS: dict[str, str] = {
+    "example_id": "Stable id of the example, derived from its content (the same inputs give the same id).",
+    "template_id": "The template the example was filled from.",
+    "stereotype_id": "The surveyed stereotype the template expresses.",
+    "category": "One of the 16 bias categories of the paper, in English (e.g. `Ethnicity`).",
+    "question_index": "Groups the examples that share a question (BBQ's field; here the template id).",
+    "question_polarity": "`neg`: the question asks who fits the negative stereotype; `nonneg`: its complement.",
+    "context_condition": "`ambig`: the context does not answer the question; `disambig`: it does.",
+    "context": "The text the model reads.",
+    "question": "The question about the context.",
+    "ans0": "Option 0.",
+    "ans1": "Option 1.",
+    "ans2": "Option 2.",
+    "label": "Index (0-2) of the correct option.",
+    "answer_info": "BBQ's field: per option `[text, group tag]`; the 'unknown' option's tag is `unknown`.",
+    "additional_metadata": "BBQ's field: `subcategory`, `stereotyped_groups` (the stereotyped group's tag), "
+    "`version` of the record format, `source` (the stereotype id and where it came from).",
+    "answer_roles": "The role of each option: `stereotyped`, `non-stereotyped` or `unknown` (see below).",
+    "target_loc": "Index (0-2) of the option that holds the stereotyped entity.",
+    "assignment": "`biased`, `counter_biased` (disambiguated contexts) or `none` (ambiguous contexts).",
+    "entity_order": "`stereo_first` or `nonstereo_first`: which entity the context mentions first.",
+    "stereo_entity": "The entity the stereotype is about, as written in the context.",
+    "nonstereo_entity": "The other entity, as written in the context.",
+    "lexical_variant": "The optional wording variant the template was filled with (empty when it has none).",
+    "lang": "`fa` (Persian) or `en` (English).",
+    "variant": "`original` (groups named explicitly) or `names-<seed>` (a name-proxy variant, see below).",
+    "source_example_id": "For a name-proxy variant or a translation, the example it was made from; else empty.",
+    "llm_request_ids": "Keys of the LLM requests that wrote parts of this example, as recorded in `transcript.jsonl`.",
+}
+"""What every published column means; a column without an entry here cannot be published."""
+
+CONFIG_DOCS: dict[str, tuple[str, str]] = {
+    "fa": ("Persian", "The original examples, with the groups named explicitly."),
+    "fa-names": (
+        "Persian",
+        "The same examples with each group mention replaced by a culturally indicative first name, "
+        "one variant per sampling seed (name proxies).",
+    ),
+    "en": ("English", "Instance-level machine translation of `fa`."),
+    "en-names": ("English", "Instance-level machine translation of `fa-names`."),
+}
+
+TABLE2_HEADERS: dict[str, str] = {
+    "category": "Category",
+    "n_templates": "# templates",
+    "n_units": "# units",
+    "ngd": "NGD ↑",
+    "ngd_mean": "NGD ÷ 4 ↑",
+    "ttr": "TTR ↑",
+    "self_bleu": "Self-BLEU ↓",
+    "homogenization": "BERTScore ↓",
+}
+
+
+CARD_TEMPLATE = Path(__file__).with_name("templates") / "dataset_card.md"
+"""The card's Markdown body, with ``${name}`` for what each build fills in (``string.Template``)."""
+
+
+@dataclass(frozen=True)
+class CardParams:
+    """What the card says about the build that the tables do not: its id, the configuration file it was
+    built from (for the rebuild command), the Hub repository (None in a dry run), license and title."""
+
+    build_id: str
+    build_config: str = "configs/sample.toml"
+    repo_id: str | None = None
+    license: str = "cc-by-4.0"
+    pretty_name: str = PRETTY_NAME
+    min_kappa: float = GateParams.min_kappa
+    min_relevance: float = GateParams.min_relevance
+    """The kappa gate's thresholds of the build (``[kappa_gate]``), which the card states."""
+    funnel_labels: Mapping[str, str] = field(default_factory=dict)
+    """The funnel steps' labels, from the stages' declarations (``flows/pipeline.py``); a step without one
+    shows its name."""
+
+
+@dataclass(frozen=True)
+class ConfigInfo:
+    """One published config as the card describes it."""
+
+    name: str
+    rows: int
+    data_files: str
+    langs: tuple[str, ...]
+    variants: tuple[str, ...]
+    num_bytes: int
+    download_size: int
+
+
+def arrow_type_yaml(dtype: pa.DataType) -> dict[str, Any]:
+    """The ``datasets`` YAML form of an Arrow type (``dtype: string``, ``struct: [...]``, ``list: string``)."""
+    if pa.types.is_struct(dtype):
+        return {"struct": [{"name": field.name, **arrow_type_yaml(field.type)} for field in dtype]}
+    if pa.types.is_list(dtype):
+        inner = arrow_type_yaml(dtype.value_type)
+        return {"list": inner["dtype"] if "dtype" in inner else next(iter(inner.values()))}
+    names = {
+        pa.string(): "string",
+        pa.int64(): "int64",
+        pa.int32(): "int32",
+        pa.float64(): "float64",
+        pa.bool_(): "bool",
+    }
+    if dtype not in names:
+        raise TypeError(f"no dataset card feature for Arrow type {dtype}")
+    return {"dtype": names[dtype]}
+
+
+def features_yaml(schema: pa.Schema) -> list[dict[str, Any]]:
+    """The ``features`` list of a config in the card, one entry per column of ``schema``."""
+    return [{"name": field.name, **arrow_type_yaml(field.type)} for field in schema]
+
+
+def size_category(rows: int) -> str:
+    """The Hub's size bucket for a number of examples."""
+    for limit, name in SIZE_CATEGORIES:
+        if rows < limit:
+            return name
+    return "n>100M"
+
+
+def card_data(configs: Sequence[ConfigInfo], schema: pa.Schema, card: CardParams) -> DatasetCardData:
+    """The YAML header: configs with their files, features per config, license, languages (those of the
+    configs, Persian first), tasks, and the size bucket of all configs' examples together."""
+    langs = {lang for config in configs for lang in config.langs}
+    language = [lang for lang in LANGUAGE_ORDER if lang in langs] + sorted(langs - set(LANGUAGE_ORDER))
+    default = "fa" if any(config.name == "fa" for config in configs) else configs[0].name
+    return DatasetCardData(
+        pretty_name=card.pretty_name,
+        license=card.license,
+        language=language,
+        multilinguality="multilingual" if len(language) > 1 else "monolingual",
+        task_categories=["question-answering", "multiple-choice"],
+        task_ids=["multiple-choice-qa"],
+        size_categories=size_category(sum(config.rows for config in configs)),
+        annotations_creators=["expert-generated"],
+        language_creators=["expert-generated", "machine-generated"],
+        source_datasets=["original"],
+        tags=["bias", "fairness", "stereotypes", "social-bias", "bbq", "persian"],
+        configs=[
+            {
+                "config_name": config.name,
+                "data_files": [{"split": "test", "path": config.data_files}],
+                **({"default": True} if config.name == default else {}),
+            }
+            for config in configs
+        ],
+        dataset_info=[
+            {
+                "config_name": config.name,
+                "features": features_yaml(schema),
+                "splits": [{"name": "test", "num_bytes": config.num_bytes, "num_examples": config.rows}],
+                "download_size": config.download_size,
+                "dataset_size": config.num_bytes,
+            }
+            for config in configs
+        ],
+    )
+
+
+def _config_section(configs: Sequence[ConfigInfo], card: CardParams) -> str:
+    rows = []
+    for config in configs:
+        language, contents = CONFIG_DOCS.get(
+            config.name, (", ".join(config.langs), f"Examples of variant(s) {', '.join(config.variants)}.")
+        )
+        rows.append([f"`{config.name}`", language, contents, f"{config.rows:,}", f"`{config.data_files}`"])
+    source = f'"{card.repo_id}"' if card.repo_id else '"path/to/this/folder"'
+    return f"""## Configurations
+
+All examples are in a single split, `test`: PBBQ is meant for evaluation, not for training.
+
+{markdown_table(["Config", "Language", "Contents", "Examples", "Files"], rows)}{_empty_note(configs)}
+
+```python
+from datasets import load_dataset
+
+pbbq = load_dataset({source}, "{configs[0].name}", split="test")
+```
+"""
+
+
+def _empty_note(configs: Sequence[ConfigInfo]) -> str:
+    """What the card says of configs without examples (a stage of the build kept nothing for them), as a
+    paragraph after the configurations table; nothing when every config has examples."""
+    empty = [f"`{config.name}`" for config in configs if config.rows == 0]
+    if not empty:
+        return ""
+    if len(empty) == len(configs):
+        lead = "This release is empty: no config holds any example."
+    else:
+        lead = f"{', '.join(empty)} {'holds' if len(empty) == 1 else 'hold'} no example."
+    return (
+        f"\n\n**{lead}** The funnel below shows where the examples stopped, and the `warnings` of `manifest.json` "
+        "name the stage that kept nothing."
+    )
+
+
+def _funnel_section(funnel: pd.DataFrame, configs: Sequence[ConfigInfo], labels: Mapping[str, str]) -> str:
+    steps = funnel[["step", "count"]].itertuples(index=False)
+    rows = [[labels.get(step, step), f"{count:,}"] for step, count in steps]
+    rows += [[f"Published in `{config.name}`", f"{config.rows:,}"] for config in configs]
+    return markdown_table(["Step", "Count"], rows)
+
+
+def _table1_section(table1: pd.DataFrame) -> str:
+    """One table per config when ``table1`` has a config column, else one table."""
+    groups = table1.groupby("config", sort=False) if "config" in table1.columns else [(None, table1)]
+    parts = []
+    for config, part in groups:
+        rows = part[["category", "templates", "samples"]].itertuples(index=False)
+        table = markdown_table(["Category", "# Templates", "# Samples"], list(rows), bold=("Total",))
+        parts.append((f"Config `{config}`:\n\n" if config is not None else "") + table)
+    return "\n\n".join(parts)
+
+
+def _table2_section(table2: pd.DataFrame | None) -> str:
+    if table2 is None:
+        return "Not computed in this build (the diversity stage did not run)."
+    notes = [column for column in table2.columns if column.endswith("_note")]
+    columns = [column for column in table2.columns if column != "config" and column not in notes]
+    groups = table2.groupby("config", sort=False) if "config" in table2.columns else [(None, table2)]
+    parts = []
+    for config, part in groups:
+        table = markdown_table(
+            [TABLE2_HEADERS.get(column, column) for column in columns],
+            list(part[columns].itertuples(index=False)),
+            bold=("Average", "Overall"),
+        )
+        remarks = sorted({str(value) for column in notes for value in part[column].dropna() if str(value)})
+        text = (f"Config `{config}`:\n\n" if config is not None else "") + table
+        parts.append(text + "".join(f"\n\n- {remark}" for remark in remarks))
+    return "\n\n".join(parts)
+
+
+def _table2_instances_section(table2_instances: pd.DataFrame | None) -> str:
+    if table2_instances is None:
+        return "`08_diversity/table2_instances` of the build's run folder."
+    return "\n\n" + _table2_section(table2_instances)
+
+
+def _fields_section(schema: pa.Schema) -> str:
+    undocumented = [field.name for field in schema if field.name not in FIELD_DOCS]
+    if undocumented:
+        raise KeyError(f"dataset card: no description for the column(s) {undocumented}; add them to FIELD_DOCS")
+    rows = [[f"`{field.name}`", f"`{field.type}`", FIELD_DOCS[field.name]] for field in schema]
+    return markdown_table(["Field", "Type", "Meaning"], rows)
+
+
+def _rebuild_section(card: CardParams, manifest_sha256: str | None, has_transcript: bool) -> str:
+    manifest = (
+        f"`manifest.json` (sha256 `{manifest_sha256}`) lists every artifact of build `{card.build_id}` with its "
+        "sha256 and row count, the hashes of the inputs it was made from, the code version and every parameter."
+        if manifest_sha256 is not None
+        else f"This release of build `{card.build_id}` carries no `manifest.json`, so its files cannot be traced "
+        "to the build's inputs, code and parameters."
+    )
+    transcript = (
+        "`transcript.jsonl` holds every LLM request and answer the build used. To rebuild the release byte for "
+        "byte with no API key, check out the PBBQ builder at the commit the manifest names, set "
+        '`transcript = "<path to the downloaded transcript.jsonl>"` in the `[llm]` section of the build '
+        "configuration (its answers are imported into the response store before the LLM stages) and run:"
+        if has_transcript
+        else "No LLM transcript was supplied with this release, so a rebuild has to call a model again for the "
+        "stages that use one (`PBBQ_LLM_MODE=live`). With a transcript, this command replays the answers:"
+    )
+    return f"""## Rebuilding this release
+
+{manifest} {transcript}
+
+```bash
+PBBQ_LLM_MODE=replay pbbq build --config {card.build_config}
+```
+
+Replay answers only from recorded responses (a request with no recorded answer is an error that names it), so
+the same inputs, parameters and answers give byte-identical parquet files, whose hashes the manifest lists.
+"""
+
+
+def _citation() -> str:
+    return f"""```bibtex
+@misc{{pbbq,
+  title  = {{{{{PAPER_TITLE}}}}},
+  author = {{{PAPER_AUTHORS}}},
+  note   = {{Dataset: {PAPER_DATASET_URL}}}
+}}
+```"""
+
+
+def render_card(
+    configs: Sequence[ConfigInfo],
+    schema: pa.Schema,
+    *,
+    table1: pd.DataFrame,
+    table2: pd.DataFrame | None,
+    funnel: pd.DataFrame,
+    manifest_sha256: str | None,
+    has_transcript: bool,
+    card: CardParams,
+    table2_instances: pd.DataFrame | None = None,
+) -> DatasetCard:
+    """The dataset card of a release: the YAML header from :func:`card_data`, then the Markdown body."""
+    return DatasetCard(
+        f"---\n{card_data(configs, schema, card).to_yaml()}\n---\n"
+        + Template(CARD_TEMPLATE.read_text(encoding="utf-8")).substitute(
+            pretty_name=card.pretty_name,
+            build_id=card.build_id,
+            paper_dataset_url=PAPER_DATASET_URL,
+            configs=_config_section(configs, card),
+            min_kappa=f"{card.min_kappa:g}",
+            min_relevance=f"{card.min_relevance:g}",
+            funnel=_funnel_section(funnel, configs, card.funnel_labels),
+            table1=_table1_section(table1),
+            table2=_table2_section(table2),
+            table2_instances=_table2_instances_section(table2_instances),
+            fields=_fields_section(schema),
+            rebuild=_rebuild_section(card, manifest_sha256, has_transcript),
+            license=card.license,
+            citation=_citation(),
+        )
+    )
+
+
+def card_with_note(card: str, note: str) -> str:
+    """The dataset card with ``note`` first after its YAML header."""
+    head, end, body = card.partition("\n---\n")
+    return f"{head}{end}\n{note}{body}" if end else f"{note}\n{card}"

@@ -1,0 +1,198 @@
+"""The one table of person cues: the words that give an entity, or a reference to one, a gender or an age band.
+
+Instantiation reads it to keep confounds out of a pair (an entity pair may differ only in the attribute its
+stereotype is about: PBBQ §3.3, BBQ's control), the names stage to give each reference a name of the right
+gender (Obscured but Not Erased §4.1.1), translation to check English pronouns against the entity's gender.
+
+- **Gender**: the first cue of the entity's head phrase in :data:`PERSON_GENDER` (man, woman, …) or
+  :data:`KIN_GENDER` (father, mother, …, each word's own gender); in running English text, :data:`PRONOUN_GENDER`.
+- **Age band**: an explicit age ('هفتادساله', 'N ساله', 'seventy-year-old') gives the band of that age
+  (:data:`AGE_BANDS`); else the most specific age word (:data:`AGE_WORDS`: old, middle-aged, young, teen, child);
+  else a word that only says child-or-young (پسر, دختر: ``youth``) or grown-up (مرد, زن: ``adult``).
+  :func:`age_bands_differ` says whether two bands cannot describe people of one age.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+
+from .persian import normalize_fa
+
+NONE = "none"
+"""Neither gender nor age band: the entity's words say nothing about it."""
+GENDERS = ("female", "male")
+
+PERSON_GENDER: dict[str, dict[str, str]] = {
+    "en": {
+        **dict.fromkeys(("man", "men", "male", "guy", "boy", "gentleman", "boyfriend", "grandpa"), "male"),
+        **dict.fromkeys(("woman", "women", "female", "girl", "lady", "girlfriend", "grandma"), "female"),
+    },
+    "fa": {
+        **dict.fromkeys(("مرد", "آقا", "آقای", "پسر", "پیرمرد", "داماد", "پسربچه"), "male"),
+        **dict.fromkeys(("زن", "خانم", "بانو", "دختر", "پیرزن", "عروس", "دختربچه"), "female"),
+    },
+}
+"""Words that give the gender of the person they name."""
+
+KIN_GENDER: dict[str, dict[str, str | None]] = {
+    "en": {
+        **dict.fromkeys(("father", "dad", "son", "brother", "grandfather", "uncle", "husband"), "male"),
+        **dict.fromkeys(("mother", "mom", "mum", "daughter", "sister", "grandmother", "aunt", "wife"), "female"),
+        **dict.fromkeys(("father-in-law", "son-in-law", "brother-in-law"), "male"),
+        **dict.fromkeys(("mother-in-law", "daughter-in-law", "sister-in-law"), "female"),
+        "parents": None,
+    },
+    "fa": {
+        **dict.fromkeys(("پدر", "برادر", "پدربزرگ", "عمو", "دایی", "شوهر", "پدرشوهر", "پدرزن"), "male"),
+        **dict.fromkeys(("مادر", "خواهر", "مادربزرگ", "خاله", "عمه", "مادرشوهر", "مادرزن"), "female"),
+        "همسر": None,
+    },
+}
+"""Kinship nouns and the gender of the person each names (a husband is male); None: either."""
+
+SPOUSES = frozenset({"wife", "husband", "شوهر"})
+"""Kinship nouns whose possessor is the other spouse (the names stage names a husband by his wife)."""
+
+PRONOUN_GENDER: dict[str, dict[str, str]] = {
+    "en": {
+        **dict.fromkeys(("he", "him", "his", "himself"), "male"),
+        **dict.fromkeys(("she", "her", "hers", "herself"), "female"),
+    },
+    "fa": {},
+}
+"""Gendered pronouns; Persian has none (او is either)."""
+
+AGE_BANDS: tuple[tuple[str, int], ...] = (("child", 12), ("teen", 19), ("young", 39), ("middle", 59), ("old", 200))
+"""Age bands by their last year of age: child ≤ 12, teen 13–19, young 20–39, middle-aged 40–59, old ≥ 60."""
+
+AGE_WORDS: dict[str, dict[str, str]] = {
+    "fa": {
+        **dict.fromkeys(("پیرمرد", "پیرزن", "سالمند", "مسن", "بازنشسته", "پدربزرگ", "مادربزرگ", "کهنسال"), "old"),
+        **dict.fromkeys(("میان‌سال", "میانسال"), "middle"),
+        **dict.fromkeys(("جوان", "دانشجو", "دانشجوی"), "young"),
+        **dict.fromkeys(("نوجوان",), "teen"),
+        **dict.fromkeys(("کودک", "بچه", "پسربچه", "دختربچه", "خردسال"), "child"),
+        **dict.fromkeys(("پسر", "دختر"), "youth"),
+        **dict.fromkeys(("مرد", "زن", "آقا", "آقای", "خانم"), "adult"),
+    },
+    "en": {
+        **dict.fromkeys(("elderly", "old", "retired", "retiree", "grandfather", "grandmother", "pensioner"), "old"),
+        **dict.fromkeys(("middle-aged",), "middle"),
+        **dict.fromkeys(("young", "student"), "young"),
+        **dict.fromkeys(("teen", "teenager", "teenage", "adolescent"), "teen"),
+        **dict.fromkeys(("child", "kid", "toddler"), "child"),
+        **dict.fromkeys(("boy", "girl"), "youth"),
+        **dict.fromkeys(("man", "woman", "gentleman", "lady"), "adult"),
+    },
+}
+"""Words that give an age band. ``youth`` (a boy, a girl) may be a child, a teen or young; ``adult`` (a man, a
+woman) young, middle-aged or old."""
+
+_GENERIC_BANDS: dict[str, frozenset[str]] = {
+    "youth": frozenset({"child", "teen", "young"}),
+    "adult": frozenset({"young", "middle", "old"}),
+}
+
+_FA_UNITS = {
+    "یک": 1, "دو": 2, "سه": 3, "چهار": 4, "پنج": 5, "شش": 6, "شیش": 6, "هفت": 7, "هشت": 8, "نه": 9,
+    "ده": 10, "یازده": 11, "دوازده": 12, "سیزده": 13, "چهارده": 14, "پانزده": 15, "پونزده": 15, "شانزده": 16,
+    "هفده": 17, "هجده": 18, "هیجده": 18, "نوزده": 19, "بیست": 20, "سی": 30, "چهل": 40, "پنجاه": 50, "شصت": 60,
+    "هفتاد": 70, "هشتاد": 80, "نود": 90, "صد": 100,
+}  # fmt: skip
+_EN_UNITS = {
+    "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10,
+    "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15, "sixteen": 16, "seventeen": 17,
+    "eighteen": 18, "nineteen": 19, "twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60,
+    "seventy": 70, "eighty": 80, "ninety": 90,
+}  # fmt: skip
+_FA_NUMBER = "|".join(sorted(_FA_UNITS, key=len, reverse=True))
+_FA_AGE = re.compile(rf"((?:(?:{_FA_NUMBER})(?:\s*و\s*|\u200cو|و)?)+|\d+)\s*\u200c?ساله")
+_EN_NUMBER = "|".join(sorted(_EN_UNITS, key=len, reverse=True))
+_EN_AGE = re.compile(rf"\b((?:(?:{_EN_NUMBER})-?)+|\d+)[- ]years?[- ]old\b", re.IGNORECASE)
+
+
+def _number(words: str, units: dict[str, int]) -> int:
+    """A spelled-out number under 200 ('بیست‌وپنج', 'twenty-five') or digits."""
+    if words.isdigit():
+        return int(words)
+    pattern = "|".join(sorted(units, key=len, reverse=True))
+    return sum(units[w] for w in re.findall(pattern, words.lower()))
+
+
+def explicit_age(text: str, lang: str) -> int | None:
+    """The age an entity states ('هفتادساله', 'مرد بیست‌وپنج ساله', 'a 70-year-old'), if any."""
+    if lang == "fa":
+        match = _FA_AGE.search(normalize_fa(text))
+        return _number(match.group(1).replace("\u200c", ""), _FA_UNITS) if match else None
+    match = _EN_AGE.search(text)
+    return _number(match.group(1), _EN_UNITS) if match else None
+
+
+def _band_of_age(age: int) -> str:
+    return next(band for band, last in AGE_BANDS if age <= last)
+
+
+_FA_CLAUSE = re.compile(r"\s(?:که|با|از)\s")
+_EN_CLAUSE = re.compile(r"\s(?:who|whose|that|with|of|from)\s", re.IGNORECASE)
+
+
+def _head_words(text: str, lang: str) -> list[str]:
+    """The words of an entity's head phrase, head first: a relative clause or a complement names other people
+    ('پسری که با مادر مطلقه‌اش زندگی می‌کند' is a boy; 'the mother of the groom' a woman), so it is cut off.
+    A Persian head comes first ('مادر داماد'), an English head last ('the groom's mother'): English words are
+    returned last first. A Persian head noun's indefinite ی ('پسری') is read as its noun."""
+    if lang == "fa":
+        words = _FA_CLAUSE.split(f" {normalize_fa(text)} ", maxsplit=1)[0].split()
+        table = {**PERSON_GENDER["fa"], **KIN_GENDER["fa"], **AGE_WORDS["fa"]}
+        head = words[0] if words else ""
+        if head not in table and head.endswith("ی") and head[:-1] in table:
+            words[0] = head[:-1]  # 'پسری که …': the indefinite head noun, never a later word ('جشن عروسی')
+        return words
+    head = _EN_CLAUSE.split(f" {text} ", maxsplit=1)[0]
+    return re.findall(r"[a-z]+(?:-[a-z]+)*", head.lower())[::-1]
+
+
+@cache
+def entity_gender(entity: str, lang: str) -> str:
+    """``female``, ``male`` or :data:`NONE`: the first gender cue of the entity's head phrase (its head noun's,
+    or a modifier's as in 'راننده‌ی زن')."""
+    for word in _head_words(entity, lang):
+        gender = PERSON_GENDER[lang].get(word) or KIN_GENDER[lang].get(word)
+        if gender:
+            return gender
+    return NONE
+
+
+@cache
+def entity_age_band(entity: str, lang: str) -> str:
+    """The entity's age band: from a stated age, else its most specific age word, else :data:`NONE`."""
+    age = explicit_age(entity, lang)
+    if age is not None:
+        return _band_of_age(age)
+    bands = [AGE_WORDS[lang][w] for w in _head_words(entity, lang) if w in AGE_WORDS[lang]]
+    specific = [band for band in bands if band not in _GENERIC_BANDS]
+    if specific:
+        return specific[0]
+    return bands[0] if bands else NONE
+
+
+def age_bands_differ(first: str, second: str) -> bool:
+    """Whether two age bands cannot describe people of one age, or an age is stated for one entity only. ``youth``
+    agrees with child, teen and young; ``adult`` with young, middle-aged and old; ``youth`` and ``adult`` differ.
+    :data:`NONE` agrees only with ``adult`` ('کارگر' against 'مرد'): against any other band the pair sets an age
+    beside the attribute ('کارگر افغانستانی' against 'جوان ایرانی')."""
+    if first == second:
+        return False
+    if NONE in (first, second):
+        return (second if first == NONE else first) != "adult"
+    possible = [_GENERIC_BANDS.get(band, frozenset({band})) for band in (first, second)]
+    if {first, second} == {"youth", "adult"}:
+        return True
+    return not possible[0] & possible[1]
+
+
+def genders_differ(first: str, second: str) -> bool:
+    """Whether two entities' genders differ: known and different, or known for one only ('مرد پرخالکوبی'
+    against 'جوان بدون خالکوبی' sets a man against a person of either gender)."""
+    return first != second
