@@ -233,7 +233,8 @@ COLLECTIVE_NOUNS = frozenset({"خانواده", "گروه", "زوج", "تیم", 
 
 STATUS_WORDS: dict[str, tuple[str, frozenset[str]]] = {
     **{w: ("wealthy", frozenset({"Socio-economic Status"})) for w in ("ثروتمند", "پولدار", "مرفه", "میلیاردر")},
-    **{w: ("low-income", frozenset({"Socio-economic Status"})) for w in ("کم‌درآمد", "فقیر", "حقوق‌بگیر")},
+    **{w: ("low-income", frozenset({"Socio-economic Status"})) for w in ("کم‌درآمد", "فقیر")},
+    "حقوق‌بگیر": ("salaried", frozenset({"Socio-economic Status"})),
     "سرپرست خانوار": ("head of household", frozenset({"Family Structure"})),
     "مطلقه": ("divorced", frozenset({"Family Structure"})),
     "تک‌فرزند": ("only child", frozenset({"Family Structure"})),
