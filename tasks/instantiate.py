@@ -13,11 +13,13 @@ That is 2 orders × (2 + 4) = 12 examples per pair and variant. The three option
 roles within each (condition, assignment, polarity) cell of a template, so each role, and the label, sits at
 each position about a third of the time (cyclic permutation of options, PakBBQ §3.4).
 
-**Confound gate.** The two entities of a pair may differ only in the attribute the stereotype is about: a pair
-whose genders differ outside the Gender category (``gender_confound``), or whose age bands differ outside the Age
-category (``age_confound``), is not built (gender and age from the one cue table, :mod:`pbbq.tasks.text.cues`). Each
-such pair is a row of ``dropped_pairs`` with its reason, unless the template's ``allowed_pairs`` keeps it with a
-written reason, which the report lists.
+**Confound gate.** The two entities of a pair may differ only in the attribute the stereotype is about
+(:func:`pbbq.tasks.text.cues.pair_confound`): a pair whose genders differ outside Gender (``gender_confound``), whose
+age bands or maturity (a girl, a young woman) differ outside Age (``age_confound``), one of which is a group and the
+other one person (``number_confound``), whose roles differ (a merchant, a tourist) outside the categories a role shows
+(``role_confound``), or with a status on one side only that is not the category's attribute (``status_confound``), is
+not built. Each such pair is a row of ``dropped_pairs`` with its reason and the cues that decided it, unless the
+template's ``allowed_pairs`` keeps it with a written reason, which the report lists.
 
 **Record.** Each example carries BBQ's own fields, so lm-evaluation-harness's BBQ task reads it as it is:
 ``answer_info`` (per option ``[text, group_tag]``, the 'unknown' option tagged ``unknown``) and
@@ -39,7 +41,15 @@ import pyarrow as pa
 from .core.artifacts import StageOutput, count_reasons
 from .core.inputs import PAIR_SEPARATOR, swap_roles
 from .core.schemas import EXAMPLE, EXAMPLE_DROPPED, OPTIONS, RECORD_VERSION, TEMPLATE_DISAMBIGUATED, UNKNOWN_GROUP
-from .text.cues import age_bands_differ, entity_age_band, entity_gender, genders_differ
+from .text.cues import (
+    entity_age_band,
+    entity_gender,
+    entity_maturity,
+    entity_number,
+    entity_role,
+    entity_statuses,
+    pair_confound,
+)
 
 ROLE_NAMES = {"stereo": "stereotyped", "nonstereo": "non-stereotyped", "unknown": "unknown"}
 PERMUTATIONS: tuple[tuple[str, str, str], ...] = tuple(itertools.permutations(("stereo", "nonstereo", "unknown")))
@@ -54,6 +64,14 @@ DROPPED_PAIR = pa.schema(
         ("nonstereo_gender", pa.string()),
         ("stereo_age_band", pa.string()),
         ("nonstereo_age_band", pa.string()),
+        ("stereo_maturity", pa.string()),
+        ("nonstereo_maturity", pa.string()),
+        ("stereo_number", pa.string()),
+        ("nonstereo_number", pa.string()),
+        ("stereo_role", pa.string()),
+        ("nonstereo_role", pa.string()),
+        ("stereo_statuses", pa.string()),
+        ("nonstereo_statuses", pa.string()),
         ("reason", pa.string()),
     ]
 )
@@ -71,16 +89,6 @@ class InstantiateParams:
 def group_tag(group: str) -> str:
     """A group as ``answer_info`` tags it: spaces (and ``_``, which lm-eval's BBQ code splits on) become ``-``."""
     return re.sub(r"[\s_]+", "-", group.strip())
-
-
-def pair_confound(stereo: str, nonstereo: str, category: str) -> str | None:
-    """Why a pair may not be built (``gender_confound``, ``age_confound``), or None: outside the Gender category
-    the two entities' genders may not differ, outside the Age category their age bands may not."""
-    if category != "Gender" and genders_differ(entity_gender(stereo, "fa"), entity_gender(nonstereo, "fa")):
-        return "gender_confound"
-    if category != "Age" and age_bands_differ(entity_age_band(stereo, "fa"), entity_age_band(nonstereo, "fa")):
-        return "age_confound"
-    return None
 
 
 def _fill(text: str, stereo: str, nonstereo: str, lex: str) -> str:
@@ -134,6 +142,18 @@ class Groups:
         )
 
 
+def _pair_cues(side: str, entity: str) -> dict[str, str]:
+    """The cues of one side of a dropped pair, as ``dropped_pairs`` shows them (statuses joined by ``/``)."""
+    return {
+        f"{side}_gender": entity_gender(entity, "fa"),
+        f"{side}_age_band": entity_age_band(entity, "fa"),
+        f"{side}_maturity": entity_maturity(entity, "fa"),
+        f"{side}_number": entity_number(entity),
+        f"{side}_role": entity_role(entity),
+        f"{side}_statuses": "/".join(sorted(entity_statuses(entity))),
+    }
+
+
 def template_pairs(template: pd.Series) -> tuple[list[tuple[str, str]], list[dict], list[dict]]:
     """The entity pairs of a template that the confound gate builds, the pairs it drops (rows of
     ``dropped_pairs``) and the confounded pairs that ``allowed_pairs`` keeps, with their reasons."""
@@ -154,10 +174,8 @@ def template_pairs(template: pd.Series) -> tuple[list[tuple[str, str]], list[dic
                     "category": template.category,
                     "stereo_entity": stereo,
                     "nonstereo_entity": nonstereo,
-                    "stereo_gender": entity_gender(stereo, "fa"),
-                    "nonstereo_gender": entity_gender(nonstereo, "fa"),
-                    "stereo_age_band": entity_age_band(stereo, "fa"),
-                    "nonstereo_age_band": entity_age_band(nonstereo, "fa"),
+                    **_pair_cues("stereo", stereo),
+                    **_pair_cues("nonstereo", nonstereo),
                     "reason": reason,
                 }
             )

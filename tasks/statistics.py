@@ -12,6 +12,7 @@ import pyarrow as pa
 from .core.artifacts import StageOutput
 from .core.schemas import CATEGORIES, empty_frame, example_configs
 from .core.soundness import SOUNDNESS, soundness
+from .text.cues import CONFOUNDS
 
 TABLE1 = pa.schema(
     [("config", pa.string()), ("category", pa.string()), ("templates", pa.int64()), ("samples", pa.int64())]
@@ -59,7 +60,8 @@ def funnel(
     extra: Sequence[tuple[str, int]] = (),
 ) -> pd.DataFrame:
     """Counts at every step: crawled posts (``posts``) → candidates → candidate clusters (what the experts review) →
-    surveyed → accepted → templates → gated → instantiated templates → entity pairs → pairs without a confound →
+    surveyed → accepted → templates → gated → instantiated templates → entity pairs → the pairs each confound gate
+    drops (every gate of :data:`pbbq.tasks.text.cues.CONFOUNDS`, 0 included) → pairs without a confound →
     examples (fa) → examples of every other config → ``extra``, the steps of stages that count their own
     (``Stage.counts``). ``crawl`` holds the crawl's counts (``crawled_posts``,
     ``candidates``, ``clusters``: ``pbbq.tasks.crawl.crawl_counts``); when no crawl ran, the surveyed count stands in
@@ -67,6 +69,7 @@ def funnel(
     original = examples.query("lang == 'fa' and variant == 'original'")
     built_pairs = len(original[["template_id", "stereo_entity", "nonstereo_entity"]].drop_duplicates())
     configs = example_configs(examples).value_counts()
+    dropped = dropped_pairs["reason"].value_counts()
     steps = [
         *(
             [
@@ -83,7 +86,10 @@ def funnel(
         ("gated", int(templates["kept"].sum())),
         ("instantiated_templates", int(original["template_id"].nunique())),
         ("entity_pairs", built_pairs + len(dropped_pairs)),
-        *((f"pairs_dropped_{reason}", int(n)) for reason, n in sorted(dropped_pairs["reason"].value_counts().items())),
+        *(
+            (f"pairs_dropped_{reason}", int(dropped.get(reason, 0)))
+            for reason in dict.fromkeys([*CONFOUNDS, *dropped.index])
+        ),
         ("pairs_without_confound", built_pairs),
         ("examples", len(original)),
         *((f"examples_{config}", int(configs[config])) for config in configs.index if config != "fa"),

@@ -145,6 +145,15 @@ def test_one_seed_42_example_is_pinned(examples: pd.DataFrame) -> None:
     assert (row.label, row.target_loc) == (1, 2)
 
 
+def test_the_default_seed_is_42() -> None:
+    """Built without a seed, the pinned example has seed 42's options, worked out by hand above."""
+    assert InstantiateParams(PHRASES).seed == 42
+    default = instantiate(pd.DataFrame([template_row("T1")]), STEREOTYPES, InstantiateParams(PHRASES))["examples"]
+    row = default.set_index("example_id").loc["T1-61e10e4dfb9d"]
+    assert [row.ans0, row.ans1, row.ans2] == ["اطلاعات کافی نیست", "مرد جوان", "مرد پیر"]
+    assert (row.label, row.target_loc) == (1, 2)
+
+
 def test_the_seed_changes_the_option_order_and_a_template_does_not_depend_on_others(examples: pd.DataFrame) -> None:
     alone = _run(template_row("T1"))["examples"]
     pd.testing.assert_frame_equal(examples.query("template_id == 'T1'").reset_index(drop=True), alone)
@@ -379,6 +388,14 @@ def test_a_dropped_pair_row_holds_the_cues_that_decided_it() -> None:
             "nonstereo_gender": "female",
             "stereo_age_band": "old",
             "nonstereo_age_band": "young",
+            "stereo_maturity": "adult",
+            "nonstereo_maturity": "adult",
+            "stereo_number": "one",
+            "nonstereo_number": "one",
+            "stereo_role": "person",
+            "nonstereo_role": "person",
+            "stereo_statuses": "",
+            "nonstereo_statuses": "",
             "reason": "gender_confound",
         }
     ]

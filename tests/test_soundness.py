@@ -96,7 +96,7 @@ def test_each_config_is_checked_apart_and_confounds_only_in_original_persian_row
     english = mixed.assign(lang="en")
     names = mixed.assign(variant="names-7271")
     table = soundness(pd.concat([examples, english, names], ignore_index=True), templates)
-    assert list(table["config"]) == ["fa"] * 7 + ["en"] * 7 + ["fa-names"] * 7
+    assert list(table["config"]) == ["fa"] * len(CHECKS) + ["en"] * len(CHECKS) + ["fa-names"] * len(CHECKS)
     assert list(table["check"]) == list(CHECKS) * 3
     assert (table["examples"] == len(examples)).all()
     assert table["violations"].sum() == 0

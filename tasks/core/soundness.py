@@ -8,8 +8,10 @@ checked on every row of every config in the build, not only in tests.
   counter-biased one the other entity does; the non-negative question is answered by the other one);
 - ``target_loc``: the option at ``target_loc`` is not the stereotyped one;
 - ``answer_info_text``: BBQ's ``answer_info`` names a text other than the option's;
-- ``gender_confound`` / ``age_confound``: a pair whose entities' genders differ outside Gender, or whose age
-  bands differ outside Age, that no template's ``allowed_pairs`` keeps (original Persian rows).
+- ``gender_confound``, ``age_confound``, ``number_confound``, ``role_confound``, ``status_confound``: a pair whose
+  entities differ in gender, age band or maturity, number, role or status outside the category that is about it
+  (:func:`pbbq.tasks.text.cues.pair_confound`, the instantiate stage's own gate), that no template's ``allowed_pairs``
+  keeps (original Persian rows).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from __future__ import annotations
 import pandas as pd
 import pyarrow as pa
 
-from ..text.cues import age_bands_differ, entity_age_band, entity_gender, genders_differ
+from ..text.cues import CONFOUNDS, pair_confound
 from .inputs import PAIR_SEPARATOR
 from .schemas import OPTIONS, example_configs
 
@@ -37,8 +39,7 @@ CHECKS = (
     "label_role",
     "target_loc",
     "answer_info_text",
-    "gender_confound",
-    "age_confound",
+    *CONFOUNDS,
 )
 SOUNDNESS = pa.schema(
     [("config", pa.string()), ("check", pa.string()), ("examples", pa.int64()), ("violations", pa.int64())]
@@ -60,20 +61,9 @@ def row_violations(frame: pd.DataFrame, allowed: set[tuple[str, str, str]]) -> d
     original = (frame["lang"] == "fa") & (frame["variant"] == "original")
     pairs = list(zip(frame["template_id"], frame["stereo_entity"], frame["nonstereo_entity"], strict=True))
     kept = pd.Series([pair in allowed for pair in pairs], index=frame.index)
-    gender = pd.Series(
-        [
-            category != "Gender" and genders_differ(entity_gender(s, "fa"), entity_gender(n, "fa"))
-            for category, (_, s, n) in zip(frame["category"], pairs, strict=True)
-        ],
-        index=frame.index,
-    )
-    age = pd.Series(
-        [
-            category != "Age" and age_bands_differ(entity_age_band(s, "fa"), entity_age_band(n, "fa"))
-            for category, (_, s, n) in zip(frame["category"], pairs, strict=True)
-        ],
-        index=frame.index,
-    )
+    categories = dict(zip(pairs, frame["category"], strict=True))
+    reasons = {pair: pair_confound(pair[1], pair[2], category) for pair, category in categories.items()}
+    confound = pd.Series([reasons[pair] for pair in pairs], index=frame.index, dtype=object)
     return {
         "duplicate_example": frame.duplicated(DUPLICATE_KEY, keep="first"),
         "unfilled_placeholder": frame[["context", "question", *OPTIONS]]
@@ -88,8 +78,7 @@ def row_violations(frame: pd.DataFrame, allowed: set[tuple[str, str, str]]) -> d
             index=frame.index,
         ),
         "answer_info_text": info_text,
-        "gender_confound": original & gender & ~kept,
-        "age_confound": original & age & ~kept,
+        **{reason: original & (confound == reason) & ~kept for reason in CONFOUNDS},
     }
 
 
