@@ -9,10 +9,14 @@ checked on every row of every config in the build, not only in tests.
 - ``target_loc``: the option at ``target_loc`` is not the stereotyped one;
 - ``answer_info_text``: BBQ's ``answer_info`` names a text other than the option's;
 - ``gender_confound`` / ``age_confound``: a pair whose entities' genders differ outside Gender, or whose age
-  bands differ outside Age, that no template's ``allowed_pairs`` keeps (original Persian rows).
+  bands differ outside Age, that no template's ``allowed_pairs`` keeps (original Persian rows);
+- ``gender_added``: an English row whose entity's English gives a gender its Persian does not give, or another
+  ('an Indian businessman' for «بازرگان هندی»; English compounds read by their morphology, :mod:`pbbq.tasks.cues`).
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 import pandas as pd
 import pyarrow as pa
@@ -38,14 +42,18 @@ CHECKS = (
     "answer_info_text",
     "gender_confound",
     "age_confound",
+    "gender_added",
 )
 SOUNDNESS = pa.schema(
     [("config", pa.string()), ("check", pa.string()), ("examples", pa.int64()), ("violations", pa.int64())]
 )
 
 
-def row_violations(frame: pd.DataFrame, allowed: set[tuple[str, str, str]]) -> dict[str, pd.Series]:
-    """A boolean Series per check over the rows of one config."""
+def row_violations(
+    frame: pd.DataFrame, allowed: set[tuple[str, str, str]], sources: Mapping[str, tuple[str, str]] | None = None
+) -> dict[str, pd.Series]:
+    """A boolean Series per check over the rows of one config; ``sources`` holds the Persian (stereotyped,
+    non-stereotyped) entities of each original Persian example, by id, which an English row is checked against."""
     roles = frame["answer_roles"]
     cells = zip(frame["context_condition"], frame["assignment"], frame["question_polarity"], strict=True)
     expected = [CELL_ROLE.get(cell) for cell in cells]
@@ -73,6 +81,20 @@ def row_violations(frame: pd.DataFrame, allowed: set[tuple[str, str, str]]) -> d
         ],
         index=frame.index,
     )
+    persian = [
+        (sources or {}).get(source) if lang == "en" else None
+        for source, lang in zip(frame["source_example_id"], frame["lang"], strict=True)
+    ]
+    added = pd.Series(
+        [
+            fa is not None
+            and any(
+                entity_gender(en, "en") != entity_gender(source, "fa") for en, source in zip((s, n), fa, strict=True)
+            )
+            for (_, s, n), fa in zip(pairs, persian, strict=True)
+        ],
+        index=frame.index,
+    )
     return {
         "duplicate_example": frame.duplicated(DUPLICATE_KEY, keep="first"),
         "unfilled_placeholder": frame[["context", "question", *OPTIONS]]
@@ -89,6 +111,7 @@ def row_violations(frame: pd.DataFrame, allowed: set[tuple[str, str, str]]) -> d
         "answer_info_text": info_text,
         "gender_confound": original & gender & ~kept,
         "age_confound": original & age & ~kept,
+        "gender_added": added,
     }
 
 
@@ -99,10 +122,18 @@ def soundness(examples: pd.DataFrame, templates: pd.DataFrame) -> pd.DataFrame:
         for template_id, items in zip(templates["template_id"], templates["allowed_pairs"], strict=True)
         for item in items
     }
+    originals = examples[(examples["lang"] == "fa") & (examples["variant"] == "original")]
+    sources = dict(
+        zip(
+            originals["example_id"],
+            zip(originals["stereo_entity"], originals["nonstereo_entity"], strict=True),
+            strict=True,
+        )
+    )
     rows = []
     configs = example_configs(examples)
     for config in dict.fromkeys(configs):
         frame = examples[configs == config]
-        for check, bad in row_violations(frame, allowed).items():
+        for check, bad in row_violations(frame, allowed, sources).items():
             rows.append({"config": config, "check": check, "examples": len(frame), "violations": int(bad.sum())})
     return pd.DataFrame(rows, columns=SOUNDNESS.names)
