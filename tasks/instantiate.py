@@ -22,7 +22,9 @@ written reason, which the report lists.
 **Record.** Each example carries BBQ's own fields, so lm-evaluation-harness's BBQ task reads it as it is:
 ``answer_info`` (per option ``[text, group_tag]``, the 'unknown' option tagged ``unknown``) and
 ``additional_metadata`` (``stereotyped_groups`` = the stereotyped entity's tag); and the project's
-``answer_roles``, stored here and never recovered by matching strings.
+``answer_roles``, stored here and never recovered by matching strings. Each tag names one group, as BBQ's do:
+the stereotyped entity its stereotype's target group, the other entity its own non-target group
+(:func:`nonstereo_group`).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -38,6 +41,7 @@ import pyarrow as pa
 from pbbq.tasks.artifacts import StageOutput, count_reasons
 from pbbq.tasks.cues import age_bands_differ, entity_age_band, entity_gender, genders_differ
 from pbbq.tasks.inputs import PAIR_SEPARATOR, swap_roles
+from pbbq.tasks.persian_text import normalize_fa
 from pbbq.tasks.schemas import EXAMPLE, EXAMPLE_DROPPED, OPTIONS, RECORD_VERSION, TEMPLATE_DISAMBIGUATED, UNKNOWN_GROUP
 
 ROLE_NAMES = {"stereo": "stereotyped", "nonstereo": "non-stereotyped", "unknown": "unknown"}
@@ -67,9 +71,54 @@ class InstantiateParams:
     seed: int = 42
 
 
+LM_EVAL_REWRITES: tuple[tuple[str, str], ...] = (
+    ("woman", "woMan"), ("man", "Man"), ("girl", "Girl"), ("boy", "Boy"), ("M-", "m-"), ("F-", "f-"),
+    ("lowSES", "lowses"), ("highSES", "highses"), ("nonObese", "nonobese"), ("nonDisabled", "nondisabled"),
+    ("nonTrans", "nontrans"),
+)  # fmt: skip
+"""What lm-eval 0.4.13's BBQ ``process_docs`` rewrites in a tag before it splits it on ``_`` (it is case-sensitive,
+and lower-cases afterwards), and the spelling that escapes the rewrite: 'Germans' would be read as ['germ',
+'mans'], 'GerMans' is read as ['germans'] (/work/shared/DESIGN.md §3)."""
+NOT_TARGET = "غیر"
+"""The prefix of the tag of a non-stereotyped entity whose own group the stereotype does not name."""
+_PLURAL = re.compile("(?:\u200cهای|\u200cها|ها|یان|ان)$")
+
+
 def group_tag(group: str) -> str:
-    """A group as ``answer_info`` tags it: spaces (and ``_``, which lm-eval's BBQ code splits on) become ``-``."""
-    return re.sub(r"[\s_]+", "-", group.strip())
+    """A group as ``answer_info`` tags it: spaces (and ``_``, which lm-eval's BBQ code splits on) become ``-``,
+    and a substring lm-eval's BBQ code rewrites is spelled so that it does not (:data:`LM_EVAL_REWRITES`), so the
+    tag is read back as one group equal to itself lower-cased."""
+    tag = re.sub(r"[\s_]+", "-", group.strip())
+    for pattern, escaped in LM_EVAL_REWRITES:
+        tag = tag.replace(pattern, escaped)
+    return tag
+
+
+def _stems(phrase: str) -> set[str]:
+    """The words of a Persian phrase without a plural or an ezafe ending ('رانندگان' → 'راننده', 'حسابداران' →
+    'حسابدار', 'راننده‌ی' → 'راننده')."""
+    stems = set()
+    for word in normalize_fa(phrase).split():
+        word = word.removesuffix("\u200cی")
+        stem = _PLURAL.sub("", word)
+        stems.add(stem[:-1] + "ه" if stem.endswith("گ") and word.endswith("گان") else stem if len(stem) > 1 else word)
+    return stems
+
+
+def nonstereo_group(entity: str, stereo_entities: Iterable[str], target: str, groups: Sequence[str]) -> str:
+    """The non-target group a non-stereotyped entity belongs to (BBQ tags each entity with its own group): the only
+    one, or the one that shares most of the entity's distinguishing words (those no stereotyped entity of the
+    template has: in 'زن مبتلا به بیماری قلبی' against 'زن مبتلا به اچ‌آی‌وی', 'بیماری قلبی' picks «بیماران
+    قلبی»). When no single group is picked, the entity is tagged as not of the target group («غیر سالمندان»)."""
+    if len(groups) == 1:
+        return groups[0]
+    shared = set().union(*(_stems(other) for other in stereo_entities))
+    words = _stems(entity) - shared
+    scores = [len(words & _stems(group)) for group in groups]
+    best = max(scores)
+    if best and scores.count(best) == 1:
+        return groups[scores.index(best)]
+    return f"{NOT_TARGET} {target}"
 
 
 def pair_confound(stereo: str, nonstereo: str, category: str) -> str | None:
@@ -118,19 +167,24 @@ def _cells(template: pd.Series) -> list[tuple[str, str, str, str]]:
 
 @dataclass(frozen=True)
 class Groups:
-    """The group tags of a template's options and its ``additional_metadata``, from its stereotype."""
+    """A stereotype's groups, which tag a template's options and fill its ``additional_metadata``."""
 
-    stereo: str
-    nonstereo: str
+    target: str
+    non_target: tuple[str, ...]
     source: str
 
     @classmethod
     def of(cls, stereotype: pd.Series) -> Groups:
         return cls(
-            stereo=group_tag(stereotype.target_group),
-            nonstereo="/".join(group_tag(group) for group in stereotype.non_target_groups),
+            target=stereotype.target_group,
+            non_target=tuple(stereotype.non_target_groups),
             source=f"{stereotype.stereotype_id} ({stereotype.source})",
         )
+
+    def tags(self, nonstereo: str, stereo_entities: Iterable[str]) -> dict[str, str]:
+        """The tag of each role of an example whose non-stereotyped entity is ``nonstereo``."""
+        other = nonstereo_group(nonstereo, stereo_entities, self.target, self.non_target)
+        return {"stereo": group_tag(self.target), "nonstereo": group_tag(other), "unknown": UNKNOWN_GROUP}
 
 
 def template_pairs(template: pd.Series) -> tuple[list[tuple[str, str]], list[dict], list[dict]]:
@@ -172,16 +226,16 @@ def template_examples(
     cycles = {cell[:3]: (rng.permutation(len(PERMUTATIONS)), int(rng.integers(len(PERMUTATIONS)))) for cell in cells}
     counters = dict.fromkeys(cycles, 0)
     questions = {"neg": template.question_negative_fa, "nonneg": template.question_nonnegative_fa}
-    tags = {"stereo": groups.stereo, "nonstereo": groups.nonstereo, "unknown": UNKNOWN_GROUP}
     metadata = {
         "subcategory": "None",
-        "stereotyped_groups": [groups.stereo],
+        "stereotyped_groups": [group_tag(groups.target)],
         "version": RECORD_VERSION,
         "source": groups.source,
     }
     variants = list(template.lexical_variants) or [""]
     rows = []
     for (stereo, nonstereo), lex in itertools.product(pairs, variants):
+        tags = groups.tags(nonstereo, template.stereo_entities)
         for ambiguous_template in (template.ambiguous_fa, swap_roles(template.ambiguous_fa)):
             ambiguous = _fill(ambiguous_template, stereo, nonstereo, lex)
             order = _entity_order(ambiguous_template)
