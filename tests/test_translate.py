@@ -172,6 +172,7 @@ def test_each_rule_of_the_translation_validator() -> None:
 
 STEREO, NONSTEREO = "مرد ترک", "مرد فارس"
 ENGLISH_ENTITY = {STEREO: "Azerbaijani man", NONSTEREO: "Persian man"}
+ENGLISH_GROUP = {"ترک‌ها": "Azerbaijanis", "فارس‌ها": "Persians"}
 QUESTIONS = {"کدام‌یک نتوانست نوبت بگیرد؟": "Who could not get a ticket?", "کدام‌یک زود نوبت گرفت؟": "Who got one early?"}
 UNKNOWN = pd.DataFrame({"phrase_fa": ["نمی‌دانم"], "phrase_en": ["Unknown"]})
 STEREOTYPES = pd.DataFrame(
@@ -228,6 +229,8 @@ class ScriptedTranslator:
             return ENGLISH_ENTITY[persian]
         if persian in QUESTIONS:
             return QUESTIONS[persian]
+        if persian in ENGLISH_GROUP:
+            return ENGLISH_GROUP[persian]
         if persian == "بانک ترک‌ها":
             return "Azerbaijanis' bank"
         first, second = (_a(ENGLISH_ENTITY[e]) for e in sorted(ENGLISH_ENTITY, key=persian.index))
@@ -276,9 +279,10 @@ def test_translation_validates_retries_reviews_and_keeps_the_record(
     # one continuation reads 'they' for a man on every attempt: it goes to review
     they = script.english(disambiguated[0]).replace("he could", "they could").replace("his early", "theirs early")
     script.wrong[disambiguated[0]] = [they] * 3
-    # one context comes back as something else (flagged), one as a paraphrase (passes the gate)
+    # one context comes back as something else that still names its groups (flagged, not failed), one as a
+    # paraphrase (passes the gate)
     script.back = {
-        script.english(ambiguous[0]): "چیزی کاملاً نامربوط",
+        script.english(ambiguous[0]): "چیزی کاملاً نامربوط از ترک و فارس",
         script.english(ambiguous[1]): paraphrase_fa(ambiguous[1]),
     }
     server.answer = script
@@ -327,22 +331,25 @@ def test_translation_validates_retries_reviews_and_keeps_the_record(
         "pair_incomplete": 8,
     }
 
-    # the English record (of the examples dropped only for their pair): ids aligned, options English, tags and
-    # roles the Persian example's
+    # the English record (of the examples dropped only for their pair): ids aligned, options English as BBQ
+    # writes them (article and capital), each tag the English of the Persian example's group, roles the Persian's
     english = dropped[dropped["reason"] == "pair_incomplete"].drop(columns="reason")
     assert (english["example_id"] == english["source_example_id"] + "-en").all()
     merged = english.merge(persian, left_on="source_example_id", right_on="example_id", suffixes=("", "_fa"))
     for row in merged.itertuples():
         assert row.label == row.label_fa and row.target_loc == row.target_loc_fa
-        assert row.answer_roles == row.answer_roles_fa and row.additional_metadata == row.additional_metadata_fa
+        assert row.answer_roles == row.answer_roles_fa
+        assert row.additional_metadata == row.additional_metadata_fa | {"stereotyped_groups": ["Azerbaijanis"]}
+        english_tags = {"ترک‌ها": "Azerbaijanis", "فارس‌ها": "Persians", "unknown": "unknown"}
         for option in OPTIONS:
             text, tag = row.answer_info[option]
-            assert text == getattr(row, option) and tag == row.answer_info_fa[option][1]
+            assert text == getattr(row, option) and tag == english_tags[row.answer_info_fa[option][1]]
         options = [row.ans0, row.ans1, row.ans2]
-        assert options[row.target_loc] == "Azerbaijani man" and "Unknown" in options
+        assert options[row.target_loc] == "The Azerbaijani man" and "Unknown" in options
+        assert "The Persian man" in options
         assert row.lexical_variant == "Azerbaijanis' bank" and row.stereo_entity == "Azerbaijani man"
         assert "Azerbaijani" in row.context and "they" not in row.context
-    assert segments.index.is_unique and len(segments) == len(contexts) + 2 + 2 + 1
+    assert segments.index.is_unique and len(segments) == len(contexts) + 2 + 2 + 1 + 2
     # each Persian segment once (+ its retries), each distinct English back once
     assert server.requests_by_path["/v1/chat/completions"] == len(segments) + 1 + 2 + segments["text_en"].nunique()
 
