@@ -94,15 +94,18 @@ def group_tag(group: str) -> str:
     return tag
 
 
-def _stems(phrase: str) -> set[str]:
-    """The words of a Persian phrase without a plural or an ezafe ending ('رانندگان' → 'راننده', 'حسابداران' →
-    'حسابدار', 'راننده‌ی' → 'راننده')."""
-    stems = set()
-    for word in normalize_fa(phrase).split():
-        word = word.removesuffix("\u200cی")
+def _words(phrase: str) -> set[str]:
+    """The words of a Persian phrase, an ezafe ending dropped ('راننده‌ی' → 'راننده')."""
+    return {word.removesuffix("\u200cی") for word in normalize_fa(phrase).split()}
+
+
+def _forms(group: str) -> set[str]:
+    """The words of a group's name and their singulars ('رانندگان' → 'راننده', 'حسابداران' → 'حسابدار')."""
+    forms = set()
+    for word in _words(group):
         stem = _PLURAL.sub("", word)
-        stems.add(stem[:-1] + "ه" if stem.endswith("گ") and word.endswith("گان") else stem if len(stem) > 1 else word)
-    return stems
+        forms |= {word, stem[:-1] + "ه" if word.endswith("گان") else stem}
+    return forms
 
 
 def nonstereo_group(entity: str, stereo_entities: Iterable[str], target: str, groups: Sequence[str]) -> str:
@@ -112,9 +115,8 @@ def nonstereo_group(entity: str, stereo_entities: Iterable[str], target: str, gr
     قلبی»). When no single group is picked, the entity is tagged as not of the target group («غیر سالمندان»)."""
     if len(groups) == 1:
         return groups[0]
-    shared = set().union(*(_stems(other) for other in stereo_entities))
-    words = _stems(entity) - shared
-    scores = [len(words & _stems(group)) for group in groups]
+    words = _words(entity).difference(*(_words(other) for other in stereo_entities))
+    scores = [len(words & _forms(group)) for group in groups]
     best = max(scores)
     if best and scores.count(best) == 1:
         return groups[scores.index(best)]
