@@ -400,7 +400,7 @@ def follow_up(
 
 def _clean(text: str, kind: str) -> str:
     text = " ".join(text.split())
-    return _ARTICLE.sub("", text) if kind == "entity" else text
+    return _ARTICLE.sub("", text) if kind in ("entity", "group") else text
 
 
 def _translate_batch(
@@ -590,8 +590,9 @@ def translate(
     unmapped = sorted(phrasings - set(unknown_phrases["phrase_fa"]))
     if unmapped:
         raise ValueError(f"'unknown' phrasing(s) with no English in the phrase list: {unmapped}")
-    table = segments(originals, Glossary(glossary))
-    translated, attempts = translate_segments(table, prompts, client, params, Glossary(glossary))
+    lookup = Glossary(glossary)
+    table = segments(originals, lookup)
+    translated, attempts = translate_segments(table, prompts, client, params, lookup)
     kept, dropped = english_examples(originals, translated, unknown_phrases, params)
     review = translated[translated["flagged"] | (translated["failures"] != "")].reset_index(drop=True)
     lost = translated["failures"].str.split(";").explode()

@@ -637,16 +637,17 @@ def test_a_translation_that_adds_a_gender_is_retried_with_the_failure_named_then
     server, client = fake
     script = ScriptedTranslator()
     script.wrong = {"بازرگان هندی": ["Indian businessman"] * 3, "تعمیرکار موبایل": ["mobile phone repairman"]}
-    script.right = {"تعمیرکار موبایل": "mobile phone repairer"}
+    script.right = {"تعمیرکار موبایل": "mobile phone repairer", "ثروتمندان": "The rich"}
+    script.sources["rich"] = "ثروتمندان"  # the back-translation is asked of the cleaned English
     server.answer = script
     table = pd.DataFrame(
         {
-            "segment_id": ["entity-1", "entity-2"],
-            "kind": ["entity", "entity"],
-            "text_fa": ["بازرگان هندی", "تعمیرکار موبایل"],
-            "entities": [("بازرگان هندی",), ("تعمیرکار موبایل",)],
-            "lexicals": [(), ()],
-            "glossary": [(), ()],
+            "segment_id": ["entity-1", "entity-2", "group-1"],
+            "kind": ["entity", "entity", "group"],
+            "text_fa": ["بازرگان هندی", "تعمیرکار موبایل", "ثروتمندان"],
+            "entities": [("بازرگان هندی",), ("تعمیرکار موبایل",), ()],
+            "lexicals": [(), (), ("ثروتمندان",)],
+            "glossary": [(), (), ()],
         }
     )
     translated, attempts = translate_segments(
@@ -661,6 +662,7 @@ def test_a_translation_that_adds_a_gender_is_retried_with_the_failure_named_then
     retry = next(b for b in server.bodies if len(b["messages"]) == 4 and "repairman" in str(b["messages"]))
     assert 'but "mobile phone repairman" names someone male' in retry["messages"][3]["content"]
     assert list(attempts["failures"]).count("entity_gender") == 4
+    assert rows.at["ثروتمندان", "text_en"] == "rich"  # a group's name, like an entity's, without its article
 
 
 def test_a_back_translation_must_name_each_group_of_its_segment() -> None:
