@@ -24,7 +24,9 @@ template's ``allowed_pairs`` keeps it with a written reason, which the report li
 **Record.** Each example carries BBQ's own fields, so lm-evaluation-harness's BBQ task reads it as it is:
 ``answer_info`` (per option ``[text, group_tag]``, the 'unknown' option tagged ``unknown``) and
 ``additional_metadata`` (``stereotyped_groups`` = the stereotyped entity's tag); and the project's
-``answer_roles``, stored here and never recovered by matching strings.
+``answer_roles``, stored here and never recovered by matching strings. Each tag names one group, as BBQ's do:
+the stereotyped entity its stereotype's target group, the other entity its own non-target group
+(:func:`nonstereo_group`).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -40,7 +43,15 @@ import pyarrow as pa
 
 from .core.artifacts import StageOutput, count_reasons
 from .core.inputs import PAIR_SEPARATOR, swap_roles
-from .core.schemas import EXAMPLE, EXAMPLE_DROPPED, OPTIONS, RECORD_VERSION, TEMPLATE_DISAMBIGUATED, UNKNOWN_GROUP
+from .core.schemas import (
+    EXAMPLE,
+    EXAMPLE_DROPPED,
+    OPTIONS,
+    RECORD_VERSION,
+    TEMPLATE_DISAMBIGUATED,
+    UNKNOWN_GROUP,
+    group_tag,
+)
 from .text.cues import (
     entity_age_band,
     entity_gender,
@@ -50,6 +61,7 @@ from .text.cues import (
     entity_statuses,
     pair_confound,
 )
+from .text.persian import normalize_fa
 
 ROLE_NAMES = {"stereo": "stereotyped", "nonstereo": "non-stereotyped", "unknown": "unknown"}
 PERMUTATIONS: tuple[tuple[str, str, str], ...] = tuple(itertools.permutations(("stereo", "nonstereo", "unknown")))
@@ -86,9 +98,38 @@ class InstantiateParams:
     seed: int = 42
 
 
-def group_tag(group: str) -> str:
-    """A group as ``answer_info`` tags it: spaces (and ``_``, which lm-eval's BBQ code splits on) become ``-``."""
-    return re.sub(r"[\s_]+", "-", group.strip())
+NOT_TARGET = "غیر"
+"""The prefix of the tag of a non-stereotyped entity whose own group the stereotype does not name."""
+_PLURAL = re.compile("(?:\u200cهای|\u200cها|ها|یان|ان)$")
+
+
+def _words(phrase: str) -> set[str]:
+    """The words of a Persian phrase, an ezafe ending dropped ('راننده‌ی' → 'راننده')."""
+    return {word.removesuffix("\u200cی") for word in normalize_fa(phrase).split()}
+
+
+def _forms(group: str) -> set[str]:
+    """The words of a group's name and their singulars ('رانندگان' → 'راننده', 'حسابداران' → 'حسابدار')."""
+    forms = set()
+    for word in _words(group):
+        stem = _PLURAL.sub("", word)
+        forms |= {word, stem[:-1] + "ه" if word.endswith("گان") else stem}
+    return forms
+
+
+def nonstereo_group(entity: str, stereo_entities: Iterable[str], target: str, groups: Sequence[str]) -> str:
+    """The non-target group a non-stereotyped entity belongs to (BBQ tags each entity with its own group): the only
+    one, or the one that shares most of the entity's distinguishing words (those no stereotyped entity of the
+    template has: in 'زن مبتلا به بیماری قلبی' against 'زن مبتلا به اچ‌آی‌وی', 'بیماری قلبی' picks «بیماران
+    قلبی»). When no single group is picked, the entity is tagged as not of the target group («غیر سالمندان»)."""
+    if len(groups) == 1:
+        return groups[0]
+    words = _words(entity).difference(*(_words(other) for other in stereo_entities))
+    scores = [len(words & _forms(group)) for group in groups]
+    best = max(scores)
+    if best and scores.count(best) == 1:
+        return groups[scores.index(best)]
+    return f"{NOT_TARGET} {target}"
 
 
 def _fill(text: str, stereo: str, nonstereo: str, lex: str) -> str:
@@ -127,19 +168,24 @@ def _cells(template: pd.Series) -> list[tuple[str, str, str, str]]:
 
 @dataclass(frozen=True)
 class Groups:
-    """The group tags of a template's options and its ``additional_metadata``, from its stereotype."""
+    """A stereotype's groups, which tag a template's options and fill its ``additional_metadata``."""
 
-    stereo: str
-    nonstereo: str
+    target: str
+    non_target: tuple[str, ...]
     source: str
 
     @classmethod
     def of(cls, stereotype: pd.Series) -> Groups:
         return cls(
-            stereo=group_tag(stereotype.target_group),
-            nonstereo="/".join(group_tag(group) for group in stereotype.non_target_groups),
+            target=stereotype.target_group,
+            non_target=tuple(stereotype.non_target_groups),
             source=f"{stereotype.stereotype_id} ({stereotype.source})",
         )
+
+    def tags(self, nonstereo: str, stereo_entities: Iterable[str]) -> dict[str, str]:
+        """The tag of each role of an example whose non-stereotyped entity is ``nonstereo``."""
+        other = nonstereo_group(nonstereo, stereo_entities, self.target, self.non_target)
+        return {"stereo": group_tag(self.target), "nonstereo": group_tag(other), "unknown": UNKNOWN_GROUP}
 
 
 def _pair_cues(side: str, entity: str) -> dict[str, str]:
@@ -191,16 +237,16 @@ def template_examples(
     cycles = {cell[:3]: (rng.permutation(len(PERMUTATIONS)), int(rng.integers(len(PERMUTATIONS)))) for cell in cells}
     counters = dict.fromkeys(cycles, 0)
     questions = {"neg": template.question_negative_fa, "nonneg": template.question_nonnegative_fa}
-    tags = {"stereo": groups.stereo, "nonstereo": groups.nonstereo, "unknown": UNKNOWN_GROUP}
     metadata = {
         "subcategory": "None",
-        "stereotyped_groups": [groups.stereo],
+        "stereotyped_groups": [group_tag(groups.target)],
         "version": RECORD_VERSION,
         "source": groups.source,
     }
     variants = list(template.lexical_variants) or [""]
     rows = []
     for (stereo, nonstereo), lex in itertools.product(pairs, variants):
+        tags = groups.tags(nonstereo, template.stereo_entities)
         for ambiguous_template in (template.ambiguous_fa, swap_roles(template.ambiguous_fa)):
             ambiguous = _fill(ambiguous_template, stereo, nonstereo, lex)
             order = _entity_order(ambiguous_template)

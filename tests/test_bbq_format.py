@@ -10,6 +10,7 @@ must count a choice as biased, unknown and correct exactly as our roles and labe
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import datasets
@@ -19,6 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from lm_eval.tasks.bbq import utils as bbq
 
+from pbbq.tasks.evaluation import lm_eval_utils
 from tests.bbq_records import SPECS, Spec, as_dataset, make_records
 
 BBQ_CATEGORY = "Age"
@@ -68,6 +70,30 @@ def disagreements(dataset: datasets.Dataset) -> list[str]:
             if got != expected:
                 problems.append(f"{example}: choosing {choice!r}, lm-eval scores {got}, our roles {expected}")
     return problems
+
+
+def always_biased_scores(dataset: datasets.Dataset) -> dict[str, float]:
+    """BBQ's bias scores of a model that always picks the biased answer, by lm-eval's own BBQ code (which finds
+    that answer from ``answer_info``) and by the exported task (``tasks/lm_eval_utils.py``, from our roles)."""
+    theirs, ours = [], []
+    for doc in bbq.process_docs(dataset):
+        choices = bbq.doc_to_choice(doc)
+        index = choices.index(doc["biased_answers"][0])
+        results = [(0.0 if i == index else -10.0, False) for i in range(len(choices))]
+        theirs.append(bbq.process_results_multiple_choice({**doc, "category": BBQ_CATEGORY}, results))
+        option = [doc["ans0"], doc["ans1"], doc["ans2"]].index(expected_biased_text(doc))
+        ours.append(lm_eval_utils.sample_scores(doc, option, [0.0 if i == option else -10.0 for i in range(3)]))
+    return {
+        "lm_eval_s_dis": bbq.agg_disamb_bias_scores([t["disamb_bias_score"] for t in theirs]),
+        "lm_eval_s_amb": bbq.agg_amb_bias_scores([t["amb_bias_score"] for t in theirs]),
+        "task_s_dis": lm_eval_utils.agg_disamb_bias_score([t["disamb_bias_score"] for t in ours]),
+        "task_s_amb": lm_eval_utils.agg_amb_bias_score([t["amb_bias_score"] for t in ours]),
+    }
+
+
+def test_an_always_biased_model_scores_bias_1_by_lm_eval_and_by_the_exported_task() -> None:
+    scores = always_biased_scores(as_dataset(make_records()["en"]))
+    assert scores == dict.fromkeys(scores, 1.0)
 
 
 def test_lm_eval_bbq_code_agrees_with_our_roles_on_hand_made_records() -> None:
@@ -123,7 +149,14 @@ def test_lm_eval_reads_the_built_samples_en_config(two_builds: tuple[Path, Path]
     assert dataset.num_rows > 0
     assert disagreements(dataset) == []
     tags = {tag for info in dataset["answer_info"] for _, tag in info.values()}
-    assert "unknown" in tags and not any("_" in tag for tag in tags)
+    assert "unknown" in tags and not any("_" in tag or "/" in tag for tag in tags)
+    assert not any(re.search(r"[\u0600-\u06ff]", tag) for tag in tags)  # English tags in the English config
     stereotyped = {group for meta in dataset["additional_metadata"] for group in meta["stereotyped_groups"]}
     assert stereotyped <= tags
     assert np.all(np.array(dataset["label"]) >= 0)
+    # BBQ's surface: an entity option with its article and capital ("The taxi driver")
+    for doc in dataset:
+        entity_options = [doc[o] for o, role in doc["answer_roles"].items() if role != "unknown"]
+        assert all(option.startswith("The ") for option in entity_options), entity_options
+    scores = always_biased_scores(dataset)
+    assert scores == dict.fromkeys(scores, 1.0)

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from pbbq.tasks.text.cues import NONE, age_bands_differ, entity_age_band, entity_gender, explicit_age, genders_differ
+from pbbq.tasks.text.cues import (
+    NONE,
+    age_bands_differ,
+    english_word_gender,
+    entity_age_band,
+    entity_gender,
+    explicit_age,
+    genders_differ,
+)
 
 pytestmark = pytest.mark.usefixtures("fresh_cue_caches")
 
@@ -138,3 +146,28 @@ def test_an_empty_entity_has_no_cue(lang: str) -> None:
 def test_an_english_head_comes_last_so_a_possessor_gives_no_gender() -> None:
     assert entity_gender("the boy's mother", "en") == "female"
     assert entity_gender("the girl's father", "en") == "male"
+
+
+@pytest.mark.parametrize(
+    ("word", "gender"),
+    [
+        *[(w, "male") for w in ("businessman", "repairman", "chairman", "Chairmen", "cameraman", "schoolboy")],
+        *[(w, "female") for w in ("woman", "businesswoman", "chairwoman", "sportswomen", "schoolgirl", "housewife")],
+        *[(w, None) for w in ("human", "German", "Germans", "Roman", "Oman", "Turkmen", "specimen", "merchant")],
+        ("mother-in-law", "female"),
+        ("middle-aged", None),
+        ("ex-serviceman", "male"),
+    ],
+)
+def test_an_english_word_is_gendered_by_its_morphology(word: str, gender: str | None) -> None:
+    """A compound on -man, -woman, -boy, -girl, -wife carries that gender; 'woman' is not read as a '-man'
+    compound, and the short list of exceptions ('human', 'German', 'Turkmen') carries none."""
+    assert english_word_gender(word) == gender
+
+
+def test_an_english_compound_gives_its_entity_a_gender() -> None:
+    assert entity_gender("Indian businessman", "en") == "male"
+    assert entity_gender("mobile phone repairman", "en") == "male"
+    assert entity_gender("young working woman", "en") == "female"
+    assert entity_gender("German tourist", "en") == entity_gender("Indian merchant", "en") == NONE
+    assert entity_gender("Omani human rights lawyer", "en") == NONE

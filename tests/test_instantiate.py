@@ -20,6 +20,7 @@ from pbbq.tasks.instantiate import (
     InstantiateParams,
     group_tag,
     instantiate,
+    nonstereo_group,
     pair_confound,
 )
 from tests.bbq_records import CELLS
@@ -108,7 +109,7 @@ def test_bbq_record_fields(examples: pd.DataFrame) -> None:
             text, tag = row.answer_info[option]
             assert text == getattr(row, option)
             role = row.answer_roles[option]
-            assert tag == {"stereotyped": "سالمندان", "non-stereotyped": "جوانان/میان‌سالان", "unknown": "unknown"}[role]
+            assert tag == {"stereotyped": "سالمندان", "non-stereotyped": "جوانان", "unknown": "unknown"}[role]
             assert "_" not in tag
         assert row.additional_metadata == {
             "subcategory": "None",
@@ -451,3 +452,58 @@ def test_each_example_carries_its_templates_fields_and_its_cell(examples: pd.Dat
 def test_the_templates_llm_request_ids_are_carried_to_each_example() -> None:
     rows = _run(template_row("T1", llm_request_ids=["req-1", "req-2"]))["examples"]
     assert len(rows) == 48 and all(list(ids) == ["req-1", "req-2"] for ids in rows["llm_request_ids"])
+
+
+@pytest.mark.parametrize(
+    ("entity", "stereo_entities", "target", "groups", "group"),
+    [
+        ("زن مبتلا به بیماری قلبی", ["مرد مبتلا به اچ‌آی‌وی", "زن مبتلا به اچ‌آی‌وی"], "مبتلایان به اچ‌آی‌وی",
+         ["مبتلایان به دیابت", "بیماران قلبی"], "بیماران قلبی"),
+        ("سیاستمدار اصول‌گرا", ["سیاستمدار اصلاح‌طلب"], "اصلاح‌طلبان", ["اصول‌گرایان", "سیاستمداران مستقل"],
+         "اصول‌گرایان"),
+        ("گردشگر آلمانی", ["گردشگر هندی", "بازرگان هندی"], "هندی‌ها", ["آلمانی‌ها", "ژاپنی‌ها", "ترکیه‌ای‌ها"],
+         "آلمانی‌ها"),
+        ("راننده‌ی گیلک", ["راننده‌ی کرد"], "کردها", ["فارس‌ها", "گیلک‌ها"], "گیلک‌ها"),
+        ("مرد بیست‌وپنج‌ساله", ["مرد هفتادساله"], "سالمندان", ["جوانان", "میان‌سالان"], "غیر سالمندان"),
+        ("معلم", ["سرمایه‌دار میلیاردر"], "ثروتمندان", ["کارمندان حقوق‌بگیر", "افراد طبقه‌ی متوسط"], "غیر ثروتمندان"),
+        ("مستاجر", ["صاحب‌خانه"], "صاحب‌خانه‌ها", ["مستاجران"], "مستاجران"),
+    ],
+)  # fmt: skip
+def test_a_non_stereotyped_entity_is_tagged_with_its_own_group(
+    entity: str, stereo_entities: list[str], target: str, groups: list[str], group: str
+) -> None:
+    """BBQ tags each entity with one group: the other entity's own non-target group, picked by the words no
+    stereotyped entity shares ('مبتلا به' is on both sides); when none picks one, 'not the target group'."""
+    assert nonstereo_group(entity, stereo_entities, target, groups) == group
+
+
+@pytest.mark.parametrize(
+    ("group", "tag"),
+    [("Germans", "GerMans"), ("gay men", "gay-men"), ("women", "women"), ("wives' mothers", "wives'-mothers"),
+     ("schoolboys and girls", "schoolBoys-and-Girls"), ("Kermanis", "KerManis"), ("lowSES F-people", "lowses-f-people"),
+     ("سالمندان", "سالمندان")],
+)  # fmt: skip
+def test_a_tag_is_read_back_by_lm_evals_bbq_code_as_itself(group: str, tag: str) -> None:
+    """lm-eval 0.4.13 rewrites 'man', 'woman', 'boy', 'girl', 'M-', 'F-', 'lowSES', … in a tag before splitting it
+    on '_' (case-sensitively): a tag escapes each, so it is one group equal to itself lower-cased."""
+    from lm_eval.tasks.bbq.utils import _process_groups_in_answers
+
+    assert group_tag(group) == tag
+    assert _process_groups_in_answers(tag) == [tag.lower()]
+
+
+def test_each_tag_names_one_group() -> None:
+    templates = pd.DataFrame(
+        [
+            template_row("T1", nonstereo_entities=["مرد جوان", "مرد میان‌سال"]),
+            template_row("T2", stereo_entities=["پیرمرد"], nonstereo_entities=["پسربچه"]),
+        ]
+    )
+    examples = instantiate(templates, STEREOTYPES, InstantiateParams(("نمی‌دانم",)))["examples"]
+    tags = {
+        (row.template_id, row.nonstereo_entity): row.answer_info[option][1]
+        for row in examples.itertuples()
+        for option in OPTIONS
+        if row.answer_roles[option] == "non-stereotyped"
+    }
+    assert tags == {("T1", "مرد جوان"): "جوانان", ("T1", "مرد میان‌سال"): "میان‌سالان", ("T2", "پسربچه"): "غیر-سالمندان"}

@@ -158,3 +158,34 @@ def test_each_check_is_a_flag_per_row_of_the_config(built: tuple[pd.DataFrame, p
     assert list(flags) == list(CHECKS)
     for check, flag in flags.items():
         assert flag.index.equals(frame.index) and flag.dtype == bool, check
+
+
+def _english(examples: pd.DataFrame, english: dict[str, str]) -> pd.DataFrame:
+    """English rows of the Ethnicity template's Persian examples, each entity by ``english``."""
+    persian = examples[examples["template_id"] == "T1"]
+    return persian.assign(
+        example_id=persian["example_id"] + "-en",
+        source_example_id=persian["example_id"],
+        lang="en",
+        stereo_entity=persian["stereo_entity"].map(english),
+        nonstereo_entity=persian["nonstereo_entity"].map(english),
+    )
+
+
+def test_an_english_row_may_not_add_a_gender_its_persian_does_not_give(
+    built: tuple[pd.DataFrame, pd.DataFrame],
+) -> None:
+    """«مرد لر» is a man: 'Lur man' keeps it, 'Lur merchant' loses it; «مرد فارس» as 'Persian businessman' keeps
+    it by the compound's morphology, as 'Persian workwoman' gives another."""
+    examples, templates = built
+    cases = {
+        ("Lur man", "Persian man"): 0,
+        ("Lur man", "Persian businessman"): 0,
+        ("Lur merchant", "Persian man"): 24,  # 12 examples of each lexical variant
+        ("Lur man", "Persian workwoman"): 24,
+    }
+    for (lur, persian), violations in cases.items():
+        english = _english(examples, {"مرد لر": lur, "مرد فارس": persian})
+        table = soundness(pd.concat([examples, english], ignore_index=True), templates)
+        counts = table[table["config"] == "en"].set_index("check")["violations"]
+        assert counts["gender_added"] == violations and counts.drop("gender_added").sum() == 0, (lur, persian)

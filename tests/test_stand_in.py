@@ -47,6 +47,8 @@ def test_stand_in_answers_pass_every_validator(tmp_path: Path, monkeypatch: pyte
     assert (segments["failures"] == "").all() and not segments["flagged"].any()
     assert english.report["counts"]["out"] == len(examples)
     assert client.usage("translate").requests_sent == len(english["attempts"]) + len(segments)
+    groups = segments[segments["kind"] == "group"]
+    assert len(groups) and groups["text_en"].str.match(r"stand-in .*group \d+$").all()
 
 
 @pytest.mark.usefixtures("prefect_server")

@@ -23,8 +23,10 @@ from pbbq.tasks.translate import (
     TranslateParams,
     TranslatePrompts,
     entity_gender_failures,
+    lost_group_terms,
     pronoun_failures,
     translate,
+    translate_segments,
     translation_failures,
 )
 from pbbq.tasks.translate.glossary import Glossary, load_glossary, rendered
@@ -172,6 +174,7 @@ def test_each_rule_of_the_translation_validator() -> None:
 
 STEREO, NONSTEREO = "مرد ترک", "مرد فارس"
 ENGLISH_ENTITY = {STEREO: "Azerbaijani man", NONSTEREO: "Persian man"}
+ENGLISH_GROUP = {"ترک‌ها": "Azerbaijanis", "فارس‌ها": "Persians"}
 QUESTIONS = {"کدام‌یک نتوانست نوبت بگیرد؟": "Who could not get a ticket?", "کدام‌یک زود نوبت گرفت؟": "Who got one early?"}
 UNKNOWN = pd.DataFrame({"phrase_fa": ["نمی‌دانم"], "phrase_en": ["Unknown"]})
 STEREOTYPES = pd.DataFrame(
@@ -222,12 +225,18 @@ class ScriptedTranslator:
         self.wrong: dict[str, list[str]] = {}
         self.back: dict[str, str] = {}
         self.sources: dict[str, str] = {}
+        self.right: dict[str, str] = {}
+        """English for Persian outside the test template."""
 
     def english(self, persian: str) -> str:
+        if persian in self.right:
+            return self.right[persian]
         if persian in ENGLISH_ENTITY:
             return ENGLISH_ENTITY[persian]
         if persian in QUESTIONS:
             return QUESTIONS[persian]
+        if persian in ENGLISH_GROUP:
+            return ENGLISH_GROUP[persian]
         if persian == "بانک ترک‌ها":
             return "Azerbaijanis' bank"
         first, second = (_a(ENGLISH_ENTITY[e]) for e in sorted(ENGLISH_ENTITY, key=persian.index))
@@ -276,9 +285,10 @@ def test_translation_validates_retries_reviews_and_keeps_the_record(
     # one continuation reads 'they' for a man on every attempt: it goes to review
     they = script.english(disambiguated[0]).replace("he could", "they could").replace("his early", "theirs early")
     script.wrong[disambiguated[0]] = [they] * 3
-    # one context comes back as something else (flagged), one as a paraphrase (passes the gate)
+    # one context comes back as something else that still names its groups (flagged, not failed), one as a
+    # paraphrase (passes the gate)
     script.back = {
-        script.english(ambiguous[0]): "چیزی کاملاً نامربوط",
+        script.english(ambiguous[0]): "چیزی کاملاً نامربوط از ترک و فارس",
         script.english(ambiguous[1]): paraphrase_fa(ambiguous[1]),
     }
     server.answer = script
@@ -327,22 +337,25 @@ def test_translation_validates_retries_reviews_and_keeps_the_record(
         "pair_incomplete": 8,
     }
 
-    # the English record (of the examples dropped only for their pair): ids aligned, options English, tags and
-    # roles the Persian example's
+    # the English record (of the examples dropped only for their pair): ids aligned, options English as BBQ
+    # writes them (article and capital), each tag the English of the Persian example's group, roles the Persian's
     english = dropped[dropped["reason"] == "pair_incomplete"].drop(columns="reason")
     assert (english["example_id"] == english["source_example_id"] + "-en").all()
     merged = english.merge(persian, left_on="source_example_id", right_on="example_id", suffixes=("", "_fa"))
     for row in merged.itertuples():
         assert row.label == row.label_fa and row.target_loc == row.target_loc_fa
-        assert row.answer_roles == row.answer_roles_fa and row.additional_metadata == row.additional_metadata_fa
+        assert row.answer_roles == row.answer_roles_fa
+        assert row.additional_metadata == row.additional_metadata_fa | {"stereotyped_groups": ["Azerbaijanis"]}
+        english_tags = {"ترک‌ها": "Azerbaijanis", "فارس‌ها": "Persians", "unknown": "unknown"}
         for option in OPTIONS:
             text, tag = row.answer_info[option]
-            assert text == getattr(row, option) and tag == row.answer_info_fa[option][1]
+            assert text == getattr(row, option) and tag == english_tags[row.answer_info_fa[option][1]]
         options = [row.ans0, row.ans1, row.ans2]
-        assert options[row.target_loc] == "Azerbaijani man" and "Unknown" in options
+        assert options[row.target_loc] == "The Azerbaijani man" and "Unknown" in options
+        assert "The Persian man" in options
         assert row.lexical_variant == "Azerbaijanis' bank" and row.stereo_entity == "Azerbaijani man"
         assert "Azerbaijani" in row.context and "they" not in row.context
-    assert segments.index.is_unique and len(segments) == len(contexts) + 2 + 2 + 1
+    assert segments.index.is_unique and len(segments) == len(contexts) + 2 + 2 + 1 + 2
     # each Persian segment once (+ its retries), each distinct English back once
     assert server.requests_by_path["/v1/chat/completions"] == len(segments) + 1 + 2 + segments["text_en"].nunique()
 
@@ -595,3 +608,93 @@ def test_every_pronoun_of_a_question_is_checked_even_inside_an_entitys_words() -
 def test_a_missing_entity_is_named_in_its_failure() -> None:
     failures = translation_failures("context", "…", "The man left.", {"مرد فارس": "Persian man"}, [])
     assert failures == [("entity_missing", 'It does not hold the phrase "Persian man" exactly as given.')]
+
+
+# --- English gender by morphology, role nouns by the glossary, groups checked in the back-translation -------------
+
+
+def test_an_english_compound_that_adds_a_gender_fails() -> None:
+    """'businessman' and 'repairman' give a gender 'بازرگان' and 'تعمیرکار' do not: a word list missed them."""
+    assert _codes(entity_gender_failures("بازرگان هندی", "Indian businessman")) == ["entity_gender"]
+    assert _codes(entity_gender_failures("تعمیرکار موبایل", "mobile phone repairman")) == ["entity_gender"]
+    assert entity_gender_failures("بازرگان هندی", "Indian merchant") == []
+    assert entity_gender_failures("گردشگر آلمانی", "German tourist") == []
+
+
+def test_the_glossary_fixes_role_nouns() -> None:
+    """«دختر جوان کارگر» may not become 'young working woman': the labourer is lost, and with it the contrast."""
+    glossary = Glossary(load_glossary(GLOSSARY))
+    assert ("کارگر", "labourer") in glossary.terms_in("دختر جوان کارگر")
+    assert ("بازرگان", "merchant") in glossary.terms_in("بازرگان هندی")
+    entries = glossary.terms_in("دختر جوان کارگر")
+    assert _codes(translation_failures("entity", "دختر جوان کارگر", "young working woman", {}, entries)) == ["glossary"]
+    assert translation_failures("entity", "دختر جوان کارگر", "young woman labourer", {}, entries) == []
+
+
+def test_a_translation_that_adds_a_gender_is_retried_with_the_failure_named_then_reviewed(
+    fake: tuple[FakeLLMServer, LLMClient],
+) -> None:
+    server, client = fake
+    script = ScriptedTranslator()
+    script.wrong = {"بازرگان هندی": ["Indian businessman"] * 3, "تعمیرکار موبایل": ["mobile phone repairman"]}
+    script.right = {"تعمیرکار موبایل": "mobile phone repairer", "ثروتمندان": "The rich"}
+    script.sources["rich"] = "ثروتمندان"  # the back-translation is asked of the cleaned English
+    server.answer = script
+    table = pd.DataFrame(
+        {
+            "segment_id": ["entity-1", "entity-2", "group-1"],
+            "kind": ["entity", "entity", "group"],
+            "text_fa": ["بازرگان هندی", "تعمیرکار موبایل", "ثروتمندان"],
+            "entities": [("بازرگان هندی",), ("تعمیرکار موبایل",), ()],
+            "lexicals": [(), (), ("ثروتمندان",)],
+            "glossary": [(), (), ()],
+        }
+    )
+    translated, attempts = translate_segments(
+        table, TranslatePrompts.load(), client, TranslateParams(), Glossary(load_glossary(GLOSSARY))
+    )
+    rows = translated.set_index("text_fa")
+    assert (rows.at["بازرگان هندی", "failures"], rows.at["بازرگان هندی", "attempts"]) == ("entity_gender", 3)
+    assert (rows.at["تعمیرکار موبایل", "text_en"], rows.at["تعمیرکار موبایل", "attempts"]) == (
+        "mobile phone repairer",
+        2,
+    )
+    retry = next(b for b in server.bodies if len(b["messages"]) == 4 and "repairman" in str(b["messages"]))
+    assert 'but "mobile phone repairman" names someone male' in retry["messages"][3]["content"]
+    assert list(attempts["failures"]).count("entity_gender") == 4
+    assert rows.at["ثروتمندان", "text_en"] == "rich"  # a group's name, like an entity's, without its article
+
+
+def test_a_back_translation_must_name_each_group_of_its_segment() -> None:
+    """«راننده‌ی کرد» back as «راننده‌ی نمود» scores chrF 63, over the threshold, but the Kurd is lost. Another
+    term of the same English name counts ('آذری' for 'ترک'); punctuation after a term does not hide it."""
+    glossary = Glossary(load_glossary(GLOSSARY))
+    score = CHRF().sentence_score("راننده‌ی نمود", ["راننده‌ی کرد"]).score
+    assert round(score) == 63 and score > TranslateParams().min_chrf
+    lost = lost_group_terms([("کرد", "Kurdish")], "راننده‌ی نمود", glossary)
+    assert _codes(lost) == ["group_term_lost"] and "کرد" in lost[0].message and "group_term_lost" in FAILURES
+    assert lost_group_terms([("کرد", "Kurdish")], "راننده‌ی کرد", glossary) == []
+    assert lost_group_terms([("ترک", "Azerbaijani")], "یک مرد آذری آمد.", glossary) == []
+    assert lost_group_terms([("اراک", "Arak")], "در شورای شهر اراک، دو عضو بودند.", glossary) == []
+    both = [("ترک", "Azerbaijani"), ("فارس", "Persian")]
+    assert _codes(lost_group_terms(both, "مرد ترک و مرد لر", glossary)) == ["group_term_lost"]
+
+
+def test_a_lost_group_term_sends_the_segment_to_review_whatever_its_chrf(
+    fake: tuple[FakeLLMServer, LLMClient], tmp_path: Path
+) -> None:
+    server, client = fake
+    persian = _persian_examples()
+    script = ScriptedTranslator()
+    ambiguous = sorted(set(persian.loc[persian["context_condition"] == "ambig", "context"]))
+    kept_high = ambiguous[0].replace("ترک", "ترکمن")  # the group gone, the text nearly the same
+    script.back = {script.english(ambiguous[0]): kept_high}
+    server.answer = script
+    output = translate(
+        persian, UNKNOWN, load_glossary(_glossary(tmp_path)), TranslatePrompts.load(), client, TranslateParams()
+    )
+    segment = output["segments"].set_index("text_fa").loc[ambiguous[0]]
+    assert segment.failures == "group_term_lost" and segment.chrf > 80 and not segment.flagged
+    assert ambiguous[0] in set(output["review"]["text_fa"])
+    assert output.report["failures_by_rule"] == {"group_term_lost": 1}
+    assert output.report["dropped"]["by_reason"]["failed_validation"] == 2

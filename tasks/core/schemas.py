@@ -6,6 +6,8 @@ and casts each column to its declared type, so a wrong column fails where it is 
 
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 import pyarrow as pa
 
@@ -33,6 +35,25 @@ UNKNOWN_GROUP = "unknown"
 """The group tag of the 'unknown' option in ``answer_info``, as BBQ writes it."""
 RECORD_VERSION = "pbbq-1"
 """``additional_metadata.version`` of every example: the record format this builder writes."""
+LM_EVAL_REWRITES: tuple[tuple[str, str], ...] = (
+    ("woman", "woMan"), ("man", "Man"), ("girl", "Girl"), ("boy", "Boy"), ("M-", "m-"), ("F-", "f-"),
+    ("lowSES", "lowses"), ("highSES", "highses"), ("nonObese", "nonobese"), ("nonDisabled", "nondisabled"),
+    ("nonTrans", "nontrans"),
+)  # fmt: skip
+"""What lm-eval 0.4.13's BBQ ``process_docs`` rewrites in a tag before it splits it on ``_`` (it is case-sensitive,
+and lower-cases afterwards), and the spelling that escapes the rewrite: 'Germans' would be read as ['germ',
+'mans'], 'GerMans' is read as ['germans'] (/work/shared/DESIGN.md §3)."""
+
+
+def group_tag(group: str) -> str:
+    """A group as ``answer_info`` tags it: spaces (and ``_``, which lm-eval's BBQ code splits on) become ``-``,
+    and a substring lm-eval's BBQ code rewrites is spelled so that it does not (:data:`LM_EVAL_REWRITES`), so the
+    tag is read back as one group equal to itself lower-cased."""
+    tag = re.sub(r"[\s_]+", "-", group.strip())
+    for pattern, escaped in LM_EVAL_REWRITES:
+        tag = tag.replace(pattern, escaped)
+    return tag
+
 
 _strings = pa.list_(pa.string())
 

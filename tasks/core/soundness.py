@@ -12,14 +12,19 @@ checked on every row of every config in the build, not only in tests.
   entities differ in gender, age band or maturity, number, role or status outside the category that is about it
   (:func:`pbbq.tasks.text.cues.pair_confound`, the instantiate stage's own gate), that no template's ``allowed_pairs``
   keeps (original Persian rows).
+- ``gender_added``: an English row whose entity's English gives a gender its Persian does not give, or another
+  ('an Indian businessman' for «بازرگان هندی»; English compounds read by their morphology,
+  :mod:`pbbq.tasks.text.cues`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import pandas as pd
 import pyarrow as pa
 
-from ..text.cues import CONFOUNDS, pair_confound
+from ..text.cues import CONFOUNDS, entity_gender, pair_confound
 from .inputs import PAIR_SEPARATOR
 from .schemas import OPTIONS, example_configs
 
@@ -40,14 +45,18 @@ CHECKS = (
     "target_loc",
     "answer_info_text",
     *CONFOUNDS,
+    "gender_added",
 )
 SOUNDNESS = pa.schema(
     [("config", pa.string()), ("check", pa.string()), ("examples", pa.int64()), ("violations", pa.int64())]
 )
 
 
-def row_violations(frame: pd.DataFrame, allowed: set[tuple[str, str, str]]) -> dict[str, pd.Series]:
-    """A boolean Series per check over the rows of one config."""
+def row_violations(
+    frame: pd.DataFrame, allowed: set[tuple[str, str, str]], sources: Mapping[str, tuple[str, str]] | None = None
+) -> dict[str, pd.Series]:
+    """A boolean Series per check over the rows of one config; ``sources`` holds the Persian (stereotyped,
+    non-stereotyped) entities of each original Persian example, by id, which an English row is checked against."""
     roles = frame["answer_roles"]
     cells = zip(frame["context_condition"], frame["assignment"], frame["question_polarity"], strict=True)
     expected = [CELL_ROLE.get(cell) for cell in cells]
@@ -64,6 +73,20 @@ def row_violations(frame: pd.DataFrame, allowed: set[tuple[str, str, str]]) -> d
     categories = dict(zip(pairs, frame["category"], strict=True))
     reasons = {pair: pair_confound(pair[1], pair[2], category) for pair, category in categories.items()}
     confound = pd.Series([reasons[pair] for pair in pairs], index=frame.index, dtype=object)
+    persian = [
+        (sources or {}).get(source) if lang == "en" else None
+        for source, lang in zip(frame["source_example_id"], frame["lang"], strict=True)
+    ]
+    added = pd.Series(
+        [
+            fa is not None
+            and any(
+                entity_gender(en, "en") != entity_gender(source, "fa") for en, source in zip((s, n), fa, strict=True)
+            )
+            for (_, s, n), fa in zip(pairs, persian, strict=True)
+        ],
+        index=frame.index,
+    )
     return {
         "duplicate_example": frame.duplicated(DUPLICATE_KEY, keep="first"),
         "unfilled_placeholder": frame[["context", "question", *OPTIONS]]
@@ -79,6 +102,7 @@ def row_violations(frame: pd.DataFrame, allowed: set[tuple[str, str, str]]) -> d
         ),
         "answer_info_text": info_text,
         **{reason: original & (confound == reason) & ~kept for reason in CONFOUNDS},
+        "gender_added": added,
     }
 
 
@@ -89,10 +113,18 @@ def soundness(examples: pd.DataFrame, templates: pd.DataFrame) -> pd.DataFrame:
         for template_id, items in zip(templates["template_id"], templates["allowed_pairs"], strict=True)
         for item in items
     }
+    originals = examples[(examples["lang"] == "fa") & (examples["variant"] == "original")]
+    sources = dict(
+        zip(
+            originals["example_id"],
+            zip(originals["stereo_entity"], originals["nonstereo_entity"], strict=True),
+            strict=True,
+        )
+    )
     rows = []
     configs = example_configs(examples)
     for config in dict.fromkeys(configs):
         frame = examples[configs == config]
-        for check, bad in row_violations(frame, allowed).items():
+        for check, bad in row_violations(frame, allowed, sources).items():
             rows.append({"config": config, "check": check, "examples": len(frame), "violations": int(bad.sum())})
     return pd.DataFrame(rows, columns=SOUNDNESS.names)

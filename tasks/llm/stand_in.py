@@ -77,8 +77,8 @@ class StandInAnswerer(InProcessTransport):
         number = _number(persian)
         if kind == "entity":
             return " ".join(["stand-in", *terms, PERSON_EN.get(entity_gender(persian, "fa"), "person"), str(number)])
-        if kind == "lex":
-            return " ".join(["stand-in", *terms, "phrase", str(number)])
+        if kind in ("lex", "group"):
+            return " ".join(["stand-in", *terms, "phrase" if kind == "lex" else "group", str(number)])
         if kind == "question":
             return f"Who is meant by stand-in question {number}?"
         entities = " and the ".join(en for _, en in _pairs(_block(message, "phrases")))

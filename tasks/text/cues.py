@@ -6,6 +6,9 @@ gender (Obscured but Not Erased §4.1.1), translation to check English pronouns 
 
 - **Gender**: the first cue of the entity's head phrase in :data:`PERSON_GENDER` (man, woman, …) or
   :data:`KIN_GENDER` (father, mother, …, each word's own gender); in running English text, :data:`PRONOUN_GENDER`.
+  An English word is read by its morphology too (:func:`english_word_gender`): a compound on -man, -woman, -boy,
+  -girl, -wife ('businessman', 'repairman', 'chairwoman', 'schoolgirl', 'housewife') carries its last part's
+  gender, so a list of whole words cannot miss one.
 - **Age band**: an explicit age ('هفتادساله', 'N ساله', 'seventy-year-old') gives the band of that age
   (:data:`AGE_BANDS`); else the most specific age word (:data:`AGE_WORDS`: old, middle-aged, young, teen, child);
   else a word that only says child-or-young (پسر, دختر: ``youth``) or grown-up (مرد, زن: ``adult``).
@@ -62,6 +65,23 @@ PRONOUN_GENDER: dict[str, dict[str, str]] = {
     "fa": {},
 }
 """Gendered pronouns; Persian has none (او is either)."""
+
+GENDERED_SUFFIXES: tuple[tuple[str, str], ...] = (
+    ("woman", "female"), ("women", "female"), ("girl", "female"), ("girls", "female"),
+    ("wife", "female"), ("wives", "female"), ("man", "male"), ("men", "male"), ("boy", "male"), ("boys", "male"),
+)  # fmt: skip
+"""English compound endings and the gender they give, the female ones first ('woman' ends in 'man')."""
+
+NOT_GENDERED: frozenset[str] = frozenset(
+    {
+        *("human", "humans", "superhuman", "inhuman", "german", "germans", "roman", "romans", "oman", "ottoman"),
+        *("ottomans", "turkman", "turkmen", "yemen", "talisman", "caiman", "shaman", "shamans", "ataman"),
+        *("abdomen", "specimen", "regimen", "omen", "amen", "stamen", "hymen", "semen", "acumen", "lumen"),
+        *("albumen", "bitumen", "dolmen", "rumen", "cerumen", "tomboy", "tomboys"),
+    }
+)
+"""Words with a gendered ending that give no gender ('German', 'Roman', 'Turkmen', 'specimen'), or the other
+('tomboy' is a girl: left to the context)."""
 
 AGE_BANDS: tuple[tuple[str, int], ...] = (("child", 12), ("teen", 19), ("young", 39), ("middle", 59), ("old", 200))
 """Age bands by their last year of age: child ≤ 12, teen 13–19, young 20–39, middle-aged 40–59, old ≥ 60."""
@@ -154,11 +174,28 @@ def _head_words(text: str, lang: str) -> list[str]:
 
 
 @cache
+def english_word_gender(word: str) -> str | None:
+    """The gender an English noun gives (``female``, ``male``) or None: a person or kin noun, or a
+    compound on a gendered ending (:data:`GENDERED_SUFFIXES`, 'businessman', 'sportswoman', 'schoolgirl') unless
+    it is one of :data:`NOT_GENDERED` ('German', 'human'). A hyphenated word is read by its last part
+    ('mother-in-law' as a whole, 'middle-aged' not at all)."""
+    word = word.lower()
+    listed = PERSON_GENDER["en"].get(word) or KIN_GENDER["en"].get(word)
+    if listed or word in KIN_GENDER["en"] or word in NOT_GENDERED:
+        return listed
+    last = word.rsplit("-", 1)[-1]
+    if last != word:
+        return english_word_gender(last)
+    return next((gender for suffix, gender in GENDERED_SUFFIXES if word.endswith(suffix)), None)
+
+
+@cache
 def entity_gender(entity: str, lang: str) -> str:
     """``female``, ``male`` or :data:`NONE`: the first gender cue of the entity's head phrase (its head noun's,
-    or a modifier's as in 'راننده‌ی زن')."""
+    or a modifier's as in 'راننده‌ی زن'); an English word by :func:`english_word_gender`."""
     for word in _head_words(entity, lang):
-        gender = PERSON_GENDER[lang].get(word) or KIN_GENDER[lang].get(word)
+        table = PERSON_GENDER[lang].get(word) or KIN_GENDER[lang].get(word)
+        gender = english_word_gender(word) if lang == "en" else table
         if gender:
             return gender
     return NONE

@@ -3,23 +3,30 @@
 Each distinct Persian segment is translated once, since contexts, questions and options recur across
 examples: entity phrases and lexical variants first (as bare phrases), then questions and contexts, each
 context told the English of the entity phrases it holds, so that the English options occur in the English
-context. The 'unknown' phrasings are not translated: they map to a fixed English list
+context; and the groups the options are tagged with (``answer_info``), so that an English record's tags are
+English. The 'unknown' phrasings are not translated: they map to a fixed English list
 (``annotations/unknown_phrases.csv``).
 
 Every translation is validated (:func:`translation_failures`): English only; each group term of the
 segment's entities and lexical variant named as ``annotations/glossary.csv`` names it
 (:mod:`pbbq.tasks.translate.glossary`); an entity phrase keeps the gender its Persian gives
-(:mod:`pbbq.tasks.text.cues`), no more and no less; a context holds each of its entities' English and its pronouns agree
+(:mod:`pbbq.tasks.text.cues`; English compounds such as 'businessman' read by their morphology), no more and no
+less; a context holds each of its entities' English and its pronouns agree
 with the gender of the entity they refer to (no 'they' for a man, no 'she' for him); a question genders no one it may be
 about. A failing translation is sent back with the failures named (``prompts/translate.retry.en.txt``), up to
 ``max_attempts`` answers in all; what still fails goes to review and its examples are dropped (``failed_validation``).
 
 Every English segment is translated back to Persian and scored with chrF (sacrebleu) against the original; a
 segment under ``min_chrf`` is flagged for review, and ``keep_flagged`` decides whether its examples stay
-(``flagged_translation``). English examples keep the Persian example's id stem (``<id>-en``), point to it in
-``source_example_id``, and keep its record: ``answer_info`` holds each option's English text with the Persian
-example's group tag, ``answer_roles`` and ``additional_metadata`` are the Persian example's, and
-``lexical_variant`` is the variant's English.
+(``flagged_translation``). Whatever its chrF, a back-translation must name each group of the segment's glossary
+entries by a Persian term of the same English name («راننده‌ی کرد» coming back as «راننده‌ی نمود» has lost the
+Kurd): else the segment fails (``group_term_lost``), goes to review and its examples are dropped.
+
+English examples keep the Persian example's id stem (``<id>-en``), point to it in ``source_example_id``, and keep
+its record in BBQ's English surface: an entity option is its phrase with the article, as BBQ writes it ("The
+taxi driver"); ``answer_info`` holds each option's text and the English of its group tag (``additional_metadata``'s
+``stereotyped_groups`` too, so lm-eval's BBQ code still finds the biased answer); ``answer_roles`` are the Persian
+example's, and ``lexical_variant`` is the variant's English.
 """
 
 from __future__ import annotations
@@ -37,7 +44,7 @@ from sacrebleu.metrics import CHRF
 
 from ..core.artifacts import REPO_ROOT, StageOutput, count_reasons, sha256_bytes
 from ..core.prompts import PromptBundle, retry_request
-from ..core.schemas import EXAMPLE, EXAMPLE_DROPPED, OPTIONS
+from ..core.schemas import EXAMPLE, EXAMPLE_DROPPED, OPTIONS, UNKNOWN_GROUP, group_tag
 from ..llm import LLMClient, LLMRequest, LLMResponse
 from ..text.cues import NONE, PRONOUN_GENDER, entity_gender
 from ..text.persian import normalize_fa
@@ -53,11 +60,13 @@ PROMPT_FILES = (
     "back_translate.input.en-fa.txt",
 )
 """In :class:`TranslatePrompts`' order: instructions, data, retry; back-translation instructions and data."""
-KIND_NAMES = {"entity": "phrase", "lex": "phrase", "question": "question", "context": "text"}
+KIND_NAMES = {"entity": "phrase", "lex": "phrase", "group": "phrase", "question": "question", "context": "text"}
 KIND_INSTRUCTIONS = {
     "entity": "It is a noun phrase naming a person or a group: translate it as a bare noun phrase, without an article.",
     "lex": "It is a word or short phrase that fills a slot in a sentence (a place, an occasion, a trade, a time): "
     "translate it as a short phrase that could fill the same slot in an English sentence.",
+    "group": "It names a group of people: translate it as a short plural noun phrase that names the group, "
+    "without an article.",
     "question": "It is a question about one of two people: keep it a question.",
     "context": "It is a short story about two people: render each Persian phrase listed in <phrases> exactly as the "
     "English given there.",
@@ -70,8 +79,10 @@ FAILURES: dict[str, str] = {
     "entity_gender": "{detail}",
     "pronoun_gender": "{detail}",
     "singular_they": "{detail}",
+    "group_term_lost": "The back-translation does not name {fa} ({en}).",
 }
-"""Every rule a translation can break, with the English sentence that names it in the follow-up message."""
+"""Every rule a translation can break, with the English sentence that names it in the follow-up message (a lost
+group term is found in the back-translation, after the last attempt: it names nothing to the model)."""
 GENDER_WORDS = {"male": "male", "female": "female", NONE: "of a gender the Persian does not give"}
 PRONOUNS = {"male": "he/him/his", "female": "she/her/hers", NONE: "they/them/their"}
 THEY = frozenset({"they", "them", "their", "theirs", "themselves", "themself"})
@@ -108,7 +119,10 @@ ATTEMPT = pa.schema(
 )
 """Every translation answer, with the rules it broke and the sentences that named them in the retry."""
 _ARTICLE = re.compile(r"^(the|a|an)\s+", re.IGNORECASE)
+GROUP_SEPARATOR = "-"
+"""How a group tag joins the words of its group's name (:func:`pbbq.tasks.core.schemas.group_tag`)."""
 _PERSIAN = re.compile(r"[\u0600-\u06ff]")
+_PUNCTUATION = re.compile(r"[^\w\u200c\s]")
 _WORD = re.compile(r"[A-Za-z]+(?:'[a-z]+)?")
 _SENTENCE_END = re.compile(r"[.!?]+(?=\s|$)")
 
@@ -165,6 +179,7 @@ def segments(examples: pd.DataFrame, glossary: Glossary) -> pd.DataFrame:
     rows += [{"kind": "entity", "text_fa": e, "entities": (e,), "lexicals": ()} for e in entities]
     variants = sorted(set(examples["lexical_variant"]) - {""})
     rows += [{"kind": "lex", "text_fa": v, "entities": (), "lexicals": (v,)} for v in variants]
+    rows += [{"kind": "group", "text_fa": g, "entities": (), "lexicals": (g,)} for g in sorted(_groups(examples))]
     for question, group in examples.groupby("question", sort=True):
         asked = sorted(set(group["stereo_entity"]) | set(group["nonstereo_entity"]))
         rows.append({"kind": "question", "text_fa": question, "entities": tuple(asked), "lexicals": ()})
@@ -183,6 +198,21 @@ def segments(examples: pd.DataFrame, glossary: Glossary) -> pd.DataFrame:
         for kind, ents, lexs in zip(frame["kind"], frame["entities"], frame["lexicals"], strict=True)
     ]
     return frame
+
+
+def group_name(tag: str) -> str:
+    """The Persian name of the group a tag names (its words joined by spaces again)."""
+    return tag.replace(GROUP_SEPARATOR, " ")
+
+
+def _groups(examples: pd.DataFrame) -> set[str]:
+    """The Persian names of the groups the examples' entity options are tagged with."""
+    return {
+        group_name(str(list(info[option])[1]))
+        for info, roles in zip(examples["answer_info"], examples["answer_roles"], strict=True)
+        for option in OPTIONS
+        if roles[option] != "unknown"
+    }
 
 
 def _entries(glossary: Glossary, phrases: Iterable[str]) -> tuple[tuple[str, str], ...]:
@@ -311,6 +341,13 @@ def translation_failures(
     return failures
 
 
+def lost_group_terms(entries: Iterable[tuple[str, str]], back: str, glossary: Glossary) -> list[Failure]:
+    """The glossary entries of a segment whose group its back-translation does not name: by the term itself or by
+    another term of the same English name ('آذری' for 'ترک'), whatever the chrF."""
+    named = {english for _, english in glossary.terms_in(_PUNCTUATION.sub(" ", back))}
+    return [_failure("group_term_lost", fa=fa, en=en) for fa, en in entries if en not in named]
+
+
 def delimited(text: str) -> str:
     """Text as it goes inside a prompt's tag: angle brackets become look-alikes, so it cannot close its block or
     open another."""
@@ -363,7 +400,7 @@ def follow_up(
 
 def _clean(text: str, kind: str) -> str:
     text = " ".join(text.split())
-    return _ARTICLE.sub("", text) if kind == "entity" else text
+    return _ARTICLE.sub("", text) if kind in ("entity", "group") else text
 
 
 def _translate_batch(
@@ -415,15 +452,16 @@ def _translate_batch(
 
 
 def translate_segments(
-    table: pd.DataFrame, prompts: TranslatePrompts, client: LLMClient, params: TranslateParams
+    table: pd.DataFrame, prompts: TranslatePrompts, client: LLMClient, params: TranslateParams, glossary: Glossary
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Every segment's English (validated, retried), its back-translation and chrF; and every attempt.
+    """Every segment's English (validated, retried), its back-translation, chrF and lost group terms
+    (:func:`lost_group_terms`); and every attempt.
 
-    Entity phrases and lexical variants go first: a context's request holds its entities' English."""
+    Entity phrases, lexical variants and groups go first: a context's request holds its entities' English."""
     english: dict[str, str] = {}
     results: dict[str, tuple[str, list[Failure], list[str]]] = {}
     log: list[dict[str, Any]] = []
-    for kinds in (("entity", "lex"), ("question", "context")):
+    for kinds in (("entity", "lex", "group"), ("question", "context")):
         batch = table[table["kind"].isin(kinds)]
         done = _translate_batch(batch, english, prompts, client, params, log)
         results.update(done)
@@ -435,6 +473,7 @@ def translate_segments(
         text, failures, ids = results[row.segment_id]
         back = normalize_fa(answer.text)
         score = chrf.sentence_score(back, [row.text_fa]).score
+        failures = [*failures, *lost_group_terms(row.glossary, back, glossary)]
         rows.append(
             {
                 "segment_id": row.segment_id,
@@ -481,19 +520,22 @@ def english_examples(
         for k, fa, ids in zip(translated["kind"], translated["text_fa"], translated["request_ids"], strict=True)
     }
     unknown = dict(zip(unknown_phrases["phrase_fa"], unknown_phrases["phrase_en"], strict=True))
+    tags = {fa: group_tag(en) for (kind, fa), en in english.items() if kind == "group"}
     rows, reasons, pairs = [], [], []
     for row in examples.to_dict(orient="records"):
         pairs.append((row["template_id"], row["stereo_entity"], row["nonstereo_entity"], row["lexical_variant"]))
         keys = [("context", row["context"]), ("question", row["question"])]
         keys += [("entity", row["stereo_entity"]), ("entity", row["nonstereo_entity"])]
         keys += [("lex", row["lexical_variant"])] if row["lexical_variant"] else []
+        entity_options = [option for option in OPTIONS if row["answer_roles"][option] != "unknown"]
+        groups = {option: group_name(str(list(row["answer_info"][option])[1])) for option in entity_options}
+        keys += [("group", group) for group in groups.values()]
         texts = {
-            option: unknown[row[option]]
-            if row["answer_roles"][option] == "unknown"
-            else english[("entity", row[option])]
+            option: f"The {english[('entity', row[option])]}" if option in groups else unknown[row[option]]
             for option in OPTIONS
         }
-        info = {option: [texts[option], str(list(row["answer_info"][option])[1])] for option in OPTIONS}
+        info = {option: [texts[option], tags.get(groups.get(option, ""), UNKNOWN_GROUP)] for option in OPTIONS}
+        [stereotyped] = [option for option in entity_options if row["answer_roles"][option] == "stereotyped"]
         reason = ""
         if failed.intersection(keys):
             reason = "failed_validation"
@@ -507,6 +549,7 @@ def english_examples(
                 "context": english[keys[0]],
                 "question": english[keys[1]],
                 "answer_info": info,
+                "additional_metadata": row["additional_metadata"] | {"stereotyped_groups": [info[stereotyped][1]]},
                 "stereo_entity": english[keys[2]],
                 "nonstereo_entity": english[keys[3]],
                 "lexical_variant": english[keys[4]] if row["lexical_variant"] else "",
@@ -547,11 +590,13 @@ def translate(
     unmapped = sorted(phrasings - set(unknown_phrases["phrase_fa"]))
     if unmapped:
         raise ValueError(f"'unknown' phrasing(s) with no English in the phrase list: {unmapped}")
-    table = segments(originals, Glossary(glossary))
-    translated, attempts = translate_segments(table, prompts, client, params)
+    lookup = Glossary(glossary)
+    table = segments(originals, lookup)
+    translated, attempts = translate_segments(table, prompts, client, params, lookup)
     kept, dropped = english_examples(originals, translated, unknown_phrases, params)
     review = translated[translated["flagged"] | (translated["failures"] != "")].reset_index(drop=True)
-    broken = attempts["failures"].str.split(";").explode()
+    lost = translated["failures"].str.split(";").explode()
+    broken = pd.concat([attempts["failures"].str.split(";").explode(), lost[lost == "group_term_lost"]])
     report = {
         "stage": STAGE,
         "parameters": asdict(params),

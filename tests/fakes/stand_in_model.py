@@ -165,7 +165,10 @@ class StandInModel:
             if r["assignment"] == "biased"
         }
         self.english = {r["template_id"]: r for r in _rows(folder, "translations.csv")}
-        self.phrases = {normalize_fa(r["fa"]): r["en"] for r in _rows(folder, "phrases.csv")}
+        phrases = _rows(folder, "phrases.csv")
+        self.phrases = {normalize_fa(r["fa"]): r["en"] for r in phrases if r["kind"] != "group"}
+        self.groups = {normalize_fa(r["fa"]): r["en"] for r in phrases if r["kind"] == "group"}
+        """The English of the groups the options are tagged with."""
         self.contexts: dict[tuple[str, str, str], list[tuple[str, str, str]]] = {}
         """Per (template, stereotyped entity, non-stereotyped entity): (Persian context, its lexical variant, its
         assignment or 'none')."""
@@ -239,6 +242,8 @@ class StandInModel:
                         self.contexts.setdefault((template_id, stereo, nonstereo), []).append(
                             (persian, lex, assignment)
                         )
+        for persian, english_group in self.groups.items():
+            add(persian, english_group)
         return translations
 
     def _design_breakers(self) -> None:

@@ -165,7 +165,7 @@ def main() -> None:
 
     # phrases.csv: every entity and lexical variant once, keyed by the normalised Persian.
     phrases = read(HERE / "phrases.csv", ["kind", "fa", "en"])
-    assert set(phrases["kind"]) == {"entity", "lex"}
+    assert set(phrases["kind"]) == {"entity", "lex", "group"}
     assert not phrases.duplicated(["kind", "fa"]).any()
     assert (phrases["en"].str.strip() == phrases["en"]).all() and (phrases["en"] != "").all()
     english = {k: dict(zip(g["fa"], g["en"], strict=True)) for k, g in phrases.groupby("kind")}
