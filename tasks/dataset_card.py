@@ -293,8 +293,8 @@ def _answers_sentence(header: Mapping[str, Any] | None) -> str:
 
 
 def _name_proxy_section(strength: pd.DataFrame | None) -> str:
-    """Per group, how strongly its names stand for it (:mod:`pbbq.tasks.name_strength`), and which groups
-    ``fa-names`` kept."""
+    """Per group, how strongly its names stand for it (:mod:`pbbq.tasks.name_strength`), and which groups are over
+    the threshold, hence may be named in ``fa-names``."""
     if strength is None or strength.empty:
         return "The names' strength was not measured in this build, and no group was left out for it."
     first = strength.iloc[0]
@@ -326,7 +326,9 @@ def _name_proxy_section(strength: pd.DataFrame | None) -> str:
         "a reader knows of a name, so a kept group is one whose names look alike, not proof that a reader "
         "recognises the group.\n\n"
         + markdown_table(["Category", "Group", "# groups", "Strength", "Chance", "Threshold", "`fa-names`"], rows)
-        + f"\n\n`fa-names` keeps the groups {kept_text or 'none'}."
+        + f"\n\nGroups over the threshold: {kept_text or 'none'}. An example needs both of its groups over it, "
+        "so a category can keep a group and still have no example in `fa-names` (its pairs meet a group under the "
+        "threshold); Table 1 below counts the examples `fa-names` holds per category."
     )
 
 

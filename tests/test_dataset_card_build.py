@@ -80,7 +80,7 @@ def test_the_card_gives_each_groups_name_strength_and_what_fa_names_kept(tmp_pat
     text = _card(tmp_path, None)
     assert "| Nationality | ژاپنی | 3 | 0.72 | 0.33 | 0.43 | kept |" in text
     assert "| Nationality | هندی | 3 | 0.28 | 0.33 | 0.43 | left out (`weak_proxy`) |" in text
-    assert "`fa-names` keeps the groups Nationality: ایرانی, ژاپنی." in text
+    assert "Groups over the threshold: Nationality: ایرانی, ژاپنی. An example needs both of its groups" in text
     assert "chance + 0.10" in text
     assert "first names typical of the group" not in text
     unmeasured = _card(tmp_path / "none", None, strength=None)
