@@ -24,7 +24,8 @@ variants with the reason ``weak_proxy`` (the ``weak_proxy`` table: it stays in `
 Examples that cannot be mapped (an entity that no name can stand for, such as an age group or a profession; a
 mention no pattern covers; two entities of one group; age bands that share no era; contradicting gender cues)
 are never passed through: they go to the ``unmapped`` table with their reason. They are not drops: no name table
-covers them, and they stay in ``fa``; the report counts them as ``not_covered``, and the stage drops nothing.
+covers them, and they stay in ``fa``; the report counts them as ``not_covered``. The stage's only drops are the
+weak proxies.
 """
 
 from __future__ import annotations
@@ -406,7 +407,7 @@ def _report(
 ) -> dict[str, Any]:
     """Counts in and out, per sub-seed (distinct names drawn, redraws, eras and gender pairs) and per category, the
     genders of the references, the patterns used and every mention no name table covers (``not_covered``: the
-    examples stay in fa, so nothing is ``dropped``)."""
+    examples stay in fa, and are not ``dropped``; the weak proxies are, from the ``weak_proxy`` table)."""
     seeds = [row["sub_seed"] for row in per_seed]
     mapped_categories = pd.Series([p.row["category"] for p in mapped], dtype="object")
     per_category = {}
