@@ -23,6 +23,7 @@ from ..tasks.diversity import TABLE2, TABLE2_INSTANCES, DiversityParams, diversi
 from ..tasks.instantiate import DROPPED_PAIR, InstantiateParams, instantiate
 from ..tasks.kappa_gate import GateParams, kappa_gate
 from ..tasks.names import NamesParams, load_gender_prompt, names
+from ..tasks.names.strength import PROXY_STRENGTH
 from ..tasks.publish import RELEASE_FILES, PublishParams, publish_stage
 from ..tasks.statistics import DISTRIBUTION, FUNNEL, TABLE1, statistics
 from ..tasks.survey_filter import ACCEPTANCE_BY_DEMOGRAPHIC, SurveyParams, survey_filter
@@ -169,12 +170,23 @@ PIPELINE: list[Stage] = [
             "client": Client(when=lambda p: p.gender_llm),
             "prompt": Resource(load_gender_prompt, when=lambda p: p.gender_llm),
         },
-        outputs={"examples": EXAMPLE, "unmapped": EXAMPLE_DROPPED},
+        outputs={
+            "examples": EXAMPLE,
+            "unmapped": EXAMPLE_DROPPED,
+            "weak_proxy": EXAMPLE_DROPPED,
+            "proxy_strength": PROXY_STRENGTH,
+        },
         params=NamesParams,
-        ranges={"seed": SEED, "n_seeds": (1, 100)},
-        # no drop tables: `unmapped` holds the examples no name table covers, which stay in fa (not covered)
+        ranges={"seed": SEED, "n_seeds": (1, 100), "min_proxy_margin": (0, 1)},
+        # `unmapped` holds the examples no name table covers (not covered, not drops); `weak_proxy` those whose
+        # names do not tell their groups apart: both stay in fa
+        drops=("weak_proxy",),
         words=("examples (fa)", "name-proxy variants (fa-names)", "examples without a name proxy (they stay in fa)"),
-        funnel={"examples_fa-names": "Name-proxy variants (`fa-names`)"},
+        funnel={
+            "examples_fa-names": "Name-proxy variants (`fa-names`)",
+            "names_weak_proxy": "Examples left out of `fa-names`: their names do not tell their groups apart",
+        },
+        counts=lambda out: {"names_weak_proxy": len(out["weak_proxy"])},
         request_ids=lambda out: _ids(out["examples"]["llm_request_ids"]),
     ),
     Stage(
@@ -245,6 +257,7 @@ PIPELINE: list[Stage] = [
             "table1": Table("09_statistics", "table1"),
             "table2": Table("08_diversity", "table2"),
             "funnel": Table("09_statistics", "funnel"),
+            "proxy_strength": Table("06_names", "proxy_strength"),
             "funnel_labels": RunValue("funnel_labels"),
             "gate": RunValue("gate"),
             "out_dir": RunValue("out_dir"),

@@ -402,7 +402,11 @@ def _write_stages(
         run,
         "06_names",
         _report("names", len(examples), len(variants), unmapped["reason"], counts={"mapped": len(mapped)}),
-        {"examples": pd.DataFrame(variants, columns=examples.columns), "unmapped": unmapped},
+        {
+            "examples": pd.DataFrame(variants, columns=examples.columns),
+            "unmapped": unmapped,
+            "weak_proxy": unmapped.iloc[:0],  # every group's names tell it apart here
+        },
     )
     done("06_names")
 

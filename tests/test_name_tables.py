@@ -314,3 +314,11 @@ def test_the_cross_check_catches_an_undecided_or_contradicting_name(tmp_path: Pa
         ("مریم", "male", "female", None),
     ]
     assert [d["name"] for d in disagreements if d["decided"] != d["table"]] == ["مهدی", "زهرا", "مریم"]
+
+
+def test_no_indian_or_japanese_name_reads_as_an_iranian_given_name(fa_table: pd.DataFrame) -> None:
+    """A proxy for a foreign nationality must not read as the Iranian name it shares a spelling with («پریا», Pariya,
+    stood for Indian Priya): none of these groups' names is in the independent list of Iranian given names."""
+    foreign = fa_table[fa_table["group"].isin(["هندی", "ژاپنی"])]
+    assert len(foreign) == 20
+    assert [name for name in foreign["name"] if get_gender(name) != "UNKNOWN"] == []

@@ -41,6 +41,8 @@ from tests.helpers import NAMES_EN, NAMES_FA, llm_config
 BBQ = REPO_ROOT / "tests" / "data" / "bbq"  # BBQ's Nationality records, CC BY 4.0 (README there)
 PHRASES = ("نمی‌توان تشخیص داد", "اطلاعات کافی نیست")
 DUPLICATE_KEY = ["context", "question", "ans0", "ans1", "ans2"]
+MECHANICS = NamesParams(drop_weak_proxies=False)
+"""The drawing and rewriting rules alone: every group kept, whatever its names' strength (tested on its own)."""
 
 
 def _eras(table: pd.DataFrame) -> dict[str, set[str]]:
@@ -182,7 +184,7 @@ def fa_examples() -> pd.DataFrame:
 
 @pytest.fixture(scope="module")
 def fa_output(fa_examples: pd.DataFrame, fa_table: pd.DataFrame) -> StageOutput:
-    return names(fa_examples, fa_table, NamesParams())
+    return names(fa_examples, fa_table, MECHANICS)
 
 
 def _entity_names(variant: pd.Series) -> dict[str, str]:
@@ -324,16 +326,16 @@ def test_unnameable_entities_are_reported_not_passed_through(fa_examples: pd.Dat
 def test_rebuild_is_byte_identical_and_independent_of_row_order(
     fa_examples: pd.DataFrame, fa_table: pd.DataFrame, fa_output: StageOutput
 ) -> None:
-    again = names(fa_examples, fa_table, NamesParams())
+    again = names(fa_examples, fa_table, MECHANICS)
     for name in ("examples", "unmapped"):
         schema = fa_output.schemas[name]
         assert parquet_bytes(to_arrow(again[name], schema, name)) == parquet_bytes(
             to_arrow(fa_output[name], schema, name)
         )
-    shuffled = names(fa_examples.sample(frac=1, random_state=3), fa_table.sample(frac=1, random_state=4), NamesParams())
+    shuffled = names(fa_examples.sample(frac=1, random_state=3), fa_table.sample(frac=1, random_state=4), MECHANICS)
     by_id = fa_output["examples"].set_index("example_id").sort_index()
     pd.testing.assert_frame_equal(shuffled["examples"].set_index("example_id").sort_index(), by_id)
-    other_seed = names(fa_examples, fa_table, NamesParams(seed=1, n_seeds=2))["examples"]
+    other_seed = names(fa_examples, fa_table, NamesParams(seed=1, n_seeds=2, drop_weak_proxies=False))["examples"]
     assert len(other_seed) == 240 and not other_seed["variant"].isin(by_id["variant"]).any()
 
 
@@ -379,7 +381,7 @@ def _frame(*examples: dict) -> pd.DataFrame:
 
 
 def test_one_examples_three_variants_are_pinned() -> None:
-    output = names(_frame(_example("ETH-01-T1-0a1b", "دانشجوی ترک", "دانشجوی فارس")), _pin_table(), NamesParams())
+    output = names(_frame(_example("ETH-01-T1-0a1b", "دانشجوی ترک", "دانشجوی فارس")), _pin_table(), MECHANICS)
     variants = output["examples"]
     assert variants["example_id"].tolist() == [
         "ETH-01-T1-0a1b-names-7271",
@@ -402,23 +404,23 @@ def test_examples_that_read_the_same_once_named_get_different_names() -> None:
     """'کارگر ترک' and 'جوان ترک' both become a name: the two examples would be one text but for their names."""
     worker = _example("X-2-a", "کارگر ترک", "کارگر فارس", "یک کارگر ترک و یک کارگر فارس آمدند.")
     young = _example("Y-2-a", "جوان ترک", "جوان فارس", "یک جوان ترک و یک جوان فارس آمدند.")
-    output = names(_frame(worker, young), _pin_table(), NamesParams())
+    output = names(_frame(worker, young), _pin_table(), MECHANICS)
     variants = output["examples"]
     assert len(variants) == 6 and not variants.duplicated(DUPLICATE_KEY).any()
     assert variants["context"].str.fullmatch(r"\S+ و \S+ آمدند\.").all()
-    alone = names(_frame(young), _pin_table(), NamesParams())["examples"]
+    alone = names(_frame(young), _pin_table(), MECHANICS)["examples"]
     first = variants[variants["source_example_id"] == "X-2-a"]["context"].tolist()
-    assert first == names(_frame(worker), _pin_table(), NamesParams())["examples"]["context"].tolist()
+    assert first == names(_frame(worker), _pin_table(), MECHANICS)["examples"]["context"].tolist()
     assert set(alone["context"]) & set(first)  # alone, Y-2 would repeat X-2: the linked pairs draw again
     assert sum(row["redraws"] for row in output.report["per_sub_seed"]) > 0
-    reversed_input = names(_frame(young, worker), _pin_table(), NamesParams())["examples"]
+    reversed_input = names(_frame(young, worker), _pin_table(), MECHANICS)["examples"]
     by_id = variants.set_index("example_id")["context"]
     assert reversed_input.set_index("example_id")["context"].sort_index().equals(by_id.sort_index())
 
 
 def test_an_example_without_enough_free_pairs_is_unmapped() -> None:
     old = [_example(f"O-{i}-a", "پیرمرد ترک", "پیرمرد فارس") for i in range(2)]  # male, pre1970: 2 × 2 = 4 pairs
-    output = names(_frame(*old), _pin_table(), NamesParams())
+    output = names(_frame(*old), _pin_table(), MECHANICS)
     assert output["examples"]["source_example_id"].unique().tolist() == ["O-0-a"]
     assert output["unmapped"]["reason"].tolist() == ["too_few_distinct_names"]
     assert output.report["not_covered_examples"][0]["detail"] == "1 name pair(s) left for 3 variants"
@@ -428,10 +430,10 @@ def test_an_example_without_enough_free_pairs_is_unmapped() -> None:
 def test_age_narrows_the_era_of_the_person_named_not_of_a_possessor() -> None:
     """'پیرمرد ترک' is old: his name is of pre1970; 'پدربزرگ ترک' becomes 'پدربزرگ <name>', the grandfather of the
     person named, whose age nothing says."""
-    old = names(_frame(_example("A-1", "پیرمرد ترک", "پیرمرد فارس")), _pin_table(), NamesParams())["examples"]
+    old = names(_frame(_example("A-1", "پیرمرد ترک", "پیرمرد فارس")), _pin_table(), MECHANICS)["examples"]
     assert {name.split("-", 2)[2].rsplit("-", 1)[0] for name in old[["ans0", "ans2"]].to_numpy().ravel()} == {"pre1970"}
     kin = [_example(f"K-{i}", "پدربزرگ ترک", "پدربزرگ فارس") for i in range(3)]
-    output = names(_frame(*kin), _pin_table(), NamesParams())
+    output = names(_frame(*kin), _pin_table(), MECHANICS)
     assert output["unmapped"].empty and len(output["examples"]) == 9
     assert output["examples"]["ans0"].str.startswith("پدربزرگ ت-m-").all()
     assert len(set().union(*(row["eras"] for row in output.report["per_sub_seed"]))) > 1
@@ -447,12 +449,12 @@ def test_age_narrows_the_era_of_the_person_named_not_of_a_possessor() -> None:
     ],
 )
 def test_unmapped_reasons(stereo: str, nonstereo: str, reason: str) -> None:
-    output = names(_frame(_example("U-1", stereo, nonstereo)), _pin_table(), NamesParams())
+    output = names(_frame(_example("U-1", stereo, nonstereo)), _pin_table(), MECHANICS)
     assert output["examples"].empty and output["unmapped"]["reason"].tolist() == [reason]
 
 
 def test_an_unhandled_reference_names_the_words_around_it(fa_table: pd.DataFrame) -> None:
-    output = names(_frame(_example("X-1", "ترک جوان", "مرد فارس")), fa_table, NamesParams())
+    output = names(_frame(_example("X-1", "ترک جوان", "مرد فارس")), fa_table, MECHANICS)
     assert [(d["reason"], d["entity"]) for d in output.report["not_covered_examples"]] == [
         ("unhandled_reference", "ترک جوان")
     ]
@@ -485,7 +487,7 @@ def sample_like() -> tuple[pd.DataFrame, StageOutput]:
     )
     phrases = tuple(load_unknown_phrases(REPO_ROOT / "annotations" / "unknown_phrases.csv")["phrase_fa"])
     examples = instantiate(templates, questionnaire, InstantiateParams(phrases))["examples"]
-    return examples, names(examples, load_name_table(NAMES_FA, templates), NamesParams())
+    return examples, names(examples, load_name_table(NAMES_FA, templates), MECHANICS)
 
 
 def test_sample_like_fa_names_has_no_duplicate_and_matched_pairs(
@@ -511,7 +513,7 @@ def test_bbq_nationality_three_variants_per_record(en_table: pd.DataFrame) -> No
     start = time.perf_counter()
     records = read_bbq_jsonl(BBQ / "Nationality.jsonl")
     examples, rejected = bbq_examples(records, "en")
-    output = names(examples, en_table, NamesParams())
+    output = names(examples, en_table, MECHANICS)
     lines = bbq_variants(records, output["examples"])
     elapsed = time.perf_counter() - start
     assert len(records) == 3080 and rejected == [] and output.report["counts"]["mapped"] == 3080
@@ -559,7 +561,7 @@ def test_bbq_records_of_a_group_without_names_are_reported(en_table: pd.DataFram
     yemeni = [r for r in records if any(label == "Yemeni" for label, _ in r["answer_info"].values())]
     others = [r for r in records if r not in yemeni][:100]
     examples, _ = bbq_examples([*yemeni, *others], "en")
-    output = names(examples, en_table[en_table["group"] != "Yemeni"], NamesParams())
+    output = names(examples, en_table[en_table["group"] != "Yemeni"], MECHANICS)
     assert yemeni and sorted(output["unmapped"]["example_id"]) == sorted(str(r["example_id"]) for r in yemeni)
     assert {(d["entity"], d["reason"]) for d in output.report["not_covered_examples"]} == {
         ("Yemeni", "entity_not_in_name_table")
@@ -653,18 +655,18 @@ def llm_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeLLMServer]:
 
 
 def test_undecided_gender_is_unmapped_without_the_labeller(en_table: pd.DataFrame) -> None:
-    output = names(_contradicting(), en_table, NamesParams())
+    output = names(_contradicting(), en_table, MECHANICS)
     assert output["examples"].empty and output["unmapped"]["reason"].tolist() == ["gender_undecided"]
     assert output.report["not_covered_examples"][0]["entity"] == "Italian"
     with pytest.raises(ValueError, match="gender_llm is on"):
-        names(_contradicting(), en_table, NamesParams(gender_llm=True))
+        names(_contradicting(), en_table, NamesParams(gender_llm=True, drop_weak_proxies=False))
 
 
 def test_llm_labeller_decides_undecided_genders(
     llm_server: FakeLLMServer, tmp_path: Path, en_table: pd.DataFrame
 ) -> None:
     config = llm_config(llm_server, tmp_path / "store.sqlite", model="fake")
-    params = NamesParams(gender_llm=True)
+    params = NamesParams(gender_llm=True, drop_weak_proxies=False)
     output = names(_contradicting(), en_table, params, open_llm(config, None), load_gender_prompt())
     variants = output["examples"]
     assert len(variants) == 3 and output["unmapped"].empty and llm_server.requests_total == 1
@@ -680,3 +682,32 @@ def test_llm_labeller_decides_undecided_genders(
     again = names(_contradicting(), en_table, params, open_llm(replay, None), load_gender_prompt())
     pd.testing.assert_frame_equal(again["examples"], variants)
     assert llm_server.requests_total == 1 and again.report["llm"]["requests_sent"] == 0
+
+
+# --- rules pinned on hand-made cases ----------------------------------------------------------------------------
+
+
+def test_a_mixed_gender_pair_kept_by_allowed_pairs_gives_each_entity_its_own_gender() -> None:
+    """'مرد ترک' (a man) against 'زن فارس' (a woman) is a gender confound outside Gender, built only because the
+    template's ``allowed_pairs`` keeps it: each name must carry its own entity's gender (pin table: ``-m-``, ``-f-``)
+    in every variant, never the other's."""
+    template = _template("ETH-09-T1", "Ethnicity", ["مرد ترک"], ["زن فارس"])
+    template["allowed_pairs"] = ["مرد ترک|زن فارس|the stereotype is about Azerbaijani men; a reviewer kept it"]
+    templates = pd.DataFrame([template])
+    built = instantiate(templates, _stereotypes(templates), InstantiateParams(PHRASES))
+    assert len(built["examples"]) == 24 and built["dropped_pairs"].empty
+    variants = names(built["examples"], _pin_table(), MECHANICS)["examples"]
+    assert len(variants) == 72
+    for row in variants.itertuples():
+        names_of = _entity_names(pd.Series(row._asdict()))
+        assert names_of["stereotyped"].startswith("ت-m-"), names_of
+        assert names_of["non-stereotyped"].startswith("ف-f-"), names_of
+
+
+def test_distinct_names_counts_each_name_of_a_sub_seed_once() -> None:
+    """Two examples of one entity pair take the same two names in a sub-seed (one draw per pair), so each sub-seed
+    draws exactly 2 distinct names, not the 4 a count per example would give."""
+    one = _example("ETH-01-T1-0a1b", "دانشجوی ترک", "دانشجوی فارس")
+    same_pair = {**one, "example_id": "ETH-01-T1-0a1c", "question": "چه کسی رفت؟"}
+    report = names(_frame(one, same_pair), _pin_table(), MECHANICS).report
+    assert [row["distinct_names"] for row in report["per_sub_seed"]] == [2, 2, 2]

@@ -370,9 +370,14 @@ def test_card_body_reports_this_build(tmp_path: Path) -> None:
     ):
         assert expected in text, expected
     with_table2 = (release(tmp_path, out="t2", table2=TABLE2).path / "README.md").read_text(encoding="utf-8")
-    assert "| Age | 12 | 0.7812 | 0.5000 | 0.2500 | not computed |" in with_table2
+    # no category has a BERTScore: its column is left out and a sentence says why, not an empty column
+    assert "| Age | 12 | 0.7812 | 0.5000 | 0.2500 |\n" in with_table2
+    assert "BERTScore ↓" not in with_table2 and "| not computed |" not in with_table2
+    assert (
+        "The BERTScore column is left out: no category has it in this build (no homogenization model given for "
+        "this language)." in with_table2
+    )
     assert "| **Average** | **12** |" in with_table2
-    assert "- no homogenization model given for this language" in with_table2
     assert "Not computed in this build" not in with_table2
 
 

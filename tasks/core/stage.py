@@ -116,8 +116,9 @@ class Stage:
     funnel: Mapping[str, str] = field(default_factory=dict)
     """Its steps of the funnel (``09_statistics/funnel``) and their label in the dataset card: step → label."""
     counts: Callable[[StageOutput], Mapping[str, int]] | None = None
-    """How it counts its funnel steps from its output; without it the statistics stage counts them (PBBQ's
-    own steps, :func:`pbbq.tasks.statistics.funnel`). A stage that counts its own comes before statistics."""
+    """How it counts its funnel steps from its output; the steps it leaves out (all, without it) the statistics
+    stage counts (PBBQ's own steps, :func:`pbbq.tasks.statistics.funnel`). A stage that counts its own comes
+    before statistics."""
     cached: bool = True
     """False for a stage with side effects (publish): always run, never taken from the cache."""
     request_ids: Callable[[StageOutput], Iterable[str]] | None = None
@@ -161,7 +162,7 @@ class Stage:
     def funnel_counts(self, output: StageOutput) -> dict[str, int]:
         """Its funnel steps with their counts in this run."""
         counts = self.counts(output) if self.counts else {}
-        return {step: int(counts[step]) for step in self.funnel if self.counts}
+        return {step: int(counts[step]) for step in self.funnel if step in counts}
 
 
 @dataclass(frozen=True)

@@ -17,10 +17,15 @@ class, drawn in the order of their ids, and a draw that repeats a pair any membe
 drawn again too. An example whose class leaves it fewer free name pairs than variants is unmapped
 (``too_few_distinct_names``). So no two rows of the output are the same text.
 
+**Strong proxies only.** A group's names are measured for how well they tell it from the other groups of its
+category (:mod:`pbbq.tasks.names.strength`); an example naming a group under the threshold is left out of the
+variants with the reason ``weak_proxy`` (the ``weak_proxy`` table: it stays in ``fa``, and the funnel counts it).
+
 Examples that cannot be mapped (an entity that no name can stand for, such as an age group or a profession; a
 mention no pattern covers; two entities of one group; age bands that share no era; contradicting gender cues)
 are never passed through: they go to the ``unmapped`` table with their reason. They are not drops: no name table
-covers them, and they stay in ``fa``; the report counts them as ``not_covered``, and the stage drops nothing.
+covers them, and they stay in ``fa``; the report counts them as ``not_covered``. The stage's only drops are the
+weak proxies.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ from ..llm import LLMClient, LLMRequest
 from ..text.cues import NONE, entity_age_band
 from .draw import Drawn, PairRequest, Pools, TooFewPairs, draw_variants, name_pools, pair_eras, sub_seeds
 from .patterns import NEUTRAL, UNDECIDED, fill, persian_entity, reference_gender, rewrite
+from .strength import MEASURE, PROXY_STRENGTH, proxy_strength
 from .tables import GENDERS, LANGUAGES, entity_mentions, group_words, load_name_table
 
 __all__ = [
@@ -65,6 +71,12 @@ class NamesParams:
     """How many sub-seeds, hence variants per example."""
     gender_llm: bool = False
     """Ask an LLM for the gender of references whose cues contradict each other (off: they stay unmapped)."""
+    drop_weak_proxies: bool = True
+    """Measure every group's names and leave out the examples naming a weak one (off: every group is kept and
+    nothing is measured)."""
+    min_proxy_margin: float = 0.10
+    """A group's names stand for it when their strength reaches chance plus this margin
+    (:mod:`pbbq.tasks.names.strength`); examples naming a weaker group are left out (``weak_proxy``)."""
 
 
 class Unmapped(Exception):
@@ -312,6 +324,15 @@ def names(
         entity = item.row[ENTITY_COLUMNS[item.genders.index(UNDECIDED)]]
         failures.append((item.row, Unmapped("gender_undecided", [entity], "contradicting cues")))
     decided = [p for p in prepared if UNDECIDED not in p.genders]
+    measured = _category_groups(prepared) if params.drop_weak_proxies else {}
+    strength = proxy_strength(name_table, measured, params.min_proxy_margin, params.seed)
+    strong = {(r.lang, r.category, r.group) for r in strength.itertuples() if r.strong}
+    weak = [
+        p
+        for p in decided
+        if params.drop_weak_proxies and not all((p.row["lang"], p.row["category"], g) in strong for g in p.groups)
+    ]
+    decided = [p for p in decided if p not in weak]
     drawn, short = draw_all(decided, pools, seeds)
     failures += [(item.row, unmapped) for item, unmapped in short]
     mapped = [item for item in decided if item.example_id in drawn]
@@ -347,14 +368,34 @@ def names(
     unmapped = pd.DataFrame(
         [{**row, "reason": failure.reason} for row, failure in failures], columns=EXAMPLE_DROPPED.names
     )
+    weak_rows = pd.DataFrame([{**p.row, "reason": "weak_proxy"} for p in weak], columns=EXAMPLE_DROPPED.names)
     report = _report(examples, mapped, unmapped, failures, per_seed, params)
+    report["proxy_strength"] = {
+        "measure": MEASURE,
+        "threshold": f"chance (1 / groups of the category) + {params.min_proxy_margin:g}",
+        "per_group": strength.to_dict(orient="records"),
+        "weak_proxy_examples": len(weak_rows),
+    }
     if client is not None:
         report["llm"] = client.usage(STAGE).as_dict()
     return StageOutput(
-        tables={"examples": variants, "unmapped": unmapped},
-        schemas={"examples": EXAMPLE, "unmapped": EXAMPLE_DROPPED},
+        tables={"examples": variants, "unmapped": unmapped, "weak_proxy": weak_rows, "proxy_strength": strength},
+        schemas={
+            "examples": EXAMPLE,
+            "unmapped": EXAMPLE_DROPPED,
+            "weak_proxy": EXAMPLE_DROPPED,
+            "proxy_strength": PROXY_STRENGTH,
+        },
         report=report,
     )
+
+
+def _category_groups(prepared: Sequence[Prepared]) -> dict[tuple[str, str], set[str]]:
+    """Per language and category, the groups its mappable examples name: those a reader tells apart."""
+    groups: dict[tuple[str, str], set[str]] = {}
+    for item in prepared:
+        groups.setdefault((item.row["lang"], item.row["category"]), set()).update(item.groups)
+    return groups
 
 
 def _report(
@@ -367,7 +408,7 @@ def _report(
 ) -> dict[str, Any]:
     """Counts in and out, per sub-seed (distinct names drawn, redraws, eras and gender pairs) and per category, the
     genders of the references, the patterns used and every mention no name table covers (``not_covered``: the
-    examples stay in fa, so nothing is ``dropped``)."""
+    examples stay in fa, and are not ``dropped``; the weak proxies are, from the ``weak_proxy`` table)."""
     seeds = [row["sub_seed"] for row in per_seed]
     mapped_categories = pd.Series([p.row["category"] for p in mapped], dtype="object")
     per_category = {}

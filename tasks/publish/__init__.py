@@ -219,6 +219,7 @@ def build_release(
     shard_rows: int = SHARD_ROWS,
     synthetic: bool = False,
     stand_in: bool = False,
+    proxy_strength: pd.DataFrame | None = None,
 ) -> ReleaseFolder:
     """Write the release folder ``out_dir/hub/`` (parquet per config, the lm-eval task, manifest, transcript,
     dataset card; a ``synthetic`` build's card opens with :data:`SYNTHETIC_NOTE`, a ``stand_in`` one's with
@@ -281,6 +282,7 @@ def build_release(
             manifest_sha256=manifest_sha256,
             has_transcript=transcript_path is not None,
             card=card,
+            proxy_strength=proxy_strength,
         )
         text = synthetic_card(str(readme)) if synthetic else str(readme)
         data = (card_with_note(text, STAND_IN_NOTE) if stand_in else text).encode("utf-8")
@@ -477,6 +479,7 @@ def publish_stage(
     gate: GateParams | None = None,
     endpoint: str | None = None,
     configs: Sequence[str] = (),
+    proxy_strength: pd.DataFrame | None = None,
 ) -> StageOutput:
     """The publish stage: write the release folder under ``out_dir`` and, unless ``params.dry_run``, upload it.
 
@@ -490,12 +493,13 @@ def publish_stage(
         repo_id=params.repo_id,
         license=params.license,
         funnel_labels=dict(funnel_labels or {}),
+        transcript_header=None if transcript_path is None else transcript_header(transcript_path),
         **({"min_kappa": gate.min_kappa, "min_relevance": gate.min_relevance} if gate else {}),
     )
     synthetic = params.synthetic or bool(
         examples["stereotype_id"].astype(str).str.startswith(SYNTHETIC_ID_PREFIX).any()
     )
-    stand_in = transcript_path is not None and transcript_header(transcript_path).get("stand_in") is True
+    stand_in = card.transcript_header is not None and card.transcript_header.get("stand_in") is True
     release = build_release(
         out_dir,
         split_configs(examples, configs),
@@ -507,6 +511,7 @@ def publish_stage(
         card=card,
         synthetic=synthetic,
         stand_in=stand_in,
+        proxy_strength=proxy_strength,
     )
     upload = None
     if not params.dry_run:

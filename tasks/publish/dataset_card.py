@@ -22,6 +22,7 @@ from huggingface_hub import DatasetCard, DatasetCardData
 
 from ..core.markdown import markdown_table
 from ..kappa_gate import GateParams
+from ..names.strength import FOLDS, REPEATS
 
 PRETTY_NAME = "PBBQ: Persian Bias Benchmark for Question Answering"
 PAPER_TITLE = "PBBQ: A Persian Bias Benchmark Dataset Curated with Human-AI Collaboration for Large Language Models"
@@ -37,6 +38,8 @@ STAND_IN_NOTE = (
     "> not publish, cite or evaluate with it.\n"
 )
 """The note a stand-in build's card opens with (``tasks/llm/stand_in.py``)."""
+SAMPLE_STAND_IN_MODEL = "sample-stand-in"
+"""The model name of the bundled sample's transcript, whose answers people wrote (``prompts/transcripts/stand_ins``)."""
 LANGUAGE_ORDER = ("fa", "en")
 SIZE_CATEGORIES = (
     (1_000, "n<1K"),
@@ -121,6 +124,8 @@ class CardParams:
     funnel_labels: Mapping[str, str] = field(default_factory=dict)
     """The funnel steps' labels, from the stages' declarations (``flows/pipeline.py``); a step without one
     shows its name."""
+    transcript_header: Mapping[str, Any] | None = None
+    """The header line of the build's transcript (its model, provider, ``stand_in``); None: no transcript."""
 
 
 @dataclass(frozen=True)
@@ -263,22 +268,99 @@ def _table1_section(table1: pd.DataFrame) -> str:
     return "\n\n".join(parts)
 
 
+def _answers_sentence(header: Mapping[str, Any] | None) -> str:
+    """Who wrote the build's LLM answers, as its transcript's header says: a model, the sample's human-written
+    stand-ins, or the offline stand-in's placeholders (docs/architecture.md §6)."""
+    if header is None:
+        return (
+            "No transcript came with this release, so this card cannot say which model wrote its LLM answers; "
+            "the `[llm]` parameters of `manifest.json` name the model the build was configured with."
+        )
+    if header.get("stand_in") is True:
+        return (
+            "In this build no model wrote anything: every LLM answer is placeholder text from the offline stand-in "
+            "(`pbbq build --stand-in`)."
+        )
+    if header.get("model") == SAMPLE_STAND_IN_MODEL:
+        return (
+            "In this build no model wrote the LLM answers: they are the bundled sample's stand-ins, texts people "
+            "wrote (`prompts/transcripts/stand_ins/`) and recorded as the transcript of model "
+            f"`{SAMPLE_STAND_IN_MODEL}`."
+        )
+    return (
+        f"In this build the LLM answers came from model `{header.get('model')}` (provider "
+        f"`{header.get('provider')}`), as the header of `transcript.jsonl` records."
+    )
+
+
+def _name_proxy_section(strength: pd.DataFrame | None) -> str:
+    """Per group, how strongly its names stand for it (:mod:`pbbq.tasks.names.strength`), and which groups are over
+    the threshold, hence may be named in ``fa-names``."""
+    if strength is None or strength.empty:
+        return "The names' strength was not measured in this build, and no group was left out for it."
+    first = strength.iloc[0]
+    margin = float(first["threshold"]) - float(first["chance"])
+    rows = [
+        [
+            row.category,
+            row.group,
+            f"{row.n_groups}",
+            f"{row.strength:.2f}",
+            f"{row.chance:.2f}",
+            f"{row.threshold:.2f}",
+            "kept" if row.strong else "left out (`weak_proxy`)",
+        ]
+        for row in strength.sort_values(["lang", "category", "strength"], ascending=[True, True, False]).itertuples()
+    ]
+    kept = strength[strength["strong"]]
+    kept_text = "; ".join(
+        f"{category}: {', '.join(sorted(part['group']))}" for category, part in kept.groupby("category", sort=True)
+    )
+    return (
+        "How well each group's first names tell it from the other groups of its category, measured on the "
+        "name table: a classifier over the names' character 2-4-grams (TF-IDF and logistic regression), trained "
+        f"on the names of the category's groups, gives back the share of a group's held-out names ({FOLDS}-fold "
+        f"cross-validation, repeated {REPEATS} times with a fixed seed). Chance is 1 / the number of groups; a "
+        f"group is kept when its strength reaches chance + {margin:.2f} (for 10 names, one more name given back "
+        "than chance would). An example enters `fa-names` only when both of its groups are kept; the others stay "
+        "in `fa` (funnel: `weak_proxy`). Ten names per group are little evidence, and character n-grams miss what "
+        "a reader knows of a name, so a kept group is one whose names look alike, not proof that a reader "
+        "recognises the group.\n\n"
+        + markdown_table(["Category", "Group", "# groups", "Strength", "Chance", "Threshold", "`fa-names`"], rows)
+        + f"\n\nGroups over the threshold: {kept_text or 'none'}. An example needs both of its groups over it, "
+        "so a category can keep a group and still have no example in `fa-names` (its pairs meet a group under the "
+        "threshold); Table 1 below counts the examples `fa-names` holds per category."
+    )
+
+
 def _table2_section(table2: pd.DataFrame | None) -> str:
+    """Table 2 per config; a metric that no row has (its note says why, e.g. no BERTScore model given) is left
+    out of the table and said in a sentence."""
     if table2 is None:
         return "Not computed in this build (the diversity stage did not run)."
     notes = [column for column in table2.columns if column.endswith("_note")]
-    columns = [column for column in table2.columns if column != "config" and column not in notes]
+    metrics = [column for column in table2.columns if column != "config" and column not in notes]
     groups = table2.groupby("config", sort=False) if "config" in table2.columns else [(None, table2)]
     parts = []
     for config, part in groups:
+        absent = [c for c in metrics if f"{c}_note" in notes and part[c].isna().all()]
+        columns = [c for c in metrics if c not in absent]
         table = markdown_table(
             [TABLE2_HEADERS.get(column, column) for column in columns],
             list(part[columns].itertuples(index=False)),
             bold=("Average", "Overall"),
         )
-        remarks = sorted({str(value) for column in notes for value in part[column].dropna() if str(value)})
+        said = [f"{c}_note" for c in absent]
+        remarks = sorted({str(value) for column in notes if column not in said for value in part[column].dropna()})
+        sentences = [
+            f"The {TABLE2_HEADERS.get(c, c).rstrip(' ↑↓')} column is left out: no category has it in this build "
+            f"({'; '.join(sorted({str(v) for v in part[f'{c}_note'].dropna() if str(v)}))})."
+            for c in absent
+        ]
         text = (f"Config `{config}`:\n\n" if config is not None else "") + table
-        parts.append(text + "".join(f"\n\n- {remark}" for remark in remarks))
+        parts.append(
+            text + "".join(f"\n\n{sentence}" for sentence in sentences) + "".join(f"\n\n- {r}" for r in remarks if r)
+        )
     return "\n\n".join(parts)
 
 
@@ -347,6 +429,7 @@ def render_card(
     has_transcript: bool,
     card: CardParams,
     table2_instances: pd.DataFrame | None = None,
+    proxy_strength: pd.DataFrame | None = None,
 ) -> DatasetCard:
     """The dataset card of a release: the YAML header from :func:`card_data`, then the Markdown body."""
     return DatasetCard(
@@ -358,6 +441,8 @@ def render_card(
             configs=_config_section(configs, card),
             min_kappa=f"{card.min_kappa:g}",
             min_relevance=f"{card.min_relevance:g}",
+            answers=_answers_sentence(card.transcript_header),
+            name_proxies=_name_proxy_section(proxy_strength),
             funnel=_funnel_section(funnel, configs, card.funnel_labels),
             table1=_table1_section(table1),
             table2=_table2_section(table2),

@@ -1,0 +1,87 @@
+"""What the dataset card says the build used (tasks/dataset_card.py): who wrote the LLM answers (a model, the
+sample's human-written stand-ins, the offline stand-in), one continuation per template and its mirror, and how
+strongly each group's names stand for it, with the groups fa-names kept."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from pbbq.tasks.dataset_card import CardParams
+
+from pbbq.flows.pipeline import funnel_labels
+from pbbq.tasks.names.strength import PROXY_STRENGTH
+from pbbq.tasks.publish import build_release
+from tests.test_publish import BUILD, FUNNEL, make_configs, table1
+
+STRENGTH = pd.DataFrame(
+    [
+        ("fa", "Nationality", "ژاپنی", 3, 10, 0.72, 0.3333, 0.4333, True),
+        ("fa", "Nationality", "ایرانی", 3, 10, 0.5, 0.3333, 0.4333, True),
+        ("fa", "Nationality", "هندی", 3, 10, 0.28, 0.3333, 0.4333, False),
+    ],
+    columns=PROXY_STRENGTH.names,
+)
+
+
+def _card(tmp_path: Path, header: dict | None, strength: pd.DataFrame | None = STRENGTH) -> str:
+    transcript = None
+    if header is not None:
+        transcript = tmp_path / "transcript.jsonl"
+        transcript.write_text(json.dumps(header) + "\n", encoding="utf-8")
+    configs = make_configs()
+    folder = build_release(
+        tmp_path / "publish",
+        configs,
+        table1=table1(configs["fa"]),
+        table2=None,
+        funnel=FUNNEL,
+        manifest_path=None,
+        transcript_path=transcript,
+        card=CardParams(build_id=BUILD, funnel_labels=funnel_labels(), transcript_header=header),
+        proxy_strength=strength,
+    )
+    return (folder.path / "README.md").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("header", "says"),
+    [
+        (
+            {"model": "gpt-4o", "provider": "openai", "transcript": "pbbq", "version": 1},
+            "the LLM answers came from model `gpt-4o` (provider `openai`), as the header of `transcript.jsonl`",
+        ),
+        (
+            {"model": "sample-stand-in", "provider": "openai", "transcript": "pbbq", "version": 1},
+            "no model wrote the LLM answers: they are the bundled sample's stand-ins, texts people wrote",
+        ),
+        (
+            {"model": "gpt-4o", "stand_in": True, "transcript": "pbbq", "version": 1},
+            "every LLM answer is placeholder text from the offline stand-in",
+        ),
+        (None, "No transcript came with this release, so this card cannot say which model wrote its LLM answers"),
+    ],
+)
+def test_the_card_says_who_wrote_the_llm_answers(tmp_path: Path, header: dict | None, says: str) -> None:
+    text = " ".join(_card(tmp_path, header).split())
+    assert says in text
+
+
+def test_the_card_says_one_continuation_per_template_and_its_mirror(tmp_path: Path) -> None:
+    text = " ".join(_card(tmp_path, None).split())
+    assert "wrote, for each template, one continuation that settles the question" in text
+    assert "that text with the two entities exchanged (its mirror)" in text
+    assert "two continuations" not in text and "once with the other entity" not in text
+
+
+def test_the_card_gives_each_groups_name_strength_and_what_fa_names_kept(tmp_path: Path) -> None:
+    text = _card(tmp_path, None)
+    assert "| Nationality | ژاپنی | 3 | 0.72 | 0.33 | 0.43 | kept |" in text
+    assert "| Nationality | هندی | 3 | 0.28 | 0.33 | 0.43 | left out (`weak_proxy`) |" in text
+    assert "Groups over the threshold: Nationality: ایرانی, ژاپنی. An example needs both of its groups" in text
+    assert "chance + 0.10" in text
+    assert "first names typical of the group" not in text
+    unmeasured = _card(tmp_path / "none", None, strength=None)
+    assert "The names' strength was not measured in this build" in unmeasured
