@@ -148,14 +148,19 @@ def test_the_temporary_server_dies_with_a_killed_command(tmp_path: Path) -> None
     assert command.returncode == -signal.SIGKILL, command.stderr[-2000:]
     url = command.stdout.strip()
     assert url.startswith("http://127.0.0.1:")
-    deadline = time.monotonic() + 20
+    assert _gone(f"{url}/health"), f"the temporary server at {url} outlived its command"
+
+
+def _gone(health: str, seconds: float = 20) -> bool:
+    """Whether nothing answers at ``health`` any more, within ``seconds``."""
+    deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         try:
-            httpx.get(f"{url}/health", timeout=1)
+            httpx.get(health, timeout=1)
         except httpx.TransportError:
-            return  # nothing listens any more
+            return True
         time.sleep(0.2)
-    pytest.fail(f"the temporary server at {url} outlived its command")
+    return False
 
 
 def _uvicorn_child(pid: int) -> tuple[int, int] | None:
@@ -192,14 +197,9 @@ def test_pbbq_serve_killed_leaves_no_server_behind(tmp_path: Path) -> None:
         assert server is not None and serve.poll() is None, "pbbq serve started no server"
         serve.kill()
         serve.wait()
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            try:
-                httpx.get(f"http://127.0.0.1:{server[1]}/api/health", timeout=1)
-            except httpx.TransportError:
-                return  # nothing listens any more
-            time.sleep(0.2)
-        pytest.fail(f"the temporary server of pbbq serve (port {server[1]}) outlived its command")
+        assert _gone(f"http://127.0.0.1:{server[1]}/api/health"), (
+            f"the temporary server of pbbq serve (port {server[1]}) outlived its command"
+        )
     finally:
         serve.kill()
         serve.wait()

@@ -502,24 +502,17 @@ def fetch_sources(
                 removed = len(known - set(merged["post_id"]))
                 store.save(merged, None, source.url)
             seen = len(raw) - len(new) + seen_on_pages
-            entry.update(
-                posts_new=len(new),
-                posts_seen=seen,
-                posts_removed=removed,
-                posts_too_long=len(too_long),
-                posts_stored=len(merged),
-                scrubbed=dict(counts),
-            )
+            posts = {
+                "posts_new": len(new),
+                "posts_seen": seen,
+                "posts_removed": removed,
+                "posts_too_long": len(too_long),
+                "posts_stored": len(merged),
+            }
+            entry.update(posts, scrubbed=dict(counts))
             if source.kind == "telegram":
                 entry["cursor_after"] = cursor
-            totals.update(
-                posts_new=len(new),
-                posts_seen=seen,
-                posts_removed=removed,
-                posts_too_long=len(too_long),
-                posts_stored=len(merged),
-                pages=entry.get("pages", 0),
-            )
+            totals.update(posts, pages=entry.get("pages", 0))
             scrubbed.update(counts)
             per_source.append(entry)
             frames.append(merged)
