@@ -9,12 +9,13 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from pbbq.tasks.dataset_card import CardParams
 
 from pbbq.flows.pipeline import funnel_labels
 from pbbq.tasks.names.strength import PROXY_STRENGTH
 from pbbq.tasks.publish import build_release
-from tests.test_publish import BUILD, FUNNEL, make_configs, table1
+from pbbq.tasks.publish.dataset_card import CardParams
+from pbbq.tasks.statistics import table1
+from tests.release_support import BUILD, FUNNEL, make_configs
 
 STRENGTH = pd.DataFrame(
     [
@@ -67,6 +68,39 @@ def _card(tmp_path: Path, header: dict | None, strength: pd.DataFrame | None = S
 def test_the_card_says_who_wrote_the_llm_answers(tmp_path: Path, header: dict | None, says: str) -> None:
     text = " ".join(_card(tmp_path, header).split())
     assert says in text
+
+
+@pytest.mark.parametrize(
+    ("header", "limitations", "creators"),
+    [
+        (
+            {"model": "gpt-4o", "provider": "openai", "transcript": "pbbq", "version": 1},
+            ["continuations were written by an LLM", "The English configs are machine translations"],
+            "- machine-generated",
+        ),
+        (
+            {"model": "sample-stand-in", "provider": "openai", "transcript": "pbbq", "version": 1},
+            ["written by people standing in for an LLM", "translated by people standing in for an LLM"],
+            None,
+        ),
+        (
+            {"model": "gpt-4o", "stand_in": True, "transcript": "pbbq", "version": 1},
+            ["continuations are placeholder text", "placeholder translations"],
+            "- machine-generated",
+        ),
+    ],
+)
+def test_the_cards_limitations_and_header_say_who_wrote_the_texts(
+    tmp_path: Path, header: dict, limitations: list[str], creators: str | None
+) -> None:
+    """Not only the method section: the limitations and the YAML header follow the transcript too, so a card of
+    the sample, whose texts people wrote, never calls them machine-written."""
+    card = _card(tmp_path, header)
+    text = " ".join(card.split())
+    assert all(limitation in text for limitation in limitations)
+    yaml_header = card.split("\n---\n")[0]
+    assert ("machine-generated" in yaml_header) == (creators is not None)
+    assert "joined by `/`" not in text and "'GerMans'" in text
 
 
 def test_the_card_says_one_continuation_per_template_and_its_mirror(tmp_path: Path) -> None:

@@ -5,12 +5,12 @@ funnel."""
 from __future__ import annotations
 
 import pandas as pd
-from pbbq.tasks.name_tables import ERAS, NAME_COLUMNS
 
 from pbbq.flows.pipeline import stage_by_folder
 from pbbq.tasks.names import NamesParams, names
 from pbbq.tasks.names.strength import PROXY_STRENGTH, proxy_strength
-from tests.test_names import _example, _frame, _pin_table
+from pbbq.tasks.names.tables import ERAS, NAME_COLUMNS
+from tests.names_support import example_frame, name_example, pin_table
 
 
 def _table(groups: dict[str, str]) -> pd.DataFrame:
@@ -28,7 +28,7 @@ def _table(groups: dict[str, str]) -> pd.DataFrame:
 def test_names_that_share_a_mark_within_their_group_identify_it_fully() -> None:
     """Every ترک name starts 'ت-', every فارس name 'ف-': each held-out name goes back to its group, strength 1;
     two groups: chance 1/2, threshold 1/2 + 0.10."""
-    strength = proxy_strength(_pin_table(), {("fa", "Ethnicity"): {"ترک", "فارس"}}, margin=0.10, seed=42)
+    strength = proxy_strength(pin_table(), {("fa", "Ethnicity"): {"ترک", "فارس"}}, margin=0.10, seed=42)
     assert list(strength.columns) == PROXY_STRENGTH.names
     assert strength.drop(columns=["lang", "category"]).to_dict(orient="records") == [
         {"group": g, "n_groups": 2, "n_names": 12, "strength": 1.0, "chance": 0.5, "threshold": 0.6, "strong": True}
@@ -53,15 +53,15 @@ def test_groups_with_the_same_names_are_weak() -> None:
 
 
 def test_a_category_with_one_group_has_nothing_to_tell_it_from() -> None:
-    strength = proxy_strength(_pin_table(), {("fa", "Ethnicity"): {"ترک"}}, margin=0.10, seed=42)
+    strength = proxy_strength(pin_table(), {("fa", "Ethnicity"): {"ترک"}}, margin=0.10, seed=42)
     assert strength[["group", "strength", "chance", "strong"]].values.tolist() == [["ترک", 0.0, 1.0, False]]
 
 
 def test_the_stage_leaves_out_examples_that_name_a_weak_group() -> None:
-    examples = _frame(
-        _example("ETH-01-T1-0a1b", "دانشجوی ترک", "دانشجوی فارس"),
-        _example("ETH-02-T1-0a1b", "دانشجوی ترک", "دانشجوی کرد"),
-        _example("ETH-03-T1-0a1b", "دانشجوی ترک", "دانشجوی لر"),
+    examples = example_frame(
+        name_example("ETH-01-T1-0a1b", "دانشجوی ترک", "دانشجوی فارس"),
+        name_example("ETH-02-T1-0a1b", "دانشجوی ترک", "دانشجوی کرد"),
+        name_example("ETH-03-T1-0a1b", "دانشجوی ترک", "دانشجوی لر"),
     )
     output = names(examples, _table(SAME_NAMES), NamesParams())
     weak = output["weak_proxy"]

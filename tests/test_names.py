@@ -34,9 +34,10 @@ from pbbq.tasks.names.patterns import (
     reference_gender,
     rewrite,
 )
-from pbbq.tasks.names.tables import ERAS, NAME_COLUMNS, entity_groups, group_words
+from pbbq.tasks.names.tables import ERAS, entity_groups, group_words
 from tests.fakes.llm_servers import FakeLLMServer
 from tests.helpers import NAMES_EN, NAMES_FA, llm_config
+from tests.names_support import example_frame, name_example, pin_table
 
 BBQ = REPO_ROOT / "tests" / "data" / "bbq"  # BBQ's Nationality records, CC BY 4.0 (README there)
 PHRASES = ("نمی‌توان تشخیص داد", "اطلاعات کافی نیست")
@@ -342,46 +343,8 @@ def test_rebuild_is_byte_identical_and_independent_of_row_order(
 # --- hand-made examples: one pinned, classes, unmapped reasons ------------------------------------------------
 
 
-def _pin_table() -> pd.DataFrame:
-    """Two groups (ترک with the alias آذری, and فارس), two names per gender and era: 'ت-m-pre1970-1'."""
-    rows = [
-        ("fa", group, aliases, gender, era, f"{group[0]}-{gender[0]}-{era}-{k}", "x", "")
-        for group, aliases in (("ترک", "آذری"), ("فارس", ""))
-        for gender in ("female", "male")
-        for era in ERAS
-        for k in range(2)
-    ]
-    return pd.DataFrame(rows, columns=NAME_COLUMNS)
-
-
-def _example(example_id: str, stereo: str, nonstereo: str, context: str | None = None) -> dict:
-    """An example of template ``<example_id up to its last '-'>``, no lexical variant."""
-    return {
-        "example_id": example_id,
-        "template_id": example_id.rsplit("-", 1)[0],
-        "lexical_variant": "",
-        "category": "Ethnicity",
-        "lang": "fa",
-        "stereo_entity": stereo,
-        "nonstereo_entity": nonstereo,
-        "context": context or f"یک {stereo} و یک {nonstereo} آمدند.",
-        "question": "چه کسی آمد؟",
-        "ans0": stereo,
-        "ans1": PHRASES[0],
-        "ans2": nonstereo,
-        "label": 1,
-        "answer_info": {"ans0": [stereo, "ترک‌ها"], "ans1": [PHRASES[0], "unknown"], "ans2": [nonstereo, "فارس‌ها"]},
-        "answer_roles": {"ans0": "stereotyped", "ans1": "unknown", "ans2": "non-stereotyped"},
-        "llm_request_ids": [],
-    }
-
-
-def _frame(*examples: dict) -> pd.DataFrame:
-    return pd.DataFrame(list(examples)).reindex(columns=EXAMPLE.names)
-
-
 def test_one_examples_three_variants_are_pinned() -> None:
-    output = names(_frame(_example("ETH-01-T1-0a1b", "دانشجوی ترک", "دانشجوی فارس")), _pin_table(), MECHANICS)
+    output = names(example_frame(name_example("ETH-01-T1-0a1b", "دانشجوی ترک", "دانشجوی فارس")), pin_table(), MECHANICS)
     variants = output["examples"]
     assert variants["example_id"].tolist() == [
         "ETH-01-T1-0a1b-names-7271",
@@ -402,25 +365,25 @@ PINNED = [  # the streams of pair 'fa|ETH-01-T1|دانشجوی ترک|دانشج
 
 def test_examples_that_read_the_same_once_named_get_different_names() -> None:
     """'کارگر ترک' and 'جوان ترک' both become a name: the two examples would be one text but for their names."""
-    worker = _example("X-2-a", "کارگر ترک", "کارگر فارس", "یک کارگر ترک و یک کارگر فارس آمدند.")
-    young = _example("Y-2-a", "جوان ترک", "جوان فارس", "یک جوان ترک و یک جوان فارس آمدند.")
-    output = names(_frame(worker, young), _pin_table(), MECHANICS)
+    worker = name_example("X-2-a", "کارگر ترک", "کارگر فارس", "یک کارگر ترک و یک کارگر فارس آمدند.")
+    young = name_example("Y-2-a", "جوان ترک", "جوان فارس", "یک جوان ترک و یک جوان فارس آمدند.")
+    output = names(example_frame(worker, young), pin_table(), MECHANICS)
     variants = output["examples"]
     assert len(variants) == 6 and not variants.duplicated(DUPLICATE_KEY).any()
     assert variants["context"].str.fullmatch(r"\S+ و \S+ آمدند\.").all()
-    alone = names(_frame(young), _pin_table(), MECHANICS)["examples"]
+    alone = names(example_frame(young), pin_table(), MECHANICS)["examples"]
     first = variants[variants["source_example_id"] == "X-2-a"]["context"].tolist()
-    assert first == names(_frame(worker), _pin_table(), MECHANICS)["examples"]["context"].tolist()
+    assert first == names(example_frame(worker), pin_table(), MECHANICS)["examples"]["context"].tolist()
     assert set(alone["context"]) & set(first)  # alone, Y-2 would repeat X-2: the linked pairs draw again
     assert sum(row["redraws"] for row in output.report["per_sub_seed"]) > 0
-    reversed_input = names(_frame(young, worker), _pin_table(), MECHANICS)["examples"]
+    reversed_input = names(example_frame(young, worker), pin_table(), MECHANICS)["examples"]
     by_id = variants.set_index("example_id")["context"]
     assert reversed_input.set_index("example_id")["context"].sort_index().equals(by_id.sort_index())
 
 
 def test_an_example_without_enough_free_pairs_is_unmapped() -> None:
-    old = [_example(f"O-{i}-a", "پیرمرد ترک", "پیرمرد فارس") for i in range(2)]  # male, pre1970: 2 × 2 = 4 pairs
-    output = names(_frame(*old), _pin_table(), MECHANICS)
+    old = [name_example(f"O-{i}-a", "پیرمرد ترک", "پیرمرد فارس") for i in range(2)]  # male, pre1970: 2 × 2 = 4 pairs
+    output = names(example_frame(*old), pin_table(), MECHANICS)
     assert output["examples"]["source_example_id"].unique().tolist() == ["O-0-a"]
     assert output["unmapped"]["reason"].tolist() == ["too_few_distinct_names"]
     assert output.report["not_covered_examples"][0]["detail"] == "1 name pair(s) left for 3 variants"
@@ -430,10 +393,10 @@ def test_an_example_without_enough_free_pairs_is_unmapped() -> None:
 def test_age_narrows_the_era_of_the_person_named_not_of_a_possessor() -> None:
     """'پیرمرد ترک' is old: his name is of pre1970; 'پدربزرگ ترک' becomes 'پدربزرگ <name>', the grandfather of the
     person named, whose age nothing says."""
-    old = names(_frame(_example("A-1", "پیرمرد ترک", "پیرمرد فارس")), _pin_table(), MECHANICS)["examples"]
+    old = names(example_frame(name_example("A-1", "پیرمرد ترک", "پیرمرد فارس")), pin_table(), MECHANICS)["examples"]
     assert {name.split("-", 2)[2].rsplit("-", 1)[0] for name in old[["ans0", "ans2"]].to_numpy().ravel()} == {"pre1970"}
-    kin = [_example(f"K-{i}", "پدربزرگ ترک", "پدربزرگ فارس") for i in range(3)]
-    output = names(_frame(*kin), _pin_table(), MECHANICS)
+    kin = [name_example(f"K-{i}", "پدربزرگ ترک", "پدربزرگ فارس") for i in range(3)]
+    output = names(example_frame(*kin), pin_table(), MECHANICS)
     assert output["unmapped"].empty and len(output["examples"]) == 9
     assert output["examples"]["ans0"].str.startswith("پدربزرگ ت-m-").all()
     assert len(set().union(*(row["eras"] for row in output.report["per_sub_seed"]))) > 1
@@ -449,12 +412,12 @@ def test_age_narrows_the_era_of_the_person_named_not_of_a_possessor() -> None:
     ],
 )
 def test_unmapped_reasons(stereo: str, nonstereo: str, reason: str) -> None:
-    output = names(_frame(_example("U-1", stereo, nonstereo)), _pin_table(), MECHANICS)
+    output = names(example_frame(name_example("U-1", stereo, nonstereo)), pin_table(), MECHANICS)
     assert output["examples"].empty and output["unmapped"]["reason"].tolist() == [reason]
 
 
 def test_an_unhandled_reference_names_the_words_around_it(fa_table: pd.DataFrame) -> None:
-    output = names(_frame(_example("X-1", "ترک جوان", "مرد فارس")), fa_table, MECHANICS)
+    output = names(example_frame(name_example("X-1", "ترک جوان", "مرد فارس")), fa_table, MECHANICS)
     assert [(d["reason"], d["entity"]) for d in output.report["not_covered_examples"]] == [
         ("unhandled_reference", "ترک جوان")
     ]
@@ -696,7 +659,7 @@ def test_a_mixed_gender_pair_kept_by_allowed_pairs_gives_each_entity_its_own_gen
     templates = pd.DataFrame([template])
     built = instantiate(templates, _stereotypes(templates), InstantiateParams(PHRASES))
     assert len(built["examples"]) == 24 and built["dropped_pairs"].empty
-    variants = names(built["examples"], _pin_table(), MECHANICS)["examples"]
+    variants = names(built["examples"], pin_table(), MECHANICS)["examples"]
     assert len(variants) == 72
     for row in variants.itertuples():
         names_of = _entity_names(pd.Series(row._asdict()))
@@ -707,7 +670,7 @@ def test_a_mixed_gender_pair_kept_by_allowed_pairs_gives_each_entity_its_own_gen
 def test_distinct_names_counts_each_name_of_a_sub_seed_once() -> None:
     """Two examples of one entity pair take the same two names in a sub-seed (one draw per pair), so each sub-seed
     draws exactly 2 distinct names, not the 4 a count per example would give."""
-    one = _example("ETH-01-T1-0a1b", "دانشجوی ترک", "دانشجوی فارس")
+    one = name_example("ETH-01-T1-0a1b", "دانشجوی ترک", "دانشجوی فارس")
     same_pair = {**one, "example_id": "ETH-01-T1-0a1c", "question": "چه کسی رفت؟"}
-    report = names(_frame(one, same_pair), _pin_table(), MECHANICS).report
+    report = names(example_frame(one, same_pair), pin_table(), MECHANICS).report
     assert [row["distinct_names"] for row in report["per_sub_seed"]] == [2, 2, 2]

@@ -24,9 +24,7 @@ from prefect.artifacts import Artifact
 from pbbq.flows.cli import main
 from pbbq.flows.pipeline import funnel_labels
 from pbbq.tasks.core.artifacts import REPO_ROOT, StageOutput
-from pbbq.tasks.core.schemas import CATEGORIES, EXAMPLE
 from pbbq.tasks.evaluation.lm_eval_task import task_name
-from pbbq.tasks.instantiate import answer_role
 from pbbq.tasks.publish import (
     ARTIFACT_KEY,
     RELEASE,
@@ -42,88 +40,15 @@ from pbbq.tasks.publish import (
 )
 from pbbq.tasks.publish.dataset_card import CardParams, features_yaml, size_category
 from pbbq.tasks.statistics import table1
-from tests.bbq_records import CELLS, PERMUTATIONS
 from tests.fakes.hub_server import FakeHub
 from tests.helpers import load_release_offline
+from tests.release_support import BUILD, FUNNEL, make_configs, make_examples
 
 # huggingface_hub 2.4 itself uploads LFS files with httpx2's deprecated ``data=`` argument (lfs.py)
 pytestmark = pytest.mark.filterwarnings("ignore:Use 'content=<...>' to upload raw bytes:DeprecationWarning")
 
 TOKEN = "hf_test-TOKEN-secret-0000"  # fake, shaped unlike a real token
 REPO = "pbbq-tests/pbbq"
-BUILD = "20250101-000000-abc123"
-ROLE_NAMES = {"stereo": "stereotyped", "nonstereo": "non-stereotyped", "unknown": "unknown"}
-
-
-def make_examples(n: int, *, lang: str = "fa", variant: str = "original", salt: str = "") -> pd.DataFrame:
-    """``n`` valid example rows (tasks.schemas.EXAMPLE), in an order that is not the example_id order."""
-    rows = []
-    for i in range(n):
-        template = f"T{i // 12:03d}"
-        condition, assignment, polarity = CELLS[i % len(CELLS)]
-        roles = PERMUTATIONS[(i // len(CELLS)) % len(PERMUTATIONS)]
-        stereo, nonstereo = f"گروه {i % 5}", f"گروه دیگر {i % 3}"
-        texts = {"stereotyped": stereo, "non-stereotyped": nonstereo, "unknown": "مشخص نیست"}
-        tags = {"stereotyped": f"گروه-{i % 5}", "non-stereotyped": f"گروه-دیگر-{i % 3}", "unknown": "unknown"}
-        digest = hashlib.sha256(f"{lang}|{variant}|{salt}|{i}".encode()).hexdigest()[:12]
-        rows.append(
-            {
-                "example_id": f"{template}-{digest}",
-                "template_id": template,
-                "stereotype_id": f"S{i // 24:03d}",
-                "category": CATEGORIES[(i // 12) % len(CATEGORIES)],
-                "question_index": template,
-                "question_polarity": polarity,
-                "context_condition": condition,
-                "context": f"{stereo} و {nonstereo} در صف نانوایی بودند. ({salt}{i})",
-                "question": "چه کسی بی‌ادب بود؟" if polarity == "neg" else "چه کسی مؤدب بود؟",
-                "ans0": texts[roles[0]],
-                "ans1": texts[roles[1]],
-                "ans2": texts[roles[2]],
-                "label": roles.index(ROLE_NAMES[answer_role(condition, assignment, polarity)]),
-                "answer_info": {f"ans{k}": [texts[role], tags[role]] for k, role in enumerate(roles)},
-                "additional_metadata": {
-                    "subcategory": "None",
-                    "stereotyped_groups": [tags["stereotyped"]],
-                    "version": "pbbq-1",
-                    "source": f"S{i // 24:03d} (expert)",
-                },
-                "answer_roles": {f"ans{k}": role for k, role in enumerate(roles)},
-                "target_loc": roles.index("stereotyped"),
-                "assignment": assignment,
-                "entity_order": "stereo_first" if i % 2 == 0 else "nonstereo_first",
-                "stereo_entity": stereo,
-                "nonstereo_entity": nonstereo,
-                "lexical_variant": "" if i % 3 else "صبح",
-                "lang": lang,
-                "variant": variant,
-                "source_example_id": None if variant == "original" else f"T{i // 12:03d}-source{i}",
-                "llm_request_ids": [f"req-{digest}"] if condition == "disambig" else [],
-            }
-        )
-    return pd.DataFrame(rows, columns=EXAMPLE.names)
-
-
-def make_configs(salt: str = "") -> dict[str, pd.DataFrame]:
-    return {
-        "fa": make_examples(30, salt=salt),
-        "fa-names": make_examples(25, variant="names-7271", salt=salt),
-        "en": make_examples(20, lang="en", salt=salt),
-    }
-
-
-FUNNEL = pd.DataFrame(
-    [
-        ("candidates", 12),
-        ("surveyed", 10),
-        ("accepted", 8),
-        ("templates", 5),
-        ("gated", 4),
-        ("instantiated_templates", 3),
-        ("examples", 30),
-    ],
-    columns=["step", "count"],
-)
 TABLE2 = pd.DataFrame(
     {
         "config": ["fa", "fa"],

@@ -88,8 +88,8 @@ CONFIG_DOCS: dict[str, tuple[str, str]] = {
         "The same examples with each group mention replaced by a culturally indicative first name, "
         "one variant per sampling seed (name proxies).",
     ),
-    "en": ("English", "Instance-level machine translation of `fa`."),
-    "en-names": ("English", "Instance-level machine translation of `fa-names`."),
+    "en": ("English", "Instance-level translation of `fa` (who translated: step 5 and the limitations below)."),
+    "en-names": ("English", "Instance-level translation of `fa-names`."),
 }
 
 TABLE2_HEADERS: dict[str, str] = {
@@ -188,7 +188,9 @@ def card_data(configs: Sequence[ConfigInfo], schema: pa.Schema, card: CardParams
         task_ids=["multiple-choice-qa"],
         size_categories=size_category(sum(config.rows for config in configs)),
         annotations_creators=["expert-generated"],
-        language_creators=["expert-generated", "machine-generated"],
+        language_creators=["expert-generated"]
+        if _people_wrote(card.transcript_header)
+        else ["expert-generated", "machine-generated"],
         source_datasets=["original"],
         tags=["bias", "fairness", "stereotypes", "social-bias", "bbq", "persian"],
         configs=[
@@ -291,6 +293,34 @@ def _answers_sentence(header: Mapping[str, Any] | None) -> str:
         f"In this build the LLM answers came from model `{header.get('model')}` (provider "
         f"`{header.get('provider')}`), as the header of `transcript.jsonl` records."
     )
+
+
+def _people_wrote(header: Mapping[str, Any] | None) -> bool:
+    """The build's LLM answers are the bundled sample's stand-ins, which people wrote."""
+    return header is not None and header.get("stand_in") is not True and header.get("model") == SAMPLE_STAND_IN_MODEL
+
+
+def _limitations(header: Mapping[str, Any] | None) -> dict[str, str]:
+    """The limitations of the texts an LLM writes in a real build, said of whoever wrote them in this one."""
+    if header is not None and header.get("stand_in") is True:
+        return {
+            "continuations_limit": "The disambiguated continuations are placeholder text, not a model's: this build "
+            "shows counts and checks, not texts to read.",
+            "translations_limit": "The English configs are placeholder translations, not a model's.",
+        }
+    if _people_wrote(header):
+        return {
+            "continuations_limit": "The disambiguated continuations were written by people standing in for an LLM "
+            "(the bundled sample) and checked automatically as an LLM's would be.",
+            "translations_limit": "The English configs were translated by people standing in for an LLM (the bundled "
+            "sample); culturally specific terms and names may not carry the same connotations in English.",
+        }
+    return {
+        "continuations_limit": "The disambiguated continuations were written by an LLM and checked automatically, not "
+        "each read by a person; some may read unnaturally.",
+        "translations_limit": "The English configs are machine translations; culturally specific terms and names may "
+        "not carry the same connotations in English.",
+    }
 
 
 def _name_proxy_section(strength: pd.DataFrame | None) -> str:
@@ -442,6 +472,7 @@ def render_card(
             min_kappa=f"{card.min_kappa:g}",
             min_relevance=f"{card.min_relevance:g}",
             answers=_answers_sentence(card.transcript_header),
+            **_limitations(card.transcript_header),
             name_proxies=_name_proxy_section(proxy_strength),
             funnel=_funnel_section(funnel, configs, card.funnel_labels),
             table1=_table1_section(table1),

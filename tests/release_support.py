@@ -1,0 +1,86 @@
+"""Small valid releases for the publish and card tests: example rows of the release schema, three configs of
+them, a funnel and a build id."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pandas as pd
+
+from pbbq.tasks.core.schemas import CATEGORIES, EXAMPLE
+from pbbq.tasks.instantiate import answer_role
+from tests.bbq_records import CELLS, PERMUTATIONS
+
+BUILD = "20250101-000000-abc123"
+ROLE_NAMES = {"stereo": "stereotyped", "nonstereo": "non-stereotyped", "unknown": "unknown"}
+
+
+def make_examples(n: int, *, lang: str = "fa", variant: str = "original", salt: str = "") -> pd.DataFrame:
+    """``n`` valid example rows (tasks.schemas.EXAMPLE), in an order that is not the example_id order."""
+    rows = []
+    for i in range(n):
+        template = f"T{i // 12:03d}"
+        condition, assignment, polarity = CELLS[i % len(CELLS)]
+        roles = PERMUTATIONS[(i // len(CELLS)) % len(PERMUTATIONS)]
+        stereo, nonstereo = f"گروه {i % 5}", f"گروه دیگر {i % 3}"
+        texts = {"stereotyped": stereo, "non-stereotyped": nonstereo, "unknown": "مشخص نیست"}
+        tags = {"stereotyped": f"گروه-{i % 5}", "non-stereotyped": f"گروه-دیگر-{i % 3}", "unknown": "unknown"}
+        digest = hashlib.sha256(f"{lang}|{variant}|{salt}|{i}".encode()).hexdigest()[:12]
+        rows.append(
+            {
+                "example_id": f"{template}-{digest}",
+                "template_id": template,
+                "stereotype_id": f"S{i // 24:03d}",
+                "category": CATEGORIES[(i // 12) % len(CATEGORIES)],
+                "question_index": template,
+                "question_polarity": polarity,
+                "context_condition": condition,
+                "context": f"{stereo} و {nonstereo} در صف نانوایی بودند. ({salt}{i})",
+                "question": "چه کسی بی‌ادب بود؟" if polarity == "neg" else "چه کسی مؤدب بود؟",
+                "ans0": texts[roles[0]],
+                "ans1": texts[roles[1]],
+                "ans2": texts[roles[2]],
+                "label": roles.index(ROLE_NAMES[answer_role(condition, assignment, polarity)]),
+                "answer_info": {f"ans{k}": [texts[role], tags[role]] for k, role in enumerate(roles)},
+                "additional_metadata": {
+                    "subcategory": "None",
+                    "stereotyped_groups": [tags["stereotyped"]],
+                    "version": "pbbq-1",
+                    "source": f"S{i // 24:03d} (expert)",
+                },
+                "answer_roles": {f"ans{k}": role for k, role in enumerate(roles)},
+                "target_loc": roles.index("stereotyped"),
+                "assignment": assignment,
+                "entity_order": "stereo_first" if i % 2 == 0 else "nonstereo_first",
+                "stereo_entity": stereo,
+                "nonstereo_entity": nonstereo,
+                "lexical_variant": "" if i % 3 else "صبح",
+                "lang": lang,
+                "variant": variant,
+                "source_example_id": None if variant == "original" else f"T{i // 12:03d}-source{i}",
+                "llm_request_ids": [f"req-{digest}"] if condition == "disambig" else [],
+            }
+        )
+    return pd.DataFrame(rows, columns=EXAMPLE.names)
+
+
+def make_configs(salt: str = "") -> dict[str, pd.DataFrame]:
+    return {
+        "fa": make_examples(30, salt=salt),
+        "fa-names": make_examples(25, variant="names-7271", salt=salt),
+        "en": make_examples(20, lang="en", salt=salt),
+    }
+
+
+FUNNEL = pd.DataFrame(
+    [
+        ("candidates", 12),
+        ("surveyed", 10),
+        ("accepted", 8),
+        ("templates", 5),
+        ("gated", 4),
+        ("instantiated_templates", 3),
+        ("examples", 30),
+    ],
+    columns=["step", "count"],
+)
