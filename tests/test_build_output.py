@@ -76,10 +76,10 @@ def test_the_build_takes_verbose() -> None:
 
 def test_the_names_stage_counts_examples_no_table_covers_as_not_covered() -> None:
     names = next(stage for stage in PIPELINE if stage.folder == "06_names")
-    assert names.drops == ()  # its `unmapped` table is kept, but it holds no drops
-    report = {"counts": {"in": 3888, "out": 2124}, "not_covered": {"total": 3180}, "dropped": {"total": 0}}
+    assert names.drops == ("weak_proxy",)  # its `unmapped` table is kept, but it holds no drops
+    report = {"counts": {"in": 3744, "out": 468}, "not_covered": {"total": 3060}, "dropped": {"total": 528}}
     line = StageRecord("names", "06_names", False, {}, [], report).summary()
-    assert line == "06_names         3888 in → 2124 out, 3180 not covered (recomputed)"
+    assert line == "06_names         3744 in → 468 out, 528 dropped, 3060 not covered (recomputed)"
     report = {"counts": {"in": 48, "out": 39}, "dropped": {"total": 9}}
     assert StageRecord("survey_filter", "02_survey", True, {}, [], report).summary().endswith("9 dropped (cached)")
 

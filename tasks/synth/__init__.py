@@ -61,7 +61,7 @@ from ..core.inputs import (
 )
 from ..core.markdown import markdown_table
 from ..disambiguate import Prompts, disambiguate
-from ..instantiate import instantiate
+from ..instantiate import NOT_TARGET, instantiate
 from ..kappa_gate import kappa_gate, template_kappa
 from ..llm import InProcessTransport, LLMClient, LLMConfig, LLMRequest, ResponseStore
 from ..names.tables import NAME_COLUMNS, load_name_table
@@ -372,6 +372,8 @@ def plan(scale: str) -> list[CategoryPlan]:
 
 def _caps(spec: Category) -> tuple[int, int]:
     """The most stereotyped and non-stereotyped entities a template of the category takes."""
+    if spec.kind == "gender":  # one role per template: a woman and a man of one descriptor (the role parity gate)
+        return (1, 1)
     return (3, 3) if spec.kind == "form" else (4, 4)
 
 
@@ -479,6 +481,9 @@ def _entities(
     heads = classes[int(rng.integers(len(classes)))]
     stereo = _forms(spec, spec.groups[stereotype.group], heads)
     other = [form for g in stereotype.others for form in _forms(spec, spec.groups[g], heads)]
+    if spec.kind == "gender":  # the same descriptor on both sides, so the pair differs in gender alone
+        descriptor = int(rng.integers(len(DESCRIPTORS)))
+        stereo, other = [stereo[descriptor]], [other[descriptor]]
     picked_stereo = [stereo[i] for i in sorted(rng.permutation(len(stereo))[:n_stereo])]
     picked_other = [other[i] for i in sorted(rng.permutation(len(other))[:n_other])]
     return tuple(picked_stereo), tuple(picked_other)
@@ -682,6 +687,16 @@ def _fails_first(seed: int, request: LLMRequest, share: float) -> bool:
     return len(request.messages) == 1 and int(digest[:8], 16) / 16**8 < share
 
 
+def _group_english(group: Group) -> str:
+    """A group's name in English as the translate stage checks it: without a leading article, and naming the group
+    by its glossary word when its label holds one ('Jewish people' for «یهودی‌ها», where the label says 'Jews')."""
+    english = re.sub(r"^(the|a|an)\s+", "", group.label.en, flags=re.IGNORECASE)
+    for word in group.words:
+        if word.fa in group.label.fa and word.en.lower() not in english.lower():
+            return f"{word.en} people"
+    return english
+
+
 class StandInModel(InProcessTransport):
     """Answers the build's LLM requests from the synthetic phrase book, as a model that always follows the
     prompt would (PBBQ Appendix D; the translation prompts): each answer computed from the request.
@@ -698,6 +713,8 @@ class StandInModel(InProcessTransport):
         self.seed = seed
         self.traits = {t.negative.fa: t for t in TRAITS}
         self.phrases: dict[str, dict[str, str]] = {"entity": {}, "lex": {}, "question": {}, "context": {}}
+        labels = {group.label.fa: _group_english(group) for spec in CATEGORY_SPECS.values() for group in spec.groups}
+        self.phrases["group"] = labels | {f"{NOT_TARGET} {fa}": f"people other than {en}" for fa, en in labels.items()}
         for trait in TRAITS:
             self.phrases["question"].update(
                 {trait.negative.fa: trait.negative.en, trait.nonnegative.fa: trait.nonnegative.en}
