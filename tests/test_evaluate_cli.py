@@ -17,7 +17,7 @@ from pbbq.flows.cli import main
 from tests.bbq_records import write_run
 from tests.fakes.completions_server import FakeCompletionsServer
 
-FAKE_KEY = "sk-fake-0123456789abcdefghijklmn"
+FAKE_KEY = "sk-test-SECRET-evaluate"  # fake, shaped unlike a real key (yet sk-, as redaction looks for)
 NAMED = ("Ethnicity", "Socio-economic Status")
 
 
@@ -25,7 +25,7 @@ NAMED = ("Ethnicity", "Socio-economic Status")
 def offline(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-from-the-environment-for-tests")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-SECRET-environment")
 
 
 @pytest.fixture(scope="module")

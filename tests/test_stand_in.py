@@ -23,7 +23,7 @@ from pbbq.tasks.translate import TranslatePrompts, translate
 from pbbq.tasks.translate.glossary import load_glossary
 from tests.fakes.hub_server import FakeHub
 
-TOKEN = "hf_standintesttoken0123456789"
+TOKEN = "hf_test-TOKEN-secret-stand-in"  # fake, shaped unlike a real token
 
 
 def test_stand_in_answers_pass_every_validator(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
