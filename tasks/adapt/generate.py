@@ -11,8 +11,10 @@ four share one 'unknown' phrasing and one order of the three options (``create_t
 
 Where BBQ draws at random without a seed, this port enumerates or rotates: it builds every stereotyped group
 with every other group (BBQ samples 5 of each when there are more) and every combination of the
-``Lexical_diversity`` words (BBQ draws one per pair), and it rotates BBQ's ten 'unknown' phrasings and the six
-option orders through a template's fillings, so the label sits at each position equally often.
+``Lexical_diversity`` words (BBQ draws one per pair), and it rotates BBQ's ten 'unknown' phrasings through a
+template's fillings and the six option orders through its pairs (both fillings of a pair, the two assignments,
+share one order), so within each assignment and question the label sits at each position equally often over a
+cycle; each rotation starts at a point given by the template's id.
 
 Text is filled as BBQ's ``do_slotting`` fills it: ``{{NAME1}}``/``{{NAME2}}``/``{{WORD1}}``/``{{WORD2}}`` in every
 field, its two fixed corrections ('lesbian man', 'Latino woman'), and 'a' → 'an' before a vowel when a filled
@@ -96,6 +98,12 @@ def pairs(template: pd.Series, vocabulary: pd.DataFrame) -> list[tuple[str, str]
     return [(target, other) for target in targets for other in others if other != target]
 
 
+def _start(template_id: str) -> int:
+    """Where a template's rotations start: from its id, so that templates with fewer fillings than a full cycle do
+    not all favour the first orders, and a template's examples do not depend on the others."""
+    return int(hashlib.sha256(template_id.encode()).hexdigest()[:8], 16)
+
+
 def _slot_of_negative(template: pd.Series) -> str:
     return "NAME1" if "{{NAME1}}" in template.answer_negative else "NAME2"
 
@@ -112,13 +120,14 @@ def template_examples(template: pd.Series, vocabulary: pd.DataFrame, params: Ada
     first_slot = "NAME1" if template.ambiguous.index("{{NAME1}}") < template.ambiguous.index("{{NAME2}}") else "NAME2"
     rows: list[dict] = []
     fillings = itertools.product(pairs(template, vocabulary), lexical_variants(template.lexical_diversity), (0, 1))
+    start = _start(template.template_id)
     for turn, ((stereo, other), words, flipped) in enumerate(fillings):
         slots = {"NAME1": other, "NAME2": stereo} if flipped else {"NAME1": stereo, "NAME2": other}
         texts = {field: fill(template[field], slots["NAME1"], slots["NAME2"], words) for field in TEXT_FIELDS}
         negative_role = "stereo" if slots[negative_slot] == stereo else "nonstereo"
         roles = {"neg": negative_role, "nonneg": "nonstereo" if negative_role == "stereo" else "stereo"}
-        order = ORDERS[turn % len(ORDERS)]
-        unknown = params.unknown_phrases[turn % len(params.unknown_phrases)]
+        order = ORDERS[(start + turn // 2) % len(ORDERS)]
+        unknown = params.unknown_phrases[(start + turn) % len(params.unknown_phrases)]
         options = {"neg": texts["answer_negative"], "nonneg": texts["answer_non_negative"], "unknown": unknown}
         role_of = {**roles, "unknown": "unknown"}
         tags = {"stereo": group_tag(stereo), "nonstereo": group_tag(other), "unknown": UNKNOWN_GROUP}
