@@ -73,6 +73,24 @@ def test_pairs_are_bbqs_stereotyped_groups_in_the_vocabulary_against_the_others(
     ]
 
 
+def test_a_subcategory_template_takes_its_subcategorys_groups_against_the_others() -> None:
+    """BBQ: with a ``Subcategory``, NAME1 is each group of that subcategory, NAME2 each non-stereotyped group."""
+    groups = pd.DataFrame(
+        [
+            {"Category": "Religion", "Pilot_include": "", "SubCat": sub, "Name": name, "Info": ""}
+            for sub, name in (
+                ("Abrahamic", "Muslim"),
+                ("Abrahamic", "Christian"),
+                ("Dharmic", "Hindu"),
+                ("", "Atheist"),
+            )
+        ]
+    )
+    template = _template(subcategory="Abrahamic", stereotyped_groups=["Muslim"])
+    assert pairs(template, groups) == [("Muslim", "Christian"), ("Muslim", "Hindu"), ("Muslim", "Atheist"),
+                                       ("Christian", "Hindu"), ("Christian", "Atheist")]  # fmt: skip
+
+
 def test_a_pair_gives_both_fillings_four_examples_each_for_every_lexical_variant() -> None:
     rows = pd.DataFrame(template_examples(_template(other_groups=["Sikh"]), RELIGIONS, AdaptInstantiateParams()))
     assert len(rows) == 1 * 2 * 2 * 4  # pairs × lexical variants × fillings × (2 questions × 2 contexts)
