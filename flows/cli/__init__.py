@@ -13,6 +13,7 @@ import os
 import sys
 from pathlib import Path
 
+from .adapt import add_adapt_command
 from .arguments import OneLineParser, run_id
 from .audit import AUDIT_COMMANDS, add_audit_commands
 from .crawl import add_crawl_commands
@@ -116,6 +117,7 @@ def _parser() -> argparse.ArgumentParser:
     add_synth_command(commands)
     add_evaluate_command(commands)
     add_crawl_commands(commands)
+    add_adapt_command(commands)
     return parser
 
 
@@ -156,7 +158,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.command not in AUDIT_COMMANDS:  # these read runs: no Prefect to quieten
         _quiet_prefect(tracebacks=args.debug, task_runs=args.command != "build" or args.verbose)
     try:
-        if args.command in ("names", "evaluate", "crawl", "questionnaire", "responses", "synth", *AUDIT_COMMANDS):
+        if args.command in (
+            "adapt",
+            "names",
+            "evaluate",
+            "crawl",
+            "questionnaire",
+            "responses",
+            "synth",
+            *AUDIT_COMMANDS,
+        ):
             return args.handler(args)
         return _build(args) if args.command == "build" else _serve()
     except KeyboardInterrupt:
