@@ -54,14 +54,14 @@ from .core.schemas import (
 )
 from .text.cues import (
     entity_age_band,
-    entity_gender,
     entity_maturity,
     entity_number,
     entity_role,
     entity_statuses,
     pair_confound,
 )
-from .text.persian import normalize_fa
+from .text.languages import language
+from .text.languages.fa import normalize_fa
 
 ROLE_NAMES = {"stereo": "stereotyped", "nonstereo": "non-stereotyped", "unknown": "unknown"}
 PERMUTATIONS: tuple[tuple[str, str, str], ...] = tuple(itertools.permutations(("stereo", "nonstereo", "unknown")))
@@ -191,7 +191,7 @@ class Groups:
 def _pair_cues(side: str, entity: str) -> dict[str, str]:
     """The cues of one side of a dropped pair, as ``dropped_pairs`` shows them (statuses joined by ``/``)."""
     return {
-        f"{side}_gender": entity_gender(entity, "fa"),
+        f"{side}_gender": language("fa").entity_gender(entity),
         f"{side}_age_band": entity_age_band(entity, "fa"),
         f"{side}_maturity": entity_maturity(entity, "fa"),
         f"{side}_number": entity_number(entity),

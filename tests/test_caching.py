@@ -50,7 +50,7 @@ def test_editing_a_helper_recomputes_the_dependent_stage_only(tmp_path: Path) ->
 
 
 def test_the_real_stages_cover_the_modules_they_use() -> None:
-    assert {"pbbq.tasks.text.persian", "pbbq.tasks.core.schemas"} <= set(module_closure("pbbq.tasks.diversity"))
+    assert {"pbbq.tasks.text.languages", "pbbq.tasks.core.schemas"} <= set(module_closure("pbbq.tasks.diversity"))
     assert {
         "pbbq.tasks.text.cues",
         "pbbq.tasks.names.draw",

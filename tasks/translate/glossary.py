@@ -23,7 +23,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..core.inputs import InputError, read_csv_checked, require_filled, require_none, spreadsheet_row
-from ..text.persian import ZWNJ, normalize_fa
+from ..text.languages.fa import ZWNJ, normalize_fa
 
 GLOSSARY_COLUMNS = ["term_fa", "term_en", "note"]
 _PERSIAN = re.compile(r"[\u0600-\u06ff]")
