@@ -46,15 +46,11 @@ from ..core.artifacts import REPO_ROOT, StageOutput, count_reasons, sha256_bytes
 from ..core.prompts import PromptBundle, retry_request
 from ..core.schemas import EXAMPLE, EXAMPLE_DROPPED, OPTIONS, UNKNOWN_GROUP, group_tag
 from ..llm import LLMClient, LLMRequest, LLMResponse
-from ..text.languages import NONE, language
+from ..text.languages import NONE
 from ..text.languages.fa import normalize_fa
-from .glossary import Glossary, rendered
+from .glossary import SOURCE, TARGET, Glossary, rendered
 
 STAGE = "translate"
-SOURCE = language("fa")
-"""The language translated from: the templates' and the examples' (PBBQ is built in Persian)."""
-TARGET = language("en")
-"""The language translated into: its glossary column, its checks and its article."""
 PROMPTS = REPO_ROOT / "prompts"
 PROMPT_FILES = (
     "translate.fa-en.txt",
@@ -436,7 +432,7 @@ def english_examples(
         (k, fa): list(ids)
         for k, fa, ids in zip(translated["kind"], translated["text_fa"], translated["request_ids"], strict=True)
     }
-    unknown = dict(zip(unknown_phrases["phrase_fa"], unknown_phrases["phrase_en"], strict=True))
+    unknown = dict(zip(unknown_phrases[SOURCE.unknown_column], unknown_phrases[TARGET.unknown_column], strict=True))
     tags = {fa: group_tag(en) for (kind, fa), en in english.items() if kind == "group"}
     rows, reasons, pairs = [], [], []
     for row in examples.to_dict(orient="records"):
@@ -497,14 +493,14 @@ def translate(
 ) -> StageOutput:
     """The English config of the Persian original examples, with the segment table, every attempt, the
     review table (segments that failed validation or were flagged) and what was dropped."""
-    originals = examples[(examples["lang"] == "fa") & (examples["variant"] == "original")]
+    originals = examples[(examples["lang"] == SOURCE.code) & (examples["variant"] == "original")]
     phrasings = {
         text
         for option in OPTIONS
         for text, roles in zip(originals[option], originals["answer_roles"], strict=True)
         if roles[option] == "unknown"
     }
-    unmapped = sorted(phrasings - set(unknown_phrases["phrase_fa"]))
+    unmapped = sorted(phrasings - set(unknown_phrases[SOURCE.unknown_column]))
     if unmapped:
         raise ValueError(f"'unknown' phrasing(s) with no English in the phrase list: {unmapped}")
     lookup = Glossary(glossary)

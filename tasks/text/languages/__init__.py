@@ -74,6 +74,8 @@ class Language:
     """The prompt words around a question: ``question``, ``answer`` and ``instruction`` (lm-eval)."""
     glossary_column: str
     """The column of ``annotations/glossary.csv`` holding its terms."""
+    unknown_column: str
+    """The column of ``annotations/unknown_phrases.csv`` holding its 'unknown' phrasings ('Cannot be determined')."""
     load_stop_words: Callable[[], Iterable[str]] = field(repr=False)
     """Reads its stop words (Appendix C.2), once, when :attr:`stop_words` is first asked for."""
     cased: bool = False

@@ -170,6 +170,7 @@ LANGUAGE = Language(
     explicit_age=explicit_age,
     scaffold={"question": "Q", "answer": "A", "instruction": "Answer with the letter of one option only."},
     glossary_column="term_en",
+    unknown_column="phrase_en",
     load_stop_words=_DATA["stop_words"].split,
     cased=True,
     person_gender=_PERSON_GENDER,

@@ -138,6 +138,7 @@ LANGUAGE = Language(
     explicit_age=explicit_age,
     scaffold={"question": "پرسش", "answer": "پاسخ", "instruction": "فقط حرف یکی از گزینه‌ها را بنویسید."},
     glossary_column="term_fa",
+    unknown_column="phrase_fa",
     load_stop_words=_stop_words,
     person_gender=_PERSON_GENDER,
     kin_gender=_KIN_GENDER,
