@@ -194,9 +194,9 @@ def _pair_cues(side: str, entity: str) -> dict[str, str]:
         f"{side}_gender": language("fa").entity_gender(entity),
         f"{side}_age_band": entity_age_band(entity, "fa"),
         f"{side}_maturity": entity_maturity(entity, "fa"),
-        f"{side}_number": entity_number(entity),
-        f"{side}_role": entity_role(entity),
-        f"{side}_statuses": "/".join(sorted(entity_statuses(entity))),
+        f"{side}_number": entity_number(entity, "fa"),
+        f"{side}_role": entity_role(entity, "fa"),
+        f"{side}_statuses": "/".join(sorted(entity_statuses(entity, "fa"))),
     }
 
 
@@ -206,7 +206,7 @@ def template_pairs(template: pd.Series) -> tuple[list[tuple[str, str]], list[dic
     allowed = {tuple(item.split(PAIR_SEPARATOR)[:2]): item.split(PAIR_SEPARATOR)[2] for item in template.allowed_pairs}
     built, dropped, kept = [], [], []
     for stereo, nonstereo in itertools.product(template.stereo_entities, template.nonstereo_entities):
-        reason = pair_confound(stereo, nonstereo, template.category)
+        reason = pair_confound(stereo, nonstereo, template.category, "fa")
         if reason is None:
             built.append((stereo, nonstereo))
         elif (stereo, nonstereo) in allowed:

@@ -72,7 +72,7 @@ def row_violations(
     pairs = list(zip(frame["template_id"], frame["stereo_entity"], frame["nonstereo_entity"], strict=True))
     kept = pd.Series([pair in allowed for pair in pairs], index=frame.index)
     categories = dict(zip(pairs, frame["category"], strict=True))
-    reasons = {pair: pair_confound(pair[1], pair[2], category) for pair, category in categories.items()}
+    reasons = {pair: pair_confound(pair[1], pair[2], category, "fa") for pair, category in categories.items()}
     confound = pd.Series([reasons[pair] for pair in pairs], index=frame.index, dtype=object)
     persian = [
         (sources or {}).get(source) if lang != "fa" else None

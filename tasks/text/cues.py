@@ -1,4 +1,5 @@
-"""The one table of person cues: the words that give an entity, or a reference to one, a gender or an age band.
+"""The person-cue rules: how the words of an entity, or of a reference to one, give it a gender, an age band, a role,
+a number and a status.
 
 Instantiation reads it to keep confounds out of a pair (an entity pair may differ only in the attribute its
 stereotype is about: PBBQ §3.3, BBQ's control), the names stage to give each reference a name of the right
@@ -88,24 +89,6 @@ def genders_differ(first: str, second: str) -> bool:
 PERSON = "person"
 """The role of an entity whose head phrase names no role: a man, a woman, a young person."""
 
-ROLE_NOUNS: dict[str, str] = {
-    **dict.fromkeys(("پدر", "مادر"), "parent"),
-    **dict.fromkeys(("پدربزرگ", "مادربزرگ"), "grandparent"),
-    **dict.fromkeys(("پدرشوهر", "پدرزن", "مادرشوهر", "مادرزن"), "parent-in-law"),
-    **dict.fromkeys(("شوهر", "همسر"), "spouse"),
-    **dict.fromkeys(("مالک", "صاحب‌خانه", "صاحبخانه"), "owner"),
-    **dict.fromkeys(("فارغ‌التحصیل", "دانش‌آموخته"), "graduate"),
-    "مستاجر": "tenant", "بازرگان": "merchant", "گردشگر": "tourist", "فعال": "activist", "تحلیل‌گر": "analyst",
-    "کارگر": "labourer", "کارمند": "employee", "راننده": "driver", "استاد": "professor", "معلم": "teacher",
-    "پژوهشگر": "researcher", "آشپز": "cook", "دونده": "runner", "عضو": "member", "کاربر": "user",
-    "سیاستمدار": "politician", "بازیگر": "actor", "مدیر": "manager", "کارشناس": "expert", "حسابدار": "accountant",
-    "داروساز": "pharmacist", "مکانیک": "mechanic", "صافکار": "panel beater", "خیاط": "tailor", "عکاس": "photographer",
-    "تعمیرکار": "repairer", "کتاب‌فروش": "bookseller", "گل‌فروش": "florist", "نقاش": "painter", "نوازنده": "musician",
-    "کارخانه‌دار": "factory owner", "سرمایه‌دار": "capitalist", "پزشک": "doctor", "پرستار": "nurse",
-}  # fmt: skip
-"""Persian role nouns and the role each names; a mother and a father are both a ``parent`` (their gender is the
-gender rule's). An entity's role is its first role noun ('زن استاد دانشگاه' is a professor), else :data:`PERSON`."""
-
 ROLE_CATEGORIES = frozenset({"Profession", "Socio-economic Status", "Property Ownership", "Family Structure"})
 """Categories whose attribute is shown by a role: an occupation (a taxi driver, a factory owner against a teacher),
 owning or renting, a place in the family (a mother-in-law)."""
@@ -113,59 +96,36 @@ owning or renting, a place in the family (a mother-in-law)."""
 ROLE_ATTRIBUTE_OF: dict[str, frozenset[str]] = {"grandparent": frozenset({"Age"})}
 """Roles that are themselves an attribute of another category: a grandparent is old."""
 
-COLLECTIVE_NOUNS = frozenset({"خانواده", "گروه", "زوج", "تیم", "خانوار", "جمع", "جماعت"})
-"""Head nouns that name a group of people ('خانواده‌ی مستاجر' is a family; 'پسر خانواده‌ی پرجمعیت' one boy)."""
 
-STATUS_WORDS: dict[str, tuple[str, frozenset[str]]] = {
-    **{w: ("wealthy", frozenset({"Socio-economic Status"})) for w in ("ثروتمند", "پولدار", "مرفه", "میلیاردر")},
-    **{w: ("low-income", frozenset({"Socio-economic Status"})) for w in ("کم‌درآمد", "فقیر")},
-    "حقوق‌بگیر": ("salaried", frozenset({"Socio-economic Status"})),
-    "سرپرست خانوار": ("head of household", frozenset({"Family Structure"})),
-    "مطلقه": ("divorced", frozenset({"Family Structure"})),
-    "تک‌فرزند": ("only child", frozenset({"Family Structure"})),
-    "بازنشسته": ("retired", frozenset({"Age"})),
-    **{w: ("student", frozenset({"Age", "Educational Background"})) for w in ("دانشجو", "دانش‌آموز")},
-    **{w: (w, frozenset({"Educational Background"})) for w in ("بی‌سواد", "کم‌سواد", "تحصیل‌کرده", "دیپلمه", "دکتری")},
-}
-"""Status words (possibly of several words), their status and the categories whose attribute that status is:
-outside them, a status on one side of a pair only is a confound (a head of household against a wealthy woman
-in Socio-economic Status; a student against a worker in Nationality). A professor is a role, not a status."""
+def _head_lemmas(entity: str, lang: str) -> list[str]:
+    """The entity's head-phrase words as its language cuts them, a word read as its lemma when that lemma is a role,
+    collective, status or maturity word ('دانشجوی جوان', 'خانواده‌ی مستاجر')."""
+    words = language(lang)
+    known = {*words.role_nouns, *words.collective_nouns, *words.status_words, *words.maturity}
+    return [words.lemma(word) if words.lemma(word) in known else word for word in words.head_words(entity)]
 
 
-def _fa_lemma(word: str) -> str:
-    """A Persian noun without its ezafe or indefinite ی ('خانواده‌ی', 'دانشجوی', 'پسری' → the noun)."""
-    for suffix in ("\u200cی", "\u200cای", "ی"):
-        if word.endswith(suffix) and len(word) > len(suffix) + 1:
-            return word[: -len(suffix)]
-    return word
+def entity_role(entity: str, lang: str) -> str:
+    """The role (its language's ``role_nouns``) of the entity's first role noun, else :data:`PERSON`."""
+    roles = language(lang).role_nouns
+    return next((roles[w] for w in _head_lemmas(entity, lang) if w in roles), PERSON)
 
 
-def _fa_head_lemmas(entity: str) -> list[str]:
-    """The Persian entity's head-phrase words as its language cuts them, a word read as its noun when that noun is a
-    role, collective, status or maturity word ('دانشجوی جوان', 'خانواده‌ی مستاجر')."""
-    persian = language("fa")
-    known = {*ROLE_NOUNS, *COLLECTIVE_NOUNS, *STATUS_WORDS, *persian.maturity}
-    return [_fa_lemma(word) if _fa_lemma(word) in known else word for word in persian.head_words(entity)]
+def entity_number(entity: str, lang: str) -> str:
+    """``group`` when the entity's head noun (its first word) names a group (its language's ``collective_nouns``, or
+    a plural: ``plural_suffixes``), else ``one``."""
+    words = language(lang)
+    lemmas = _head_lemmas(entity, lang)
+    head = lemmas[0] if lemmas else ""
+    return "group" if head in words.collective_nouns or head.endswith(words.plural_suffixes) else "one"
 
 
-def entity_role(entity: str) -> str:
-    """The role (:data:`ROLE_NOUNS`) of a Persian entity's first role noun, else :data:`PERSON`."""
-    return next((ROLE_NOUNS[w] for w in _fa_head_lemmas(entity) if w in ROLE_NOUNS), PERSON)
-
-
-def entity_number(entity: str) -> str:
-    """``group`` when a Persian entity's head noun (its first word) names a group (:data:`COLLECTIVE_NOUNS`, or a
-    plural in ها), else ``one``."""
-    words = _fa_head_lemmas(entity)
-    head = words[0] if words else ""
-    return "group" if head in COLLECTIVE_NOUNS or head.endswith("\u200cها") else "one"
-
-
-def entity_statuses(entity: str) -> dict[str, frozenset[str]]:
-    """The statuses a Persian entity's head phrase states (:data:`STATUS_WORDS`), each with the categories whose
-    attribute it is."""
-    phrase = f" {' '.join(_fa_head_lemmas(entity))} "
-    return {status: categories for word, (status, categories) in STATUS_WORDS.items() if f" {word} " in phrase}
+def entity_statuses(entity: str, lang: str) -> dict[str, frozenset[str]]:
+    """The statuses the entity's head phrase states (its language's ``status_words``), each with the categories
+    whose attribute it is."""
+    phrase = f" {' '.join(_head_lemmas(entity, lang))} "
+    statuses = language(lang).status_words.items()
+    return {status: categories for word, (status, categories) in statuses if f" {word} " in phrase}
 
 
 def entity_maturity(entity: str, lang: str) -> str:
@@ -180,8 +140,8 @@ CONFOUNDS = ("gender_confound", "age_confound", "number_confound", "role_confoun
 """The reasons a pair is not built, in the order :func:`pair_confound` tries them."""
 
 
-def pair_confound(stereo: str, nonstereo: str, category: str) -> str | None:
-    """Why a pair of Persian entities may not be built, or None: the two may differ only in the attribute their
+def pair_confound(stereo: str, nonstereo: str, category: str, lang: str) -> str | None:
+    """Why a pair of entities in ``lang`` may not be built, or None: the two may differ only in the attribute their
     stereotype's category is about (docs/architecture.md §4).
 
     - ``gender_confound``: genders differ outside Gender;
@@ -191,23 +151,23 @@ def pair_confound(stereo: str, nonstereo: str, category: str) -> str | None:
       :data:`ROLE_ATTRIBUTE_OF`;
     - ``status_confound``: the statuses that are not the category's attribute differ (:func:`entity_statuses`).
     """
-    persian = language("fa")
-    if category != "Gender" and genders_differ(persian.entity_gender(stereo), persian.entity_gender(nonstereo)):
+    words = language(lang)
+    if category != "Gender" and genders_differ(words.entity_gender(stereo), words.entity_gender(nonstereo)):
         return "gender_confound"
-    maturities = {entity_maturity(stereo, "fa"), entity_maturity(nonstereo, "fa")}
+    maturities = {entity_maturity(stereo, lang), entity_maturity(nonstereo, lang)}
     if category != "Age" and (
-        age_bands_differ(entity_age_band(stereo, "fa"), entity_age_band(nonstereo, "fa"))
+        age_bands_differ(entity_age_band(stereo, lang), entity_age_band(nonstereo, lang))
         or (NONE not in maturities and len(maturities) == 2)
     ):
         return "age_confound"
-    if entity_number(stereo) != entity_number(nonstereo):
+    if entity_number(stereo, lang) != entity_number(nonstereo, lang):
         return "number_confound"
-    roles = {entity_role(stereo), entity_role(nonstereo)}
+    roles = {entity_role(stereo, lang), entity_role(nonstereo, lang)}
     exempt = ROLE_CATEGORIES.union(*(ROLE_ATTRIBUTE_OF.get(role, ()) for role in roles))
     if len(roles) == 2 and category not in exempt:
         return "role_confound"
     statuses = [
-        {status for status, categories in entity_statuses(entity).items() if category not in categories}
+        {status for status, categories in entity_statuses(entity, lang).items() if category not in categories}
         for entity in (stereo, nonstereo)
     ]
     if statuses[0] != statuses[1]:

@@ -41,6 +41,11 @@ def is_punctuation(token: str) -> bool:
     return _NON_WORD.fullmatch(token) is not None
 
 
+def unchanged(text: str) -> str:
+    """The text as written: what a language without such a rule (English's normalisation, its lemmas) does."""
+    return text
+
+
 def _no_gender_failures(text: str, entities: Sequence[str], kind: str) -> list[GenderFailure]:
     """A language whose words give no gender to check (Persian: او is either) has no gender failures."""
     return []
@@ -87,6 +92,16 @@ class Language:
     maturity: Mapping[str, str] = field(default_factory=dict)
     spouses: frozenset[str] = frozenset()
     """Kinship nouns whose possessor is the other spouse (the names stage names a husband by his wife)."""
+    role_nouns: Mapping[str, str] = field(default_factory=dict)
+    """Role nouns and the role each names (a mother and a father are both a ``parent``; PBBQ §3.3's control)."""
+    collective_nouns: frozenset[str] = frozenset()
+    """Head nouns that name a group of people (a family)."""
+    plural_suffixes: tuple[str, ...] = ()
+    """Endings of a plural head noun (a group, not one person)."""
+    status_words: Mapping[str, tuple[str, frozenset[str]]] = field(default_factory=dict)
+    """Status words (possibly of several words), their status and the categories whose attribute that status is."""
+    lemma: Callable[[str], str] = unchanged
+    """A head word without its inflection, as role, collective and status words are listed ('دانشجوی' → 'دانشجو')."""
     word_gender: Callable[[str], str | None] | None = None
     """The gender one head word gives; None: read ``person_gender`` then ``kin_gender``."""
     article: re.Pattern[str] | None = None

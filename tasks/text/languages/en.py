@@ -8,15 +8,10 @@ from collections.abc import Callable, Sequence
 from functools import cache
 from typing import TYPE_CHECKING
 
-from . import NONE, GenderFailure, Language, gender_table, load_data
+from . import NONE, GenderFailure, Language, gender_table, load_data, unchanged
 
 if TYPE_CHECKING:
     from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
-
-
-def _as_written(text: str) -> str:
-    """English text fields are kept as written: the release's English is the translation's, word for word."""
-    return text
 
 
 @cache
@@ -164,7 +159,7 @@ LANGUAGE = Language(
     code="en",
     name="English",
     script=re.compile(r"[A-Za-z]"),
-    normalize=_as_written,
+    normalize=unchanged,
     tokenize=tokenize_en,
     head_words=head_words,
     explicit_age=explicit_age,

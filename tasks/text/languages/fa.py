@@ -128,6 +128,14 @@ def head_words(text: str) -> list[str]:
     return words
 
 
+def lemma(word: str) -> str:
+    """A Persian noun without its ezafe or indefinite ی ('خانواده‌ی', 'دانشجوی', 'پسری' → the noun)."""
+    for suffix in ("\u200cی", "\u200cای", "ی"):
+        if word.endswith(suffix) and len(word) > len(suffix) + 1:
+            return word[: -len(suffix)]
+    return word
+
+
 LANGUAGE = Language(
     code="fa",
     name="Persian",
@@ -145,4 +153,13 @@ LANGUAGE = Language(
     age_words=_AGE_WORDS,
     maturity=gender_table(_DATA["maturity"]),
     spouses=frozenset(_DATA["spouses"]),
+    role_nouns=gender_table(_DATA["role_nouns"]),
+    collective_nouns=frozenset(_DATA["collective_nouns"]),
+    plural_suffixes=tuple(_DATA["plural_suffixes"]),
+    status_words={
+        word: (entry.get("status", word), frozenset(entry["categories"]))
+        for entry in _DATA["status_words"]
+        for word in entry["words"]
+    },
+    lemma=lemma,
 )
