@@ -12,7 +12,7 @@ import numpy as np
 from sacrebleu import sentence_bleu
 
 from pbbq.tasks.diversity.self_bleu import self_bleu
-from pbbq.tasks.text.persian import tokenize_fa
+from pbbq.tasks.text.languages.fa import tokenize_fa
 
 LETTERS = list("آابپتثجچحخدذرزژسشصضطظعغفقکگلمنوهی")
 

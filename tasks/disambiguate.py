@@ -36,7 +36,8 @@ from .core.inputs import PLACEHOLDER, swap_roles
 from .core.prompts import PromptBundle, retry_request
 from .core.schemas import TEMPLATE_DISAMBIGUATED
 from .llm import LLMClient, LLMRequest
-from .text.persian import normalize_fa, tokenize_fa, words
+from .text.languages import language
+from .text.languages.fa import normalize_fa
 
 STAGE = "disambiguate"
 ASSIGNMENTS: dict[str, tuple[str, str]] = {
@@ -113,7 +114,8 @@ def _persian_share(text: str) -> float:
 
 
 def _words(text: str) -> list[str]:
-    return words(tokenize_fa(text), "fa")
+    persian = language("fa")
+    return persian.words(persian.tokenize(text))
 
 
 def _ngrams(tokens: list[str], n: int = 4) -> set[tuple[str, ...]]:

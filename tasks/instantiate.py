@@ -54,14 +54,14 @@ from .core.schemas import (
 )
 from .text.cues import (
     entity_age_band,
-    entity_gender,
     entity_maturity,
     entity_number,
     entity_role,
     entity_statuses,
     pair_confound,
 )
-from .text.persian import normalize_fa
+from .text.languages import language
+from .text.languages.fa import normalize_fa
 
 ROLE_NAMES = {"stereo": "stereotyped", "nonstereo": "non-stereotyped", "unknown": "unknown"}
 PERMUTATIONS: tuple[tuple[str, str, str], ...] = tuple(itertools.permutations(("stereo", "nonstereo", "unknown")))
@@ -191,12 +191,12 @@ class Groups:
 def _pair_cues(side: str, entity: str) -> dict[str, str]:
     """The cues of one side of a dropped pair, as ``dropped_pairs`` shows them (statuses joined by ``/``)."""
     return {
-        f"{side}_gender": entity_gender(entity, "fa"),
+        f"{side}_gender": language("fa").entity_gender(entity),
         f"{side}_age_band": entity_age_band(entity, "fa"),
         f"{side}_maturity": entity_maturity(entity, "fa"),
-        f"{side}_number": entity_number(entity),
-        f"{side}_role": entity_role(entity),
-        f"{side}_statuses": "/".join(sorted(entity_statuses(entity))),
+        f"{side}_number": entity_number(entity, "fa"),
+        f"{side}_role": entity_role(entity, "fa"),
+        f"{side}_statuses": "/".join(sorted(entity_statuses(entity, "fa"))),
     }
 
 
@@ -206,7 +206,7 @@ def template_pairs(template: pd.Series) -> tuple[list[tuple[str, str]], list[dic
     allowed = {tuple(item.split(PAIR_SEPARATOR)[:2]): item.split(PAIR_SEPARATOR)[2] for item in template.allowed_pairs}
     built, dropped, kept = [], [], []
     for stereo, nonstereo in itertools.product(template.stereo_entities, template.nonstereo_entities):
-        reason = pair_confound(stereo, nonstereo, template.category)
+        reason = pair_confound(stereo, nonstereo, template.category, "fa")
         if reason is None:
             built.append((stereo, nonstereo))
         elif (stereo, nonstereo) in allowed:

@@ -142,9 +142,10 @@ def two_builds(prefect_server: None, tmp_path_factory: pytest.TempPathFactory) -
 def fresh_cue_caches() -> Iterator[None]:
     """entity_gender and entity_age_band are cached: clear them so each test reads the cue table afresh (mutation
     testing runs each mutant in a process whose caches an earlier test run already filled)."""
-    from pbbq.tasks.text.cues import entity_age_band, entity_gender
+    from pbbq.tasks.text.cues import entity_age_band
+    from pbbq.tasks.text.languages import Language
 
-    entity_gender.cache_clear()
+    Language.entity_gender.cache_clear()
     entity_age_band.cache_clear()
     yield
 

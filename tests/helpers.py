@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow.parquet as pq
 
 from pbbq.tasks.core.artifacts import REPO_ROOT
-from pbbq.tasks.text.persian import normalize_fa
+from pbbq.tasks.text.languages.fa import normalize_fa
 
 if TYPE_CHECKING:
     from pbbq.tasks.llm import LLMConfig

@@ -228,12 +228,13 @@ def test_examples_have_no_duplicates_and_per_template_counts_follow_the_product(
 
 
 def test_no_pair_mixes_genders_outside_gender_nor_age_bands_outside_age(two_builds: tuple[Path, Path]) -> None:
-    from pbbq.tasks.text.cues import age_bands_differ, entity_age_band, entity_gender, genders_differ
+    from pbbq.tasks.text.cues import age_bands_differ, entity_age_band, genders_differ
+    from pbbq.tasks.text.languages import language
 
     examples = _sample(two_builds, "05_instantiate/examples")
     pairs = examples[["category", "stereo_entity", "nonstereo_entity"]].drop_duplicates()
     for row in pairs.itertuples():
-        genders = entity_gender(row.stereo_entity, "fa"), entity_gender(row.nonstereo_entity, "fa")
+        genders = language("fa").entity_gender(row.stereo_entity), language("fa").entity_gender(row.nonstereo_entity)
         bands = entity_age_band(row.stereo_entity, "fa"), entity_age_band(row.nonstereo_entity, "fa")
         assert row.category == "Gender" or not genders_differ(*genders), row
         assert row.category == "Age" or not age_bands_differ(*bands), row

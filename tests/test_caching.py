@@ -9,7 +9,8 @@ from typing import Any, cast
 
 import pandas as pd
 
-from pbbq.tasks.core.caching import StageInputsAndCode, input_digest, module_closure, stage_code_hash
+from pbbq.tasks.core.artifacts import REPO_ROOT
+from pbbq.tasks.core.caching import StageInputsAndCode, data_files, input_digest, module_closure, stage_code_hash
 from pbbq.tasks.survey_filter import survey_filter
 
 
@@ -49,8 +50,27 @@ def test_editing_a_helper_recomputes_the_dependent_stage_only(tmp_path: Path) ->
     assert stage_code_hash(survey, tmp_path) != after[1]
 
 
+def test_a_package_that_finds_its_modules_uses_them_all_and_their_data_files(tmp_path: Path) -> None:
+    """The languages package imports no language module by name (it finds them with pkgutil), and a language's word
+    lists are data files beside its module: both are part of the code of a stage that uses the package."""
+    package = tmp_path / "tasks" / "langs"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("import pkgutil\n\nFOUND = [m.name for m in pkgutil.iter_modules(__path__)]\n")
+    (package / "xx.py").write_text("WORDS = 'xx.toml'\n")
+    (package / "xx.toml").write_text('words = ["a"]\n')
+    _module(tmp_path, "pbbq.tasks.stage", "from .langs import FOUND\n")
+    assert "pbbq.tasks.langs.xx" in module_closure("pbbq.tasks.stage", tmp_path)
+    stage = _stage("pbbq.tasks.stage")
+    before = stage_code_hash(stage, tmp_path)
+    (package / "xx.toml").write_text('words = ["b"]\n')
+    assert stage_code_hash(stage, tmp_path) != before
+
+
 def test_the_real_stages_cover_the_modules_they_use() -> None:
-    assert {"pbbq.tasks.text.persian", "pbbq.tasks.core.schemas"} <= set(module_closure("pbbq.tasks.diversity"))
+    languages = {"pbbq.tasks.text.languages", "pbbq.tasks.text.languages.fa", "pbbq.tasks.text.languages.en"}
+    assert {*languages, "pbbq.tasks.core.schemas"} <= set(module_closure("pbbq.tasks.diversity"))
+    folder = REPO_ROOT / "tasks" / "text" / "languages"
+    assert data_files(folder / "fa.py") == [folder / "fa.toml"] and data_files(folder / "__init__.py") == []
     assert {
         "pbbq.tasks.text.cues",
         "pbbq.tasks.names.draw",

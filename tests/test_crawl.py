@@ -21,7 +21,7 @@ from pbbq.tasks.core.inputs import InputError
 from pbbq.tasks.crawl import CrawlParams, fetch_sources, load_sources
 from pbbq.tasks.crawl.scrub import scrub_segments
 from pbbq.tasks.crawl.telegram import USER_AGENT, parse_preview_page, parse_views, read_manual_export
-from pbbq.tasks.text.persian import normalize_fa
+from pbbq.tasks.text.languages.fa import normalize_fa
 from tests.fakes.telegram_server import FakeChannel, FakePost, FakeTelegram, render_page
 from tests.helpers import CRAWL_SAMPLE, planted_leaks, texts_under
 

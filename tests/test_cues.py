@@ -4,15 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from pbbq.tasks.text.cues import (
-    NONE,
-    age_bands_differ,
-    english_word_gender,
-    entity_age_band,
-    entity_gender,
-    explicit_age,
-    genders_differ,
-)
+from pbbq.tasks.text.cues import NONE, age_bands_differ, entity_age_band, genders_differ
+from pbbq.tasks.text.languages import language
+from pbbq.tasks.text.languages.en import english_word_gender
 
 pytestmark = pytest.mark.usefixtures("fresh_cue_caches")
 
@@ -46,7 +40,7 @@ pytestmark = pytest.mark.usefixtures("fresh_cue_caches")
     ],
 )
 def test_persian_entities(entity: str, gender: str, band: str) -> None:
-    assert (entity_gender(entity, "fa"), entity_age_band(entity, "fa")) == (gender, band)
+    assert (language("fa").entity_gender(entity), entity_age_band(entity, "fa")) == (gender, band)
 
 
 @pytest.mark.parametrize(
@@ -63,7 +57,7 @@ def test_persian_entities(entity: str, gender: str, band: str) -> None:
     ],
 )
 def test_english_entities(entity: str, gender: str, band: str) -> None:
-    assert (entity_gender(entity, "en"), entity_age_band(entity, "en")) == (gender, band)
+    assert (language("en").entity_gender(entity), entity_age_band(entity, "en")) == (gender, band)
 
 
 @pytest.mark.parametrize(
@@ -82,7 +76,7 @@ def test_english_entities(entity: str, gender: str, band: str) -> None:
     ],
 )
 def test_explicit_ages(text: str, lang: str, age: int | None) -> None:
-    assert explicit_age(text, lang) == age
+    assert language(lang).explicit_age(text) == age
 
 
 @pytest.mark.parametrize(
@@ -133,19 +127,22 @@ def test_an_age_on_a_band_edge_falls_in_the_band_it_ends_or_starts(entity: str, 
 
 def test_a_head_noun_is_not_cut_to_a_cue_word_unless_it_ends_in_the_indefinite_ye() -> None:
     """'مردم' (people) is not 'مرد' (man) plus a suffix: only an indefinite ی is dropped from the head noun."""
-    assert (entity_gender("مردم شهر الف", "fa"), entity_age_band("مردم شهر الف", "fa")) == (NONE, NONE)
-    assert (entity_gender("زنی که آنجا بود", "fa"), entity_age_band("زنی که آنجا بود", "fa")) == ("female", "adult")
+    assert (language("fa").entity_gender("مردم شهر الف"), entity_age_band("مردم شهر الف", "fa")) == (NONE, NONE)
+    assert (language("fa").entity_gender("زنی که آنجا بود"), entity_age_band("زنی که آنجا بود", "fa")) == (
+        "female",
+        "adult",
+    )
 
 
 @pytest.mark.parametrize("lang", ["fa", "en"])
 def test_an_empty_entity_has_no_cue(lang: str) -> None:
-    assert (entity_gender("", lang), entity_age_band("", lang)) == (NONE, NONE)
-    assert (entity_gender("  ", lang), entity_age_band("  ", lang)) == (NONE, NONE)
+    assert (language(lang).entity_gender(""), entity_age_band("", lang)) == (NONE, NONE)
+    assert (language(lang).entity_gender("  "), entity_age_band("  ", lang)) == (NONE, NONE)
 
 
 def test_an_english_head_comes_last_so_a_possessor_gives_no_gender() -> None:
-    assert entity_gender("the boy's mother", "en") == "female"
-    assert entity_gender("the girl's father", "en") == "male"
+    assert language("en").entity_gender("the boy's mother") == "female"
+    assert language("en").entity_gender("the girl's father") == "male"
 
 
 @pytest.mark.parametrize(
@@ -166,8 +163,8 @@ def test_an_english_word_is_gendered_by_its_morphology(word: str, gender: str | 
 
 
 def test_an_english_compound_gives_its_entity_a_gender() -> None:
-    assert entity_gender("Indian businessman", "en") == "male"
-    assert entity_gender("mobile phone repairman", "en") == "male"
-    assert entity_gender("young working woman", "en") == "female"
-    assert entity_gender("German tourist", "en") == entity_gender("Indian merchant", "en") == NONE
-    assert entity_gender("Omani human rights lawyer", "en") == NONE
+    assert language("en").entity_gender("Indian businessman") == "male"
+    assert language("en").entity_gender("mobile phone repairman") == "male"
+    assert language("en").entity_gender("young working woman") == "female"
+    assert language("en").entity_gender("German tourist") == language("en").entity_gender("Indian merchant") == NONE
+    assert language("en").entity_gender("Omani human rights lawyer") == NONE

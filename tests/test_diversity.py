@@ -19,7 +19,7 @@ from pbbq.tasks.diversity import (
     template_diversity_table,
     template_units,
 )
-from pbbq.tasks.text.persian import tokenize_fa
+from pbbq.tasks.text.languages.fa import tokenize_fa
 from tests.diversity_support import make_examples, make_templates, reference_bleu_scores, template_row, tiny_bert
 
 tiny_model = pytest.fixture(tiny_bert, scope="module", name="tiny_model")  # built once for this file

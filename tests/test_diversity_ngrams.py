@@ -5,7 +5,7 @@ import math
 import pytest
 
 from pbbq.tasks.diversity.ngrams import ngram_diversity, type_token_ratio
-from pbbq.tasks.text.persian import stop_words, tokenize_fa, words
+from pbbq.tasks.text.languages import language
 
 # ------------------------------------------------------------------------------------------------------ NGD
 
@@ -40,8 +40,9 @@ def test_ttr_hand_computed_without_stop_words() -> None:
 
 
 def test_ttr_uses_persian_stop_words() -> None:
-    units = [words(tokenize_fa("پدر به مدرسه رفت."), "fa"), words(tokenize_fa("مادر به مدرسه رفت."), "fa")]
+    persian = language("fa")
+    units = [persian.words(persian.tokenize(text)) for text in ("پدر به مدرسه رفت.", "مادر به مدرسه رفت.")]
     # hazm's list holds 'به' and 'رفت': پدر مدرسه مادر مدرسه -> 3 types / 4 tokens; nothing removed: 5 / 8
-    assert {"به", "رفت"} <= stop_words("fa") and "مدرسه" not in stop_words("fa")
-    assert type_token_ratio(units, stop_words("fa")) == pytest.approx(3 / 4, abs=1e-12)
+    assert {"به", "رفت"} <= persian.stop_words and "مدرسه" not in persian.stop_words
+    assert type_token_ratio(units, persian.stop_words) == pytest.approx(3 / 4, abs=1e-12)
     assert type_token_ratio(units, frozenset()) == pytest.approx(5 / 8, abs=1e-12)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from pbbq.tasks.diversity.self_bleu import _closest_other_lengths, _sentence_bleu_scores, self_bleu
-from pbbq.tasks.text.persian import tokenize_fa
+from pbbq.tasks.text.languages.fa import tokenize_fa
 from tests.diversity_support import reference_bleu_scores
 
 

@@ -180,7 +180,7 @@ def test_the_seed_changes_the_option_order_and_a_template_does_not_depend_on_oth
     ],
 )
 def test_pair_confound(stereo: str, nonstereo: str, category: str, reason: str | None) -> None:
-    assert pair_confound(stereo, nonstereo, category) == reason
+    assert pair_confound(stereo, nonstereo, category, "fa") == reason
 
 
 def test_confounded_pairs_are_dropped_with_their_reason_unless_allowed() -> None:

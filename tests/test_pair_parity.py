@@ -55,28 +55,28 @@ pytestmark = pytest.mark.usefixtures("fresh_cue_caches")
 def test_pair_confound_by_role_number_status_and_maturity(
     stereo: str, nonstereo: str, category: str, reason: str | None
 ) -> None:
-    assert pair_confound(stereo, nonstereo, category) == reason
+    assert pair_confound(stereo, nonstereo, category, "fa") == reason
 
 
 def test_the_head_cues_of_an_entity() -> None:
     """The role is the first role noun (an ezafe read as its noun), the number the head noun's, a status any."""
-    assert [entity_role(e) for e in ("خانواده‌ی مستاجر", "زن استاد دانشگاه", "راننده‌ی زن", "مرد نابینا")] == [
+    assert [entity_role(e, "fa") for e in ("خانواده‌ی مستاجر", "زن استاد دانشگاه", "راننده‌ی زن", "مرد نابینا")] == [
         "tenant",
         "professor",
         "driver",
         "person",
     ]
-    assert [entity_number(e) for e in ("خانواده‌ی مالک", "پسر خانواده‌ی پرجمعیت", "مالک", "گروه دانشجویان")] == [
+    assert [entity_number(e, "fa") for e in ("خانواده‌ی مالک", "پسر خانواده‌ی پرجمعیت", "مالک", "گروه دانشجویان")] == [
         "group",
         "one",
         "one",
         "group",
     ]
-    assert entity_statuses("زن سرپرست خانوار کم‌درآمد") == {
+    assert entity_statuses("زن سرپرست خانوار کم‌درآمد", "fa") == {
         "head of household": frozenset({"Family Structure"}),
         "low-income": frozenset({"Socio-economic Status"}),
     }
-    assert entity_statuses("دانشجوی جوان") == {"student": frozenset({"Age", "Educational Background"})}
+    assert entity_statuses("دانشجوی جوان", "fa") == {"student": frozenset({"Age", "Educational Background"})}
 
 
 NATIONALITY = {

@@ -4,16 +4,9 @@ import random
 
 import pytest
 
-from pbbq.tasks.text.persian import (
-    ZWNJ,
-    is_punctuation,
-    normalize_fa,
-    stop_words,
-    tokenize,
-    tokenize_en,
-    tokenize_fa,
-    words,
-)
+from pbbq.tasks.text.languages import is_punctuation, language
+from pbbq.tasks.text.languages.en import tokenize_en
+from pbbq.tasks.text.languages.fa import ZWNJ, normalize_fa, tokenize_fa
 
 
 @pytest.mark.parametrize(
@@ -119,25 +112,25 @@ def test_english_tokens_are_sacrebleus_13a() -> None:
     assert tokenize_en("It costs 3.5 or 1,000 dollars.") == ["It", "costs", "3.5", "or", "1,000", "dollars", "."]
 
 
-def test_tokenize_dispatches_on_language() -> None:
-    assert tokenize("a, b", "en") == ["a", ",", "b"]
-    assert tokenize("الف، ب", "fa") == ["الف", "،", "ب"]
-    with pytest.raises(ValueError, match="unknown language"):
-        tokenize("x", "de")
+def test_each_language_tokenizes_with_its_own_tokenizer() -> None:
+    assert language("en").tokenize("a, b") == ["a", ",", "b"]
+    assert language("fa").tokenize("الف، ب") == ["الف", "،", "ب"]
+    with pytest.raises(ValueError, match="unknown language 'de'"):
+        language("de")
 
 
 def test_words_drop_punctuation_and_lowercase_english() -> None:
     assert is_punctuation("«") and is_punctuation("?!") and is_punctuation("...")
     assert not is_punctuation("30") and not is_punctuation("می\u200cروم")
-    assert words(["The", "cat", ",", "the", "."], "en") == ["the", "cat", "the"]
-    assert words(["او", "؟", "گفت", "»"], "fa") == ["او", "گفت"]
+    assert language("en").words(["The", "cat", ",", "the", "."]) == ["the", "cat", "the"]
+    assert language("fa").words(["او", "؟", "گفت", "»"]) == ["او", "گفت"]
 
 
 def test_stop_words() -> None:
-    persian = stop_words("fa")
+    persian = language("fa").stop_words
     assert {"و", "در", "به", "از", "که", "این"} <= persian
     assert "مدرسه" not in persian
     assert all(normalize_fa(word) == word for word in persian)
-    english = stop_words("en")
+    english = language("en").stop_words
     assert len(english) == 179
     assert {"the", "a", "of", "don't"} <= english and "nurse" not in english

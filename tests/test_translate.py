@@ -18,13 +18,13 @@ from pbbq.tasks.core.inputs import InputError, load_inputs
 from pbbq.tasks.core.schemas import OPTIONS
 from pbbq.tasks.instantiate import InstantiateParams, instantiate
 from pbbq.tasks.llm import LLMClient, ResponseStore
+from pbbq.tasks.text.languages.en import pronoun_failures
 from pbbq.tasks.translate import (
     FAILURES,
     TranslateParams,
     TranslatePrompts,
     entity_gender_failures,
     lost_group_terms,
-    pronoun_failures,
     translate,
     translate_segments,
     translation_failures,

@@ -4,14 +4,16 @@ and its code.
 Prefect's own ``INPUTS + TASK_SOURCE`` hashes DataFrames by pickling their columns, which is not stable for
 Arrow-backed strings, and it hashes only the task function's own lines, not the helpers it calls. This policy
 hashes each table by its parquet bytes and each parameter set by its fields, and the code by the source of the
-stage's module and of every project module it imports, directly or through others (:func:`module_closure`), so
-editing any rule a stage uses, in whatever module it lives, invalidates exactly the stages that use it.
+stage's module and of every project module it imports, directly or through others (:func:`module_closure`), with
+the data files beside them (:func:`data_files`), so editing any rule a stage uses, in whatever module or word list
+it lives, invalidates exactly the stages that use it.
 """
 
 from __future__ import annotations
 
 import ast
 import dataclasses
+import glob
 import hashlib
 import json
 from collections.abc import Callable, Mapping
@@ -75,7 +77,20 @@ def _imports(path: Path, name: str) -> set[str]:
                 parts = package.split(".")
                 base = ".".join(parts[: len(parts) - node.level + 1] + ([base] if base else []))
             found |= {base} | {f"{base}.{alias.name}" for alias in node.names}
+        elif path.name == "__init__.py" and isinstance(node, ast.Attribute) and node.attr == "iter_modules":
+            # a package that finds its modules at run time (pkgutil.iter_modules: the languages) uses them all
+            found |= {f"{name}.{module.stem}" for module in path.parent.glob("*.py") if module.name != "__init__.py"}
     return found
+
+
+def data_files(path: Path) -> list[Path]:
+    """The data a module reads beside it, named as the module is: ``fa.toml`` beside ``fa.py``, or the files of a
+    ``fa/`` folder that is not a package."""
+    folder = path.with_suffix("")
+    files = [file for file in path.parent.glob(f"{glob.escape(path.stem)}.*") if file.suffix not in (".py", ".pyc")]
+    if folder.is_dir() and not (folder / "__init__.py").exists():
+        files += [file for file in folder.rglob("*") if file.is_file() and "__pycache__" not in file.parts]
+    return sorted(files)
 
 
 def module_closure(name: str, root: Path = REPO_ROOT) -> dict[str, Path]:
@@ -93,10 +108,13 @@ def module_closure(name: str, root: Path = REPO_ROOT) -> dict[str, Path]:
 
 
 def stage_code_hash(fn: Callable[..., Any], root: Path = REPO_ROOT) -> str:
-    """sha256 of the source of the module that defines ``fn`` and of every project module it imports."""
+    """sha256 of the source of the module that defines ``fn`` and of every project module it imports, each with
+    its :func:`data_files` (a language's word lists)."""
     digest = hashlib.sha256()
     for name, path in module_closure(fn.__module__, root).items():
         digest.update(name.encode() + b"\0" + path.read_bytes())
+        for data in data_files(path):
+            digest.update(data.relative_to(path.parent).as_posix().encode() + b"\0" + data.read_bytes())
     return digest.hexdigest()
 
 

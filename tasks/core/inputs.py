@@ -2,7 +2,7 @@
 
 A wrong input stops the build with one :class:`InputError` that names the file, the row and the problem.
 Rows are counted as a spreadsheet shows them: the header is row 1, the first data row is row 2. Persian text
-is normalised here, once, with :func:`pbbq.tasks.text.persian.normalize_fa`.
+is normalised here, once, with :func:`pbbq.tasks.text.languages.fa.normalize_fa`.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..text.persian import normalize_fa
+from ..text.languages.fa import normalize_fa
 from .schemas import CATEGORIES
 
 LIST_SEPARATOR = ";"

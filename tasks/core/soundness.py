@@ -24,7 +24,8 @@ from collections.abc import Mapping
 import pandas as pd
 import pyarrow as pa
 
-from ..text.cues import CONFOUNDS, entity_gender, pair_confound
+from ..text.cues import CONFOUNDS, pair_confound
+from ..text.languages import language
 from .inputs import PAIR_SEPARATOR
 from .schemas import OPTIONS, example_configs
 
@@ -71,19 +72,20 @@ def row_violations(
     pairs = list(zip(frame["template_id"], frame["stereo_entity"], frame["nonstereo_entity"], strict=True))
     kept = pd.Series([pair in allowed for pair in pairs], index=frame.index)
     categories = dict(zip(pairs, frame["category"], strict=True))
-    reasons = {pair: pair_confound(pair[1], pair[2], category) for pair, category in categories.items()}
+    reasons = {pair: pair_confound(pair[1], pair[2], category, "fa") for pair, category in categories.items()}
     confound = pd.Series([reasons[pair] for pair in pairs], index=frame.index, dtype=object)
     persian = [
-        (sources or {}).get(source) if lang == "en" else None
+        (sources or {}).get(source) if lang != "fa" else None
         for source, lang in zip(frame["source_example_id"], frame["lang"], strict=True)
     ]
     added = pd.Series(
         [
             fa is not None
             and any(
-                entity_gender(en, "en") != entity_gender(source, "fa") for en, source in zip((s, n), fa, strict=True)
+                language(lang).entity_gender(translated) != language("fa").entity_gender(source)
+                for translated, source in zip((s, n), fa, strict=True)
             )
-            for (_, s, n), fa in zip(pairs, persian, strict=True)
+            for (_, s, n), fa, lang in zip(pairs, persian, frame["lang"], strict=True)
         ],
         index=frame.index,
     )

@@ -38,7 +38,7 @@ import pyarrow as pa
 
 from ..core.inputs import InputError, read_csv_filled, require_none, spreadsheet_row
 from ..core.schemas import CATEGORIES
-from ..text.persian import ZWNJ, normalize_fa
+from ..text.languages.fa import ZWNJ, normalize_fa
 
 if TYPE_CHECKING:  # the LLM SDKs load only when the extractor runs
     from ..llm import LLMClient, LLMRequest

@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from ..text.persian import normalize_fa
+from ..text.languages.fa import normalize_fa
 
 KINDS = ("handle", "phone", "email", "url", "name", "account")
 """Kinds of personal data replaced, each by the placeholder ``[KIND]``."""
@@ -95,7 +95,7 @@ class Scrubbed:
 
 def scrub_segments(segments: Iterable[Segment]) -> Scrubbed:
     """Join a post's segments with tagged spans replaced by their placeholders, normalise each line with
-    :func:`pbbq.tasks.text.persian.normalize_fa`, and scrub what the patterns find in the plain text."""
+    :func:`pbbq.tasks.text.languages.fa.normalize_fa`, and scrub what the patterns find in the plain text."""
     counts: Counter[str] = Counter()
     parts = []
     for text, kind in segments:

@@ -42,7 +42,7 @@ from ..core.inputs import (
     spreadsheet_row,
 )
 from ..core.schemas import CATEGORIES
-from ..text.persian import normalize_fa
+from ..text.languages.fa import normalize_fa
 from .candidates import REVIEW_COLUMNS, people_csv, restore_cell
 from .scrub import scrub_segments
 

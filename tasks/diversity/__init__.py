@@ -46,7 +46,7 @@ from ..core.artifacts import StageOutput
 from ..core.inputs import PLACEHOLDER
 from ..core.markdown import markdown_table
 from ..core.schemas import example_configs
-from ..text.persian import stop_words, tokenize, words
+from ..text.languages import language
 from .homogenization import (
     DEFAULT_HOMOGENIZATION_LAYERS,
     HomogenizationResult,
@@ -168,7 +168,7 @@ def _metric_row(
 ) -> dict[str, object]:
     """The four metrics of one group of distinct, sorted units (and NGD on Table 2's scale, ``ngd_mean``)."""
     token_lists = [tokens[unit] for unit in units]
-    word_lists = [words(unit_tokens, lang) for unit_tokens in token_lists]
+    word_lists = [language(lang).words(unit_tokens) for unit_tokens in token_lists]
     hom = homogenization(units)
     ngd = ngram_diversity(word_lists)
     return {
@@ -212,7 +212,7 @@ def _group_rows(
     gives extra count columns computed from each category's rows."""
     if groups.empty:
         return []
-    tokens = {unit: tokenize(unit, lang) for unit in groups[text].unique()}
+    tokens = {unit: language(lang).tokenize(unit) for unit in groups[text].unique()}
 
     def row(part: pd.DataFrame) -> dict[str, object]:
         units = sorted(part[text].unique())
@@ -259,7 +259,7 @@ def _template_table(templates: pd.DataFrame, homogenization: Homogenizer) -> pd.
         units,
         "text",
         "fa",
-        stop_words("fa") | {NEUTRAL_TOKEN},
+        language("fa").stop_words | {NEUTRAL_TOKEN},
         homogenization,
         {"n_templates": lambda part: int(part["template_id"].nunique())},
     )
@@ -289,11 +289,11 @@ def _instance_table(examples: pd.DataFrame, homogenizers: Mapping[str, Homogeniz
     frame = examples.assign(config=example_configs(examples))
     rows = []
     for config in [name for name in CONFIGS if (frame["config"] == name).any()]:
-        lang = "en" if config == "en" else "fa"
         part = frame[frame["config"] == config]
+        lang = part["lang"].iloc[0]
         rows += [
             {"config": config, **row}
-            for row in _group_rows(part, "context", lang, stop_words(lang), homogenizers[lang], {})
+            for row in _group_rows(part, "context", lang, language(lang).stop_words, homogenizers[lang], {})
         ]
     return pd.DataFrame(rows, columns=TABLE2_INSTANCES.names).astype({"n_units": "int64"})
 
@@ -306,15 +306,13 @@ def diversity_table(
 
     ``examples`` is the example table (columns category, lang, variant, context); configs as
     ``pbbq.tasks.core.schemas.example_configs`` says ('fa', 'fa-names' with all seeds together, 'en'). Units are each
-    group's distinct contexts, tokenised once per config (``pbbq.tasks.text.persian.tokenize``). BERTScore uses
+    group's distinct contexts, tokenised once per config (by its language). BERTScore uses
     ``params.homogenization_model`` for the Persian configs and ``params.homogenization_model_en`` for English
     (None, the default: not computed), each loaded only when its language is present. Columns: those of
     :data:`TABLE2_INSTANCES`: config, category, n_units, ngd, ngd_mean, ttr, self_bleu, homogenization,
     homogenization_note.
     """
-    langs = sorted(
-        {"en" if config == "en" else "fa" for config in example_configs(examples)} if len(examples) else set()
-    )
+    langs = sorted(set(examples["lang"])) if len(examples) else []
     return _instance_table(examples, _homogenizers(params or DiversityParams(), langs, device))
 
 

@@ -1,7 +1,7 @@
 """N-gram diversity (PBBQ Appendix C.3) and the type-token ratio (Appendix C.2), two of Table 2's four metrics
 (§3.5), and the n-gram code tables they share with Self-BLEU (:mod:`pbbq.tasks.diversity.self_bleu`).
 
-Both take a group's distinct units as token lists (their words: ``pbbq.tasks.text.persian.words``), so n-grams
+Both take a group's distinct units as token lists (their words: a language's ``words``), so n-grams
 are counted on integer codes, not on strings.
 """
 
@@ -41,7 +41,7 @@ def ngram_diversity(token_lists: Sequence[Sequence[str]]) -> float:
     D⊕ is the dataset "concatenated into a single string": the units' token lists are joined into one
     sequence, in the order given, and n-grams are counted over it, so an n-gram may span two units. Units are
     the distinct contexts of a group, tokens their words (punctuation out, stop words kept:
-    ``pbbq.tasks.text.persian.words``). Ranges over (0, 4]. NaN when D⊕ has fewer than 4 tokens (a ratio is 0/0).
+    a language's ``words``). Ranges over (0, 4]. NaN when D⊕ has fewer than 4 tokens (a ratio is 0/0).
     """
     codes, _ = token_codes(token_lists)
     if len(codes) < NGRAM_ORDER:
@@ -53,7 +53,7 @@ def type_token_ratio(token_lists: Sequence[Sequence[str]], stop_words: frozenset
     """Type-token ratio, Appendix C.2: #unique words / #words of T, stop words removed.
 
     T is all units of a group taken together (the distinct contexts' words, punctuation out); ``stop_words``
-    is ``pbbq.tasks.text.persian.stop_words(lang)``. NaN when no word is left.
+    is its language's ``stop_words``. NaN when no word is left.
     """
     kept = [token for tokens in token_lists for token in tokens if token not in stop_words]
     return len(set(kept)) / len(kept) if kept else math.nan

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from sacrebleu.metrics.bleu import BLEU
 
-from ..text.persian import tokenize_en
+from ..text.languages.en import tokenize_en
 from .ngrams import NGRAM_ORDER, ngram_codes, token_codes
 
 
@@ -91,7 +91,7 @@ def self_bleu(sentences: Sequence[str], tokenize: Callable[[str], list[str]] = t
     Exactly the mean of sacrebleu's ``sentence_bleu(h, others)`` with its defaults (smooth_method='exp',
     effective order, 4-grams), but computed from n-gram count tables with no pairwise BLEU call. ``tokenize``
     gives BLEU's tokens: the default is sacrebleu's 13a tokenizer, so English equals ``tokenize='13a'`` on the
-    raw text; for Persian pass ``pbbq.tasks.text.persian.tokenize_fa`` (hazm), which equals sacrebleu on the tokens
+    raw text; for Persian pass ``pbbq.tasks.text.languages.fa.tokenize_fa`` (hazm), which equals sacrebleu on the tokens
     joined by spaces with ``tokenize='none'``, so both sides see the same tokens. Punctuation tokens count, as
     in BLEU. Units are the distinct contexts of a group; an empty unit scores 0 (as sacrebleu) and still counts
     as a reference of length 0. NaN (not computed) for fewer than 2 units: there is no reference.

@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import re
 
-from ..text.cues import entity_gender
+from ..text.languages import language
 from .config import LLMError, LLMRequest
 from .transport import InProcessTransport
 
@@ -76,7 +76,8 @@ class StandInAnswerer(InProcessTransport):
         terms = [en for _, en in _pairs(_block(message, "glossary"))]
         number = _number(persian)
         if kind == "entity":
-            return " ".join(["stand-in", *terms, PERSON_EN.get(entity_gender(persian, "fa"), "person"), str(number)])
+            person = PERSON_EN.get(language("fa").entity_gender(persian), "person")
+            return " ".join(["stand-in", *terms, person, str(number)])
         if kind in ("lex", "group"):
             return " ".join(["stand-in", *terms, "phrase" if kind == "lex" else "group", str(number)])
         if kind == "question":

@@ -34,7 +34,7 @@ from ..core.inputs import (
     require_none,
     spreadsheet_row,
 )
-from ..text.persian import normalize_fa
+from ..text.languages.fa import normalize_fa
 
 REQUIRED_COLUMNS = ["lang", "group", "gender", "era", "name", "transliteration"]
 OPTIONAL_COLUMNS = ["aliases", "note"]

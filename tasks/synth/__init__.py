@@ -67,7 +67,7 @@ from ..llm import InProcessTransport, LLMClient, LLMConfig, LLMRequest, Response
 from ..names.tables import NAME_COLUMNS, load_name_table
 from ..publish import SYNTHETIC_ID_PREFIX
 from ..survey_filter import survey_filter
-from ..text.persian import normalize_fa
+from ..text.languages.fa import normalize_fa
 from ..translate import KIND_INSTRUCTIONS, TranslatePrompts, translate
 from ..translate.glossary import GLOSSARY_COLUMNS, load_glossary
 

@@ -32,7 +32,7 @@ example's, and ``lexical_variant`` is the variant's English.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from string import Template
@@ -46,9 +46,9 @@ from ..core.artifacts import REPO_ROOT, StageOutput, count_reasons, sha256_bytes
 from ..core.prompts import PromptBundle, retry_request
 from ..core.schemas import EXAMPLE, EXAMPLE_DROPPED, OPTIONS, UNKNOWN_GROUP, group_tag
 from ..llm import LLMClient, LLMRequest, LLMResponse
-from ..text.cues import NONE, PRONOUN_GENDER, entity_gender
-from ..text.persian import normalize_fa
-from .glossary import Glossary, rendered
+from ..text.languages import NONE
+from ..text.languages.fa import normalize_fa
+from .glossary import SOURCE, TARGET, Glossary, rendered
 
 STAGE = "translate"
 PROMPTS = REPO_ROOT / "prompts"
@@ -77,16 +77,13 @@ FAILURES: dict[str, str] = {
     "glossary": 'It does not name {fa} "{en}", as the glossary does.',
     "entity_missing": 'It does not hold the phrase "{en}" exactly as given.',
     "entity_gender": "{detail}",
-    "pronoun_gender": "{detail}",
+    "pronoun_gender": "{detail}",  # the target language's gender rules (Language.gender_failures): English's
     "singular_they": "{detail}",
     "group_term_lost": "The back-translation does not name {fa} ({en}).",
 }
 """Every rule a translation can break, with the English sentence that names it in the follow-up message (a lost
 group term is found in the back-translation, after the last attempt: it names nothing to the model)."""
 GENDER_WORDS = {"male": "male", "female": "female", NONE: "of a gender the Persian does not give"}
-PRONOUNS = {"male": "he/him/his", "female": "she/her/hers", NONE: "they/them/their"}
-THEY = frozenset({"they", "them", "their", "theirs", "themselves", "themself"})
-"""English pronouns without a gender: for a person they are singular 'they' (Persian او)."""
 
 SEGMENT = pa.schema(
     [
@@ -118,13 +115,9 @@ ATTEMPT = pa.schema(
     ]
 )
 """Every translation answer, with the rules it broke and the sentences that named them in the retry."""
-_ARTICLE = re.compile(r"^(the|a|an)\s+", re.IGNORECASE)
 GROUP_SEPARATOR = "-"
 """How a group tag joins the words of its group's name (:func:`pbbq.tasks.core.schemas.group_tag`)."""
-_PERSIAN = re.compile(r"[\u0600-\u06ff]")
 _PUNCTUATION = re.compile(r"[^\w\u200c\s]")
-_WORD = re.compile(r"[A-Za-z]+(?:'[a-z]+)?")
-_SENTENCE_END = re.compile(r"[.!?]+(?=\s|$)")
 
 
 @dataclass(frozen=True)
@@ -222,94 +215,14 @@ def _entries(glossary: Glossary, phrases: Iterable[str]) -> tuple[tuple[str, str
     return tuple(sorted(found.items()))
 
 
-def _mention_pattern(entity_en: str) -> re.Pattern[str]:
-    core = _ARTICLE.sub("", entity_en.strip())
-    return re.compile(r"(?<![\w-])" + re.escape(core) + r"(?![\w-])", re.IGNORECASE)
-
-
-def _mentions(text: str, entities_en: Iterable[str]) -> list[tuple[int, int, str]]:
-    """(start, end, entity) of every mention of an entity's English in ``text``; a longer entity wins over one
-    inside it ('woman with HIV' over 'man with HIV')."""
-    spans: list[tuple[int, int, str]] = []
-    for entity in sorted(set(entities_en), key=len, reverse=True):
-        for match in _mention_pattern(entity).finditer(text):
-            if not any(start < match.end() and match.start() < end for start, end, _ in spans):
-                spans.append((match.start(), match.end(), entity))
-    return sorted(spans)
-
-
-def _sentence_of(text: str) -> Callable[[int], int]:
-    ends = [match.end() for match in _SENTENCE_END.finditer(text)]
-    return lambda position: sum(end <= position for end in ends)
-
-
-def _antecedents(position: int, mentions: list[tuple[int, int, str]], sentence: Callable[[int], int]) -> list[str]:
-    """The entities a pronoun at ``position`` may refer to: those mentioned before it in its sentence, else
-    those of the last earlier sentence that mentions any."""
-    here = sentence(position)
-    before = [entity for start, _, entity in mentions if start < position and sentence(start) == here]
-    if before:
-        return list(dict.fromkeys(before))
-    earlier = [(sentence(start), entity) for start, _, entity in mentions if sentence(start) < here]
-    if not earlier:
-        return []
-    last = max(index for index, _ in earlier)
-    return list(dict.fromkeys(entity for index, entity in earlier if index == last))
-
-
-def pronoun_failures(english: str, entities_en: Iterable[str], kind: str) -> list[Failure]:
-    """Pronouns that do not agree with the gender (:func:`pbbq.tasks.text.cues.entity_gender` of the English entity) of
-    the person they refer to.
-
-    In a context a pronoun refers to an entity mentioned before it in its sentence, else in the last sentence
-    before that mentions one (a heuristic that may ask again where a reader would not). A gendered pronoun
-    fails when every such entity has a known gender and none is the pronoun's; 'they' fails when it can refer
-    to one entity only and that entity's gender is known (singular 'they' for a man). A question names no one:
-    a gendered pronoun in it fails when any entity it is asked about has another known gender."""
-    entities = list(dict.fromkeys(entities_en))
-    genders = {entity: entity_gender(entity, "en") for entity in entities}
-    mentions = _mentions(english, entities) if kind == "context" else []
-    sentence = _sentence_of(english)
-    failures: list[Failure] = []
-    for match in _WORD.finditer(english):
-        word = match.group().lower()
-        if any(start <= match.start() < end for start, end, _ in mentions):
-            continue
-        gender = PRONOUN_GENDER["en"].get(word)
-        if gender is None and word not in THEY:
-            continue
-        if kind == "question":
-            other = [e for e in entities if genders[e] not in (gender, NONE)] if gender else []
-            if other:
-                detail = (
-                    f"'{match.group()}' gives a gender to the person the question asks about, who may be the "
-                    f"{other[0]} ({genders[other[0]]}): use {PRONOUNS[NONE]}."
-                )
-                failures.append(_failure("pronoun_gender", detail=detail))
-            continue
-        candidates = _antecedents(match.start(), mentions, sentence)
-        known = [genders[e] for e in candidates if genders[e] != NONE]
-        if gender and candidates and len(known) == len(candidates) and gender not in known:
-            described = " and ".join(f"the {e} is {genders[e]}" for e in candidates)
-            detail = f"'{match.group()}' is {gender} but can only refer to someone who is not: {described}."
-            failures.append(_failure("pronoun_gender", detail=detail))
-        elif gender is None and len(candidates) == 1 and known:
-            entity = candidates[0]
-            detail = (
-                f"'{match.group()}' refers to the {entity}, who is {genders[entity]}: use {PRONOUNS[genders[entity]]}."
-            )
-            failures.append(_failure("singular_they", detail=detail))
-    return list(dict.fromkeys(failures))
-
-
 def entity_gender_failures(persian: str, english: str) -> list[Failure]:
     """An English entity phrase must give the gender its Persian gives, and none it does not
     ('جوان' is a young person, not a young man): both by :func:`pbbq.tasks.text.cues.entity_gender`."""
-    fa, en = entity_gender(persian, "fa"), entity_gender(english, "en")
+    fa, en = SOURCE.entity_gender(persian), TARGET.entity_gender(english)
     if fa == en:
         return []
     detail = (
-        f'The Persian phrase names someone {GENDER_WORDS[fa]}, but "{english}" names someone {GENDER_WORDS[en]}: '
+        f'The {SOURCE.name} phrase names someone {GENDER_WORDS[fa]}, but "{english}" names someone {GENDER_WORDS[en]}: '
         f"keep the Persian's gender."
     )
     return [_failure("entity_gender", detail=detail)]
@@ -327,17 +240,17 @@ def translation_failures(
     if not english.strip():
         return [_failure("empty")]
     failures = []
-    if _PERSIAN.search(english):
+    if SOURCE.script.search(english):
         failures.append(_failure("not_english"))
     failures += [_failure("glossary", fa=fa, en=en) for fa, en in glossary if not rendered(english, en)]
     if kind == "entity":
         failures += entity_gender_failures(persian, english)
     if kind == "context":
         failures += [
-            _failure("entity_missing", en=en) for en in entities_en.values() if not _mention_pattern(en).search(english)
+            _failure("entity_missing", en=en) for en in entities_en.values() if not TARGET.mention(en).search(english)
         ]
     if kind in ("context", "question"):
-        failures += pronoun_failures(english, entities_en.values(), kind)
+        failures += [Failure(*found) for found in TARGET.gender_failures(english, list(entities_en.values()), kind)]
     return failures
 
 
@@ -400,7 +313,7 @@ def follow_up(
 
 def _clean(text: str, kind: str) -> str:
     text = " ".join(text.split())
-    return _ARTICLE.sub("", text) if kind in ("entity", "group") else text
+    return TARGET.without_article(text) if kind in ("entity", "group") else text
 
 
 def _translate_batch(
@@ -519,7 +432,7 @@ def english_examples(
         (k, fa): list(ids)
         for k, fa, ids in zip(translated["kind"], translated["text_fa"], translated["request_ids"], strict=True)
     }
-    unknown = dict(zip(unknown_phrases["phrase_fa"], unknown_phrases["phrase_en"], strict=True))
+    unknown = dict(zip(unknown_phrases[SOURCE.unknown_column], unknown_phrases[TARGET.unknown_column], strict=True))
     tags = {fa: group_tag(en) for (kind, fa), en in english.items() if kind == "group"}
     rows, reasons, pairs = [], [], []
     for row in examples.to_dict(orient="records"):
@@ -580,14 +493,14 @@ def translate(
 ) -> StageOutput:
     """The English config of the Persian original examples, with the segment table, every attempt, the
     review table (segments that failed validation or were flagged) and what was dropped."""
-    originals = examples[(examples["lang"] == "fa") & (examples["variant"] == "original")]
+    originals = examples[(examples["lang"] == SOURCE.code) & (examples["variant"] == "original")]
     phrasings = {
         text
         for option in OPTIONS
         for text, roles in zip(originals[option], originals["answer_roles"], strict=True)
         if roles[option] == "unknown"
     }
-    unmapped = sorted(phrasings - set(unknown_phrases["phrase_fa"]))
+    unmapped = sorted(phrasings - set(unknown_phrases[SOURCE.unknown_column]))
     if unmapped:
         raise ValueError(f"'unknown' phrasing(s) with no English in the phrase list: {unmapped}")
     lookup = Glossary(glossary)

@@ -23,10 +23,14 @@ from pathlib import Path
 import pandas as pd
 
 from ..core.inputs import InputError, read_csv_checked, require_filled, require_none, spreadsheet_row
-from ..text.persian import ZWNJ, normalize_fa
+from ..text.languages import language
+from ..text.languages.fa import ZWNJ, normalize_fa
 
-GLOSSARY_COLUMNS = ["term_fa", "term_en", "note"]
-_PERSIAN = re.compile(r"[\u0600-\u06ff]")
+SOURCE = language("fa")
+"""The language translated from: the templates' and the examples' (PBBQ is built in Persian)."""
+TARGET = language("en")
+"""The language translated into: its glossary column, its checks and its article."""
+GLOSSARY_COLUMNS = [SOURCE.glossary_column, TARGET.glossary_column, "note"]
 _NOT_PERSIAN_TERM = re.compile(rf"[^\u0600-\u06ff{ZWNJ} ]")
 _PLURALS = (f"{ZWNJ}ها", f"{ZWNJ}های")
 
@@ -60,7 +64,7 @@ def load_glossary(path: Path, templates: pd.DataFrame | None = None) -> pd.DataF
     )
     require_none(
         path,
-        frame["term_en"].str.contains(_PERSIAN),
+        frame["term_en"].str.contains(SOURCE.script),
         lambda i: f"term_en {frame.at[i, 'term_en']!r} of {frame.at[i, 'term_fa']!r} has Persian letters",
     )
     first_spelling = frame.groupby(frame["term_en"].str.lower())["term_en"].transform("first")
@@ -115,7 +119,8 @@ class Glossary:
     def _terms(self) -> list[tuple[tuple[str, ...], str, str]]:
         """(term words, term_fa, term_en), longest terms first so a longer term is listed before its parts."""
         terms = [
-            (tuple(_words(fa)), fa, en) for fa, en in zip(self.table["term_fa"], self.table["term_en"], strict=True)
+            (tuple(_words(fa)), fa, en)
+            for fa, en in zip(self.table[SOURCE.glossary_column], self.table[TARGET.glossary_column], strict=True)
         ]
         return sorted(terms, key=lambda term: (-len(term[0]), term[1]))
 

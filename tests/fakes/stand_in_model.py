@@ -9,7 +9,7 @@ mode. It answers
 - a translation request with English composed from ``translations.csv`` (the template's English, with
   ``{stereo}``, ``{nonstereo}``, ``{lex}`` and pronoun slots) and ``phrases.csv`` (its entities and lexical
   variants), in the same order of mention as the Persian. A pronoun slot ``{stereo:they}`` is filled by the
-  gender of that entity's English (:func:`pbbq.tasks.text.cues.entity_gender`): he, she, or they for an entity whose
+  gender of that entity's English (its language's ``entity_gender``): he, she, or they for an entity whose
   words give no gender; the forms are those of :data:`SLOT_FORMS`. The counter-biased English is the biased
   English with the two roles exchanged, slots included, unless the template declares a ``mirror_exception``
   (then ``disambiguated_counter_biased_en``);
@@ -35,8 +35,8 @@ from sacrebleu.metrics import CHRF
 
 from pbbq.tasks.core.artifacts import REPO_ROOT
 from pbbq.tasks.core.inputs import swap_roles
-from pbbq.tasks.text.cues import NONE, entity_gender
-from pbbq.tasks.text.persian import normalize_fa
+from pbbq.tasks.text.languages import NONE, language
+from pbbq.tasks.text.languages.fa import normalize_fa
 
 STAND_INS = REPO_ROOT / "prompts" / "transcripts" / "stand_ins"
 POOR_BACK_TRANSLATION = "متن ترجمه شده با متن اصلی هیچ ربطی ندارد."
@@ -226,7 +226,7 @@ class StandInModel:
                 template.stereo_entities, template.nonstereo_entities, variants
             ):
                 entities = {"stereo": self.phrases[stereo], "nonstereo": self.phrases[nonstereo]}
-                genders = {role: entity_gender(text, "en") for role, text in entities.items()}
+                genders = {role: language("en").entity_gender(text) for role, text in entities.items()}
                 lex_en = self.phrases[lex] if lex else ""
                 add(stereo, entities["stereo"])
                 add(nonstereo, entities["nonstereo"])

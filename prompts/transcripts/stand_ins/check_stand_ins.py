@@ -19,7 +19,7 @@ sys.path.insert(0, str(ROOT))
 
 from pbbq.tasks.core.inputs import PLACEHOLDER, load_overrides, load_questionnaire, load_templates  # noqa: E402
 from pbbq.tasks.disambiguate import ASSIGNMENTS, COLUMNS, DisambiguateParams, continuation_failures  # noqa: E402
-from pbbq.tasks.text.persian import normalize_fa  # noqa: E402
+from pbbq.tasks.text.languages.fa import normalize_fa  # noqa: E402
 
 
 def _contains(context: str, option: str) -> bool:

@@ -1,18 +1,22 @@
-"""The one Persian text pipeline: normalisation, tokenisation and stop words (docs/architecture.md §7).
+"""Persian: the one Persian text pipeline (normalisation, hazm tokens, stop words; docs/architecture.md §7) and its
+person cues; the word lists are in ``fa.toml``.
 
 Every loader normalises every Persian text field once with :func:`normalize_fa`; nothing later normalises again.
-The diversity metrics (PBBQ paper §3.5, Appendix C) tokenise with :func:`tokenize` and count words with
-:func:`words`. hazm is imported lazily, so a loader that only normalises does not pay for importing it.
+hazm is imported lazily, so a loader that only normalises does not pay for importing it.
 """
 
+from __future__ import annotations
+
 import re
-from collections.abc import Sequence
 from functools import cache
 from typing import TYPE_CHECKING
 
+from . import Language, gender_table, load_data
+
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from hazm import WordTokenizer
-    from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
 
 # Persian text is normalised with one translate table and two compiled regexes, not hazm's Normalizer: its
 # options cannot do what §7 asks without also rewriting words (``correct_spacing`` re-tokenises and joins
@@ -62,26 +66,16 @@ def normalize_fa(text: str) -> str:
 # hazm's tokenizer splits off Persian punctuation, ? ! . : brackets and quotes, but leaves ASCII , ; and the
 # ellipsis character stuck to the word before them; they are spaced out first so 'علی,' is the word 'علی'.
 _UNSPLIT_PUNCTUATION = re.compile(r"[,;…]")
-# A token made only of non-word characters (punctuation, symbols, emoji, a lone underscore) is not a word.
-_NON_WORD = re.compile(r"[\W_]+")
 
 
 @cache
-def _hazm_tokenizer() -> "WordTokenizer":
+def _hazm_tokenizer() -> WordTokenizer:
     """The one hazm WordTokenizer, built once (building one reads hazm's word list; ``word_tokenize`` does
     that on every call). ``join_verb_parts=False`` keeps the text's words: the default joins verb parts into
     new tokens such as 'گفته_شده_است'. The replace_* options stay off, so links and numbers stay as written."""
     from hazm import WordTokenizer
 
     return WordTokenizer(join_verb_parts=False)
-
-
-@cache
-def _tokenizer_13a() -> "Tokenizer13a":
-    """sacrebleu's default BLEU tokenizer (mteval-v13a), built once."""
-    from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
-
-    return Tokenizer13a()
 
 
 def tokenize_fa(text: str) -> list[str]:
@@ -94,59 +88,78 @@ def tokenize_fa(text: str) -> list[str]:
     return [part for token in _hazm_tokenizer().tokenize(spaced) for part in token.split()]
 
 
-def tokenize_en(text: str) -> list[str]:
-    """Tokens of an English text exactly as sacrebleu's BLEU sees them: the 13a tokenizer, then whitespace."""
-    return _tokenizer_13a()(text.rstrip()).split()
+def _stop_words() -> Iterable[str]:
+    """hazm's ``stopwords_list()``, normalised with :func:`normalize_fa`."""
+    from hazm import stopwords_list
+
+    return (normalize_fa(word) for word in stopwords_list())
 
 
-def tokenize(text: str, lang: str) -> list[str]:
-    """Tokens of ``text`` in ``lang`` ('fa': hazm, 'en': sacrebleu 13a), punctuation tokens included."""
-    if lang == "fa":
-        return tokenize_fa(text)
-    if lang == "en":
-        return tokenize_en(text)
-    raise ValueError(f"unknown language {lang!r}: expected 'fa' or 'en'")
+_DATA = load_data(__file__)
+_PERSON_GENDER = gender_table(_DATA["person_gender"])
+_KIN_GENDER: dict[str, str | None] = {
+    word: None if gender == "either" else gender for word, gender in gender_table(_DATA["kin_gender"]).items()
+}
+_AGE_WORDS = gender_table(_DATA["age_words"])
+_NUMBERS: dict[str, int] = _DATA["numbers"]
+_NUMBER = "|".join(sorted(_NUMBERS, key=len, reverse=True))
+_AGE = re.compile(rf"((?:(?:{_NUMBER})(?:\s*و\s*|\u200cو|و)?)+|\d+)\s*\u200c?ساله")
+_CLAUSE = re.compile(r"\s(?:که|با|از)\s")
 
 
-def is_punctuation(token: str) -> bool:
-    """True for a token made only of non-word characters (punctuation, symbols, emoji)."""
-    return _NON_WORD.fullmatch(token) is not None
+def explicit_age(text: str) -> int | None:
+    """The age a Persian entity states ('هفتادساله', 'مرد بیست‌وپنج ساله', '45 ساله'), if any."""
+    match = _AGE.search(normalize_fa(text))
+    if match is None:
+        return None
+    number = match.group(1).replace(ZWNJ, "")
+    return int(number) if number.isdigit() else sum(_NUMBERS[w] for w in re.findall(_NUMBER, number))
 
 
-def words(tokens: Sequence[str], lang: str) -> list[str]:
-    """The words among :func:`tokenize`'s ``tokens``: punctuation tokens left out, English lowercased.
-
-    The lexical metrics (TTR, NGD; Appendix C.2, C.3) count words, so punctuation tokens are left out, and
-    English is lowercased so 'The' and 'the' are one type (Persian has no case). Self-BLEU keeps BLEU's own
-    tokens instead (see ``pbbq.tasks.diversity.self_bleu``).
-    """
-    kept = [token for token in tokens if not is_punctuation(token)]
-    return [token.lower() for token in kept] if lang == "en" else kept
-
-
-# NLTK's English stop-word list (the 179 words of nltk_data corpora/stopwords/english before its 2024
-# additions), written out here because nltk's data cannot be downloaded on these machines; sacrebleu has none.
-_ENGLISH_STOP_WORDS = """
-i me my myself we our ours ourselves you you're you've you'll you'd your yours yourself yourselves he him his
-himself she she's her hers herself it it's its itself they them their theirs themselves what which who whom this
-that that'll these those am is are was were be been being have has had having do does did doing a an the and but
-if or because as until while of at by for with about against between into through during before after above
-below to from up down in out on off over under again further then once here there when where why how all any both
-each few more most other some such no nor not only own same so than too very s t can will just don don't should
-should've now d ll m o re ve y ain aren aren't couldn couldn't didn didn't doesn doesn't hadn hadn't hasn hasn't
-haven haven't isn isn't ma mightn mightn't mustn mustn't needn needn't shan shan't shouldn shouldn't wasn wasn't
-weren weren't won won't wouldn wouldn't
-"""
+def head_words(text: str) -> list[str]:
+    """The words of a Persian entity's head phrase, head first: a relative clause or a complement names other people
+    ('پسری که با مادر مطلقه‌اش زندگی می‌کند' is a boy), so it is cut off. The head noun's indefinite ی ('پسری')
+    is read as its noun."""
+    words = _CLAUSE.split(f" {normalize_fa(text)} ", maxsplit=1)[0].split()
+    table = {**_PERSON_GENDER, **_KIN_GENDER, **_AGE_WORDS}
+    head = words[0] if words else ""
+    if head not in table and head.endswith("ی") and head[:-1] in table:
+        words[0] = head[:-1]  # 'پسری که …': the indefinite head noun, never a later word ('جشن عروسی')
+    return words
 
 
-@cache
-def stop_words(lang: str) -> frozenset[str]:
-    """Stop words removed before TTR (Appendix C.2): hazm's ``stopwords_list()`` (normalised with
-    :func:`normalize_fa`) for 'fa', NLTK's English list for 'en'."""
-    if lang == "fa":
-        from hazm import stopwords_list
+def lemma(word: str) -> str:
+    """A Persian noun without its ezafe or indefinite ی ('خانواده‌ی', 'دانشجوی', 'پسری' → the noun)."""
+    for suffix in ("\u200cی", "\u200cای", "ی"):
+        if word.endswith(suffix) and len(word) > len(suffix) + 1:
+            return word[: -len(suffix)]
+    return word
 
-        return frozenset(normalize_fa(word) for word in stopwords_list())
-    if lang == "en":
-        return frozenset(_ENGLISH_STOP_WORDS.split())
-    raise ValueError(f"unknown language {lang!r}: expected 'fa' or 'en'")
+
+LANGUAGE = Language(
+    code="fa",
+    name="Persian",
+    script=re.compile(r"[\u0600-\u06ff]"),
+    normalize=normalize_fa,
+    tokenize=tokenize_fa,
+    head_words=head_words,
+    explicit_age=explicit_age,
+    scaffold={"question": "پرسش", "answer": "پاسخ", "instruction": "فقط حرف یکی از گزینه‌ها را بنویسید."},
+    glossary_column="term_fa",
+    unknown_column="phrase_fa",
+    load_stop_words=_stop_words,
+    person_gender=_PERSON_GENDER,
+    kin_gender=_KIN_GENDER,
+    age_words=_AGE_WORDS,
+    maturity=gender_table(_DATA["maturity"]),
+    spouses=frozenset(_DATA["spouses"]),
+    role_nouns=gender_table(_DATA["role_nouns"]),
+    collective_nouns=frozenset(_DATA["collective_nouns"]),
+    plural_suffixes=tuple(_DATA["plural_suffixes"]),
+    status_words={
+        word: (entry.get("status", word), frozenset(entry["categories"]))
+        for entry in _DATA["status_words"]
+        for word in entry["words"]
+    },
+    lemma=lemma,
+)
