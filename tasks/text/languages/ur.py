@@ -98,7 +98,7 @@ def _forms(stems: str, masculine: str, feminine: str) -> dict[str, str]:
 PERSON_GENDER: dict[str, str] = {
     **dict.fromkeys(("مرد", "مردوں", "آدمی", "لڑکا", "لڑکے", "صاحب", "دولہا", "رنڈوا"), MALE),
     **dict.fromkeys(("عورت", "عورتوں", "خاتون", "خواتین", "لڑکی", "لڑکیاں", "لڑکیوں", "بیگم", "دلہن", "بچی"), FEMALE),
-    **dict.fromkeys(("بیوہ", "مطلقہ", "مریضہ"), FEMALE),
+    **dict.fromkeys(("بیوہ", "مطلقہ", "مریضہ", "طالبہ", "استانی", "ملازمہ"), FEMALE),
 }  # fmt: skip
 """Nouns that give the gender of the person they name. A person of either gender: شخص, فرد, نوجوان, بزرگ, بچہ."""
 
@@ -113,11 +113,13 @@ KIN_GENDER: dict[str, str | None] = {
 
 AGREEMENT_GENDER: dict[str, str] = {
     **_forms("بوڑھ اچھ بر بڑ چھوٹ اکیل اندھ گونگ بہر لنگڑ موٹ پتل گور کال لمب سیدھ پیار پڑھ لکھ وال", "ا ے", "ی"),
-    **{"نیا": MALE, "نئے": MALE, "نئی": FEMALE, "کا": MALE, "کے": MALE, "کی": FEMALE},
+    **{"نیا": MALE, "نئے": MALE, "نئی": FEMALE},
 }
-"""Adjectives that agree with their noun's gender (بوڑھا ڈرائیور is a man, بوڑھی ڈرائیور a woman; پڑھا لکھا,
-ٹیکسی چلانے والا), and the genitive, which agrees with the noun after it (گاؤں کی ڈاکٹر is a woman). Adjectives
-that do not agree (بزرگ, غریب, نابینا, عمر رسیدہ) give no gender."""
+"""Adjectives that agree with their noun's gender: بوڑھا ڈرائیور is a man, بوڑھی ڈرائیور a woman (پڑھا لکھا, ٹیکسی
+چلانے والا). Adjectives that do not agree (بزرگ, غریب, نابینا, عمر رسیدہ) give no gender."""
+GENITIVE_GENDER = {"کا": MALE, "کے": MALE, "کی": FEMALE}
+"""The genitive, which agrees with the noun right after it: گاؤں کی ڈاکٹر is a woman. Elsewhere it may be part of
+a compound postposition (کے بغیر, کی طرح) and agree with nothing."""
 
 _RELATIVE = re.compile(r"\s(?:جو|جس|جن|جنہوں)\s")
 
@@ -131,13 +133,22 @@ def head_words(phrase: str) -> list[str]:
 @cache
 def entity_gender(phrase: str) -> str:
     """``female``, ``male`` or ``none``: the first cue of the head phrase, read from its head backwards, a person
-    or kin noun (:data:`PERSON_GENDER`, :data:`KIN_GENDER`) or a word that agrees with the head
-    (:data:`AGREEMENT_GENDER`): 'لڑکی کا باپ' is the father, 'بوڑھی ڈرائیور' a woman."""
-    for word in head_words(phrase):
-        gender = PERSON_GENDER.get(word) or KIN_GENDER.get(word) or AGREEMENT_GENDER.get(word)
+    or kin noun (:data:`PERSON_GENDER`, :data:`KIN_GENDER`), an agreeing adjective (:data:`AGREEMENT_GENDER`) or
+    a genitive right before the head (:data:`GENITIVE_GENDER`): 'لڑکی کا باپ' is the father, 'بوڑھی ڈرائیور' a
+    woman."""
+    for index, word in enumerate(head_words(phrase)):
+        genitive = GENITIVE_GENDER.get(word) if index == 1 else None
+        gender = PERSON_GENDER.get(word) or KIN_GENDER.get(word) or AGREEMENT_GENDER.get(word) or genitive
         if gender:
             return gender
     return NONE
+
+
+def gendered_noun(phrase: str) -> bool:
+    """Whether the head phrase holds a person or kin noun of one gender (آدمی, ماں), not only agreement: a
+    masculine adjective on a noun of either gender (اکلوتا نوجوان) is also Urdu's form for a person of unknown
+    gender."""
+    return any(PERSON_GENDER.get(word) or KIN_GENDER.get(word) for word in head_words(phrase))
 
 
 @cache
