@@ -183,7 +183,7 @@ _VERB_STEMS = (
 )
 VERB_GENDER: dict[str, str] = {
     **_forms(_VERB_STEMS, "تا تے", "تی تیں"),
-    **dict.fromkeys(("تھا", "تھے", "رہا", "سکا", "چکا", "گیا", "گئے", "آیا", "لگا", "بیٹھا", "پہنچا", "نکلا"), MALE),
+    **dict.fromkeys(("تھا", "تھے", "رہا", "سکا", "چکا", "گیا", "آیا", "لگا", "بیٹھا", "پہنچا", "نکلا"), MALE),
     **dict.fromkeys(("پایا", "گا", "گے"), MALE),
     **dict.fromkeys(("تھی", "تھیں", "رہی", "سکی", "چکی", "گئی", "گئیں", "آئی", "لگی", "بیٹھی", "پہنچی"), FEMALE),
     **dict.fromkeys(("نکلی", "گی"), FEMALE),
@@ -191,8 +191,8 @@ VERB_GENDER: dict[str, str] = {
 """Verb forms that agree with the gender of their subject, and only such: the habitual participle (کرتا/کرتی),
 the past copula (تھا/تھی), the progressive (رہا/رہی), سکنا and چکنا, the perfective of intransitive verbs
 (گیا/گئی, بیٹھا/بیٹھی) and the future (گا/گی). Left out as ambiguous: the subjunctive, which looks like a
-masculine plural (سکے, رہے, آئے, بیٹھے: 'تاکہ وہ جا سکے' is either gender), کیا/کی ('what', 'of'), ہوا ('air')
-and پائی ('penny')."""
+masculine plural (سکے, رہے, آئے, بیٹھے: 'تاکہ وہ جا سکے' is either gender), گئے ('رات گئے', late at night),
+کیا/کی ('what', 'of'), ہوا ('air') and پائی ('penny')."""
 _ADVERBIAL = frozenset({"ہوئے", "وقت", "ہی"})
 """Words after which an -تے form is an adverb, agreeing with no one ('ہنستے ہوئے', 'جاتے وقت', 'پہنچتے ہی')."""
 _POSTPOSITIONS = frozenset(("کا", "کی", "کے", "کو", "سے", "میں", "پر", "تک", "والا", "والی", "والے"))
@@ -212,13 +212,17 @@ def mention_pattern(phrase: str) -> re.Pattern[str]:
 
 
 def _agreeing(clause: str, start: int) -> list[tuple[str, str]]:
-    """(word, gender) of every verb form in ``clause`` after ``start`` that agrees with the clause's subject."""
+    """(word, gender) of every verb form in ``clause`` after ``start`` that agrees with the clause's subject, up to
+    an اور after the first of them: what follows may have a subject of its own ('… جھگڑ چکا ہے اور اسے تنبیہ مل
+    چکی ہے')."""
     tokens = tokenize(clause[start:])
-    return [
-        (word, VERB_GENDER[word])
-        for word, after in zip(tokens, [*tokens[1:], ""], strict=True)
-        if word in VERB_GENDER and not (word.endswith("تے") and after in _ADVERBIAL)
-    ]
+    found: list[tuple[str, str]] = []
+    for word, after in zip(tokens, [*tokens[1:], ""], strict=True):
+        if word == "اور" and found:
+            break
+        if word in VERB_GENDER and not (word.endswith("تے") and after in _ADVERBIAL):
+            found.append((word, VERB_GENDER[word]))
+    return found
 
 
 def gender_failures(text: str, entities: Mapping[str, str], kind: str) -> list[str]:
@@ -228,15 +232,20 @@ def gender_failures(text: str, entities: Mapping[str, str], kind: str) -> list[s
     In a context, each clause (cut at punctuation and at کہ, لیکن, مگر, جبکہ, …) is checked whose subject is one
     entity: its phrase followed by no postposition, or, in a clause that names none, a leading وہ standing for
     the subject of the clause before. A clause with نے is left alone (its verb agrees with the object: 'لڑکی نے
-    کھانا کھایا'). A question names no one: a feminine form fails when any entity it may be about is not known to
-    be a woman (the masculine is Urdu's form for a person of unknown gender, so it never fails).
+    کھانا کھایا'). A question names no one: in a question whose subject is کون, a feminine form fails when any
+    entity it may be about is not known to be a woman (the masculine is Urdu's form for a person of unknown gender,
+    so it never fails); کس نے, کسے, کس کا questions agree with something else ('کسے مدد درکار تھی') and pass.
 
-    What it cannot see: a subject that is neither an entity's phrase nor a leading وہ (a dropped subject after a
-    clause break, a demonstrative وہ before a noun, 'اس کی گاڑی خراب ہو گئی' where the car is the subject is left
-    alone only because no entity is named), predicate adjectives without a copula, and a person of unknown
-    gender written with feminine forms in a context."""
+    What it cannot see: a predicate after اور (its subject may be dropped or another: only the forms before it
+    are read), a subject that is neither an entity's phrase nor a leading وہ (a dropped subject after a clause
+    break, a demonstrative وہ before a noun; 'اس کی گاڑی خراب ہو گئی', where the car is the subject, is left alone
+    only because no entity is named), predicate adjectives without a copula, and a person of unknown gender
+    written with feminine forms in a context."""
     if kind == "question":
-        feminine = [word for word, gender in _agreeing(normalize(text), 0) if gender == FEMALE]
+        tokens = tokenize(normalize(text))
+        if "کون" not in tokens or "نے" in tokens:
+            return []
+        feminine = [word for word, gender in _agreeing(" ".join(tokens), 0) if gender == FEMALE]
         others = [phrase for phrase, gender in entities.items() if gender != FEMALE]
         if feminine and others:
             return [
@@ -249,13 +258,21 @@ def gender_failures(text: str, entities: Mapping[str, str], kind: str) -> list[s
     antecedent: str | None = None
     for clause in _CLAUSE_BREAK.split(f" {normalize(text)} "):
         tokens = clause.split()
-        mentions = [(phrase, match) for phrase, pattern in patterns.items() for match in pattern.finditer(clause)]
+        mentions = sorted(
+            ((phrase, match) for phrase, pattern in patterns.items() for match in pattern.finditer(clause)),
+            key=lambda mention: mention[1].start(),
+        )
         subjects: dict[str, int] = {}
+        coordinated: list[tuple[str, int]] = []
         for phrase, match in mentions:
             following = [word for word in clause[match.end() :].split() if word not in _PARTICLES][:1]
-            if following and following[0] in _POSTPOSITIONS:
-                continue
-            subjects.setdefault(phrase, match.end())
+            coordinated.append((phrase, match.end()))
+            if following == ["اور"]:
+                continue  # 'X اور Y …': X is what Y is, the subject or not
+            if not following or following[0] not in _POSTPOSITIONS:
+                for conjunct, end in coordinated:
+                    subjects.setdefault(conjunct, end)
+            coordinated = []
         if mentions:
             antecedent = next(iter(subjects)) if len(subjects) == 1 else None
         elif antecedent and tokens[:1] == ["وہ"]:
