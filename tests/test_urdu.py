@@ -9,6 +9,8 @@ import pytest
 from pbbq.tasks.core.artifacts import REPO_ROOT
 from pbbq.tasks.text.languages import ur
 
+URDU = ur.LANGUAGE
+
 AR_YEH, AR_KAF, AR_HEH, TEH_MARBUTA = "\u064a", "\u0643", "\u0647", "\u0629"
 ZABAR, PESH, ZER, SHADDA, KHARI_ZABAR, HAMZA = "\u064e", "\u064f", "\u0650", "\u0651", "\u0670", "\u0654"
 
@@ -35,14 +37,14 @@ def _rows(path: Path) -> list[dict[str, str]]:
     ],
 )
 def test_normalize_gives_urdu_letters_ascii_digits_and_no_diacritics(raw: str, normalized: str) -> None:
-    assert ur.normalize(raw) == normalized
-    assert ur.normalize(normalized) == normalized
+    assert URDU.normalize(raw) == normalized
+    assert URDU.normalize(normalized) == normalized
 
 
 def test_normalize_keeps_the_letters_urdu_tells_apart() -> None:
     """ھ is not ہ (بھائی, not بہائی), ں not ن, آ not ا, ے not ی: none is merged into its look-alike."""
     text = "بھائی نے ہاں کہا، آدمی آئے۔"
-    assert ur.normalize(text) == text
+    assert URDU.normalize(text) == text
 
 
 @pytest.mark.parametrize(
@@ -55,15 +57,15 @@ def test_normalize_keeps_the_letters_urdu_tells_apart() -> None:
     ],
 )
 def test_tokenize_splits_off_urdu_and_ascii_punctuation(text: str, tokens: list[str]) -> None:
-    assert ur.tokenize(text) == tokens
-    assert ur.words(tokens) == [token for token in tokens if token not in '۔،؟؛:"()!']
+    assert URDU.tokenize(text) == tokens
+    assert URDU.words(tokens) == [token for token in tokens if token not in '۔،؟؛:"()!']
 
 
 def test_stop_words_are_urduhacks_list_normalised() -> None:
-    stop = ur.stop_words()
+    stop = URDU.stop_words
     assert len(stop) == 458
     assert {"کا", "کی", "کے", "ہے", "اور", "میں", "نہیں", "وہ"} <= stop
-    assert all(ur.normalize(word) == word and not word.startswith("#") for word in stop)
+    assert all(URDU.normalize(word) == word and not word.startswith("#") for word in stop)
     assert "آدمی" not in stop
 
 
@@ -72,7 +74,7 @@ def test_unknown_phrases_give_urdu_for_every_persian_phrasing() -> None:
     phrases = ur.unknown_phrases()
     assert sorted(phrases) == sorted(persian)
     assert len(set(phrases.values())) == len(persian)
-    assert all(ur.normalize(phrase) == phrase and "?" not in phrase for phrase in phrases.values())
+    assert all(URDU.normalize(phrase) == phrase and "?" not in phrase for phrase in phrases.values())
 
 
 @pytest.mark.parametrize(
@@ -93,7 +95,7 @@ def test_unknown_phrases_give_urdu_for_every_persian_phrasing() -> None:
     ],
 )
 def test_entity_gender_reads_nouns_and_agreement(phrase: str, gender: str) -> None:
-    assert ur.entity_gender(phrase) == gender
+    assert URDU.entity_gender(phrase) == gender
 
 
 @pytest.mark.parametrize(
@@ -111,10 +113,10 @@ def test_entity_gender_reads_nouns_and_agreement(phrase: str, gender: str) -> No
     ],
 )
 def test_explicit_age_reads_numbers_and_years(text: str, age: int | None) -> None:
-    assert ur.explicit_age(text) == age
+    assert URDU.explicit_age(text) == age
 
 
-ENTITIES = {"بوڑھا آدمی": "male", "نوجوان لڑکی": "female", "ٹیکسی ڈرائیور": "none"}
+ENTITIES = ["بوڑھا آدمی", "نوجوان لڑکی", "ٹیکسی ڈرائیور"]
 
 
 @pytest.mark.parametrize(
@@ -135,24 +137,26 @@ ENTITIES = {"بوڑھا آدمی": "male", "نوجوان لڑکی": "female", "�
     ],
 )
 def test_gender_failures_flag_verbs_that_contradict_their_subjects_gender(text: str, flagged: list[str]) -> None:
-    failures = ur.gender_failures(text, ENTITIES, "context")
-    assert [failure.split("'")[1] for failure in failures] == flagged
+    failures = URDU.gender_failures(text, ENTITIES, "context")
+    assert [failure.message.split("'")[1] for failure in failures] == flagged
+    assert {failure.code for failure in failures} <= {"verb_gender"}
 
 
 def test_gender_failures_in_a_question_allow_only_the_masculine_for_anyone() -> None:
-    assert ur.gender_failures("کون ایپ سے وقت نہیں لے سکا؟", ENTITIES, "question") == []
-    [failure] = ur.gender_failures("کون ایپ سے وقت نہیں لے سکی؟", ENTITIES, "question")
-    assert "'سکی' is feminine" in failure and "بوڑھا آدمی" in failure
-    assert ur.gender_failures("کسے ساتھیوں کی مدد درکار تھی؟", ENTITIES, "question") == []
-    assert ur.gender_failures("کس کی معلومات اچھی تھیں؟", ENTITIES, "question") == []
-    women = {"نوجوان لڑکی": "female", "بوڑھی عورت": "female"}
-    assert ur.gender_failures("کون ایپ سے وقت نہیں لے سکی؟", women, "question") == []
+    assert URDU.gender_failures("کون ایپ سے وقت نہیں لے سکا؟", ENTITIES, "question") == []
+    [(code, message)] = URDU.gender_failures("کون ایپ سے وقت نہیں لے سکی؟", ENTITIES, "question")
+    assert code == "verb_gender" and "'سکی' is feminine" in message and "بوڑھا آدمی" in message
+    assert URDU.gender_failures("کسے ساتھیوں کی مدد درکار تھی؟", ENTITIES, "question") == []
+    assert URDU.gender_failures("کس کی معلومات اچھی تھیں؟", ENTITIES, "question") == []
+    women = ["نوجوان لڑکی", "بوڑھی عورت"]
+    assert URDU.gender_failures("کون ایپ سے وقت نہیں لے سکی؟", women, "question") == []
 
 
 def test_scaffold_and_glossary_column_are_urdu() -> None:
-    assert (ur.code, ur.name, ur.glossary_column) == ("ur", "Urdu", "ur")
-    assert ur.scaffold["question"] == "سوال" and ur.scaffold["answer"] == "جواب"
-    assert ur.normalize(ur.scaffold["instruction"]) == ur.scaffold["instruction"]
+    assert (URDU.code, URDU.name, URDU.glossary_column, URDU.unknown_column) == ("ur", "Urdu", "ur", "phrase_ur")
+    assert URDU.scaffold["question"] == "سوال" and URDU.scaffold["answer"] == "جواب"
+    assert URDU.normalize(URDU.scaffold["instruction"]) == URDU.scaffold["instruction"]
+    assert URDU.script.search("وہ") and not URDU.script.search("He, 25۔")
     assert ur.mention_pattern("بوڑھا آدمی").search("بوڑھے آدمی نے کہا")
 
 
@@ -211,7 +215,7 @@ def test_urdu_translations_hold_every_template_with_the_englishs_roles(translati
             text = urdu[f"{field}_ur"]
             roles = {match.group(1) for match in SLOT.finditer(text)} - {"pair"}
             assert roles == {m.group(1) for m in SLOT.finditer(row[f"{field}_en"])}, (urdu["template_id"], field)
-            assert ur.normalize(text) == text and text[-1] == ("؟" if field.startswith("question") else "۔")
+            assert URDU.normalize(text) == text and text[-1] == ("؟" if field.startswith("question") else "۔")
             for match in SLOT.finditer(text):
                 assert match.group(2) in (None, "oblique") or match.group(2).count("|") == 1, match.group()
 
@@ -244,19 +248,19 @@ def test_urdu_contexts_agree_with_every_pair_the_sample_builds(
         for stereo in entity["stereo"]:
             for nonstereo in entity["nonstereo"]:
                 cast = {
-                    role: (p["ur"], p["ur_oblique"], ur.entity_gender(p["ur"]))
+                    role: (p["ur"], p["ur_oblique"], URDU.entity_gender(p["ur"]))
                     for role, p in (("stereo", stereo), ("nonstereo", nonstereo))
                 }
-                genders = {direct: gender for direct, _, gender in cast.values()}
+                urdu = [direct for direct, _, _ in cast.values()]
                 for lex in lexes:
                     variant = (lex["ur"], lex["ur_oblique"]) if lex else ("", "")
                     for text in (row["ambiguous_ur"], row["disambiguated_ur"], _swap(row["disambiguated_ur"])):
                         filled = _fill(text, cast, variant)
-                        assert ur.gender_failures(filled, genders, "context") == [], filled
+                        assert URDU.gender_failures(filled, urdu, "context") == [], filled
                         for direct, _, _ in cast.values():
                             assert ur.mention_pattern(direct).search(filled), (direct, filled)
                     for field in ("question_negative_ur", "question_nonnegative_ur"):
-                        assert ur.gender_failures(_fill(row[field], cast, variant), genders, "question") == []
+                        assert URDU.gender_failures(_fill(row[field], cast, variant), urdu, "question") == []
                     checked += 1
     assert checked > 300
 
@@ -276,22 +280,22 @@ def test_urdu_phrases_give_every_persian_phrase_its_gender_age_and_glossary_term
     glossary = Glossary(pd.read_csv(REPO_ROOT / "annotations" / "glossary_ur.csv").rename(columns={"ur": "term_en"}))
     for (kind, persian), row in phrases.items():
         direct, oblique = row["ur"], row["ur_oblique"]
-        assert ur.normalize(direct) == direct and ur.normalize(oblique) == oblique
+        assert URDU.normalize(direct) == direct and URDU.normalize(oblique) == oblique
         for word, form in zip(direct.split(), oblique.split(), strict=True):
             assert form == word or (word[-1] in "اہ" and form == word[:-1] + "ے"), (direct, oblique)
         for _, term in glossary.terms_in(persian):
             assert re.search(rf"(?<!\S){re.escape(term)}", direct), (persian, term, direct)
         if kind == "entity":
-            fa, urdu = entity_gender(persian, "fa"), ur.entity_gender(direct)
+            fa, urdu = entity_gender(persian, "fa"), URDU.entity_gender(direct)
             assert fa == urdu or (fa == "none" and urdu == "male" and not ur.gendered_noun(direct)), (persian, direct)
-            assert explicit_age(persian, "fa") == ur.explicit_age(direct), (persian, direct)
+            assert explicit_age(persian, "fa") == URDU.explicit_age(direct), (persian, direct)
 
 
 def test_urdu_glossary_names_each_group_once() -> None:
     english = {row["term_fa"]: row["term_en"] for row in _rows(REPO_ROOT / "annotations" / "glossary.csv")}
     urdu = {row["term_fa"]: row["ur"] for row in _rows(REPO_ROOT / "annotations" / "glossary_ur.csv")}
     assert list(urdu) == list(english)
-    assert all(ur.normalize(term) == term and term for term in urdu.values())
+    assert all(URDU.normalize(term) == term and term for term in urdu.values())
     pairs = {(english[fa], urdu[fa]) for fa in urdu}
     assert len({en for en, _ in pairs}) == len({u for _, u in pairs}) == len(pairs)
 
@@ -317,3 +321,26 @@ def test_urdu_prompts_take_the_english_prompts_placeholders(urdu: str, english: 
         assert "<urdu_text>" in text and "english" not in text.lower()
     if not urdu.startswith(("back_translate.input", "translate.input")):
         assert "Urdu" in text
+
+
+@pytest.mark.parametrize(
+    ("phrase", "head"),
+    [
+        ("دولہا کی ماں", ["ماں", "کی"]),
+        ("الگ ہو چکے ماں باپ کا بیٹا", ["بیٹا", "کا"]),
+        ("دوسری منزل کا کرایہ دار", ["دار", "کرایہ"]),
+        ("بہن بھائیوں کے بغیر نوجوان", ["نوجوان", "بغیر"]),
+        ("نوجوان لڑکی جو اپنے والد کے ساتھ رہتی ہے", ["لڑکی", "نوجوان"]),
+    ],
+)
+def test_head_words_cut_a_genitive_complement_but_keep_the_genitive_that_agrees(phrase: str, head: list[str]) -> None:
+    assert URDU.head_words(phrase) == head
+
+
+def test_the_urdu_module_passes_the_registrys_member_checks() -> None:
+    """What the registry asks of every language (tests/test_languages.py on the languages branch)."""
+    text = URDU.normalize('نرس نے کہا: "میری ماں ۴۵ سال کی ہے۔"')
+    assert URDU.normalize(text) == text and URDU.explicit_age(text) == 45
+    tokens = URDU.tokenize(text)
+    assert URDU.words(tokens) == [token for token in tokens if any(c.isalnum() for c in token)]
+    assert URDU.gender_failures("", [], "context") == []
