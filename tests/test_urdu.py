@@ -234,7 +234,7 @@ def test_urdu_contexts_agree_with_every_pair_the_sample_builds(
 ) -> None:
     """Each context and question, filled with every pair of a template's entities in both roles, holds both
     entities and passes the Urdu gender check (a slot written the wrong way round fails here)."""
-    from pbbq.tasks.text.persian import normalize_fa
+    from pbbq.tasks.text.languages.fa import normalize_fa
 
     templates = {row["template_id"]: row for row in _rows(REPO_ROOT / "annotations" / "templates.csv")}
     checked = 0
@@ -273,7 +273,7 @@ def test_urdu_phrases_give_every_persian_phrase_its_gender_age_and_glossary_term
     Persian is named by its Urdu term; the oblique form differs only in the -ا/-ہ → -ے of its words."""
     import pandas as pd
 
-    from pbbq.tasks.text.cues import entity_gender, explicit_age
+    from pbbq.tasks.text.languages import language
     from pbbq.tasks.translate.glossary import Glossary
 
     assert sorted(phrases) == sorted((row["kind"], row["fa"]) for row in _rows(STAND_INS / "phrases.csv"))
@@ -286,9 +286,9 @@ def test_urdu_phrases_give_every_persian_phrase_its_gender_age_and_glossary_term
         for _, term in glossary.terms_in(persian):
             assert re.search(rf"(?<!\S){re.escape(term)}", direct), (persian, term, direct)
         if kind == "entity":
-            fa, urdu = entity_gender(persian, "fa"), URDU.entity_gender(direct)
+            fa, urdu = language("fa").entity_gender(persian), URDU.entity_gender(direct)
             assert fa == urdu or (fa == "none" and urdu == "male" and not ur.gendered_noun(direct)), (persian, direct)
-            assert explicit_age(persian, "fa") == URDU.explicit_age(direct), (persian, direct)
+            assert language("fa").explicit_age(persian) == URDU.explicit_age(direct), (persian, direct)
 
 
 def test_urdu_glossary_names_each_group_once() -> None:
@@ -344,3 +344,9 @@ def test_the_urdu_module_passes_the_registrys_member_checks() -> None:
     tokens = URDU.tokenize(text)
     assert URDU.words(tokens) == [token for token in tokens if any(c.isalnum() for c in token)]
     assert URDU.gender_failures("", [], "context") == []
+
+
+@pytest.mark.parametrize("text", ["بوڑھا آدمی", "یہ بوڑھا آدمی۔", "کمرے میں بوڑھا آدمی"])
+def test_a_clause_that_ends_with_its_subject_has_no_verb_to_check(text: str) -> None:
+    """A subject with nothing after it (a caption, a fragment) agrees with nothing: no failure, and no error."""
+    assert URDU.gender_failures(text, ["بوڑھا آدمی"], "context") == []

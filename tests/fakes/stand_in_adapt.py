@@ -34,7 +34,7 @@ from pbbq.tasks.core.artifacts import REPO_ROOT
 from pbbq.tasks.core.inputs import load_ratings
 from pbbq.tasks.core.schemas import OPTIONS
 from pbbq.tasks.kappa_gate import GateParams
-from pbbq.tasks.text.cues import entity_gender
+from pbbq.tasks.text.languages import language
 from tests.fakes.stand_in_model import _tagged
 
 STAND_INS = REPO_ROOT / "prompts" / "transcripts" / "stand_ins" / "adapt"
@@ -193,8 +193,8 @@ class StandInAdapt:
 
     def _feminine(self, template_id: str, slots: dict[str, str]) -> dict[str, bool]:
         """Which agreement slots take the feminine: a person whose English entity phrase (the answer naming that
-        slot, filled) is female (:func:`pbbq.tasks.text.cues.entity_gender`; the masculine is Urdu's form for
-        anyone else), both persons for ``NAMES``, a lexical word whose Urdu is feminine."""
+        slot, filled) is female (English's ``entity_gender``; the masculine is Urdu's form for anyone
+        else), both persons for ``NAMES``, a lexical word whose Urdu is feminine."""
         template = self.templates.loc[template_id]
         names = (slots.get("NAME1", ""), slots.get("NAME2", ""))
         words = {slot: value for slot, value in slots.items() if slot.startswith("WORD")}
@@ -202,7 +202,7 @@ class StandInAdapt:
         for answer in (template.answer_negative, template.answer_non_negative):
             [person] = [slot for slot in PERSONS if "{{" + slot + "}}" in answer]
             phrase = bare(fill(answer, *names, words))
-            feminine[person] = entity_gender(phrase, "en") == "female"
+            feminine[person] = language("en").entity_gender(phrase) == "female"
         feminine["NAMES"] = all(feminine[person] for person in PERSONS)
         feminine.update({slot: self.lexical_gender[value] == "f" for slot, value in words.items()})
         return feminine

@@ -151,7 +151,7 @@ def _agreeing(clause: str, start: int) -> list[tuple[str, str]]:
     چکی ہے')."""
     tokens = tokenize_ur(clause[start:])
     found: list[tuple[str, str]] = []
-    for word, after in zip(tokens, [*tokens[1:], ""], strict=True):
+    for word, after in zip(tokens, [*tokens[1:], ""][: len(tokens)], strict=True):
         if word == "اور" and found:
             break
         if word in VERB_GENDER and not (word.endswith("تے") and after in _ADVERBIAL):
