@@ -10,6 +10,7 @@ import pytest
 
 from pbbq.tasks.adapt import adapt_instantiate
 from pbbq.tasks.adapt.bbq_format import (
+    fills_from_vocabulary,
     load_bbq_proper_names,
     load_bbq_templates,
     load_bbq_vocabulary,
@@ -114,3 +115,10 @@ def test_proper_name_templates_without_the_names_file_are_dropped_with_their_rea
     output = adapt_instantiate(templates, WORDS, AdaptInstantiateParams())
     assert output["dropped_templates"][["template_id", "reason"]].values.tolist() == [["SES-8a", "no_proper_names"]]
     assert set(output["examples"]["template_id"]) == {"SES-1a"}
+
+
+def test_only_templates_without_names_or_proper_names_need_vocabulary_groups() -> None:
+    """What ``pbbq adapt`` must check against the vocabulary: Age needs no group, SES only for its occupations."""
+    assert not fills_from_vocabulary(load_bbq_templates(BBQ / "templates-Age.csv")).any()
+    ses = load_bbq_templates(BBQ / "templates-SES.csv")
+    assert set(ses.loc[fills_from_vocabulary(ses), "Subcategory"]) == {"Occupation"}

@@ -198,3 +198,10 @@ def load_bbq_proper_names(path: Path) -> pd.DataFrame:
         lambda _: "empty Name or First_last, or a first name without its gender",
     )
     return frame
+
+
+def fills_from_vocabulary(templates: pd.DataFrame) -> pd.Series:
+    """Whether each template (rows of :func:`load_bbq_templates`) takes its groups from ``vocabulary.csv``: it has
+    no ``Names`` lists and is not ``Proper_nouns_only`` (Age, Disability_status and Physical_appearance have no
+    vocabulary group at all, and need none)."""
+    return (templates["Names"] == "") & (templates["Proper_nouns_only"] != "TRUE")

@@ -38,9 +38,9 @@ from __future__ import annotations
 import hashlib
 import itertools
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import pandas as pd
 
@@ -217,8 +217,8 @@ def _start(template_id: str) -> int:
     return int(hashlib.sha256(template_id.encode()).hexdigest()[:8], 16)
 
 
-def _slot_of_negative(template: pd.Series) -> str:
-    return "NAME1" if "{{NAME1}}" in template.answer_negative else "NAME2"
+def _slot_of_negative(template: Mapping[str, Any]) -> str:
+    return "NAME1" if "{{NAME1}}" in template["answer_negative"] else "NAME2"
 
 
 def template_examples(
@@ -237,14 +237,15 @@ def template_examples(
     )
     start = _start(template.template_id)
     turn = itertools.count()
+    cells = template.to_dict()
     for unit_index, (unit, words) in enumerate(units):
         for filling in unit:
-            rows.extend(_examples(template, filling, words, params, start + unit_index, start + next(turn), metadata))
+            rows.extend(_examples(cells, filling, words, params, start + unit_index, start + next(turn), metadata))
     return rows
 
 
 def _examples(
-    template: pd.Series,
+    template: Mapping[str, Any],
     filling: Filling,
     words: dict[str, str],
     params: AdaptInstantiateParams,
@@ -253,9 +254,11 @@ def _examples(
     metadata: dict,
 ) -> list[dict]:
     """The four examples of one filling (``create_templating_dicts``), with the option order and the 'unknown'
-    phrasing of its turns in the rotations."""
+    phrasing of its turns in the rotations. ``template``: the template's cells as a dict (fast to read)."""
     negative_slot = _slot_of_negative(template)
-    first_slot = "NAME1" if template.ambiguous.index("{{NAME1}}") < template.ambiguous.index("{{NAME2}}") else "NAME2"
+    first_slot = (
+        "NAME1" if template["ambiguous"].index("{{NAME1}}") < template["ambiguous"].index("{{NAME2}}") else "NAME2"
+    )
     stereo, other = filling.stereo, filling.other
     texts = {field: fill(template[field], filling.name1, filling.name2, words) for field in TEXT_FIELDS}
     negative_role = "stereo" if negative_slot == filling.stereo_slot else "nonstereo"
@@ -276,14 +279,14 @@ def _examples(
         ambiguous = texts["ambiguous"].strip()
         context = ambiguous if condition == "ambig" else f"{ambiguous} {texts['disambiguating']}".strip()
         answer = "unknown" if condition == "ambig" else polarity
-        key = "|".join([template.template_id, stereo, other, lexical, str(flipped), polarity, condition])
+        key = "|".join([template["template_id"], stereo, other, lexical, str(flipped), polarity, condition])
         rows.append(
             {
-                "example_id": f"{template.template_id}-{hashlib.sha256(key.encode()).hexdigest()[:12]}",
-                "template_id": template.template_id,
-                "stereotype_id": template.template_id,
-                "category": template.category,
-                "question_index": template.question_index,
+                "example_id": f"{template['template_id']}-{hashlib.sha256(key.encode()).hexdigest()[:12]}",
+                "template_id": template["template_id"],
+                "stereotype_id": template["template_id"],
+                "category": template["category"],
+                "question_index": template["question_index"],
                 "question_polarity": polarity,
                 "context_condition": condition,
                 "context": context,
