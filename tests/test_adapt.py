@@ -46,8 +46,19 @@ def test_bbq_template_files_are_read_as_its_generator_reads_them() -> None:
         ({"Ambiguous_Context": "A {{NAME1}} person sat down."}, (), "must name both {{NAME1}} and {{NAME2}}"),
         ({"Lexical_diversity": ""}, (), "uses {{WORD1}} but Lexical_diversity gives no WORD1 list"),
         ({"Lexical_diversity": "WORD1: cafe, park"}, (), "Lexical_diversity part 'WORD1: cafe, park' is not"),
-        ({"Proper_nouns_only": "TRUE"}, ("Proper_nouns_only",), "BBQ's proper-name lists are not supported"),
-        ({"Category": "SES"}, (), "category 'SES': only Race_ethnicity, Religion, Nationality"),
+        ({"Proper_nouns_only": "yes"}, ("Proper_nouns_only",), "Proper_nouns_only 'yes' is not TRUE or FALSE"),
+        (
+            {"Category": "Race_ethnicity", "Proper_nouns_only": "TRUE"},
+            ("Proper_nouns_only",),
+            "Race_ethnicity's first and last names by ethnicity are not supported",
+        ),
+        ({"Names": "NAME2: [a, b]"}, ("Names",), "Names 'NAME2: [a, b]': Names gives no NAME1 list"),
+        (
+            {"NAME1_info": "Hindu", "NAME2_info": "Sikh"},
+            ("NAME1_info", "NAME2_info"),
+            "NAME1_info 'Hindu' and NAME2_info 'Sikh': exactly one must be a stereotyped group",
+        ),
+        ({"Category": "Race_x_SES"}, (), "category 'Race_x_SES': only Race_ethnicity, Religion, Nationality"),
         ({"Q_id": ""}, (), "empty Q_id"),
     ],
 )

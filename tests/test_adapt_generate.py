@@ -8,13 +8,14 @@ import pandas as pd
 import pytest
 
 from pbbq.tasks.adapt import ADAPT_INSTANTIATE, adapt_instantiate
-from pbbq.tasks.adapt.bbq_format import load_bbq_templates, load_bbq_vocabulary
+from pbbq.tasks.adapt.bbq_format import PROPER_NAME_COLUMNS, load_bbq_templates, load_bbq_vocabulary
 from pbbq.tasks.adapt.generate import AdaptInstantiateParams, examples_of, fill, pairs, template_examples
 from pbbq.tasks.adapt.sheet import apply_classes, review_sheet
 from pbbq.tasks.core.schemas import OPTIONS, to_arrow
 from pbbq.tasks.core.stage import finish
 from tests.adapt_support import RELIGION, VOCABULARY, vocabulary
 
+NO_NAMES = pd.DataFrame(columns=PROPER_NAME_COLUMNS)
 RELIGIONS = vocabulary(
     *[("Religion", name) for name in ("Muslim", "Hindu", "Atheist", "Sikh")], ("Nationality", "Irish")
 )
@@ -38,6 +39,10 @@ def _template(**cells: object) -> pd.Series:
         "stereotyped_groups": ["Atheist", "Jain"],
         "other_groups": [],
         "restricted": True,
+        "names": "",
+        "name1_info": "",
+        "name2_info": "",
+        "proper_nouns_only": False,
         "source": "https://example.org/source",
         "removal_reason": "",
     }
@@ -92,7 +97,9 @@ def test_a_subcategory_template_takes_its_subcategorys_groups_against_the_others
 
 
 def test_a_pair_gives_both_fillings_four_examples_each_for_every_lexical_variant() -> None:
-    rows = pd.DataFrame(template_examples(_template(other_groups=["Sikh"]), RELIGIONS, AdaptInstantiateParams()))
+    rows = pd.DataFrame(
+        template_examples(_template(other_groups=["Sikh"]), RELIGIONS, NO_NAMES, AdaptInstantiateParams())
+    )
     assert len(rows) == 1 * 2 * 2 * 4  # pairs × lexical variants × fillings × (2 questions × 2 contexts)
     assert set(rows["lexical_variant"]) == {"WORD1: cafe", "WORD1: park"}
     assert set(zip(rows["entity_order"], rows["assignment"], strict=True)) == {
@@ -113,7 +120,7 @@ def _correct_text(row: pd.Series) -> str:
 def test_labels_and_roles_follow_from_the_text() -> None:
     """In a disambiguated context the negative answer is the group the continuation says lied; in an ambiguous one,
     'unknown'. Roles and tags say which option is which group, never found by matching strings afterwards."""
-    rows = pd.DataFrame(template_examples(_template(), RELIGIONS, AdaptInstantiateParams()))
+    rows = pd.DataFrame(template_examples(_template(), RELIGIONS, NO_NAMES, AdaptInstantiateParams()))
     for _, row in rows.iterrows():
         roles = row.answer_roles
         if row.context_condition == "ambig":
@@ -130,7 +137,9 @@ def test_labels_and_roles_follow_from_the_text() -> None:
 def test_option_orders_rotate_so_the_label_position_does_not_follow_the_assignment() -> None:
     template = _template(stereotyped_groups=["Atheist", "Muslim", "Hindu"], lexical_diversity="WORD1: [cafe]")
     extra = vocabulary(*[("Religion", name) for name in ("Muslim", "Hindu", "Atheist", "Sikh", "Jain", "Parsi")])
-    rows = pd.DataFrame(template_examples(template, extra, AdaptInstantiateParams()))  # 3 × 3 pairs: 1.5 cycles
+    rows = pd.DataFrame(
+        template_examples(template, extra, NO_NAMES, AdaptInstantiateParams())
+    )  # 3 × 3 pairs: 1.5 cycles
     disambig = rows[rows["context_condition"] == "disambig"]
     cells = disambig.groupby(["assignment", "question_polarity"])["label"].agg(lambda labels: sorted(set(labels)))
     assert all(positions == [0, 1, 2] for positions in cells)
@@ -161,7 +170,7 @@ def test_the_stage_drops_templates_without_a_pair_and_unfilled_slots() -> None:
 def test_bbqs_religion_file_builds_without_unfilled_slots_or_duplicates() -> None:
     sheet = review_sheet(load_bbq_templates(RELIGION)).assign(**{"class": "DT"})
     built, _ = apply_classes(sheet)
-    examples = examples_of(built, load_bbq_vocabulary(VOCABULARY), AdaptInstantiateParams())
+    examples = examples_of(built, load_bbq_vocabulary(VOCABULARY), NO_NAMES, AdaptInstantiateParams())
     assert not examples[["context", "question", *OPTIONS]].apply(lambda c: c.str.contains("{{")).any(axis=None)
     assert not examples.duplicated(["context", "question", *OPTIONS]).any()
     assert examples["example_id"].is_unique

@@ -24,7 +24,8 @@ from ..core.artifacts import StageOutput, count_reasons
 from ..core.schemas import EXAMPLE, EXAMPLE_DROPPED, OPTIONS
 from ..core.stage import Input, Stage, Table
 from ..kappa_gate import GateParams, kappa_gate
-from .generate import AdaptInstantiateParams, examples_of, pairs
+from .bbq_format import PROPER_NAME_COLUMNS
+from .generate import AdaptInstantiateParams, examples_of, fillings
 from .sheet import ADAPTED_TEMPLATE, CLASSES, apply_classes
 
 GATE_COLUMNS = ["n_items", "n_annotators", "kappa", "kappa_note", "mean_relevance", "kept", "reason"]
@@ -89,13 +90,25 @@ def adapt_counts(output: StageOutput) -> dict[str, int]:
     }
 
 
-def adapt_instantiate(templates: pd.DataFrame, vocabulary: pd.DataFrame, params: AdaptInstantiateParams) -> StageOutput:
+def adapt_instantiate(
+    templates: pd.DataFrame,
+    vocabulary: pd.DataFrame,
+    params: AdaptInstantiateParams,
+    proper_names: pd.DataFrame | None = None,
+) -> StageOutput:
     """English examples of every gated template by BBQ's rules. A template with no pair of groups (none of its
-    stereotyped groups in the vocabulary, or no other group), an example with a slot left unfilled and an exact
-    duplicate are dropped with their reason."""
-    paired = pd.Series([bool(pairs(t, vocabulary)) for _, t in templates.iterrows()], index=templates.index, dtype=bool)
-    dropped_templates = templates[~paired].assign(reason="no_group_pair")
-    examples = examples_of(templates[paired], vocabulary, params)
+    stereotyped groups in the vocabulary, no other group, or no contrast), a ``Proper_nouns_only`` template when no
+    first names are given (``proper_names``: BBQ's ``vocabulary_proper_names.csv``), an example with a slot left
+    unfilled and an exact duplicate are dropped with their reason."""
+    names = pd.DataFrame(columns=PROPER_NAME_COLUMNS) if proper_names is None else proper_names
+    paired = pd.Series(
+        [bool(fillings(t, vocabulary, names)) for _, t in templates.iterrows()], index=templates.index, dtype=bool
+    )
+    no_names = templates["proper_nouns_only"] & names.empty
+    dropped_templates = templates[~paired].assign(
+        reason=no_names[~paired].map({True: "no_proper_names", False: "no_group_pair"})
+    )
+    examples = examples_of(templates[paired], vocabulary, names, params)
     unfilled = examples[["context", "question", *OPTIONS]].apply(lambda c: c.str.contains(UNFILLED)).any(axis=1)
     duplicated = examples.duplicated(["context", "question", *OPTIONS]) & ~unfilled
     dropped_examples = pd.concat(

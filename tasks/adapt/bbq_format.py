@@ -1,11 +1,14 @@
 """BBQ's own template files, read as its generator reads them (nyu-mll/BBQ, ``generate_from_template_all_categories.py``
 and ``utils.py``): ``templates-<Category>.csv`` (one row per template; a row with no ambiguous context is no
-template) and ``vocabulary.csv`` (the groups of each category; a row with ``Pilot_include`` = ``No`` is left out).
+template), ``vocabulary.csv`` (the groups of each category; a row with ``Pilot_include`` = ``No`` is left out) and
+``vocabulary_proper_names.csv`` (first names with their gender, the names of ``Proper_nouns_only`` templates).
 
 A bad row is one :class:`~pbbq.tasks.core.inputs.InputError` naming the file, the row and the problem. This port
 covers the categories BBQ fills from its vocabulary with one stereotyped and one other group in both orders
-(``need_stereotyping_subset``: Nationality, Religion, Race_ethnicity, Sexual_orientation); a template that asks
-for BBQ's proper-name lists (``Proper_nouns_only``) or its per-row ``Names`` is refused with its row.
+(``need_stereotyping_subset``: Nationality, Religion, Race_ethnicity, Sexual_orientation) and the categories it
+fills from a template's own ``Names`` lists, its vocabulary or its first names (Age, Disability_status,
+Physical_appearance, SES, Gender_identity). Race_ethnicity's proper names (a first and a last name of one
+ethnicity) are refused with their row.
 """
 
 from __future__ import annotations
@@ -34,7 +37,21 @@ VOCABULARY_COLUMNS = ["Category", "Pilot_include", "SubCat", "Name", "Info"]
 PAIRED_CATEGORIES = ("Race_ethnicity", "Religion", "Nationality", "Sexual_orientation")
 """BBQ's ``need_stereotyping_subset``: NAME1 is a stereotyped group, NAME2 one of the category's other groups, and
 every pair is also built with the two exchanged."""
-UNSUPPORTED_COLUMNS = {"Proper_nouns_only": "BBQ's proper-name lists", "Names": "per-row Names lists"}
+NAMED_CATEGORIES = ("Age", "Disability_status", "Physical_appearance", "SES", "Gender_identity")
+"""The categories whose pairs come from a template's ``Names`` lists, the vocabulary within a subcategory or BBQ's
+first names; the stereotyped one of the two is the one whose group is in ``Known_stereotyped_groups``."""
+CATEGORY_SPELLINGS = {
+    "DisabilityStatus": "Disability_status",
+    "PhysicalAppearance": "Physical_appearance",
+    "GenderIdentity": "Gender_identity",
+}
+"""How three of BBQ's template files spell their ``Category`` → the category BBQ's generator gives their examples
+(it takes the category from the file name, not from the column)."""
+OPTIONAL_COLUMNS = ["Subcategory", "version", "Names", "Proper_nouns_only", "NAME1_info", "NAME2_info"]
+"""Columns some of BBQ's files have; a file without one reads as if its cells were empty."""
+PROPER_NAME_COLUMNS = ["Name", "First_last", "gender", "ethnicity"]
+BBQ_GENDER_WORDS = {"man": "M", "boy": "M", "woman": "F", "girl": "F"}
+"""The group of BBQ's Gender_identity vocabulary words, as its analysis reads them (``BBQ_results_metadata.R``)."""
 SLOTS = ("{{NAME1}}", "{{NAME2}}")
 _LEXICAL = re.compile(r"^\s*(?:\{\{)?(WORD[12])(?:\}\})?\s*:\s*\[([^\[\]]*)\]\s*$")
 
@@ -66,6 +83,36 @@ def parse_groups(value: str) -> list[str]:
     return [group.strip() for group in groups]
 
 
+def parse_names(value: str) -> tuple[list[str], list[str]]:
+    """A ``Names`` cell (``NAME1: [a, b]; NAME2: [c, d]``) as BBQ's ``return_list_from_string`` reads it, quirks
+    kept: the cell is split at every ``;`` (also one inside a list), a part naming neither slot is skipped, and a
+    part after the NAME2 part that does not name NAME2 empties the NAME2 list (``wrds2 = ""``). So Disability 4
+    ``[deaf person; hard-of-hearing person]`` keeps 'deaf person' alone, and a cell giving NAME2 first builds
+    nothing, as in BBQ's released data. Raises ValueError for a cell without a NAME1 list."""
+    first: list[str] | None = None
+    second: list[str] = []
+    for part in value.split(";"):
+        words = [word.strip() for word in re.sub(r"\{*(?:WORD|NAME)[12]\}*:|[\[\]]", "", part).split(",")]
+        if re.search("WORD1|NAME1", part):
+            first = words
+        second = words if re.search("WORD2|NAME2", part) else []
+    if first is None:
+        raise ValueError("Names gives no NAME1 list")
+    return first, second
+
+
+def normal_group(group: str) -> str:
+    """A group as BBQ's analysis compares them: lower case, without spaces ('low SES' = 'lowSES')."""
+    return group.lower().replace(" ", "")
+
+
+def is_stereotyped(group: str, stereotyped: list[str]) -> bool:
+    """Whether a filled group (a ``NAME1_info``, a vocabulary ``Info``, a name's gender) is one of a template's
+    ``Known_stereotyped_groups``, compared whole (``BBQ_results_metadata.R``'s substring test makes 'old' match
+    'nonOld', which it then corrects for Age)."""
+    return normal_group(group) in {normal_group(target) for target in stereotyped}
+
+
 def text_problem(texts: Mapping[str, str]) -> str | None:
     """What is wrong with a template's text fields (keys: :data:`TEXT_FIELDS`), or None: the ambiguous context
     names both slots, each answer names one of them (not the same), and every ``{{WORDn}}`` has its list."""
@@ -87,29 +134,44 @@ def _template_problem(row: pd.Series) -> str | None:
     """What is wrong with one template row of BBQ's format, or None."""
     if not row.Q_id:
         return "empty Q_id"
-    if row.Category not in PAIRED_CATEGORIES:
-        return f"category {row.Category!r}: only {', '.join(PAIRED_CATEGORIES)} are generated by this port"
-    for column, what in UNSUPPORTED_COLUMNS.items():
-        if row.get(column, "") not in ("", "FALSE"):
-            return f"{column} = {row[column]!r}: {what} are not supported"
+    categories = (*PAIRED_CATEGORIES, *NAMED_CATEGORIES)
+    if row.Category not in categories:
+        return f"category {row.Category!r}: only {', '.join(categories)} are generated by this port"
+    if row.Proper_nouns_only not in ("", "TRUE", "FALSE"):
+        return f"Proper_nouns_only {row.Proper_nouns_only!r} is not TRUE or FALSE"
+    if row.Proper_nouns_only == "TRUE" and row.Category == "Race_ethnicity":
+        return "Proper_nouns_only: Race_ethnicity's first and last names by ethnicity are not supported"
     try:
-        parse_groups(row.Known_stereotyped_groups)
+        stereotyped = parse_groups(row.Known_stereotyped_groups)
     except ValueError as exc:
         return f"Known_stereotyped_groups {row.Known_stereotyped_groups!r}: {exc}"
+    if row.Names:
+        try:
+            parse_names(row.Names)
+        except ValueError as exc:
+            return f"Names {row.Names!r}: {exc}"
+    infos = [row.NAME1_info, row.NAME2_info]
+    if any(infos) and sum(is_stereotyped(info, stereotyped) for info in infos) != 1:
+        return f"NAME1_info {infos[0]!r} and NAME2_info {infos[1]!r}: exactly one must be a stereotyped group"
     return text_problem({field: row[column] for field, column in TEXT_FIELDS.items()})
 
 
 def load_bbq_templates(path: Path) -> pd.DataFrame:
     """One BBQ ``templates-<Category>.csv``: its templates (rows with an ambiguous context), cells as written
-    except ``Category`` stripped (BBQ's Religion file writes ``Religion ``), each row checked."""
+    except ``Category`` stripped (BBQ's Religion file writes ``Religion ``) and spelled as the generator names it,
+    each row checked. A row repeating another's ``Q_id`` and ``version`` (Gender_identity 7 has two rows, NAME1 female
+    and NAME1 male) gets ``#2``, ``#3`` added to its ``version``, so that its template id is its own."""
     frame = read_csv_checked(path, TEMPLATE_COLUMNS)
+    frame = frame.reindex(columns=[*frame.columns, *(c for c in OPTIONAL_COLUMNS if c not in frame)], fill_value="")
     frame = frame[frame["Ambiguous_Context"] != ""]
+    frame["Category"] = frame["Category"].replace(CATEGORY_SPELLINGS)
     for index, row in frame.iterrows():
         problem = _template_problem(row)
         if problem:
             raise InputError(path, spreadsheet_row(index), problem)
-    keys = frame["Category"] + "-" + frame["Q_id"] + frame.get("version", "")
-    require_none(path, keys.duplicated(), lambda i: f"template {keys[i]} appears twice (Q_id and version)")
+    keys = frame["Category"] + "-" + frame["Q_id"] + frame["version"]
+    repeat = frame.groupby(keys).cumcount()
+    frame.loc[repeat > 0, "version"] += "#" + (repeat[repeat > 0] + 1).astype(str)
     return frame.reset_index(drop=True)
 
 
@@ -123,3 +185,23 @@ def load_bbq_vocabulary(path: Path) -> pd.DataFrame:
         lambda i: f"{frame.at[i, 'Category']} group {frame.at[i, 'Name']!r} appears twice",
     )
     return frame[frame["Pilot_include"] != "No"].reset_index(drop=True)
+
+
+def load_bbq_proper_names(path: Path) -> pd.DataFrame:
+    """BBQ's ``vocabulary_proper_names.csv``; a row needs a name, a ``First_last`` and, for a first name, a gender."""
+    frame = read_csv_checked(path, PROPER_NAME_COLUMNS)
+    require_none(
+        path,
+        (frame["Name"] == "")
+        | (frame["First_last"] == "")
+        | (frame["First_last"].str.startswith("first") & (frame["gender"] == "")),
+        lambda _: "empty Name or First_last, or a first name without its gender",
+    )
+    return frame
+
+
+def fills_from_vocabulary(templates: pd.DataFrame) -> pd.Series:
+    """Whether each template (rows of :func:`load_bbq_templates`) takes its groups from ``vocabulary.csv``: it has
+    no ``Names`` lists and is not ``Proper_nouns_only`` (Age, Disability_status and Physical_appearance have no
+    vocabulary group at all, and need none)."""
+    return (templates["Names"] == "") & (templates["Proper_nouns_only"] != "TRUE")

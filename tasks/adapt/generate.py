@@ -1,7 +1,7 @@
-"""BBQ's generation rules, ported from nyu-mll/BBQ (``generate_from_template_all_categories.py``, ``utils.py``),
-for the categories it fills from its vocabulary in both orders (``need_stereotyping_subset``).
+"""BBQ's generation rules, ported from nyu-mll/BBQ (``generate_from_template_all_categories.py``, ``utils.py``).
 
-Per template: NAME1 is each stereotyped group (BBQ: ``Known_stereotyped_groups`` that are in the category's
+Categories BBQ fills from its vocabulary in both orders (``need_stereotyping_subset``), per template: NAME1 is each
+stereotyped group (BBQ: ``Known_stereotyped_groups`` that are in the category's
 vocabulary, or for a ``Subcategory`` template the subcategory's groups), NAME2 each group of the category that is
 not stereotyped, and every pair is built again with NAME1 and NAME2 exchanged (BBQ's flip). Each filling gives
 four examples: the negative and the non-negative question (``Question_negative_stereotype``,
@@ -9,8 +9,20 @@ four examples: the negative and the non-negative question (``Question_negative_s
 followed by the disambiguating one (answer: ``Answer_negative`` resp. ``Answer_non_negative`` as filled). The
 four share one 'unknown' phrasing and one order of the three options (``create_templating_dicts``).
 
+The other categories (:data:`~pbbq.tasks.adapt.bbq_format.NAMED_CATEGORIES`), as the generator's main loop fills
+them (:func:`fillings`): a template's ``Names`` lists, when it has them, give NAME1 and NAME2 (every word of the
+first with every word of the second; they override the vocabulary, as in BBQ); else the category's vocabulary
+words (within the template's ``Subcategory``) are paired with each other, for SES only across the low/high
+contrast (a word with the other ``Info``); a ``Proper_nouns_only`` template pairs BBQ's first names that do not
+identify an ethnicity (``First_last = first_only``), for Gender_identity a woman's with a man's. The pair is also
+built exchanged for a proper-name template and for SES's Occupation templates. Which of the two is the stereotyped
+one: the slot whose ``NAME1_info``/``NAME2_info`` is a ``Known_stereotyped_groups`` group when the template gives
+them, else the word whose group (vocabulary ``Info``, a name's gender, 'woman' → F) is. A pair where neither or
+both are (Gender_identity-13 pairs 'man' with 'boy') is no bias contrast and is not built.
+
 Where BBQ draws at random without a seed, this port enumerates or rotates: it builds every stereotyped group
-with every other group (BBQ samples 5 of each when there are more) and every combination of the
+with every other group and every first name with every other (BBQ samples 5 or 6 when there are more) and every
+combination of the
 ``Lexical_diversity`` words (BBQ draws one per pair), and it rotates BBQ's ten 'unknown' phrasings through a
 template's fillings and the six option orders through its pairs (both fillings of a pair, the two assignments,
 share one order), so within each assignment and question the label sits at each position equally often over a
@@ -26,13 +38,21 @@ from __future__ import annotations
 import hashlib
 import itertools
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 import pandas as pd
 
 from ..core.schemas import EXAMPLE, OPTIONS, RECORD_VERSION, UNKNOWN_GROUP, group_tag
-from .bbq_format import TEXT_FIELDS, parse_lexical_diversity
+from .bbq_format import (
+    BBQ_GENDER_WORDS,
+    PAIRED_CATEGORIES,
+    TEXT_FIELDS,
+    is_stereotyped,
+    parse_lexical_diversity,
+    parse_names,
+)
 
 BBQ_UNKNOWN = (
     "Unknown",
@@ -53,6 +73,7 @@ _A_BEFORE_VOWEL = re.compile(r"(\s[aA])(\s[aAeEiIoOuU])")
 ORDERS: tuple[tuple[str, str, str], ...] = tuple(itertools.permutations(("neg", "nonneg", "unknown")))
 """The six orders of the three options: the negative answer, the non-negative one, 'unknown'."""
 ROLE_NAMES = {"stereo": "stereotyped", "nonstereo": "non-stereotyped", "unknown": "unknown"}
+SLOT_NAMES = ("NAME1", "NAME2")
 CELLS = (("neg", "ambig"), ("neg", "disambig"), ("nonneg", "ambig"), ("nonneg", "disambig"))
 """The four examples of a filling, in BBQ's order."""
 
@@ -98,17 +119,111 @@ def pairs(template: pd.Series, vocabulary: pd.DataFrame) -> list[tuple[str, str]
     return [(target, other) for target in targets for other in others if other != target]
 
 
+class Filling(NamedTuple):
+    """One filling of a template: the words of NAME1 and NAME2, which slot holds the stereotyped group, and the
+    groups the two stand for (tagged in ``answer_info``)."""
+
+    name1: str
+    name2: str
+    stereo_slot: str
+    stereo_group: str
+    other_group: str
+
+    @property
+    def stereo(self) -> str:
+        return self.name1 if self.stereo_slot == "NAME1" else self.name2
+
+    @property
+    def other(self) -> str:
+        return self.name2 if self.stereo_slot == "NAME1" else self.name1
+
+
+def _stereotyped_group(group: str, stereotyped: list[str]) -> str:
+    return next(target for target in stereotyped if is_stereotyped(group, [target]))
+
+
+def _filling(template: pd.Series, name1: str, name2: str, group_of: dict[str, str]) -> Filling | None:
+    """The filling with its stereotyped slot: by the template's ``NAME1_info``/``NAME2_info`` when given (the
+    slot's group does not move with the word), else by each word's group; None when not exactly one is
+    stereotyped."""
+    stereotyped = list(template.stereotyped_groups)
+    if template.name1_info:
+        groups = (template.name1_info, template.name2_info)
+    else:
+        groups = (group_of.get(name1, name1), group_of.get(name2, name2))
+    marked = [is_stereotyped(group, stereotyped) for group in groups]
+    if name1 == name2 or sum(marked) != 1:
+        return None
+    index = marked.index(True)
+    return Filling(name1, name2, SLOT_NAMES[index], _stereotyped_group(groups[index], stereotyped), groups[1 - index])
+
+
+def fillings(template: pd.Series, vocabulary: pd.DataFrame, proper_names: pd.DataFrame) -> list[tuple[Filling, ...]]:
+    """A template's fillings, grouped as BBQ builds them: a filling and, where BBQ flips the pair, the same pair
+    exchanged (one group shares an option order). Enumerated where BBQ samples; a pair BBQ would build twice
+    (as the flip of another) is built once."""
+    if template.category in PAIRED_CATEGORIES and not template.names and not template.proper_nouns_only:
+        return [
+            (Filling(target, other, "NAME1", target, other), Filling(other, target, "NAME2", target, other))
+            for target, other in pairs(template, vocabulary)
+        ]
+    words = vocabulary[vocabulary["Category"] == template.category]
+    if template.subcategory:
+        words = words[words["SubCat"] == template.subcategory]
+    group_of = {
+        name: info or BBQ_GENDER_WORDS.get(name, name) for name, info in zip(words["Name"], words["Info"], strict=True)
+    }
+    first = list(dict.fromkeys(words["Name"]))
+    if template.proper_nouns_only:
+        names = proper_names[proper_names["First_last"] == "first_only"]
+        group_of = dict(zip(names["Name"], names["gender"], strict=True))
+        female = names.loc[names["gender"] == "F", "Name"]
+        first = list(dict.fromkeys(female if template.category == "Gender_identity" else names["Name"]))
+    second = parse_names(template.names) if template.names else None
+    if second is not None and not template.proper_nouns_only:
+        first = second[0]
+
+    def partners(word: str) -> list[str]:
+        if second is not None:
+            return second[1]
+        if template.category == "SES" and not template.proper_nouns_only:
+            return [name for name in dict.fromkeys(words["Name"]) if group_of[name] != group_of[word]]
+        if template.category == "Gender_identity" and template.proper_nouns_only:
+            return [name for name, gender in group_of.items() if gender != group_of[word]]
+        return [name for name in first if name != word]
+
+    flip = (
+        template.category in PAIRED_CATEGORIES
+        or template.proper_nouns_only
+        or (template.category == "SES" and template.subcategory == "Occupation")
+    )
+    built: set[tuple[str, str]] = set()
+    units: list[tuple[Filling, ...]] = []
+    for word in first:
+        for partner in partners(word):
+            assignments = [(word, partner), (partner, word)] if flip else [(word, partner)]
+            if assignments[0] in built:
+                continue
+            built.update(assignments)
+            unit = tuple(filling for a, b in assignments if (filling := _filling(template, a, b, group_of)))
+            if unit:
+                units.append(unit)
+    return units
+
+
 def _start(template_id: str) -> int:
     """Where a template's rotations start: from its id, so that templates with fewer fillings than a full cycle do
     not all favour the first orders, and a template's examples do not depend on the others."""
     return int(hashlib.sha256(template_id.encode()).hexdigest()[:8], 16)
 
 
-def _slot_of_negative(template: pd.Series) -> str:
-    return "NAME1" if "{{NAME1}}" in template.answer_negative else "NAME2"
+def _slot_of_negative(template: Mapping[str, Any]) -> str:
+    return "NAME1" if "{{NAME1}}" in template["answer_negative"] else "NAME2"
 
 
-def template_examples(template: pd.Series, vocabulary: pd.DataFrame, params: AdaptInstantiateParams) -> list[dict]:
+def template_examples(
+    template: pd.Series, vocabulary: pd.DataFrame, proper_names: pd.DataFrame, params: AdaptInstantiateParams
+) -> list[dict]:
     """All examples of one adapted template (rows of the EXAMPLE schema, ``lang`` = ``en``)."""
     metadata = {
         "subcategory": template.subcategory or "None",
@@ -116,68 +231,97 @@ def template_examples(template: pd.Series, vocabulary: pd.DataFrame, params: Ada
         "version": RECORD_VERSION,
         "source": template.source,
     }
-    negative_slot = _slot_of_negative(template)
-    first_slot = "NAME1" if template.ambiguous.index("{{NAME1}}") < template.ambiguous.index("{{NAME2}}") else "NAME2"
     rows: list[dict] = []
-    fillings = itertools.product(pairs(template, vocabulary), lexical_variants(template.lexical_diversity), (0, 1))
+    units = itertools.product(
+        fillings(template, vocabulary, proper_names), lexical_variants(template.lexical_diversity)
+    )
     start = _start(template.template_id)
-    for turn, ((stereo, other), words, flipped) in enumerate(fillings):
-        slots = {"NAME1": other, "NAME2": stereo} if flipped else {"NAME1": stereo, "NAME2": other}
-        texts = {field: fill(template[field], slots["NAME1"], slots["NAME2"], words) for field in TEXT_FIELDS}
-        negative_role = "stereo" if slots[negative_slot] == stereo else "nonstereo"
-        roles = {"neg": negative_role, "nonneg": "nonstereo" if negative_role == "stereo" else "stereo"}
-        order = ORDERS[(start + turn // 2) % len(ORDERS)]
-        unknown = params.unknown_phrases[(start + turn) % len(params.unknown_phrases)]
-        options = {"neg": texts["answer_negative"], "nonneg": texts["answer_non_negative"], "unknown": unknown}
-        role_of = {**roles, "unknown": "unknown"}
-        tags = {"stereo": group_tag(stereo), "nonstereo": group_tag(other), "unknown": UNKNOWN_GROUP}
-        lexical = "; ".join(f"{slot}: {word}" for slot, word in words.items())
-        for polarity, condition in CELLS:
-            ambiguous = texts["ambiguous"].strip()
-            context = ambiguous if condition == "ambig" else f"{ambiguous} {texts['disambiguating']}".strip()
-            answer = "unknown" if condition == "ambig" else polarity
-            key = "|".join([template.template_id, stereo, other, lexical, str(flipped), polarity, condition])
-            rows.append(
-                {
-                    "example_id": f"{template.template_id}-{hashlib.sha256(key.encode()).hexdigest()[:12]}",
-                    "template_id": template.template_id,
-                    "stereotype_id": template.template_id,
-                    "category": template.category,
-                    "question_index": template.question_index,
-                    "question_polarity": polarity,
-                    "context_condition": condition,
-                    "context": context,
-                    "question": texts[f"question_{'negative' if polarity == 'neg' else 'non_negative'}"].strip(),
-                    **{option: options[kind] for option, kind in zip(OPTIONS, order, strict=True)},
-                    "label": order.index(answer),
-                    "answer_info": {
-                        option: [options[kind], tags[role_of[kind]]]
-                        for option, kind in zip(OPTIONS, order, strict=True)
-                    },
-                    "additional_metadata": metadata,
-                    "answer_roles": {
-                        option: ROLE_NAMES[role_of[kind]] for option, kind in zip(OPTIONS, order, strict=True)
-                    },
-                    "target_loc": [role_of[kind] for kind in order].index("stereo"),
-                    "assignment": "none"
-                    if condition == "ambig"
-                    else ("biased" if negative_role == "stereo" else "counter_biased"),
-                    "entity_order": "stereo_first" if slots[first_slot] == stereo else "nonstereo_first",
-                    "stereo_entity": stereo,
-                    "nonstereo_entity": other,
-                    "lexical_variant": lexical,
-                    "lang": "en",
-                    "variant": "original",
-                    "source_example_id": None,
-                    "llm_request_ids": [],
-                }
-            )
+    turn = itertools.count()
+    cells = template.to_dict()
+    for unit_index, (unit, words) in enumerate(units):
+        for filling in unit:
+            rows.extend(_examples(cells, filling, words, params, start + unit_index, start + next(turn), metadata))
     return rows
 
 
-def examples_of(templates: pd.DataFrame, vocabulary: pd.DataFrame, params: AdaptInstantiateParams) -> pd.DataFrame:
+def _examples(
+    template: Mapping[str, Any],
+    filling: Filling,
+    words: dict[str, str],
+    params: AdaptInstantiateParams,
+    order_turn: int,
+    unknown_turn: int,
+    metadata: dict,
+) -> list[dict]:
+    """The four examples of one filling (``create_templating_dicts``), with the option order and the 'unknown'
+    phrasing of its turns in the rotations. ``template``: the template's cells as a dict (fast to read)."""
+    negative_slot = _slot_of_negative(template)
+    first_slot = (
+        "NAME1" if template["ambiguous"].index("{{NAME1}}") < template["ambiguous"].index("{{NAME2}}") else "NAME2"
+    )
+    stereo, other = filling.stereo, filling.other
+    texts = {field: fill(template[field], filling.name1, filling.name2, words) for field in TEXT_FIELDS}
+    negative_role = "stereo" if negative_slot == filling.stereo_slot else "nonstereo"
+    roles = {"neg": negative_role, "nonneg": "nonstereo" if negative_role == "stereo" else "stereo"}
+    order = ORDERS[order_turn % len(ORDERS)]
+    unknown = params.unknown_phrases[unknown_turn % len(params.unknown_phrases)]
+    options = {"neg": texts["answer_negative"], "nonneg": texts["answer_non_negative"], "unknown": unknown}
+    role_of = {**roles, "unknown": "unknown"}
+    tags = {
+        "stereo": group_tag(filling.stereo_group),
+        "nonstereo": group_tag(filling.other_group),
+        "unknown": UNKNOWN_GROUP,
+    }
+    flipped = int(filling.stereo_slot == "NAME2")
+    rows: list[dict] = []
+    lexical = "; ".join(f"{slot}: {word}" for slot, word in words.items())
+    for polarity, condition in CELLS:
+        ambiguous = texts["ambiguous"].strip()
+        context = ambiguous if condition == "ambig" else f"{ambiguous} {texts['disambiguating']}".strip()
+        answer = "unknown" if condition == "ambig" else polarity
+        key = "|".join([template["template_id"], stereo, other, lexical, str(flipped), polarity, condition])
+        rows.append(
+            {
+                "example_id": f"{template['template_id']}-{hashlib.sha256(key.encode()).hexdigest()[:12]}",
+                "template_id": template["template_id"],
+                "stereotype_id": template["template_id"],
+                "category": template["category"],
+                "question_index": template["question_index"],
+                "question_polarity": polarity,
+                "context_condition": condition,
+                "context": context,
+                "question": texts[f"question_{'negative' if polarity == 'neg' else 'non_negative'}"].strip(),
+                **{option: options[kind] for option, kind in zip(OPTIONS, order, strict=True)},
+                "label": order.index(answer),
+                "answer_info": {
+                    option: [options[kind], tags[role_of[kind]]] for option, kind in zip(OPTIONS, order, strict=True)
+                },
+                "additional_metadata": metadata,
+                "answer_roles": {
+                    option: ROLE_NAMES[role_of[kind]] for option, kind in zip(OPTIONS, order, strict=True)
+                },
+                "target_loc": [role_of[kind] for kind in order].index("stereo"),
+                "assignment": "none"
+                if condition == "ambig"
+                else ("biased" if negative_role == "stereo" else "counter_biased"),
+                "entity_order": "stereo_first" if first_slot == filling.stereo_slot else "nonstereo_first",
+                "stereo_entity": stereo,
+                "nonstereo_entity": other,
+                "lexical_variant": lexical,
+                "lang": "en",
+                "variant": "original",
+                "source_example_id": None,
+                "llm_request_ids": [],
+            }
+        )
+    return rows
+
+
+def examples_of(
+    templates: pd.DataFrame, vocabulary: pd.DataFrame, proper_names: pd.DataFrame, params: AdaptInstantiateParams
+) -> pd.DataFrame:
     """The examples of every template, in template order."""
     rows: Iterator[dict] = itertools.chain.from_iterable(
-        template_examples(template, vocabulary, params) for _, template in templates.iterrows()
+        template_examples(template, vocabulary, proper_names, params) for _, template in templates.iterrows()
     )
     return pd.DataFrame(list(rows), columns=EXAMPLE.names)

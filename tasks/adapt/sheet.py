@@ -7,6 +7,8 @@ it and the columns they edit.
 - **NA** (newly added): a row the experts append, every text field and the stereotyped groups their own.
 - **SR** (simply removed): not built, with the experts' reason.
 
+BBQ's filling rules of a template (its ``Names`` lists, ``NAME1_info``/``NAME2_info`` and ``Proper_nouns_only``) are
+carried in ``bbq_…`` columns the experts do not edit; a sheet written before they existed reads them as empty.
 Groups are ``;``-separated. ``target_other_groups`` names the groups a stereotyped group is paired with; empty,
 they are the category's other vocabulary groups (BBQ's rule). The sheet is written spreadsheet-safe (a cell that
 would start a formula gets a ``'``) and read back with the ``'`` taken off.
@@ -25,6 +27,13 @@ from .bbq_format import TEXT_FIELDS, parse_groups, text_problem
 
 CLASSES = ("DT", "TM", "NA", "SR")
 BBQ_COLUMNS = [f"bbq_{field}" for field in TEXT_FIELDS]
+RULE_COLUMNS = {
+    "bbq_names": "Names",
+    "bbq_name1_info": "NAME1_info",
+    "bbq_name2_info": "NAME2_info",
+    "bbq_proper_nouns_only": "Proper_nouns_only",
+}
+"""The sheet's columns of BBQ's filling rules → BBQ's columns (optional when a sheet is read)."""
 TARGET_COLUMNS = [f"target_{field}" for field in TEXT_FIELDS]
 SHEET_COLUMNS = [
     "template_id",
@@ -34,6 +43,7 @@ SHEET_COLUMNS = [
     "question_index",
     "bbq_stereotyped_groups",
     *BBQ_COLUMNS,
+    *RULE_COLUMNS,
     "relevant_social_values",
     "source",
     "target_stereotyped_groups",
@@ -56,6 +66,10 @@ ADAPTED_TEMPLATE = pa.schema(
         ("stereotyped_groups", _strings),
         ("other_groups", _strings),
         ("restricted", pa.bool_()),
+        ("names", pa.string()),
+        ("name1_info", pa.string()),
+        ("name2_info", pa.string()),
+        ("proper_nouns_only", pa.bool_()),
         ("source", pa.string()),
         ("removal_reason", pa.string()),
     ]
@@ -82,6 +96,9 @@ def review_sheet(templates: pd.DataFrame) -> pd.DataFrame:
                 lambda value: LIST_SEPARATOR.join(parse_groups(value))
             ),
             **{f"bbq_{field}": templates[column] for field, column in TEXT_FIELDS.items()},
+            **{
+                column: templates.get(bbq, pd.Series("", index=templates.index)) for column, bbq in RULE_COLUMNS.items()
+            },
             "relevant_social_values": templates.get("Relevant_social_values", pd.Series("", index=templates.index)),
             "source": templates["Notes"],
         }
@@ -130,7 +147,8 @@ def load_reviewed_sheet(path: Path) -> pd.DataFrame:
     """The reviewed sheet, every row checked: one :class:`InputError` naming the file, the row and the problem
     for an unknown class, an SR without its reason, a DT with edits, a TM without modified text, an NA without
     its text or groups, a template text without both slots, or a repeated template id."""
-    frame = read_csv_checked(path, SHEET_COLUMNS)[SHEET_COLUMNS].map(from_spreadsheet)
+    required = [column for column in SHEET_COLUMNS if column not in RULE_COLUMNS]
+    frame = read_csv_checked(path, required).reindex(columns=SHEET_COLUMNS, fill_value="").map(from_spreadsheet)
     frame["class"] = frame["class"].str.upper()
     require_none(path, frame["template_id"] == "", lambda _: "empty template_id")
     require_none(
@@ -160,6 +178,10 @@ def apply_classes(sheet: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
                 "stereotyped_groups": own_groups or _groups(row.bbq_stereotyped_groups),
                 "other_groups": _groups(row.target_other_groups),
                 "restricted": not own_groups,
+                "names": row.get("bbq_names", ""),
+                "name1_info": row.get("bbq_name1_info", ""),
+                "name2_info": row.get("bbq_name2_info", ""),
+                "proper_nouns_only": row.get("bbq_proper_nouns_only", "") == "TRUE",
                 "source": row.source,
                 "removal_reason": row.reason if row["class"] == "SR" else "",
             }
