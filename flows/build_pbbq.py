@@ -1,9 +1,10 @@
 """The build-pbbq flow: the PBBQ paper's Figure 1 as a Prefect DAG (docs/architecture.md §1).
 
-The stages are the list ``PIPELINE`` (``flows/pipeline.py``); :class:`PipelineRunner` runs it: each stage a cached
-Prefect task (inputs + code) submitted as soon as the stages it reads have finished, so independent stages
-(names and translate) run side by side on Prefect's thread runner. Each stage writes ``outputs/<run_id>/NN_<stage>/``
-and adds itself to the run's manifest, in pipeline order whatever order they finish in. This module only wires.
+The stages are the pipeline the configuration chooses (``flows/pipeline.py``); :class:`PipelineRunner` runs it:
+each stage a cached Prefect task (inputs + code) submitted as soon as the stages it reads have finished, so
+independent stages (names and translate) run side by side on Prefect's thread runner. Each stage writes
+``outputs/<run_id>/NN_<stage>/`` and adds itself to the run's manifest, in pipeline order whatever order they
+finish in. This module only wires.
 """
 
 from __future__ import annotations
@@ -27,10 +28,11 @@ from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 
 from ..tasks.core.artifacts import RunFolder, StageOutput, atomic_write_bytes, display_path, json_text, sha256_file
 from ..tasks.core.caching import stage_task
-from ..tasks.core.inputs import instruction_like, load_inputs
+from ..tasks.core.inputs import instruction_like
 from ..tasks.core.progress import StageProgress
 from ..tasks.core.stage import (
     Input,
+    Pipeline,
     Resource,
     RunValue,
     Sources,
@@ -39,18 +41,16 @@ from ..tasks.core.stage import (
     Tables,
     arguments,
     finish,
+    load_inputs,
     resource_hash,
 )
 from ..tasks.crawl import fetch_sources
-from ..tasks.crawl.candidates import load_lexicon
 from ..tasks.llm import LLMClient, open_llm, usage_summary
-from ..tasks.names import load_name_table
 from ..tasks.publish import create_release_artifact
-from ..tasks.translate.glossary import load_glossary
 from .audit.diff import changes_since_previous
 from .audit.runs import mark_killed_runs, outputs_folder, previous_completed
 from .config import BuildConfig, check_store_path, load_config
-from .pipeline import PIPELINE, extra_funnel, funnel_labels
+from .pipeline import extra_funnel, funnel_labels
 
 STAND_IN_WARNING = (
     'STAND-IN answers: every LLM answer of this build is placeholder text (--stand-in, [llm] mode = "stand-in", '
@@ -75,11 +75,12 @@ class PipelineRunner:
         client: LLMClient,
         inputs: BuildInputs,
         run_values: Mapping[str, Callable[[], Any]],
-        pipeline: list[Stage] = PIPELINE,
+        pipeline: Pipeline,
         progress: StageProgress | None = None,
     ) -> None:
         """``client``: the build's LLM client, for every stage that asks; ``inputs``: the loaded build inputs;
-        ``run_values``: the values :class:`RunValue` names, each made when a stage asks for it; ``progress``:
+        ``run_values``: the values :class:`RunValue` names, each made when a stage asks for it; ``pipeline``: the
+        stages it runs; ``progress``:
         where the running stages are shown (default: nowhere)."""
         self.run, self.cache, self.build, self._client = run, cache, build, client
         self.inputs, self.run_values, self.pipeline = inputs, run_values, pipeline
@@ -225,26 +226,29 @@ class BuildInputs:
     fetch_report: dict[str, Any]
 
 
+CRAWLED = "posts"
+"""The input the build makes itself when its pipeline declares it: the posts the crawl's sources give (fetched)."""
+
+
 def load_build_inputs(build: BuildConfig, root: Path, log: Callable[[str], None]) -> BuildInputs:
-    """Every input of the build, loaded and checked, and the crawl's sources fetched (the network: never
-    cached; ``log`` says what it fetches)."""
-    tables: dict[str, Any] = load_inputs(build.inputs)
-    files: dict[str, tuple[Path, int | None]] = {
-        name: (build.inputs[name], len(frame)) for name, frame in tables.items() if name in build.inputs
-    }
-    tables["names"] = load_name_table(build.inputs["names"], tables["templates"])
-    tables["glossary"] = load_glossary(build.inputs["glossary"], tables["templates"])
-    files |= {name: (build.inputs[name], len(tables[name])) for name in ("names", "glossary")}
+    """Every input the build's stages declare, loaded and checked (:func:`pbbq.tasks.core.stage.load_inputs`),
+    and the crawl's sources fetched when a stage reads its posts (the network: never cached; ``log`` says what it
+    fetches)."""
+    paths = build.input_paths()
+    declared = build.pipeline.inputs()
+    tables: dict[str, Any] = load_inputs(declared, paths)
+    files: dict[str, tuple[Path, int | None]] = {name: (paths[name], len(tables[name])) for name in paths}
     if build.transcript is not None:
         files["transcript"] = (build.transcript, None)
-    crawled = fetch_sources(build.crawl, root / ".crawl", log=log)
-    files |= {name: (path, None) for name, path in crawled.files.items()}
-    tables["lexicon"] = load_lexicon(build.crawl.lexicon_path)
-    files["lexicon"] = (build.crawl.lexicon_path, len(tables["lexicon"]))
-    tables["posts"] = crawled.posts
-    hashes = {name: sha256_file(path) for name, (path, _) in files.items()} | {"posts": crawled.sha256}
-    warnings = instruction_like(tables, build.inputs)
-    return BuildInputs(tables, hashes, files, warnings, crawled.report)
+    hashes = {name: sha256_file(path) for name, (path, _) in files.items()}
+    fetch_report: dict[str, Any] = {}
+    if any(source.name == CRAWLED for source in declared):
+        crawled = fetch_sources(build.crawl, root / ".crawl", log=log)
+        files |= {name: (path, None) for name, path in crawled.files.items()}
+        hashes |= {name: sha256_file(path) for name, path in crawled.files.items()} | {CRAWLED: crawled.sha256}
+        tables[CRAWLED], fetch_report = crawled.posts, crawled.report
+    warnings = instruction_like(tables, paths)
+    return BuildInputs(tables, hashes, files, warnings, fetch_report)
 
 
 def release_values(
@@ -253,7 +257,7 @@ def release_values(
     """What the publish stage gets from the run: its folder, the run's transcript and the release's copy of
     the manifest (written when publish asks for them, after every other stage); and the funnel's extra steps
     and labels, from the stages' declarations."""
-    folder = run.path / "10_publish"
+    folder = run.path / build.pipeline.folder("publish")
 
     def transcript() -> Path:
         path = run.path / "transcript.jsonl"
@@ -324,11 +328,13 @@ def build_pbbq(
     dry_run: bool | None = None,
     force_synthetic: bool | None = None,
     stand_in: bool | None = None,
+    pipeline: Pipeline | None = None,
 ) -> str:
     """Build PBBQ from a configuration (default: the bundled sample) and return the run folder. ``repo_id``,
     ``dry_run`` and ``force_synthetic`` override the configuration's [publish] section; ``stand_in`` answers every
-    LLM request with labelled placeholders (``[llm] mode = "stand-in"``, :mod:`pbbq.tasks.llm.stand_in`)."""
-    build = load_config(Path(config) if config else None).with_publish(repo_id, dry_run, force_synthetic)
+    LLM request with labelled placeholders (``[llm] mode = "stand-in"``, :mod:`pbbq.tasks.llm.stand_in`);
+    ``pipeline``: the stages to run instead of those the configuration chooses."""
+    build = load_config(Path(config) if config else None, pipeline).with_publish(repo_id, dry_run, force_synthetic)
     if stand_in:
         build = build.with_stand_in()
     root = outputs_folder(outputs)
@@ -358,11 +364,13 @@ def build_pbbq(
             client,
             inputs,
             release_values(run, build, client, lambda: runner),
+            build.pipeline,
             progress=progress,
         )
-        runner.reports["01_crawl"] = inputs.fetch_report
+        if CRAWLED in inputs.tables:
+            runner.reports[build.pipeline.folder("crawl")] = inputs.fetch_report
         runner.run_all()
-        release = runner.outputs["10_publish"].report
+        release = runner.outputs[build.pipeline.folder("publish")].report
         run.record_tree(Path(release["folder"]))
         create_release_artifact(release)
         logger = get_run_logger()

@@ -7,7 +7,7 @@ stage's default, and an unknown key is an error (a typo must not silently fall b
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, fields, replace
 from functools import partial
 from pathlib import Path
@@ -15,27 +15,31 @@ from typing import Any, get_args, get_type_hints
 
 from ..tasks.core.artifacts import REPO_ROOT, display_path
 from ..tasks.core.inputs import load_unknown_phrases
+from ..tasks.core.stage import Input, Pipeline
 from ..tasks.llm import STAND_IN_MODE, LLMConfig
-from .pipeline import PIPELINE
+from .pipeline import PIPELINE, pipeline_for
 
 SAMPLE_CONFIG = REPO_ROOT / "configs" / "sample.toml"
-INPUTS = ("questionnaire", "responses", "templates", "ratings", "unknown_phrases", "names", "glossary")
-OPTIONAL_INPUTS = ("disambiguation_overrides",)
 
 
-def stage_params() -> dict[str, type]:
+def stage_params(pipeline: Pipeline = PIPELINE) -> dict[str, type]:
     """The configuration section of every stage that has parameters (``Stage.params``), in pipeline order."""
-    return {stage.name: stage.params for stage in PIPELINE if stage.params is not None}
+    return {stage.name: stage.params for stage in pipeline if stage.params is not None}
 
 
-def sections() -> tuple[str, ...]:
+def sections(pipeline: Pipeline = PIPELINE) -> tuple[str, ...]:
     """The top-level sections a build configuration may have; anything else is a typo, never ignored."""
-    return ("inputs", "llm", *stage_params())
+    return ("inputs", "llm", *stage_params(pipeline))
 
 
-def ranges() -> dict[str, dict[str, tuple[float | None, float | None]]]:
+def ranges(pipeline: Pipeline = PIPELINE) -> dict[str, dict[str, tuple[float | None, float | None]]]:
     """The allowed range (inclusive; None: unbounded) of every numeric stage parameter (``Stage.ranges``)."""
-    return {stage.name: dict(stage.ranges) for stage in PIPELINE if stage.ranges}
+    return {stage.name: dict(stage.ranges) for stage in pipeline if stage.ranges}
+
+
+def input_files(pipeline: Pipeline = PIPELINE) -> tuple[Input, ...]:
+    """The inputs its stages declare that ``[inputs]`` names (``Input.section``), in the order they load."""
+    return tuple(source for source in pipeline.inputs() if source.load is not None and source.section == "inputs")
 
 
 class ConfigError(ValueError):
@@ -47,8 +51,11 @@ def _names(keys: Iterable[str]) -> str:
     return ", ".join(key if key.isprintable() else repr(key) for key in keys)
 
 
-def _check_value(path: Path, section: str, key: str, value: Any, expected: Any) -> None:
-    """A parameter's type (from its dataclass annotation) and range (:func:`ranges`), the key named."""
+def _check_value(
+    path: Path, section: str, key: str, value: Any, expected: Any, limits: Mapping[str, tuple[float | None, ...]]
+) -> None:
+    """A parameter's type (from its dataclass annotation) and range (``limits``: its section's :func:`ranges`),
+    the key named."""
     allowed = get_args(expected) or (expected,)
     kinds = tuple(k for k in (bool, int, float, str) if k in allowed)
     numeric = not isinstance(value, bool) and isinstance(value, int | float)
@@ -64,7 +71,7 @@ def _check_value(path: Path, section: str, key: str, value: Any, expected: Any) 
         raise ConfigError(f"{path}: [{section}] {key} = nan is not a number")
     if isinstance(value, str) and "\0" in value:
         raise ConfigError(f"{path}: [{section}] {key} = {value!r} holds a NUL character")
-    low, high = ranges().get(section, {}).get(key, (None, None))
+    low, high = limits.get(key, (None, None))
     if numeric and ((low is not None and value < low) or (high is not None and value > high)):
         bounds = f"{'-∞' if low is None else low} … {'∞' if high is None else high}"
         raise ConfigError(f"{path}: [{section}] {key} = {value!r} is outside {bounds}")
@@ -79,6 +86,8 @@ class BuildConfig:
     """Recorded LLM answers (JSONL) imported into the response store before the LLM stages."""
     stages: dict[str, Any]
     """Each stage's parameters by its section name (``build.names`` reads ``stages["names"]``)."""
+    pipeline: Pipeline = PIPELINE
+    """The stages it runs (:func:`pbbq.flows.pipeline.pipeline_for`)."""
 
     def __getattr__(self, name: str) -> Any:
         stages = self.__dict__.get("stages", {})
@@ -88,6 +97,17 @@ class BuildConfig:
 
     def params(self, section: str) -> Any:
         return self.stages[section]
+
+    def input_paths(self) -> dict[str, Path]:
+        """The file of every input its pipeline declares, by name: from ``[inputs]``, or from the stage section
+        that names it (the crawl's ``lexicon_path``); an optional input left out is absent."""
+        return {
+            source.name: self.inputs[source.config_key]
+            if source.section == "inputs"
+            else getattr(self.params(source.section), source.config_key)
+            for source in self.pipeline.inputs()
+            if source.load is not None and (source.section != "inputs" or source.config_key in self.inputs)
+        }
 
     def with_publish(
         self, repo_id: str | None = None, dry_run: bool | None = None, force_synthetic: bool | None = None
@@ -149,7 +169,7 @@ def _llm_section(path: Path, raw: dict[str, Any]) -> tuple[dict[str, Any], Path 
     hints = get_type_hints(LLMConfig)
     for key, value in llm.items():
         if key in hints and key not in ("store_path", "model_rule", "prices"):
-            _check_value(path, "llm", key, value, hints[key])
+            _check_value(path, "llm", key, value, hints[key], {})
     prices = llm.get("prices", {})
     if not isinstance(prices, dict) or not all(
         isinstance(pair, list)
@@ -167,7 +187,9 @@ def _llm_section(path: Path, raw: dict[str, Any]) -> tuple[dict[str, Any], Path 
     return llm, None if transcript in (None, "") else _file(path, "llm", "transcript", transcript)
 
 
-def _section(path: Path, raw: dict[str, Any], name: str, kind: Any) -> Any:
+def _section(
+    path: Path, raw: dict[str, Any], name: str, kind: Any, limits: Mapping[str, tuple[float | None, ...]]
+) -> Any:
     values = _table(path, raw, name)
     params = kind.func if isinstance(kind, partial) else kind
     known = {f.name for f in fields(params)} - {"unknown_phrases"}
@@ -176,15 +198,16 @@ def _section(path: Path, raw: dict[str, Any], name: str, kind: Any) -> Any:
         raise ConfigError(f"{path}: [{name}] has unknown key(s) {_names(unknown)}; known: {', '.join(sorted(known))}")
     hints = get_type_hints(params)
     for key, value in values.items():
-        _check_value(path, name, key, value, hints[key])
+        _check_value(path, name, key, value, hints[key], limits)
     try:
         return kind(**values)
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"{path}: [{name}] {exc}") from None
 
 
-def load_config(path: Path | None = None) -> BuildConfig:
-    """Read a build configuration; ``None`` is the bundled sample."""
+def load_config(path: Path | None = None, pipeline: Pipeline | None = None) -> BuildConfig:
+    """Read a build configuration; ``None`` is the bundled sample. ``pipeline``: the stages it configures (default:
+    the one the configuration chooses, :func:`pipeline_for`)."""
     path = (path or SAMPLE_CONFIG).resolve()
     if not path.is_file():
         raise ConfigError(f"{path}: configuration file not found")
@@ -194,17 +217,21 @@ def load_config(path: Path | None = None) -> BuildConfig:
         raise ConfigError(f"{path}: not UTF-8 text") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML ({exc})") from None
-    unknown_sections = sorted(set(raw) - set(sections()))
+    pipeline = pipeline or pipeline_for(raw)
+    known_sections = sections(pipeline)
+    unknown_sections = sorted(set(raw) - set(known_sections))
     if unknown_sections:
         raise ConfigError(
-            f"{path}: unknown section(s) or key(s) {_names(unknown_sections)}; known: {', '.join(sections())}"
+            f"{path}: unknown section(s) or key(s) {_names(unknown_sections)}; known: {', '.join(known_sections)}"
         )
     declared = _table(path, raw, "inputs")
-    missing = [name for name in INPUTS if name not in declared]
+    files = [source.config_key for source in input_files(pipeline)]
+    required = [source.config_key for source in input_files(pipeline) if not source.optional]
+    missing = [key for key in required if key not in declared]
     if missing:
         raise ConfigError(f"{path}: [inputs] is missing {', '.join(missing)}")
     phrases = load_unknown_phrases(_file(path, "inputs", "unknown_phrases", declared["unknown_phrases"]))
-    unknown = sorted(set(declared) - set(INPUTS) - set(OPTIONAL_INPUTS))
+    unknown = sorted(set(declared) - set(files))
     if unknown:
         raise ConfigError(f"{path}: [inputs] has unknown key(s) {_names(unknown)}")
     llm, transcript = _llm_section(path, raw)
@@ -213,20 +240,18 @@ def load_config(path: Path | None = None) -> BuildConfig:
     except ValueError as exc:
         raise ConfigError(f"{path}: [llm] {exc}") from None
     phrases_fa = tuple(phrases["phrase_fa"])  # instantiate's 'unknown' options come from an input file
-    kinds: dict[str, Any] = stage_params()
+    kinds: dict[str, Any] = stage_params(pipeline)
     kinds["instantiate"] = partial(kinds["instantiate"], phrases_fa)
-    stages = {name: _section(path, raw, name, kind) for name, kind in kinds.items()}
+    limits = ranges(pipeline)
+    stages = {name: _section(path, raw, name, kind, limits.get(name, {})) for name, kind in kinds.items()}
     return BuildConfig(
         path=path,
-        inputs={
-            name: _file(path, "inputs", name, declared[name])
-            for name in (*INPUTS, *OPTIONAL_INPUTS)
-            if name in declared
-        },
+        inputs={key: _file(path, "inputs", key, declared[key]) for key in files if key in declared},
         llm=llm_config,
         transcript=transcript,
         stages={
             name: params.relative_to(path.parent) if hasattr(params, "relative_to") else params
             for name, params in stages.items()
         },
+        pipeline=pipeline,
     )

@@ -32,14 +32,15 @@ import pandas as pd
 import pyarrow as pa
 
 from .core.artifacts import REPO_ROOT, StageOutput, count_reasons
-from .core.inputs import PLACEHOLDER, swap_roles
+from .core.inputs import OVERRIDES, PLACEHOLDER, swap_roles
 from .core.prompts import PromptBundle, retry_request
 from .core.schemas import TEMPLATE_DISAMBIGUATED
+from .core.stage import Client, Resource, Stage, Table
 from .llm import LLMClient, LLMRequest
 from .text.languages import language
 from .text.languages.fa import normalize_fa
 
-STAGE = "disambiguate"
+STAGE_NAME = "disambiguate"
 ASSIGNMENTS: dict[str, tuple[str, str]] = {
     "biased": ("{stereo}", "{nonstereo}"),
     "counter_biased": ("{nonstereo}", "{stereo}"),
@@ -181,7 +182,7 @@ def first_request(template: pd.Series, statement: str, prompts: Prompts) -> LLMR
         messages=(("user", data),),
         system=instructions,
         prompt_hash=prompts.sha256,
-        stage=STAGE,
+        stage=STAGE_NAME,
         context=f"template {template.template_id}",
     )
 
@@ -262,7 +263,7 @@ def disambiguate(
     ]
     sources = pd.concat([table["disambiguated_source"], table["counter_biased_source"]])
     report = {
-        "stage": STAGE,
+        "stage": STAGE_NAME,
         "parameters": asdict(params),
         "prompt_sha256": prompts.sha256,
         "counts": {"in": len(table), "out": len(table) - len(failed), "continuations": len(sources)},
@@ -278,7 +279,7 @@ def disambiguate(
         "drops": [{"template_id": t, "reason": "failed_validation"} for t in sorted(failed)],
         "failures_by_rule": count_reasons(log["failures"].str.split(";").explode().loc[lambda s: s != ""]),
         "attempts": len(log),
-        "llm": client.usage(STAGE).as_dict(),
+        "llm": client.usage(STAGE_NAME).as_dict(),
     }
     return StageOutput(
         tables={"templates": table, "review": review, "attempts": log},
@@ -286,3 +287,24 @@ def disambiguate(
         report=report,
         csv=("review",),
     )
+
+
+STAGE = Stage(
+    "04_disambiguate",
+    "disambiguate",
+    disambiguate,
+    inputs={
+        "templates": Table("03_kappa_gate", "gated"),
+        "stereotypes": Table("02_survey", "stereotypes"),
+        "overrides": OVERRIDES,
+        "prompts": Resource(Prompts.load),
+        "client": Client(),
+    },
+    outputs={"templates": TEMPLATE_DISAMBIGUATED, "review": REVIEW, "attempts": REVIEW},
+    params=DisambiguateParams,
+    ranges={"max_attempts": (1, 20), "max_sentences": (1, None)}
+    | {"min_persian_share": (0, 1), "max_repeat_share": (0, 1)},
+    drops=("review",),
+    words=("gated templates", "with both continuations", "continuations left for review, not built"),
+    request_ids=lambda out: out["attempts"]["request_id"],
+)

@@ -52,6 +52,7 @@ from .core.schemas import (
     UNKNOWN_GROUP,
     group_tag,
 )
+from .core.stage import SEED, Stage, Table
 from .text.cues import (
     entity_age_band,
     entity_maturity,
@@ -362,3 +363,29 @@ def instantiate(templates: pd.DataFrame, stereotypes: pd.DataFrame, params: Inst
         },
         report=report,
     )
+
+
+STAGE = Stage(
+    "05_instantiate",
+    "instantiate",
+    instantiate,
+    inputs={"templates": Table("04_disambiguate", "templates"), "stereotypes": Table("02_survey", "stereotypes")},
+    outputs={
+        "examples": EXAMPLE,
+        "dropped_examples": EXAMPLE_DROPPED,
+        "dropped_pairs": DROPPED_PAIR,
+        "dropped_templates": TEMPLATE_DISAMBIGUATED,
+    },
+    params=InstantiateParams,
+    ranges={"seed": SEED},
+    drops=("dropped_examples", "dropped_pairs", "dropped_templates"),
+    words=("templates", "examples (fa)", "templates, entity pairs or examples not built"),
+    funnel={
+        "instantiated_templates": "Templates that yielded examples",
+        "entity_pairs": "Entity pairs of those templates",
+        "pairs_dropped_gender_confound": "Pairs not built: genders differ outside Gender",
+        "pairs_dropped_age_confound": "Pairs not built: age bands differ outside Age",
+        "pairs_without_confound": "Pairs built (differ only in the stereotype's attribute)",
+        "examples": "Examples (`fa`)",
+    },
+)

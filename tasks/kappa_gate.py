@@ -22,7 +22,9 @@ import pandas as pd
 from statsmodels.stats.inter_rater import fleiss_kappa
 
 from .core.artifacts import StageOutput, count_reasons
+from .core.inputs import RATINGS, TEMPLATES
 from .core.schemas import TEMPLATE
+from .core.stage import Stage, Table
 
 SINGLE_LABEL = "single_label_perfect_agreement"
 FLOAT_TOLERANCE = 1e-9
@@ -129,3 +131,24 @@ def kappa_gate(
         schemas={"templates": TEMPLATE, "gated": TEMPLATE, "dropped": TEMPLATE},
         report=report,
     )
+
+
+STAGE = Stage(
+    "03_kappa_gate",
+    "kappa_gate",
+    kappa_gate,
+    inputs={"templates": TEMPLATES, "ratings": RATINGS, "stereotypes": Table("02_survey", "stereotypes")},
+    outputs={"templates": TEMPLATE, "gated": TEMPLATE, "dropped": TEMPLATE},
+    params=GateParams,
+    ranges={"min_kappa": (-1, 1), "min_relevance": (1, 3)},
+    drops=("dropped",),
+    words=("templates rated", "through the gate", "templates the gate stopped"),
+    funnel={"templates": "Templates written", "gated": "Templates that passed the annotation gate"},
+    artifacts={
+        "kappa-gate": (
+            "templates",
+            ("template_id", "category", "kappa", "kappa_note", "mean_relevance", "kept", "reason"),
+            "Fleiss' kappa and mean relevance per template",
+        )
+    },
+)

@@ -12,6 +12,8 @@ import pyarrow as pa
 from .core.artifacts import StageOutput
 from .core.schemas import CATEGORIES, empty_frame, example_configs
 from .core.soundness import SOUNDNESS, soundness
+from .core.stage import Configs, Report, RunValue, Stage, Table
+from .crawl import crawl_counts
 from .text.cues import CONFOUNDS
 
 TABLE1 = pa.schema(
@@ -142,3 +144,24 @@ def statistics(
         schemas={"table1": TABLE1, "funnel": FUNNEL, "distribution": DISTRIBUTION, "soundness": SOUNDNESS},
         report=report,
     )
+
+
+STAGE = Stage(
+    "09_statistics",
+    "statistics",
+    statistics,
+    inputs={
+        "stereotypes": Table("02_survey", "stereotypes"),
+        "templates": Table("03_kappa_gate", "templates"),
+        "examples": Configs(),
+        "dropped_pairs": Table("05_instantiate", "dropped_pairs"),
+        "crawl": Report("01_crawl", crawl_counts),
+        "extra_funnel": RunValue("extra_funnel"),
+    },
+    outputs={"table1": TABLE1, "funnel": FUNNEL, "distribution": DISTRIBUTION, "soundness": SOUNDNESS},
+    words=("examples", "examples counted", "not counted"),
+    artifacts={
+        "funnel": ("funnel", None, "From surveyed stereotypes to examples, this build"),
+        "table-1": ("table1", None, "Templates and samples per category and config (Table 1)"),
+    },
+)

@@ -19,8 +19,9 @@ from scipy.stats import norm
 from statsmodels.stats.proportion import proportion_confint
 
 from .core.artifacts import StageOutput, count_reasons
-from .core.inputs import DEMOGRAPHIC_COLUMNS
+from .core.inputs import DEMOGRAPHIC_COLUMNS, QUESTIONNAIRE, RESPONSES
 from .core.schemas import STEREOTYPE
+from .core.stage import Stage
 
 
 @dataclass(frozen=True)
@@ -148,3 +149,28 @@ def survey_filter(questionnaire: pd.DataFrame, responses: pd.DataFrame, params: 
         },
         report=report,
     )
+
+
+STAGE = Stage(
+    "02_survey",
+    "survey_filter",
+    survey_filter,
+    inputs={"questionnaire": QUESTIONNAIRE, "responses": RESPONSES},
+    outputs={
+        "stereotypes": STEREOTYPE,
+        "dropped": STEREOTYPE,
+        "acceptance_by_demographic": ACCEPTANCE_BY_DEMOGRAPHIC,
+    },
+    params=SurveyParams,
+    ranges={"threshold": (0, 1), "confidence": (0.5, 0.999999), "population": (1, None)} | {"target_margin": (1e-9, 1)},
+    drops=("dropped",),
+    words=("stereotypes surveyed", "accepted", "stereotypes the survey did not accept"),
+    funnel={"surveyed": "Stereotypes in the survey", "accepted": "Accepted by the survey"},
+    artifacts={
+        "survey-filter": (
+            "stereotypes",
+            ("stereotype_id", "category", "acceptance", "ci_low", "ci_high", "kept", "reason"),
+            "Acceptance per stereotype (keep > threshold)",
+        )
+    },
+)

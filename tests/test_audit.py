@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from pbbq.flows.audit.audit import AuditError, audit_text, trace
+from pbbq.flows.audit.audit import AuditError, audit_text, funnel, trace
 from pbbq.flows.audit.report import acceptance_chart, write_audit_html
 from pbbq.flows.cli import main
+from pbbq.flows.pipeline import PIPELINE
+from tests.synthetic_run import make_run
 
 REPORT_LIMIT = 300_000
 """Bytes: the report is read, not downloaded (a size budget, so the report stays quick to open)."""
@@ -21,8 +24,8 @@ def test_audit_shows_the_funnel_every_stage_and_its_drops(two_builds: tuple[Path
     run = two_builds[0]
     text = audit_text(run)
     assert "funnel: posts 59 → candidates 22 → candidate_clusters 15 → surveyed 48 → accepted 39" in text
-    for folder in ("01_crawl", "02_survey", "03_kappa_gate", "04_disambiguate", "05_instantiate", "06_names"):
-        assert folder in text
+    for stage in PIPELINE:
+        assert stage.folder in text
     assert "kappa_below_threshold: 4" in text and "failed_validation: 1" in text
     # examples without a name proxy are not called dropped: they stay in the fa config
     assert "3060 examples without a name proxy (they stay in fa)" in text
@@ -184,3 +187,27 @@ def test_the_audit_of_a_run_with_unanimous_answers_and_a_template_of_one_item_ha
     page = (run / "audit.html").read_text(encoding="utf-8")
     assert page.count("<svg") == 5  # acceptance, kappa, Table 1, Table 2, answer positions
     assert "AGE-01" in page and "AGE-02-T1" in page
+
+
+def _shifted(text: str) -> str:
+    """Every stage folder named in ``text`` numbered 10 higher: ``02_survey`` → ``12_survey``."""
+    return re.sub(r"(?<![\w.])(\d\d)_(?=[a-z])", lambda m: f"{int(m.group(1)) + 10:02d}_", text)
+
+
+def test_the_audit_finds_a_runs_stages_by_their_declared_names_whatever_their_folders(tmp_path: Path) -> None:
+    """A pipeline with other stages first numbers its folders otherwise (the adaptation path): the audit reads
+    the stages its manifest declares, not folder names it knows."""
+    run = make_run(tmp_path / "outputs", "r1")
+    moved = tmp_path / "moved" / "r1"
+    shutil.copytree(run, moved)
+    for folder in moved.glob("[0-9][0-9]_*"):
+        folder.rename(moved / _shifted(folder.name))
+    (moved / "manifest.json").write_text(_shifted((run / "manifest.json").read_text(encoding="utf-8")), "utf-8")
+    assert [step.count for step in funnel(moved)] == [step.count for step in funnel(run)]
+    assert any(step.kind == "published" for step in funnel(moved))
+    assert audit_text(moved) == _shifted(audit_text(run))
+    variant = pd.read_parquet(run / "06_names" / "examples.parquet").iloc[0].example_id
+    traced, original = trace(moved, variant), trace(run, variant)
+    assert traced["table"] == "16_names/examples" and traced["template"] == original["template"] is not None
+    assert traced["stereotype"] == original["stereotype"] is not None and traced["gate"] == original["gate"]
+    assert traced["original"] == original["original"] is not None

@@ -24,9 +24,9 @@ import pyarrow.parquet as pq
 from ...tasks.core.artifacts import run_status
 from .diff import example_status
 from .runs import (
-    EXAMPLE_TABLES,
     AuditError,
     drop_tables,
+    example_tables,
     manifest,
     read_table,
     run_folder,
@@ -244,11 +244,11 @@ class FunnelStep:
 def funnel(run: Path) -> list[FunnelStep]:
     """The whole funnel: the crawl (when its counts are not already the funnel's first steps), the statistics
     stage's funnel from candidates to examples per config, and the published rows per config."""
-    table = read_table(run, "09_statistics/funnel")
+    table = read_table(run, "statistics/funnel")
     steps: list[FunnelStep] = []
-    crawl = stage_report(run, "01_crawl").get("counts", {})
+    crawl = stage_report(run, "crawl").get("counts", {})
     if crawl and (table.empty or table["step"].iloc[0] != "posts"):  # the statistics stage does not count the crawl
-        posts, candidates, _ = stage_words(run, "01_crawl")
+        posts, candidates, _ = stage_words(run, "crawl")
         steps += [
             FunnelStep(step, f"{what} (crawl)", int(crawl[k]), "step")
             for k, step, what in (("in", "crawled_posts", posts), ("out", "crawl_candidates", candidates))
@@ -265,22 +265,20 @@ def funnel(run: Path) -> list[FunnelStep]:
             steps.append(FunnelStep(step, f"examples ({config})", int(row.count), "config"))
         else:
             steps.append(FunnelStep(step, FUNNEL_WORDS.get(step, words(step)), int(row.count), "step"))
-    published = stage_report(run, "10_publish").get("configs", {})
+    published = stage_report(run, "publish").get("configs", {})
+    order = list(example_tables(run))
     steps += [
         FunnelStep(f"published_{config}", f"published rows ({config})", int(count), "published")
-        for config, count in sorted(published.items(), key=lambda item: _config_order(item[0]))
+        for config, count in sorted(
+            published.items(), key=lambda item: (order.index(item[0]) if item[0] in order else len(order), item[0])
+        )
     ]
     return steps
 
 
-def _config_order(config: str) -> tuple[int, str]:
-    order = list(EXAMPLE_TABLES)
-    return (order.index(config) if config in order else len(order), config)
-
-
 def soundness(run: Path) -> pd.DataFrame:
     """The statistics stage's soundness checks (violations per config and check; 0 is sound)."""
-    return read_table(run, "09_statistics/soundness")
+    return read_table(run, "statistics/soundness")
 
 
 def warnings(run: Path) -> list[str]:
@@ -298,7 +296,7 @@ def warnings(run: Path) -> list[str]:
 
 def survey_margin(run: Path) -> str | None:
     """The survey's Cochran margin of error against its target (PBBQ §5), in words, if the survey ran."""
-    report = stage_report(run, "02_survey")
+    report = stage_report(run, "survey_filter")
     margin, target = report.get("margin_of_error"), report.get("parameters", {}).get("target_margin")
     if margin is None:
         return None
@@ -388,7 +386,7 @@ def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
 def crawl_evidence(run: Path, stereotype_id: str) -> list[dict[str, Any]]:
     """The crawl's candidates behind a stereotype (post ids, channels), when the run crawled and the candidates
     carry the stereotype id the experts gave them."""
-    candidates = read_table(run, "01_crawl/candidates")
+    candidates = read_table(run, "crawl/candidates")
     if candidates.empty or "stereotype_id" not in candidates.columns:
         return []
     return _records(candidates[candidates["stereotype_id"] == stereotype_id])
@@ -448,7 +446,7 @@ def _family_drops(run: Path, original_id: str) -> list[dict[str, Any]]:
 def _find(run: Path, example_id: str) -> tuple[pd.DataFrame, str]:
     """The example's row and the table it is in (relative to the run, no suffix): a config's examples, else the
     table of the stage that did not carry it on."""
-    candidates = [(run / f"{table}.parquet") for table in EXAMPLE_TABLES.values()]
+    candidates = [(run / f"{table}.parquet") for table in example_tables(run).values()]
     candidates += [path for _, path in _drop_tables_with_examples(run)]
     for path in candidates:
         rows = _matching(path, example_id)
@@ -464,14 +462,14 @@ def trace(run: Path, example_id: str) -> dict[str, Any]:
     found, table = _find(run, example_id)
     example = found.iloc[0]
     original_id = _original_id(example)
-    members = [_matching(run / f"{t}.parquet", original_id, family=True) for t in EXAMPLE_TABLES.values()]
+    members = [_matching(run / f"{t}.parquet", original_id, family=True) for t in example_tables(run).values()]
     family = pd.concat([m for m in members if len(m)] or [pd.DataFrame(columns=["example_id"])], ignore_index=True)
     original = family[family["example_id"] == original_id]
     derived = family[family["example_id"] != original_id]
-    template = read_table(run, "04_disambiguate/templates").query("template_id == @example.template_id")
-    gate = read_table(run, "03_kappa_gate/templates").query("template_id == @example.template_id")
-    stereotype = read_table(run, "02_survey/stereotypes").query("stereotype_id == @example.stereotype_id")
-    attempts = read_table(run, "04_disambiguate/attempts").query("template_id == @example.template_id")
+    template = read_table(run, "disambiguate/templates").query("template_id == @example.template_id")
+    gate = read_table(run, "kappa_gate/templates").query("template_id == @example.template_id")
+    stereotype = read_table(run, "survey_filter/stereotypes").query("stereotype_id == @example.stereotype_id")
+    attempts = read_table(run, "disambiguate/attempts").query("template_id == @example.template_id")
     transcript = _transcript(run)
     llm = []
     for key in dict.fromkeys([*attempts.get("request_id", []), *example.llm_request_ids]):

@@ -25,7 +25,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ...tasks.core.artifacts import FILE_MODE, sha256_file
-from .runs import EXAMPLE_TABLES, AuditError, drop_tables, manifest, stage_folders, stage_report
+from .runs import (
+    AuditError,
+    drop_tables,
+    example_tables,
+    manifest,
+    stage_folders,
+    stage_report,
+    table_path,
+)
 
 DB_NAME = "run.db"
 DATABASE = "run"
@@ -66,9 +74,11 @@ def _columns(connection: sqlite3.Connection, table: str) -> list[str]:
     return [row[1] for row in connection.execute(f"pragma table_info({_quote(table)})")]
 
 
-def _examples_view(connection: sqlite3.Connection, tables: dict[str, str | None]) -> None:
+def _examples_view(connection: sqlite3.Connection, tables: dict[str, str | None], run: Path) -> None:
     """``examples``: the examples of every config, with their ``config``."""
-    present = [(c, name) for c, t in EXAMPLE_TABLES.items() if (name := table_name(Path(f"{t}.parquet"))) in tables]
+    present = [
+        (c, name) for c, t in example_tables(run).items() if (name := table_name(Path(f"{t}.parquet"))) in tables
+    ]
     if present:
         shared = [
             c for c in _columns(connection, present[0][1]) if all(c in _columns(connection, n) for _, n in present)
@@ -175,7 +185,7 @@ def build_db(run: Path) -> Path:
                     raise AuditError(f"{path}: two parquet files of the run map to the table {name!r}")
                 _write_table(connection, name, pq.read_table(path))
                 tables[name] = relative.parts[0] if len(relative.parts) == 2 else None
-            _examples_view(connection, tables)
+            _examples_view(connection, tables, run)
             _drops_table(connection, tables, run)
             _run_tables(connection, run)
             connection.execute("create table run_db (run_id text, manifest_sha256 text)")
@@ -210,7 +220,7 @@ def metadata(run: Path, db: Path) -> dict[str, Any]:
             queries["example_lineage"] = {
                 "title": "An example's lineage",
                 "description": "An example (any config) back to its original, template, gate decision and stereotype.",
-                "sql": _lineage_sql(connection, names),
+                "sql": _lineage_sql(connection, names, run),
             }
     return {
         "title": f"PBBQ run {manifest(run)['run_id']}",
@@ -219,7 +229,7 @@ def metadata(run: Path, db: Path) -> dict[str, Any]:
     }
 
 
-def _lineage_sql(connection: sqlite3.Connection, names: list[str]) -> str:
+def _lineage_sql(connection: sqlite3.Connection, names: list[str], run: Path) -> str:
     """One row per step from an example (``:example_id``) back to its stereotype, with what decided it."""
     steps = [
         "select 1 as step, 'example (' || config || ')' as what, example_id as id, context as text "
@@ -231,36 +241,48 @@ def _lineage_sql(connection: sqlite3.Connection, names: list[str]) -> str:
     ]
     template = "(select template_id from examples where example_id = :example_id)"
     stereotype = "(select stereotype_id from examples where example_id = :example_id)"
-    if "04_disambiguate_templates" in names:
-        columns = _columns(connection, "04_disambiguate_templates")
+    table = {
+        name: table_name(Path(f"{table_path(run, name)}.parquet"))
+        for name in (
+            "disambiguate/templates",
+            "disambiguate/attempts",
+            "kappa_gate/templates",
+            "survey_filter/stereotypes",
+            "crawl/candidates",
+        )
+    }
+    if table["disambiguate/templates"] in names:
+        columns = _columns(connection, table["disambiguate/templates"])
         source = next((c for c in ("disambiguated_source", "disambiguated_biased_source") if c in columns), None)
         text = next((c for c in ("disambiguated_fa", "disambiguated_biased_fa") if c in columns), "ambiguous_fa")
         steps.append(
             f"select 4, 'continuation (' || {source or "''"} || ')', template_id, {text} "
-            f'from "04_disambiguate_templates" where template_id = {template}'
+            f"from {_quote(table['disambiguate/templates'])} where template_id = {template}"
         )
-    if "04_disambiguate_attempts" in names:
+    if table["disambiguate/attempts"] in names:
         steps.append(
             "select 5, 'LLM attempt ' || attempt || ' (' || assignment || case when failures != '' "
             "then ', broke: ' || failures else '' end || ')', request_id, answer "
-            f'from "04_disambiguate_attempts" where template_id = {template}'
+            f"from {_quote(table['disambiguate/attempts'])} where template_id = {template}"
         )
-    if "03_kappa_gate_templates" in names:
+    if table["kappa_gate/templates"] in names:
         steps.append(
             "select 6, 'kappa gate: ' || reason || ' (kappa ' || round(kappa, 3) || ', relevance ' || "
-            f"round(mean_relevance, 2) || ')', template_id, ambiguous_fa from \"03_kappa_gate_templates\" "
+            f"round(mean_relevance, 2) || ')', template_id, ambiguous_fa from {_quote(table['kappa_gate/templates'])} "
             f"where template_id = {template}"
         )
-    if "02_survey_stereotypes" in names:
+    if table["survey_filter/stereotypes"] in names:
         steps.append(
             "select 7, 'survey: ' || reason || ' (acceptance ' || round(acceptance, 3) || ' [' || round(ci_low, 3) "
-            f"|| ', ' || round(ci_high, 3) || '])', stereotype_id, statement_fa from \"02_survey_stereotypes\" "
+            f"|| ', ' || round(ci_high, 3) || '])', stereotype_id, statement_fa "
+            f"from {_quote(table['survey_filter/stereotypes'])} "
             f"where stereotype_id = {stereotype}"
         )
-    if "01_crawl_candidates" in names and "stereotype_id" in _columns(connection, "01_crawl_candidates"):
-        post_ids = "post_ids" if "post_ids" in _columns(connection, "01_crawl_candidates") else "''"
+    candidates = table["crawl/candidates"]
+    if candidates in names and "stereotype_id" in _columns(connection, candidates):
+        post_ids = "post_ids" if "post_ids" in _columns(connection, candidates) else "''"
         steps.append(
-            f"select 8, 'crawl candidate', candidate_id, {post_ids} from \"01_crawl_candidates\" "
+            f"select 8, 'crawl candidate', candidate_id, {post_ids} from {_quote(candidates)} "
             f"where stereotype_id = {stereotype}"
         )
     return " union all ".join(steps) + " order by step"

@@ -20,7 +20,16 @@ import numpy as np
 import pandas as pd
 
 from ...tasks.core.artifacts import sha256_file
-from .runs import EXAMPLE_TABLES, AuditError, completed_runs, manifest, previous_completed, read_table, stage_report
+from .runs import (
+    AuditError,
+    completed_runs,
+    example_tables,
+    manifest,
+    previous_completed,
+    read_table,
+    stage_report,
+    table_path,
+)
 
 PROVENANCE = ("llm_request_ids",)
 """Columns that say how a row was made, not what it is: a new prompt gives new request ids to the same text."""
@@ -40,9 +49,9 @@ VALUE_WIDTH = 40
 MARGIN = 0.02
 """How close to its threshold a decision's figure counts as near it, by default (``pbbq diff --margin``)."""
 THRESHOLDS = (
-    ("acceptance", "02_survey/stereotypes", "stereotype_id", "acceptance", ("02_survey", "threshold")),
-    ("kappa", "03_kappa_gate/templates", "template_id", "kappa", ("03_kappa_gate", "min_kappa")),
-    ("relevance", "03_kappa_gate/templates", "template_id", "mean_relevance", ("03_kappa_gate", "min_relevance")),
+    ("acceptance", "survey_filter/stereotypes", "stereotype_id", "acceptance", ("survey_filter", "threshold")),
+    ("kappa", "kappa_gate/templates", "template_id", "kappa", ("kappa_gate", "min_kappa")),
+    ("relevance", "kappa_gate/templates", "template_id", "mean_relevance", ("kappa_gate", "min_relevance")),
 )
 """The decisions with a threshold (PBBQ §5: acceptance over 0.60; PakBBQ §3.2: Fleiss' kappa at least 0.2 and mean
 relevance at least 1.5): the table and column of the figure, and the stage report's parameter that holds the
@@ -363,11 +372,11 @@ def decisions(a: Path, b: Path) -> list[Flip]:
     """Survey acceptance, the kappa gate, continuations into or out of review, translations flagged or not."""
     flips: list[Flip] = []
     checks = (
-        ("acceptance", "02_survey/stereotypes", ["stereotype_id"], lambda r: bool(r["kept"]), _acceptance),
-        ("kappa gate", "03_kappa_gate/templates", ["template_id"], lambda r: bool(r["kept"]), _gate),
-        ("review", "04_disambiguate/templates", ["template_id"], _in_review,
+        ("acceptance", "survey_filter/stereotypes", ["stereotype_id"], lambda r: bool(r["kept"]), _acceptance),
+        ("kappa gate", "kappa_gate/templates", ["template_id"], lambda r: bool(r["kept"]), _gate),
+        ("review", "disambiguate/templates", ["template_id"], _in_review,
          lambda r: "in review" if _in_review(r) else "built"),
-        ("translation review", "07_translate/segments", ["segment_id"], lambda r: bool(r["flagged"]),
+        ("translation review", "translate/segments", ["segment_id"], lambda r: bool(r["flagged"]),
          lambda r: f"{'flagged' if r['flagged'] else 'kept'} (chrF {_number(r['chrf'])})"),
     )  # fmt: skip
     for decision, table, key, decided, shown in checks:
@@ -387,8 +396,8 @@ def _llm_answers(a: Path, b: Path) -> tuple[dict[str, IdChanges], dict[str, list
     segment id) whose answer differs, and those asked in one run only."""
     found, texts = {}, {}
     for kind, table, key, column in (
-        ("disambiguation", "04_disambiguate/attempts", ["template_id", "assignment", "attempt"], "answer"),
-        ("translation", "07_translate/segments", ["segment_id"], "text_en"),
+        ("disambiguation", "disambiguate/attempts", ["template_id", "assignment", "attempt"], "answer"),
+        ("translation", "translate/segments", ["segment_id"], "text_en"),
     ):
         if _same_table(a, b, table):
             found[kind], texts[kind] = IdChanges(), []
@@ -436,7 +445,7 @@ def _both(a: Path, b: Path, table: str) -> tuple[pd.DataFrame, pd.DataFrame]:
 def _table_hash(run: Path, table: str) -> str | None:
     """The table's sha256 as the run's manifest records it, or of its file where the manifest does not list it
     yet (the run the flow is finishing: its manifest is written when it ends)."""
-    path = f"{table}.parquet"
+    path = f"{table_path(run, table)}.parquet"
     artifacts = (a for stage in manifest(run).get("stages", []) for a in stage.get("artifacts", []))
     recorded = next((a["sha256"] for a in artifacts if a["path"] == path), None)
     return recorded or (sha256_file(run / path) if (run / path).is_file() else None)
@@ -495,8 +504,8 @@ def diff_runs(a: Path, b: Path, margin: float = MARGIN) -> RunDiff:
         for k in code_keys
         if ma.get("code_version", {}).get(k) != mb.get("code_version", {}).get(k)
     }
-    templates = compare_tables(a, b, "03_kappa_gate/templates", ["template_id"])
-    continuations = compare_tables(a, b, "04_disambiguate/templates", ["template_id"])
+    templates = compare_tables(a, b, "kappa_gate/templates", ["template_id"])
+    continuations = compare_tables(a, b, "disambiguate/templates", ["template_id"])
     for template_id, values in continuations.changed.items():  # a continuation that changed changes the template
         own = {f: v for f, v in values.items() if f not in templates.changed.get(template_id, {})}
         if own and template_id not in templates.added + templates.removed:
@@ -505,7 +514,7 @@ def diff_runs(a: Path, b: Path, margin: float = MARGIN) -> RunDiff:
     llm, llm_answers = _llm_answers(a, b)
     table2 = []
     for name in ("table2", "table2_instances"):
-        ta, tb = _both(a, b, f"08_diversity/{name}")
+        ta, tb = _both(a, b, f"diversity/{name}")
         key = [c for c in ("config", "category") if c in ta.columns and c in tb.columns]
         if key:
             table2 += _cells(ta, tb, name, key)
@@ -515,13 +524,13 @@ def diff_runs(a: Path, b: Path, margin: float = MARGIN) -> RunDiff:
         inputs=_changed_values(inputs_a, inputs_b),
         code=code,
         parameters=_changed_values(_flatten(ma.get("parameters", {})), _flatten(mb.get("parameters", {}))),
-        stereotypes=compare_tables(a, b, "02_survey/stereotypes", ["stereotype_id"]),
+        stereotypes=compare_tables(a, b, "survey_filter/stereotypes", ["stereotype_id"]),
         templates=templates,
-        examples={config: compare_tables(a, b, table, ["example_id"]) for config, table in EXAMPLE_TABLES.items()},
+        examples={config: compare_tables(a, b, table, ["example_id"]) for config, table in example_tables(b).items()},
         decisions=decisions(a, b),
         llm=llm,
         llm_answers=llm_answers,
-        table1=_cells(*_both(a, b, "09_statistics/table1"), "table1", ["config", "category"]),
+        table1=_cells(*_both(a, b, "statistics/table1"), "table1", ["config", "category"]),
         table2=table2,
         near=near_thresholds(a, b, margin),
         margin=margin,

@@ -35,7 +35,7 @@ from .audit import (
     words,
 )
 from .diff import diff_runs
-from .runs import manifest, previous_completed, read_table, stage_report
+from .runs import manifest, previous_completed, read_table, stage_folder, stage_report, table_path
 
 FONTS = '"Vazirmatn", "Noto Sans Arabic", "Noto Naskh Arabic", "DejaVu Sans", "Tahoma", sans-serif'
 """Fonts with Persian glyphs first; DejaVu Sans (on most Linux systems) covers Persian too."""
@@ -295,6 +295,7 @@ def _chart(svg: str, caption: str) -> str:
 
 
 def _link(run: Path, relative: str, text: str | None = None) -> str:
+    relative = table_path(run, relative)  # a stage's file by its declared name: `statistics/soundness.parquet`
     if not (run / relative).exists():
         return f"<code>{_esc(text or relative)}</code>"
     return f'<a href="{_esc(relative)}"><code>{_esc(text or relative)}</code></a>'
@@ -318,8 +319,9 @@ def summary_section(run: Path) -> str:
     ]
     if info.get("error"):
         facts.append(("error", f"{_esc(info['error'])} ({_link(run, 'error.log')})"))
-    if (run / "10_publish" / "hub" / "README.md").is_file():
-        facts.append(("release", _link(run, "10_publish/hub/README.md", "10_publish/hub/ (dataset card)")))
+    release = f"{stage_folder(run, 'publish')}/hub"
+    if (run / release / "README.md").is_file():
+        facts.append(("release", _link(run, f"{release}/README.md", f"{release}/ (dataset card)")))
     rows = "".join(f"<tr><th>{_esc(k)}</th><td>{v}</td></tr>" for k, v in facts)
     inputs = pd.DataFrame(
         [
@@ -423,7 +425,7 @@ def soundness_section(run: Path) -> str:
     return _section(
         "soundness",
         "Soundness (violations per config and check; 0 = sound)",
-        f"<p><b>{verdict}</b> ({_link(run, '09_statistics/soundness.parquet')})</p>",
+        f"<p><b>{verdict}</b> ({_link(run, 'statistics/soundness.parquet')})</p>",
         table_html(wide.reset_index()),
     )
 
@@ -444,15 +446,15 @@ NOTHING_TO_DRAW = "Nothing to draw: a stage before it kept nothing (see the warn
 
 def _left_empty(run: Path, name: str, table: pd.DataFrame) -> bool:
     """Whether the run wrote the table ``name`` with no rows (a stage before it kept nothing)."""
-    return table.empty and (run / f"{name}.parquet").is_file()
+    return table.empty and (run / f"{table_path(run, name)}.parquet").is_file()
 
 
 def charts_section(run: Path) -> str:
     """Every chart the run's tables give; a table a stage left empty (it kept nothing) is said, not drawn."""
     parts = []
-    stereotypes = read_table(run, "02_survey/stereotypes")
+    stereotypes = read_table(run, "survey_filter/stereotypes")
     if not stereotypes.empty:
-        threshold = stage_report(run, "02_survey").get("parameters", {}).get("threshold", 0.6)
+        threshold = stage_report(run, "survey_filter").get("parameters", {}).get("threshold", 0.6)
         parts += [
             "<h3>Survey: acceptance per stereotype, by category (PBBQ §3.2)</h3>",
             _chart(
@@ -461,9 +463,9 @@ def charts_section(run: Path) -> str:
                 "blue kept, red not accepted.",
             ),
         ]
-    templates = read_table(run, "03_kappa_gate/templates")
+    templates = read_table(run, "kappa_gate/templates")
     if not templates.empty:
-        params = stage_report(run, "03_kappa_gate").get("parameters", {})
+        params = stage_report(run, "kappa_gate").get("parameters", {})
         missing = int(templates["kappa"].isna().sum())
         parts += [
             "<h3>Kappa gate: Fleiss' kappa against mean relevance per template</h3>",
@@ -474,8 +476,8 @@ def charts_section(run: Path) -> str:
                 + (f" {missing} template(s) without a kappa (see kappa_note) are not drawn." if missing else ""),
             ),
         ]
-    table1 = read_table(run, "09_statistics/table1")
-    if _left_empty(run, "09_statistics/table1", table1):
+    table1 = read_table(run, "statistics/table1")
+    if _left_empty(run, "statistics/table1", table1):
         parts += ["<h3>Table 1 (PBBQ §3.5)</h3>", f"<p>{NOTHING_TO_DRAW}</p>"]
     elif not table1.empty:
         wide = table1.pivot_table(index="category", columns="config", values=["templates", "samples"], sort=False)
@@ -487,12 +489,12 @@ def charts_section(run: Path) -> str:
             table_html(wide.reset_index()),
         ]
     for name, instance_level in (("table2", False), ("table2_instances", True)):
-        table = read_table(run, f"08_diversity/{name}")
+        table = read_table(run, f"diversity/{name}")
         instance_level = instance_level or "config" in table.columns
         title = "Table 2, instance level" if instance_level else "Table 2: diversity per category (template level)"
         if table.empty:
             parts += (
-                [f"<h3>{title}</h3><p>{NOTHING_TO_DRAW}</p>"] if _left_empty(run, f"08_diversity/{name}", table) else []
+                [f"<h3>{title}</h3><p>{NOTHING_TO_DRAW}</p>"] if _left_empty(run, f"diversity/{name}", table) else []
             )
             continue
         notes = "".join(f'<p class="note">{_esc(n)}</p>' for n in _table2_notes(table, instance_level))
@@ -500,8 +502,8 @@ def charts_section(run: Path) -> str:
         chart = "" if instance_level else _chart(table2_chart(table), "One panel per metric; ↑ more diverse for NGD "
                                                  "and TTR, ↓ for Self-BLEU.")  # fmt: skip
         parts += [f"<h3>{title}</h3>", notes, chart, table_html(shown)]
-    distribution = read_table(run, "09_statistics/distribution")
-    if _left_empty(run, "09_statistics/distribution", distribution):
+    distribution = read_table(run, "statistics/distribution")
+    if _left_empty(run, "statistics/distribution", distribution):
         parts += ["<h3>Answer-position balance</h3>", f"<p>{NOTHING_TO_DRAW}</p>"]
     elif not distribution.empty:
         parts += [

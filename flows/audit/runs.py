@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +16,9 @@ import pandas as pd
 
 from ...tasks.core.artifacts import REPO_ROOT, mark_incomplete, run_status
 
-EXAMPLE_TABLES = {"fa": "05_instantiate/examples", "fa-names": "06_names/examples", "en": "07_translate/examples"}
-"""The example table of each config, in the order the configs are built."""
+CONFIG_STAGES = {"fa": "instantiate", "fa-names": "names", "en": "translate"}
+"""The stage whose ``examples`` are each config's, in runs written before the manifest carried the tables a stage
+stacks (``Stage.audit_view``)."""
 
 
 class AuditError(ValueError):
@@ -75,15 +77,55 @@ def manifest(run: Path) -> dict[str, Any]:
     return read_json(run / "manifest.json")
 
 
-def stage_report(run: Path, folder: str) -> dict[str, Any]:
-    """A stage's ``report.json``, or an empty report when the stage folder has none (a failed stage)."""
+def _report(run: Path, folder: str) -> dict[str, Any]:
     path = run / folder / "report.json"
     return read_json(path) if path.is_file() else {}
 
 
+@lru_cache(maxsize=64)
+def _stage_names(run: Path, written: int) -> dict[str, str]:
+    """Stage name → folder, as the run's manifest declares its stages (``written``: the manifest's mtime, so a
+    manifest written again is read again); a stage the manifest does not name, by its report's ``stage``."""
+    found = {str(s["name"]): str(s["folder"]) for s in manifest(run).get("stages", []) if "name" in s}
+    for folder in stage_folders(run):
+        if folder not in found.values():
+            found.setdefault(str(_report(run, folder).get("stage", folder)), folder)
+    return found
+
+
+def stage_folder(run: Path, stage: str) -> str:
+    """The folder of the run's stage named ``stage`` as it is declared (``Stage.name``: ``survey_filter`` →
+    ``02_survey``), so that an audit names no folder; a folder of the run (or a stage it lacks) stays as it is."""
+    if not (run / "manifest.json").is_file():
+        return stage
+    return _stage_names(run, (run / "manifest.json").stat().st_mtime_ns).get(stage, stage)
+
+
+def table_path(run: Path, name: str) -> str:
+    """``<stage>/<table>``, the stage by its declared name or its folder, as a path of the run (no suffix)."""
+    stage, _, table = name.partition("/")
+    return f"{stage_folder(run, stage)}/{table}" if table else stage_folder(run, stage)
+
+
+def example_tables(run: Path) -> dict[str, str]:
+    """The example table of each config (``config → <folder>/<table>``), in the order the configs are built: as
+    the stages that stack them declare it (a stage's ``stacks`` in the manifest)."""
+    for declared in manifest(run).get("stages", []):
+        if "examples" in declared.get("stacks", {}):
+            return {str(label): str(path) for label, path in declared["stacks"]["examples"]}
+    return {config: f"{stage_folder(run, stage)}/examples" for config, stage in CONFIG_STAGES.items()}
+
+
+def stage_report(run: Path, stage: str) -> dict[str, Any]:
+    """A stage's ``report.json`` (the stage by its declared name or its folder), or an empty report when the
+    stage folder has none (a failed stage)."""
+    return _report(run, stage_folder(run, stage))
+
+
 def read_table(run: Path, name: str, columns: list[str] | None = None) -> pd.DataFrame:
-    """``<run>/<name>.parquet``, or an empty table when the run has no such table."""
-    path = run / f"{name}.parquet"
+    """``<run>/<name>.parquet`` (:func:`table_path`: ``statistics/funnel`` is the statistics stage's), or an empty
+    table when the run has no such table."""
+    path = run / f"{table_path(run, name)}.parquet"
     if not path.is_file():
         return pd.DataFrame(columns=columns or [])
     return pd.read_parquet(path, columns=columns)
@@ -94,7 +136,8 @@ DROP_LIKE = ("dropped", "unmapped", "review")
 NO_WORDS = ("rows", "rows", "dropped")
 
 
-def _declared(run: Path, folder: str) -> dict[str, Any]:
+def _declared(run: Path, stage: str) -> dict[str, Any]:
+    folder = stage_folder(run, stage)
     return next((s for s in manifest(run).get("stages", []) if s.get("folder") == folder), {})
 
 
@@ -103,7 +146,7 @@ def drop_tables(run: Path, folder: str) -> list[str]:
     declared = _declared(run, folder)
     if "drops" in declared:
         return list(declared["drops"])
-    return sorted(p.stem for p in (run / folder).glob("*.parquet") if p.stem.startswith(DROP_LIKE))
+    return sorted(p.stem for p in (run / stage_folder(run, folder)).glob("*.parquet") if p.stem.startswith(DROP_LIKE))
 
 
 def stage_words(run: Path, folder: str) -> tuple[str, str, str]:
@@ -136,7 +179,7 @@ def run_kind(manifest: dict[str, Any]) -> str:
 
 def is_build(manifest: dict[str, Any]) -> bool:
     """A run of the build (not an evaluation or a crawl alone): one that instantiates examples."""
-    return any(stage.get("folder") == "05_instantiate" for stage in manifest.get("stages", []))
+    return any(stage.get("name", stage.get("stage")) == "instantiate" for stage in manifest.get("stages", []))
 
 
 def completed_runs(outputs: Path) -> list[Path]:

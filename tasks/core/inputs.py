@@ -18,6 +18,8 @@ import pandas as pd
 
 from ..text.languages.fa import normalize_fa
 from .schemas import CATEGORIES
+from .stage import Input
+from .stage import load_inputs as load_declared
 
 LIST_SEPARATOR = ";"
 ANSWERS = ("yes", "no")
@@ -477,15 +479,16 @@ def load_overrides(path: Path | None, templates: pd.DataFrame) -> pd.DataFrame:
     return frame.assign(text=frame["text"].map(normalize_fa))
 
 
+QUESTIONNAIRE = Input("questionnaire", load_questionnaire)
+RESPONSES = Input("responses", lambda path, q: load_responses(path, q["stereotype_id"]), needs=(QUESTIONNAIRE,))
+TEMPLATES = Input("templates", lambda path, q: load_templates(path, q["stereotype_id"]), needs=(QUESTIONNAIRE,))
+RATINGS = Input("ratings", lambda path, templates: load_ratings(path, templates["template_id"]), needs=(TEMPLATES,))
+UNKNOWN_PHRASES = Input("unknown_phrases", load_unknown_phrases)
+OVERRIDES = Input("disambiguation_overrides", load_overrides, needs=(TEMPLATES,), optional=True)
+"""The human-authored inputs of ``[inputs]`` that several stages or other inputs refer to, declared once; an input
+of one stage alone is declared in its module."""
+
+
 def load_inputs(paths: dict[str, Path]) -> dict[str, pd.DataFrame]:
-    """Every input of a build, each validated against those it refers to (ids must exist)."""
-    questionnaire = load_questionnaire(paths["questionnaire"])
-    templates = load_templates(paths["templates"], questionnaire["stereotype_id"])
-    return {
-        "questionnaire": questionnaire,
-        "responses": load_responses(paths["responses"], questionnaire["stereotype_id"]),
-        "templates": templates,
-        "ratings": load_ratings(paths["ratings"], templates["template_id"]),
-        "unknown_phrases": load_unknown_phrases(paths["unknown_phrases"]),
-        "disambiguation_overrides": load_overrides(paths.get("disambiguation_overrides"), templates),
-    }
+    """The inputs above, each validated against those it refers to (ids must exist)."""
+    return load_declared((QUESTIONNAIRE, RESPONSES, TEMPLATES, RATINGS, UNKNOWN_PHRASES, OVERRIDES), paths)

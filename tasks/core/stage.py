@@ -5,16 +5,20 @@ A stage is a plain function over tables that returns a :class:`~pbbq.tasks.core.
 :class:`Stage` declaration says where its folder is, which configuration section holds its parameters (a
 dataclass), where each of its arguments comes from (an input file, another stage's table, a prompt file, the LLM
 client), which tables it writes with which schema, which of them hold its drops (rows with a ``reason``), the
-words an audit uses for its rows and the funnel steps it adds. ``flows/pipeline.py`` lists the stages in order
-(``PIPELINE``); ``flows/build_pbbq.py`` runs the list. Adding a stage is one module and one entry there.
+words an audit uses for its rows and the funnel steps it adds. Each stage module ends with its declaration
+(``STAGE``); a :class:`Pipeline` is the stages in order, a value that ``flows/pipeline.py`` builds (``PIPELINE``) and
+passes to the runner, the configuration and the tests. Adding a stage is one module and one entry there; adding an
+input file is one :class:`Input`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -25,9 +29,28 @@ from .artifacts import StageOutput, count_reasons
 
 @dataclass(frozen=True)
 class Input:
-    """A build input (``[inputs]`` of the configuration, or the crawl's fetched posts), as loaded."""
+    """A build input file, as loaded: where the configuration names it, how it is read and checked, and the inputs
+    its check refers to (a template's stereotype must be in the questionnaire). The configuration's ``[inputs]``
+    keys, the manifest's input hashes and the loading follow from the inputs the pipeline's stages declare
+    (:meth:`Pipeline.inputs`, :func:`load_inputs`): a new input file is one declaration."""
 
     name: str
+    """Its name in the manifest and in :class:`Sources`."""
+    load: Callable[..., Any] | None = None
+    """``load(path, *loaded needs)``: the checked table (an :class:`~pbbq.tasks.core.inputs.InputError` naming
+    the file and row otherwise); None for an input the build makes itself (the crawl's fetched posts)."""
+    needs: tuple[Input, ...] = ()
+    """The inputs ``load`` checks this one against, loaded first."""
+    optional: bool = False
+    """Whether the configuration may leave it out (``load`` then gets None for its path)."""
+    section: str = "inputs"
+    """The configuration section naming its file: ``[inputs]``, or a stage's own (the crawl's lexicon)."""
+    key: str = ""
+    """Its key in ``section`` (default: its name)."""
+
+    @property
+    def config_key(self) -> str:
+        return self.key or self.name
 
 
 @dataclass(frozen=True)
@@ -82,7 +105,25 @@ class RunValue:
     name: str
 
 
-Source = Input | Table | Tables | Report | Resource | Client | RunValue
+@dataclass(frozen=True)
+class Configs:
+    """The examples of every config the pipeline publishes (:attr:`Pipeline.configs`), stacked into one table; or,
+    with ``names``, the configs' names. The pipeline turns it into :class:`Tables` (or a :class:`Resource`), so that
+    a stage reading every config does not name the stages that write them."""
+
+    names: bool = False
+
+
+SEED = (0, 2**32 - 1)
+"""The range of a seed parameter (numpy's seeds are 32-bit)."""
+
+
+def listed(column: pd.Series) -> Iterable[str]:
+    """The values of a column of lists, flattened (the LLM requests of a stage's rows)."""
+    return column.explode().dropna()
+
+
+Source = Input | Table | Tables | Report | Resource | Client | RunValue | Configs
 
 
 def resource_hash(value: Any) -> str:
@@ -146,8 +187,16 @@ class Stage:
 
     def audit_view(self) -> dict[str, Any]:
         """What the run's manifest says of the stage, so that an audit reads it without importing the stages:
-        its drop tables and the words for its counts."""
-        return {"drops": list(self.drops), "words": list(self.words)}
+        its name, its drop tables, the words for its counts and the tables it stacks (the configs' examples), as
+        ``[label, path]`` pairs in their order."""
+        stacked = {
+            name: [[label, f"{t.folder}/{t.name}"] for label, t in source.tables.items()]
+            for name, source in self.inputs.items()
+            if isinstance(source, Tables)
+        }
+        return {"name": self.name, "drops": list(self.drops), "words": list(self.words)} | (
+            {"stacks": stacked} if stacked else {}
+        )
 
     def kept_nothing(self, report: Mapping[str, Any]) -> str | None:
         """The run's warning when the stage had rows in and kept none (a gate that stopped everything: every stage
@@ -163,6 +212,89 @@ class Stage:
         """Its funnel steps with their counts in this run."""
         counts = self.counts(output) if self.counts else {}
         return {step: int(counts[step]) for step in self.funnel if step in counts}
+
+
+def _resolve(source: Source, configs: Tables) -> Source:
+    if not isinstance(source, Configs):
+        return source
+    return Resource(partial(tuple, configs.tables)) if source.names else configs
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    """The stages of a build in order, each reading only stages before it, and the tables that hold the examples
+    of each config it publishes (what a :class:`Configs` input reads): an immutable value, passed to whatever runs,
+    configures or audits it."""
+
+    stages: tuple[Stage, ...]
+    configs: Mapping[str, Table] = field(default_factory=dict)
+    """Config → the table of its examples, in the order the configs are built."""
+
+    def __post_init__(self) -> None:
+        stacked = Tables(dict(self.configs))
+        resolved = tuple(
+            dataclasses.replace(stage, inputs={n: _resolve(s, stacked) for n, s in stage.inputs.items()})
+            for stage in self.stages
+        )
+        object.__setattr__(self, "stages", resolved)
+        seen: set[str] = set()
+        for stage in resolved:
+            if stage.folder in seen:
+                raise ValueError(f"pipeline: stage folder {stage.folder} appears twice")
+            if not stage.upstream <= seen:
+                later = ", ".join(sorted(stage.upstream - seen))
+                raise ValueError(f"pipeline: stage {stage.folder} reads {later}, not a stage before it")
+            seen.add(stage.folder)
+
+    def __iter__(self) -> Iterator[Stage]:
+        return iter(self.stages)
+
+    def __len__(self) -> int:
+        return len(self.stages)
+
+    def __getitem__(self, index: slice) -> tuple[Stage, ...]:
+        return self.stages[index]
+
+    def index(self, stage: Stage) -> int:
+        return self.stages.index(stage)
+
+    def inserted(self, stage: Stage, before: str) -> Pipeline:
+        """The pipeline with ``stage`` added before the stage in folder ``before``."""
+        at = next(i for i, s in enumerate(self.stages) if s.folder == before)
+        return dataclasses.replace(self, stages=(*self.stages[:at], stage, *self.stages[at:]))
+
+    def folder(self, name: str) -> str:
+        """The folder of the stage called ``name`` (``Stage.name``)."""
+        found = next((stage.folder for stage in self.stages if stage.name == name), None)
+        if found is None:
+            raise KeyError(f"pipeline has no stage {name!r}")
+        return found
+
+    def inputs(self) -> tuple[Input, ...]:
+        """Every input file its stages declare, each after those it is checked against (``Input.needs``)."""
+        found: dict[str, Input] = {}
+
+        def add(source: Input) -> None:
+            for need in source.needs:
+                add(need)
+            found.setdefault(source.name, source)
+
+        for stage in self.stages:
+            for source in stage.inputs.values():
+                if isinstance(source, Input):
+                    add(source)
+        return tuple(found.values())
+
+
+def load_inputs(inputs: Iterable[Input], paths: Mapping[str, Path]) -> dict[str, Any]:
+    """Each input loaded from its file in ``paths`` (by name; an optional one left out gets None), after the
+    inputs it is checked against; those the build makes itself (no ``load``) are left to it."""
+    loaded: dict[str, Any] = {}
+    for source in inputs:
+        if source.load is not None:
+            needed = [loaded[need.name] for need in source.needs]
+            loaded[source.name] = source.load(paths.get(source.name), *needed)
+    return loaded
 
 
 @dataclass(frozen=True)

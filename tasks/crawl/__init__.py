@@ -41,17 +41,19 @@ import pyarrow.parquet as pq
 from ..core.artifacts import REPO_ROOT, StageOutput, atomic_write_bytes, display_path, parquet_bytes, write_json
 from ..core.inputs import InputError
 from ..core.schemas import to_arrow
+from ..core.stage import Client, Input, Resource, Stage
 from . import candidates as candidates_module
 from .candidates import (
     CANDIDATE,
     CLUSTER,
     PROMPT_FILE,
-    STAGE,
+    STAGE_NAME,
     ClusterParams,
     GroupMatcher,
     cluster_candidates,
     lexicon_candidates,
     llm_candidates,
+    load_lexicon,
     people_csv,
     placeholders_by_kind,
     review_sheet,
@@ -588,7 +590,7 @@ def crawl(
     dropped = posts[~posts["post_key"].isin(candidates["post_key"])].assign(reason="no_candidate_in_post")
     without = len(dropped)
     report: dict[str, Any] = {
-        "stage": STAGE,
+        "stage": STAGE_NAME,
         "parameters": params.as_report(),
         "counts": {
             "in": len(posts),
@@ -605,7 +607,7 @@ def crawl(
         "placeholders_in_posts": placeholders_by_kind(posts["text"]),
     }
     if client is not None:
-        report["llm"] = client.usage(STAGE).as_dict()
+        report["llm"] = client.usage(STAGE_NAME).as_dict()
         report["llm_rejected"] = rejected
         report["prompt_sha256"] = hashlib.sha256(prompt.encode("utf-8")).hexdigest()
     return StageOutput(
@@ -633,3 +635,26 @@ def crawl_counts(output: StageOutput | Mapping[str, Any]) -> dict[str, int] | No
         return None
     counts = report["counts"]
     return {"crawled_posts": counts["posts"], "candidates": counts["candidates"], "clusters": counts["clusters"]}
+
+
+STAGE = Stage(
+    "01_crawl",
+    "crawl",
+    crawl,
+    inputs={
+        "posts": Input("posts"),
+        "lexicon": Input("lexicon", load_lexicon, section="crawl", key="lexicon_path"),
+        "client": Client(when=lambda p: p.llm_extractor),
+        "prompt": Resource(load_prompt, when=lambda p: p.llm_extractor),
+    },
+    outputs={"posts": POST, "candidates": CANDIDATE, "clusters": CLUSTER, "dropped": DROPPED_POST},
+    params=CrawlParams,
+    ranges={"max_posts": (1, None), "timeout": (1e-9, None), "min_interval": (0, None), "max_retries": (0, 20)}
+    | {"backoff": (0, None), "max_wait": (0, None), "similarity": (1e-9, 1), "ngram_min": (1, 10)}
+    | {"ngram_max": (1, 10), "max_examples": (1, None)},
+    drops=("dropped",),
+    words=("posts", "candidate stereotypes", "posts that gave no candidate"),
+    funnel={"candidates": "Candidate stereotypes"},
+    request_ids=lambda out: out["candidates"]["llm_request_id"].loc[lambda ids: ids != ""],
+)
+"""The crawl (PBBQ §3.1): the posts the build fetched, the lexicon of ``[crawl] lexicon_path``."""

@@ -43,7 +43,7 @@ from ..text.languages.fa import ZWNJ, normalize_fa
 if TYPE_CHECKING:  # the LLM SDKs load only when the extractor runs
     from ..llm import LLMClient, LLMRequest
 
-STAGE = "crawl"
+STAGE_NAME = "crawl"
 LEXICON_COLUMNS = ["category", "group", "term"]
 _strings = pa.list_(pa.string())
 
@@ -260,7 +260,7 @@ def extraction_request(prompt: str, post_key: str, text: str) -> LLMRequest:
     return LLMRequest(
         messages=(("user", f"{instructions.rstrip()}\n\n<post>\n{body}\n</post>"),),
         prompt_hash=hashlib.sha256(prompt.encode("utf-8")).hexdigest(),
-        stage=STAGE,
+        stage=STAGE_NAME,
         context=f"post {post_key}",
     )
 

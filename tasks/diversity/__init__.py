@@ -46,6 +46,7 @@ from ..core.artifacts import StageOutput
 from ..core.inputs import PLACEHOLDER
 from ..core.markdown import markdown_table
 from ..core.schemas import example_configs
+from ..core.stage import SEED, Configs, Stage, Table
 from ..text.languages import language
 from .homogenization import (
     DEFAULT_HOMOGENIZATION_LAYERS,
@@ -440,3 +441,20 @@ def diversity(examples: pd.DataFrame, templates: pd.DataFrame, params: Diversity
             **charts,
         },
     )
+
+
+STAGE = Stage(
+    "08_diversity",
+    "diversity",
+    diversity,
+    inputs={"examples": Configs(), "templates": Table("04_disambiguate", "templates")},
+    outputs={"table2": TABLE2, "table2_instances": TABLE2_INSTANCES},
+    params=DiversityParams,
+    ranges={"homogenization_num_layers": (1, None), "homogenization_max_pairs": (1, None)}
+    | {"homogenization_batch_size": (1, None), "seed": SEED},
+    words=("examples", "rows of Table 2", "not measured"),
+    artifacts={
+        "table-2": ("table2", None, "Diversity per category on template texts (Table 2)"),
+        "table-2-instances": ("table2_instances", None, "Diversity per category and config, on instances"),
+    },
+)

@@ -41,7 +41,9 @@ from typing import Any
 import pandas as pd
 
 from ..core.artifacts import REPO_ROOT, StageOutput, count_reasons, sha256_bytes
+from ..core.inputs import TEMPLATES
 from ..core.schemas import EXAMPLE, EXAMPLE_DROPPED, OPTIONS
+from ..core.stage import SEED, Client, Input, Resource, Stage, Table, listed
 from ..llm import LLMClient, LLMRequest
 from ..text.cues import NONE, entity_age_band
 from .draw import Drawn, PairRequest, Pools, TooFewPairs, draw_variants, name_pools, pair_eras, sub_seeds
@@ -57,7 +59,7 @@ __all__ = [
     "names",
 ]
 
-STAGE = "names"
+STAGE_NAME = "names"
 GENDER_PROMPT_FILE = REPO_ROOT / "prompts" / "names_gender.txt"
 TEXT_FIELDS = ("context", "question", "ans0", "ans1", "ans2")
 ENTITY_COLUMNS = ("stereo_entity", "nonstereo_entity")
@@ -202,7 +204,7 @@ def gender_request(row: Mapping[str, Any], entity: str, prompt: str) -> LLMReque
     return LLMRequest(
         messages=(("user", text),),
         prompt_hash=sha256_bytes(prompt.encode("utf-8")),
-        stage=STAGE,
+        stage=STAGE_NAME,
         context=f"example {row['example_id']}, entity {entity}",
     )
 
@@ -377,7 +379,7 @@ def names(
         "weak_proxy_examples": len(weak_rows),
     }
     if client is not None:
-        report["llm"] = client.usage(STAGE).as_dict()
+        report["llm"] = client.usage(STAGE_NAME).as_dict()
     return StageOutput(
         tables={"examples": variants, "unmapped": unmapped, "weak_proxy": weak_rows, "proxy_strength": strength},
         schemas={
@@ -423,7 +425,7 @@ def _report(
     genders = pd.Series([g for p in mapped for g in p.genders], dtype="object")
     patterns = pd.Series([pattern for p in mapped for pattern in p.patterns], dtype="object")
     return {
-        "stage": STAGE,
+        "stage": STAGE_NAME,
         "parameters": asdict(params),
         "sub_seeds": list(seeds),
         "counts": {"in": len(examples), "out": len(mapped) * len(seeds), "mapped": len(mapped)},
@@ -438,3 +440,37 @@ def _report(
         "reference_genders": count_reasons(genders),
         "patterns": count_reasons(patterns),
     }
+
+
+NAME_TABLE = Input("names", load_name_table, needs=(TEMPLATES,))
+"""``[inputs] names``: the name table, checked against the templates' groups."""
+
+STAGE = Stage(
+    "06_names",
+    "names",
+    names,
+    inputs={
+        "examples": Table("05_instantiate", "examples"),
+        "name_table": NAME_TABLE,
+        "client": Client(when=lambda p: p.gender_llm),
+        "prompt": Resource(load_gender_prompt, when=lambda p: p.gender_llm),
+    },
+    outputs={
+        "examples": EXAMPLE,
+        "unmapped": EXAMPLE_DROPPED,
+        "weak_proxy": EXAMPLE_DROPPED,
+        "proxy_strength": PROXY_STRENGTH,
+    },
+    params=NamesParams,
+    ranges={"seed": SEED, "n_seeds": (1, 100), "min_proxy_margin": (0, 1)},
+    # `unmapped` holds the examples no name table covers (not covered, not drops); `weak_proxy` those whose
+    # names do not tell their groups apart: both stay in fa
+    drops=("weak_proxy",),
+    words=("examples (fa)", "name-proxy variants (fa-names)", "examples without a name proxy (they stay in fa)"),
+    funnel={
+        "examples_fa-names": "Name-proxy variants (`fa-names`)",
+        "names_weak_proxy": "Examples left out of `fa-names`: their names do not tell their groups apart",
+    },
+    counts=lambda out: {"names_weak_proxy": len(out["weak_proxy"])},
+    request_ids=lambda out: listed(out["examples"]["llm_request_ids"]),
+)

@@ -60,6 +60,7 @@ from prefect.artifacts import create_link_artifact
 from ..core.artifacts import StageOutput, atomic_write_bytes, parquet_bytes, sha256_bytes, sha256_file
 from ..core.redaction import REDACTED
 from ..core.schemas import EXAMPLE, example_configs, to_arrow
+from ..core.stage import Configs, RunValue, Stage, Table
 from ..evaluation.lm_eval_task import task_files
 from ..kappa_gate import GateParams
 from ..llm import transcript_header
@@ -569,3 +570,29 @@ def create_release_artifact(report: Mapping[str, Any]) -> UUID:
         key=ARTIFACT_KEY,
         description=f"PBBQ {where}; examples per config: {configs}",
     )
+
+
+STAGE = Stage(
+    "10_publish",
+    "publish",
+    publish_stage,
+    inputs={
+        "examples": Configs(),
+        "table1": Table("09_statistics", "table1"),
+        "table2": Table("08_diversity", "table2"),
+        "funnel": Table("09_statistics", "funnel"),
+        "proxy_strength": Table("06_names", "proxy_strength"),
+        "funnel_labels": RunValue("funnel_labels"),
+        "gate": RunValue("gate"),
+        "out_dir": RunValue("out_dir"),
+        "transcript_path": RunValue("transcript_path"),
+        "manifest_path": RunValue("manifest_path"),
+        "build_id": RunValue("build_id"),
+        "build_config": RunValue("build_config"),
+        "configs": Configs(names=True),
+    },
+    outputs={"release_files": RELEASE_FILES},
+    params=PublishParams,
+    words=("examples", "published rows", "not published"),
+    cached=False,
+)

@@ -43,14 +43,16 @@ import pyarrow as pa
 from sacrebleu.metrics import CHRF
 
 from ..core.artifacts import REPO_ROOT, StageOutput, count_reasons, sha256_bytes
+from ..core.inputs import TEMPLATES, UNKNOWN_PHRASES
 from ..core.prompts import PromptBundle, retry_request
 from ..core.schemas import EXAMPLE, EXAMPLE_DROPPED, OPTIONS, UNKNOWN_GROUP, group_tag
+from ..core.stage import Client, Input, Resource, Stage, Table, listed
 from ..llm import LLMClient, LLMRequest, LLMResponse
 from ..text.languages import NONE
 from ..text.languages.fa import normalize_fa
-from .glossary import SOURCE, TARGET, Glossary, rendered
+from .glossary import SOURCE, TARGET, Glossary, load_glossary, rendered
 
-STAGE = "translate"
+STAGE_NAME = "translate"
 PROMPTS = REPO_ROOT / "prompts"
 PROMPT_FILES = (
     "translate.fa-en.txt",
@@ -287,7 +289,7 @@ def forward_request(
         messages=(("user", data),),
         system=Template(prompts.forward).substitute(kind=KIND_NAMES[kind], instructions=KIND_INSTRUCTIONS[kind]),
         prompt_hash=prompts.sha256,
-        stage=STAGE,
+        stage=STAGE_NAME,
         context=segment["segment_id"],
     )
 
@@ -298,7 +300,7 @@ def back_request(segment_id: str, english: str, prompts: TranslatePrompts) -> LL
         messages=(("user", Template(prompts.back_data).substitute(text=delimited(english))),),
         system=prompts.back,
         prompt_hash=prompts.sha256,
-        stage=STAGE,
+        stage=STAGE_NAME,
         context=f"back {segment_id}",
     )
 
@@ -511,7 +513,7 @@ def translate(
     lost = translated["failures"].str.split(";").explode()
     broken = pd.concat([attempts["failures"].str.split(";").explode(), lost[lost == "group_term_lost"]])
     report = {
-        "stage": STAGE,
+        "stage": STAGE_NAME,
         "parameters": asdict(params),
         "prompt_sha256": prompts.sha256,
         "counts": {
@@ -530,7 +532,7 @@ def translate(
             {"example_id": e, "reason": r} for e, r in zip(dropped["example_id"], dropped["reason"], strict=True)
         ],
         "review": review[["segment_id", "kind", "failures", "chrf"]].to_dict(orient="records"),
-        "llm": client.usage(STAGE).as_dict(),
+        "llm": client.usage(STAGE_NAME).as_dict(),
     }
     return StageOutput(
         tables={"examples": kept, "segments": translated, "attempts": attempts, "review": review, "dropped": dropped},
@@ -544,3 +546,33 @@ def translate(
         report=report,
         csv=("review",),
     )
+
+
+GLOSSARY = Input("glossary", load_glossary, needs=(TEMPLATES,))
+"""``[inputs] glossary``: the fixed English of each group term, checked against the templates' groups."""
+
+STAGE = Stage(
+    "07_translate",
+    "translate",
+    translate,
+    inputs={
+        "examples": Table("05_instantiate", "examples"),
+        "unknown_phrases": UNKNOWN_PHRASES,
+        "glossary": GLOSSARY,
+        "prompts": Resource(TranslatePrompts.load),
+        "client": Client(),
+    },
+    outputs={
+        "examples": EXAMPLE,
+        "segments": SEGMENT,
+        "attempts": ATTEMPT,
+        "review": SEGMENT,
+        "dropped": EXAMPLE_DROPPED,
+    },
+    params=TranslateParams,
+    ranges={"min_chrf": (0, 100), "max_attempts": (1, 20)},
+    drops=("dropped",),
+    words=("examples (fa)", "English examples (en)", "examples without an English version (they stay in fa)"),
+    funnel={"examples_en": "English examples (`en`)"},
+    request_ids=lambda out: listed(out["segments"]["request_ids"]),
+)
