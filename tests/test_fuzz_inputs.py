@@ -36,7 +36,7 @@ import pytest
 from hypothesis import HealthCheck, currently_in_test_context, event, example, given, settings
 from hypothesis import strategies as st
 
-from pbbq.flows.config import INPUTS, OPTIONAL_INPUTS, BuildConfig, ConfigError, load_config, ranges, sections
+from pbbq.flows.config import BuildConfig, ConfigError, input_files, load_config, ranges, sections
 from pbbq.tasks.core.artifacts import REPO_ROOT
 from pbbq.tasks.core.inputs import (
     ANSWERS,
@@ -822,7 +822,7 @@ PARAMETERS: dict[str, Any] = {
 }
 SECTION_KEYS = {section: [f.name for f in fields(kind)] for section, kind in PARAMETERS.items()}
 SECTION_KEYS["llm"] += ["transcript", "api_key"]
-SECTION_KEYS["inputs"] = [*INPUTS, *OPTIONAL_INPUTS]
+SECTION_KEYS["inputs"] = [source.config_key for source in input_files()]
 TOML_SCALARS = st.one_of(
     st.booleans(),
     st.integers(-(2**63), 2**63 - 1),
