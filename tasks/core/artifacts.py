@@ -47,7 +47,8 @@ class StageOutput:
     parameters; the run folder adds the file hashes and whether the stage was recomputed.
     """
 
-    tables: dict[str, pd.DataFrame]
+    tables: Mapping[str, pd.DataFrame]
+    """By name; a cached stage's are loaded only when read (:class:`~.caching.LazyTables`)."""
     schemas: dict[str, pa.Schema]
     report: dict[str, Any]
     csv: tuple[str, ...] = ()
