@@ -40,6 +40,7 @@ from ..tasks.core.inputs import instruction_like
 from ..tasks.core.progress import StageProgress
 from ..tasks.core.stage import (
     Input,
+    Parameters,
     Pipeline,
     Resource,
     RunValue,
@@ -78,14 +79,15 @@ class PipelineRunner:
         self,
         run: RunFolder,
         cache: Path,
-        build: BuildConfig,
-        client: LLMClient,
+        build: BuildConfig | Parameters,
+        client: LLMClient | None,
         inputs: BuildInputs,
         run_values: Mapping[str, Callable[[], Any]],
         pipeline: Pipeline,
         progress: StageProgress | None = None,
     ) -> None:
-        """``client``: the build's LLM client, for every stage that asks; ``inputs``: the loaded build inputs;
+        """``build``: the stages' parameters; ``client``: the build's LLM client, for every stage that asks (None for a
+        pipeline with no LLM stage); ``inputs``: the loaded build inputs;
         ``run_values``: the values :class:`RunValue` names, each made when a stage asks for it; ``pipeline``: the
         stages it runs; ``progress``:
         where the running stages are shown (default: nowhere)."""
@@ -101,7 +103,7 @@ class PipelineRunner:
         """Per stage: wall seconds from its submission to its result, the process's peak RSS once it is
         written, and whether it came from the cache (``timings.json``; not in the manifest: not reproducible)."""
 
-    def client(self) -> LLMClient:
+    def client(self) -> LLMClient | None:
         """The build's LLM client (opened when the build starts, its transcript checked then)."""
         return self._client
 
