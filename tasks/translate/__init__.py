@@ -18,9 +18,10 @@ about. A failing translation is sent back with the failures named (``prompts/tra
 
 Every English segment is translated back to Persian and scored with chrF (sacrebleu's, all segments at once:
 :mod:`pbbq.tasks.translate.chrf`) against the original; a segment under ``min_chrf`` is flagged for review, and
-``keep_flagged`` decides whether its examples stay (``flagged_translation``). Whatever its chrF, a back-translation must name each group of the segment's glossary
-entries by a Persian term of the same English name («راننده‌ی کرد» coming back as «راننده‌ی نمود» has lost the
-Kurd): else the segment fails (``group_term_lost``), goes to review and its examples are dropped.
+``keep_flagged`` decides whether its examples stay (``flagged_translation``). Whatever its chrF, a
+back-translation must name each group of the segment's glossary entries by a Persian term of the same English name
+(«راننده‌ی کرد» coming back as «راننده‌ی نمود» has lost the Kurd): else the segment fails (``group_term_lost``),
+goes to review and its examples are dropped.
 
 English examples keep the Persian example's id stem (``<id>-en``), point to it in ``source_example_id``, and keep
 its record in BBQ's English surface: an entity option is its phrase with the article, as BBQ writes it ("The

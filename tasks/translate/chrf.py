@@ -50,13 +50,13 @@ def chrf_scores(hypotheses: Sequence[str], references: Sequence[str]) -> list[fl
         ngram = segment * width + ids
         """An n-gram within its segment: equal for the same n-gram in the hypothesis and in the reference."""
         is_hypothesis = owner < count
-        hyp_ngrams, hyp_counts = np.unique(ngram[is_hypothesis], return_counts=True)
-        ref_ngrams, ref_counts = np.unique(ngram[~is_hypothesis], return_counts=True)
-        _, in_hyp, in_ref = np.intersect1d(hyp_ngrams, ref_ngrams, assume_unique=True, return_indices=True)
-        matches = np.minimum(hyp_counts[in_hyp], ref_counts[in_ref])
+        numbers, distinct = pd.factorize(ngram)
+        in_hyp = np.bincount(numbers[is_hypothesis], minlength=len(distinct))
+        in_ref = np.bincount(numbers[~is_hypothesis], minlength=len(distinct))
+        matches = np.minimum(in_hyp, in_ref)
         hyp_total = np.bincount(segment[is_hypothesis], minlength=count)
         ref_total = np.bincount(segment[~is_hypothesis], minlength=count)
         stats[:, 3 * n] = np.where(ref_total > 0, hyp_total, 0)  # sacrebleu counts no hits without a reference
         stats[:, 3 * n + 1] = ref_total
-        stats[:, 3 * n + 2] = np.bincount(hyp_ngrams[in_hyp] // width, weights=matches, minlength=count)
+        stats[:, 3 * n + 2] = np.bincount(distinct // width, weights=matches, minlength=count)
     return [_CHRF._compute_f_score(row) for row in stats.tolist()]
