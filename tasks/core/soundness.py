@@ -77,14 +77,15 @@ def row_violations(
         (sources or {}).get(source) if lang == "en" else None
         for source, lang in zip(frame["source_example_id"], frame["lang"], strict=True)
     ]
+    checked = {((s, n), fa) for (_, s, n), fa in zip(pairs, persian, strict=True) if fa is not None}
+    gender_added = {  # once per distinct pair of entities: a pair recurs in every example of its template
+        (english, fa): any(
+            entity_gender(en, "en") != entity_gender(source, "fa") for en, source in zip(english, fa, strict=True)
+        )
+        for english, fa in checked
+    }
     added = pd.Series(
-        [
-            fa is not None
-            and any(
-                entity_gender(en, "en") != entity_gender(source, "fa") for en, source in zip((s, n), fa, strict=True)
-            )
-            for (_, s, n), fa in zip(pairs, persian, strict=True)
-        ],
+        [fa is not None and gender_added[((s, n), fa)] for (_, s, n), fa in zip(pairs, persian, strict=True)],
         index=frame.index,
     )
     return {
