@@ -97,7 +97,14 @@ def limit(config: Path, floor: bool) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as scratch:
         llm = build.llm.__class__(**{**build.llm.__dict__, "store_path": Path(scratch) / "responses.sqlite"})
         inputs = load_build_inputs(build, Path(scratch), log=lambda line: None)
-        rows: list[dict[str, Any]] = [{"stage": "inputs", "seconds": time.perf_counter() - started, "peak_rss": _rss()}]
+        rows: list[dict[str, Any]] = [
+            {
+                "stage": "inputs",
+                "seconds": time.perf_counter() - started,
+                "cpu_seconds": time.process_time(),
+                "peak_rss": _rss(),
+            }
+        ]
         clients: list[Any] = []
         answered: list[str] = []
         outputs: dict[str, Any] = {}
@@ -123,9 +130,14 @@ def limit(config: Path, floor: bool) -> dict[str, Any]:
             params = build.params(stage.name) if stage.params else None
             answered.clear()
             _reset_peak()
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.process_time()
             outputs[stage.folder] = finish(stage, stage.run(**arguments(stage, params, sources)), params)
-            row = {"stage": stage.folder, "seconds": time.perf_counter() - start, "peak_rss": _peak_since_reset()}
+            row = {
+                "stage": stage.folder,
+                "seconds": time.perf_counter() - start,
+                "cpu_seconds": time.process_time() - cpu,
+                "peak_rss": _peak_since_reset(),
+            }
             tables = _arrow_tables(outputs[stage.folder])
             row["sha256"] = _digest(tables)
             if floor:
@@ -271,6 +283,8 @@ def stage_table(after: dict[str, Any], before: dict[str, Any] | None) -> str:
                 entry["stage"],
                 f"{old['seconds']:.2f}" if old else "",
                 f"{entry['seconds']:.2f}",
+                f"{old['cpu_seconds']:.2f}" if old else "",
+                f"{entry['cpu_seconds']:.2f}",
                 "" if floor is None else f"{floor:.2f}",
                 "" if not floor else f"{entry['seconds'] / floor:.1f} ×",
                 _mb(old["peak_rss"]) if old else "",
@@ -280,8 +294,13 @@ def stage_table(after: dict[str, Any], before: dict[str, Any] | None) -> str:
         )
     total_before = f"{before['total']:.1f}" if before else ""
     floors = sum(entry.get("floor", 0.0) for entry in after["stages"])
-    rows.append(["**stage compute**", total_before, f"{after['total']:.1f}", f"{floors:.1f}", "", "", "", ""])
-    header = ["stage", "before s", "after s", "floor s", "after / floor", "before peak MB", "after peak MB", "tables"]
+    cpu_before = f"{sum(e['cpu_seconds'] for e in before['stages']):.1f}" if before else ""
+    cpu_after = f"{sum(e['cpu_seconds'] for e in after['stages']):.1f}"
+    ratio = f"{after['total'] / floors:.1f} ×" if floors else ""
+    total = ["**stage compute**", total_before, f"{after['total']:.1f}", cpu_before, cpu_after, f"{floors:.1f}", ratio]
+    rows.append([*total, _mb(before["peak_rss"]) if before else "", _mb(after["peak_rss"]), ""])
+    header = ["stage", "before s", "after s", "before CPU s", "after CPU s", "floor s", "after / floor"]
+    header += ["before peak MB", "after peak MB", "tables"]
     return markdown_table(header, rows, right_from=1)
 
 

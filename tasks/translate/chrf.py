@@ -14,6 +14,8 @@ from sacrebleu.metrics import CHRF
 
 _CHRF = CHRF()
 """sacrebleu's defaults, the metric the translate stage reports (``char_order`` 6, ``word_order`` 0)."""
+CHUNK = 2048
+"""Pairs counted together: large enough for numpy to pay, small enough to hold little memory."""
 
 
 def _ngram_ids(texts: Sequence[str], order: int) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -39,9 +41,18 @@ def _ngram_ids(texts: Sequence[str], order: int) -> list[tuple[np.ndarray, np.nd
 
 
 def chrf_scores(hypotheses: Sequence[str], references: Sequence[str]) -> list[float]:
-    """The sentence chrF (0-100) of each hypothesis against its one reference."""
+    """The sentence chrF (0-100) of each hypothesis against its one reference, :data:`CHUNK` pairs at a time (the
+    n-gram arrays of all pairs at once would hold every character seven times over)."""
     if len(hypotheses) != len(references):
         raise ValueError(f"chrF: {len(hypotheses)} hypotheses but {len(references)} references")
+    return [
+        score
+        for start in range(0, len(hypotheses), CHUNK)
+        for score in _chunk_scores(hypotheses[start : start + CHUNK], references[start : start + CHUNK])
+    ]
+
+
+def _chunk_scores(hypotheses: Sequence[str], references: Sequence[str]) -> list[float]:
     count = len(hypotheses)
     stats = np.zeros((count, 3 * _CHRF.char_order), dtype=np.int64)
     for n, (owner, ids) in enumerate(_ngram_ids([*hypotheses, *references], _CHRF.char_order)):
