@@ -265,6 +265,11 @@ def _mb(value: float) -> str:
     return f"{value / 1024**2:,.0f}"
 
 
+def _peak(limit_run: dict[str, Any]) -> int:
+    """A limit run's peak resident set: the largest of its stages' (each measured from a reset)."""
+    return max(entry["peak_rss"] for entry in limit_run["stages"])
+
+
 def stage_table(after: dict[str, Any], before: dict[str, Any] | None) -> str:
     """(b) per stage: seconds before (the baseline revision, if measured) and after, the floor and how far the
     stage is from it, peak RSS during the stage, and whether its tables are the baseline's."""
@@ -298,7 +303,7 @@ def stage_table(after: dict[str, Any], before: dict[str, Any] | None) -> str:
     cpu_after = f"{sum(e['cpu_seconds'] for e in after['stages']):.1f}"
     ratio = f"{after['total'] / floors:.1f} ×" if floors else ""
     total = ["**stage compute**", total_before, f"{after['total']:.1f}", cpu_before, cpu_after, f"{floors:.1f}", ratio]
-    rows.append([*total, _mb(before["peak_rss"]) if before else "", _mb(after["peak_rss"]), ""])
+    rows.append([*total, _mb(_peak(before)) if before else "", _mb(_peak(after)), ""])
     header = ["stage", "before s", "after s", "before CPU s", "after CPU s", "floor s", "after / floor"]
     header += ["before peak MB", "after peak MB", "tables"]
     return markdown_table(header, rows, right_from=1)
@@ -388,7 +393,7 @@ def main() -> None:
             f"{cold['process_seconds']:.1f}",
             "",
             _mb(cold["process_peak_rss"]),
-            _mb(b["peak_rss"]),
+            _mb(_peak(b)),
         ]
     )
     print(
@@ -400,7 +405,7 @@ def main() -> None:
     print("\n| goal | measured | met |\n| --- | ---: | --- |")
     print(f"| (a) ≤ 1.3 × (b), flow against functions | {ratio:.2f} × | {'yes' if ratio <= 1.3 else 'no'} |")
     print(f"| (b) ≤ 45 s | {b['total']:.1f} s | {'yes' if b['total'] <= 45 else 'no'} |")
-    peak = b["peak_rss"] / GIB
+    peak = _peak(b) / GIB
     print(f"| (b) peak RSS ≤ 2 GiB | {peak:.2f} GiB | {'yes' if peak <= 2 else 'no'} |")
     flow_warm = warm["timings"]["flow_seconds"]
     print(f"| (c) rebuild: flow ≤ 3 s | {flow_warm:.1f} s | {'yes' if flow_warm <= 3 else 'no'} |")
