@@ -11,15 +11,15 @@ from pbbq.tasks.translate.chrf import chrf_scores
 
 
 def test_chrf_of_many_pairs_is_sacrebleus_sentence_score_of_each() -> None:
-    """Random Persian and English texts with spaces, a zero-width non-joiner and punctuation, and the edge cases:
-    empty texts, whitespace only, shorter than the six orders, identical, characters outside the BMP."""
+    """Random Persian and English texts (more than one chunk) with spaces, a zero-width non-joiner and punctuation,
+    and the edge cases: empty texts, whitespace only, shorter than the six orders, identical, outside the BMP."""
     rng = random.Random(7)
     alphabet = "ab cد رستاینآ\u200c.،x"
 
     def text() -> str:
         return "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40)))
 
-    pairs = [(text(), text()) for _ in range(2000)]
+    pairs = [(text(), text()) for _ in range(2100)]  # more than one chunk of CHUNK pairs
     pairs += [("", ""), ("a", ""), ("", "a"), ("   ", "xy"), ("کرد راننده", "کرد راننده"), ("😀😀ab", "😀ab")]
     metric = CHRF()
     expected = [metric.sentence_score(hypothesis, [reference]).score for hypothesis, reference in pairs]
