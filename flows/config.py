@@ -17,6 +17,8 @@ from ..tasks.core.artifacts import REPO_ROOT, display_path
 from ..tasks.core.inputs import load_unknown_phrases
 from ..tasks.core.stage import Input, Pipeline
 from ..tasks.llm import STAND_IN_MODE, LLMConfig
+from ..tasks.text.languages import LANGUAGES
+from ..tasks.translate.glossary import SOURCE
 from .pipeline import PIPELINE, pipeline_for
 
 SAMPLE_CONFIG = REPO_ROOT / "configs" / "sample.toml"
@@ -205,6 +207,26 @@ def _section(
         raise ConfigError(f"{path}: [{name}] {exc}") from None
 
 
+def _targets(path: Path, raw: dict[str, Any]) -> dict[str, Any]:
+    """``[translate] targets`` checked (a non-empty list of distinct language codes other than the source's), and
+    the raw configuration as the stages read it: without ``targets``, and with each further target's section
+    (``[translate_ur]``) filled from ``[translate]`` where it leaves a key out."""
+    section = _table(path, raw, "translate")
+    if "targets" not in section:
+        return raw
+    targets = section["targets"]
+    known = [code for code in LANGUAGES if code != SOURCE.code]
+    if not isinstance(targets, list) or not targets or not all(isinstance(code, str) for code in targets):
+        raise ConfigError(f"{path}: [translate] targets = {targets!r} is not a non-empty list of language codes")
+    wrong = [code for code in targets if code not in known]
+    if wrong or len(set(targets)) != len(targets):
+        problem = f"{wrong[0]!r} is not one of {', '.join(known)}" if wrong else "names a language twice"
+        raise ConfigError(f"{path}: [translate] targets = {targets!r}: {problem}")
+    shared = {key: value for key, value in section.items() if key != "targets"}
+    further = {f"translate_{code}": shared | _table(path, raw, f"translate_{code}") for code in targets[1:]}
+    return raw | {"translate": shared} | further
+
+
 def load_config(path: Path | None = None, pipeline: Pipeline | None = None) -> BuildConfig:
     """Read a build configuration; ``None`` is the bundled sample. ``pipeline``: the stages it configures (default:
     the one the configuration chooses, :func:`pipeline_for`)."""
@@ -217,7 +239,9 @@ def load_config(path: Path | None = None, pipeline: Pipeline | None = None) -> B
         raise ConfigError(f"{path}: not UTF-8 text") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML ({exc})") from None
+    checked = _targets(path, raw)
     pipeline = pipeline or pipeline_for(raw)
+    raw = checked
     known_sections = sections(pipeline)
     unknown_sections = sorted(set(raw) - set(known_sections))
     if unknown_sections:

@@ -70,10 +70,10 @@ def test_stop_words_are_urduhacks_list_normalised() -> None:
 
 
 def test_unknown_phrases_give_urdu_for_every_persian_phrasing() -> None:
-    persian = [row["phrase_fa"] for row in _rows(REPO_ROOT / "annotations" / "unknown_phrases.csv")]
-    phrases = ur.unknown_phrases()
-    assert sorted(phrases) == sorted(persian)
-    assert len(set(phrases.values())) == len(persian)
+    rows = _rows(REPO_ROOT / "annotations" / "unknown_phrases.csv")
+    phrases = {row["phrase_fa"]: row["phrase_ur"] for row in rows}
+    assert all(phrases.values()) and len(phrases) == len(rows)
+    assert len(set(phrases.values())) == len(rows)
     assert all(URDU.normalize(phrase) == phrase and "?" not in phrase for phrase in phrases.values())
 
 
@@ -153,7 +153,7 @@ def test_gender_failures_in_a_question_allow_only_the_masculine_for_anyone() -> 
 
 
 def test_scaffold_and_glossary_column_are_urdu() -> None:
-    assert (URDU.code, URDU.name, URDU.glossary_column, URDU.unknown_column) == ("ur", "Urdu", "ur", "phrase_ur")
+    assert (URDU.code, URDU.name, URDU.glossary_column, URDU.unknown_column) == ("ur", "Urdu", "term_ur", "phrase_ur")
     assert URDU.scaffold["question"] == "سوال" and URDU.scaffold["answer"] == "جواب"
     assert URDU.normalize(URDU.scaffold["instruction"]) == URDU.scaffold["instruction"]
     assert URDU.script.search("وہ") and not URDU.script.search("He, 25۔")
@@ -277,7 +277,7 @@ def test_urdu_phrases_give_every_persian_phrase_its_gender_age_and_glossary_term
     from pbbq.tasks.translate.glossary import Glossary
 
     assert sorted(phrases) == sorted((row["kind"], row["fa"]) for row in _rows(STAND_INS / "phrases.csv"))
-    glossary = Glossary(pd.read_csv(REPO_ROOT / "annotations" / "glossary_ur.csv").rename(columns={"ur": "term_en"}))
+    glossary = Glossary(pd.read_csv(REPO_ROOT / "annotations" / "glossary.csv"), language("ur"))
     for (kind, persian), row in phrases.items():
         direct, oblique = row["ur"], row["ur_oblique"]
         assert URDU.normalize(direct) == direct and URDU.normalize(oblique) == oblique
@@ -293,7 +293,7 @@ def test_urdu_phrases_give_every_persian_phrase_its_gender_age_and_glossary_term
 
 def test_urdu_glossary_names_each_group_once() -> None:
     english = {row["term_fa"]: row["term_en"] for row in _rows(REPO_ROOT / "annotations" / "glossary.csv")}
-    urdu = {row["term_fa"]: row["ur"] for row in _rows(REPO_ROOT / "annotations" / "glossary_ur.csv")}
+    urdu = {row["term_fa"]: row["term_ur"] for row in _rows(REPO_ROOT / "annotations" / "glossary.csv")}
     assert list(urdu) == list(english)
     assert all(URDU.normalize(term) == term and term for term in urdu.values())
     pairs = {(english[fa], urdu[fa]) for fa in urdu}
@@ -305,7 +305,7 @@ def test_urdu_glossary_names_each_group_once() -> None:
     [
         ("translate.fa-ur.txt", "translate.fa-en.txt"),
         ("translate.input.fa-ur.txt", "translate.input.fa-en.txt"),
-        ("translate.retry.ur.txt", "translate.retry.en.txt"),
+        ("translate.retry.fa-ur.txt", "translate.retry.fa-en.txt"),
         ("back_translate.ur-fa.txt", "back_translate.en-fa.txt"),
         ("back_translate.input.ur-fa.txt", "back_translate.input.en-fa.txt"),
     ],

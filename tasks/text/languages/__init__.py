@@ -110,6 +110,9 @@ class Language:
     """The gender rules a translation into the language breaks: ``(text, its entities' phrases in the language,
     kind)`` → failures; ``kind`` is ``context`` or ``question``. English checks pronouns; a language that marks gender
     elsewhere (verbs, adjectives) checks those."""
+    find_mention: Callable[[str], re.Pattern[str]] | None = None
+    """How a phrase is found in a text where its words inflect (Urdu's oblique form); None: as written
+    (:meth:`mention`)."""
 
     @cached_property
     def stop_words(self) -> frozenset[str]:
@@ -128,7 +131,10 @@ class Language:
         return self.article.sub("", phrase) if self.article is not None else phrase
 
     def mention(self, phrase: str) -> re.Pattern[str]:
-        """Finds the phrase (without its article, in any case) as whole words of a text."""
+        """Finds the phrase (without its article, in any case) as whole words of a text, or as the language's
+        :attr:`find_mention` finds it."""
+        if self.find_mention is not None:
+            return self.find_mention(phrase)
         core = re.escape(self.without_article(phrase.strip()))
         return re.compile(r"(?<![\w-])" + core + r"(?![\w-])", re.IGNORECASE)
 
