@@ -1,7 +1,9 @@
 """A build's configuration: where its inputs are and each stage's parameters, read from a TOML file.
 
 Paths in the file are relative to the file. Sections are named after the stages; a key left out takes the
-stage's default, and an unknown key is an error (a typo must not silently fall back to a default).
+stage's default, and an unknown key is an error (a typo must not silently fall back to a default). A file may
+start from another one in its folder (``inherit = "sample.toml"``): each section of that file, with this file's
+keys over its own.
 """
 
 from __future__ import annotations
@@ -227,10 +229,9 @@ def _targets(path: Path, raw: dict[str, Any]) -> dict[str, Any]:
     return raw | {"translate": shared} | further
 
 
-def load_config(path: Path | None = None, pipeline: Pipeline | None = None) -> BuildConfig:
-    """Read a build configuration; ``None`` is the bundled sample. ``pipeline``: the stages it configures (default:
-    the one the configuration chooses, :func:`pipeline_for`)."""
-    path = (path or SAMPLE_CONFIG).resolve()
+def _read(path: Path, inheriting: tuple[Path, ...] = ()) -> dict[str, Any]:
+    """The TOML of a configuration file, with the sections of the file it inherits from (``inherit``) under its own
+    keys, key by key."""
     if not path.is_file():
         raise ConfigError(f"{path}: configuration file not found")
     try:
@@ -239,6 +240,24 @@ def load_config(path: Path | None = None, pipeline: Pipeline | None = None) -> B
         raise ConfigError(f"{path}: not UTF-8 text") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML ({exc})") from None
+    if "inherit" not in raw:
+        return raw
+    name = raw.pop("inherit")
+    base = path.parent / name if isinstance(name, str) and "\0" not in name else None
+    if base is None or base.resolve().parent != path.parent or base.resolve() in (path, *inheriting):
+        raise ConfigError(f"{path}: inherit = {name!r} is not another configuration file in its folder")
+    inherited = _read(base.resolve(), (path, *inheriting))
+    return inherited | {
+        key: inherited[key] | value if isinstance(value, dict) and isinstance(inherited.get(key), dict) else value
+        for key, value in raw.items()
+    }
+
+
+def load_config(path: Path | None = None, pipeline: Pipeline | None = None) -> BuildConfig:
+    """Read a build configuration; ``None`` is the bundled sample. ``pipeline``: the stages it configures (default:
+    the one the configuration chooses, :func:`pipeline_for`)."""
+    path = (path or SAMPLE_CONFIG).resolve()
+    raw = _read(path)
     checked = _targets(path, raw)
     pipeline = pipeline or pipeline_for(raw)
     raw = checked

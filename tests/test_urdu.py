@@ -8,6 +8,7 @@ import pytest
 
 from pbbq.tasks.core.artifacts import REPO_ROOT
 from pbbq.tasks.text.languages import ur
+from tests.fakes.stand_in_model import URDU_SLOT, agreement, fill_urdu, swap_urdu
 
 URDU = ur.LANGUAGE
 
@@ -164,37 +165,6 @@ def test_scaffold_and_glossary_column_are_urdu() -> None:
 
 STAND_INS = REPO_ROOT / "prompts" / "transcripts" / "stand_ins"
 FIELDS = ("ambiguous", "disambiguated", "question_negative", "question_nonnegative")
-SLOT = re.compile(r"\{(stereo|nonstereo|lex|pair)(?::([^{}]*))?\}")
-
-
-def _agreement(form: str) -> tuple[str, str]:
-    masculine, feminine = form.split("|")
-    return masculine, feminine
-
-
-def _fill(text: str, entities: dict[str, tuple[str, str, str]], lex: tuple[str, str]) -> str:
-    """An Urdu template text with each slot filled (README.ur.md): ``entities`` maps a role to its Urdu phrase, its
-    oblique form and its gender."""
-
-    def slot(match: re.Match[str]) -> str:
-        role, form = match.groups()
-        direct, oblique = lex if role == "lex" else entities[role][:2] if role != "pair" else ("", "")
-        if form is None or form == "oblique":
-            return oblique if form else direct
-        masculine, feminine = _agreement(form)
-        women = [gender for _, _, gender in entities.values()] if role == "pair" else [entities[role][2]]
-        return feminine if all(gender == "female" for gender in women) else masculine
-
-    return SLOT.sub(slot, text)
-
-
-def _swap(text: str) -> str:
-    return SLOT.sub(
-        lambda m: m.group().replace(
-            m.group(1), {"stereo": "nonstereo", "nonstereo": "stereo"}.get(m.group(1), m.group(1)), 1
-        ),
-        text,
-    )
 
 
 @pytest.fixture(scope="module")
@@ -213,18 +183,18 @@ def test_urdu_translations_hold_every_template_with_the_englishs_roles(translati
     for urdu, row in zip(translations, english, strict=True):
         for field in FIELDS:
             text = urdu[f"{field}_ur"]
-            roles = {match.group(1) for match in SLOT.finditer(text)} - {"pair"}
-            assert roles == {m.group(1) for m in SLOT.finditer(row[f"{field}_en"])}, (urdu["template_id"], field)
+            roles = {match.group(1) for match in URDU_SLOT.finditer(text)} - {"pair"}
+            assert roles == {m.group(1) for m in URDU_SLOT.finditer(row[f"{field}_en"])}, (urdu["template_id"], field)
             assert URDU.normalize(text) == text and text[-1] == ("؟" if field.startswith("question") else "۔")
-            for match in SLOT.finditer(text):
+            for match in URDU_SLOT.finditer(text):
                 assert match.group(2) in (None, "oblique") or match.group(2).count("|") == 1, match.group()
 
 
 def test_urdu_agreement_slots_give_the_masculine_then_the_feminine(translations: list[dict[str, str]]) -> None:
-    forms = [m.group(2) for row in translations for f in FIELDS for m in SLOT.finditer(row[f"{f}_ur"])]
-    agreement = [_agreement(form) for form in forms if form not in (None, "oblique")]
-    assert len(agreement) > 100
-    for masculine, feminine in agreement:
+    forms = [m.group(2) for row in translations for f in FIELDS for m in URDU_SLOT.finditer(row[f"{f}_ur"])]
+    pairs = [agreement(form) for form in forms if form not in (None, "oblique")]
+    assert len(pairs) > 100
+    for masculine, feminine in pairs:
         assert {ur.VERB_GENDER.get(w) for w in masculine.split()} <= {"male", None} and masculine != feminine
         assert {ur.VERB_GENDER.get(w) for w in feminine.split()} <= {"female", None}, (masculine, feminine)
 
@@ -254,13 +224,13 @@ def test_urdu_contexts_agree_with_every_pair_the_sample_builds(
                 urdu = [direct for direct, _, _ in cast.values()]
                 for lex in lexes:
                     variant = (lex["ur"], lex["ur_oblique"]) if lex else ("", "")
-                    for text in (row["ambiguous_ur"], row["disambiguated_ur"], _swap(row["disambiguated_ur"])):
-                        filled = _fill(text, cast, variant)
+                    for text in (row["ambiguous_ur"], row["disambiguated_ur"], swap_urdu(row["disambiguated_ur"])):
+                        filled = fill_urdu(text, cast, variant)
                         assert URDU.gender_failures(filled, urdu, "context") == [], filled
                         for direct, _, _ in cast.values():
                             assert ur.mention_pattern(direct).search(filled), (direct, filled)
                     for field in ("question_negative_ur", "question_nonnegative_ur"):
-                        assert URDU.gender_failures(_fill(row[field], cast, variant), urdu, "question") == []
+                        assert URDU.gender_failures(fill_urdu(row[field], cast, variant), urdu, "question") == []
                     checked += 1
     assert checked > 300
 

@@ -82,7 +82,7 @@ def row_violations(
         [
             fa is not None
             and any(
-                language(lang).entity_gender(translated) != language("fa").entity_gender(source)
+                not language(lang).keeps_gender(translated, language("fa").entity_gender(source))
                 for translated, source in zip((s, n), fa, strict=True)
             )
             for (_, s, n), fa, lang in zip(pairs, persian, frame["lang"], strict=True)

@@ -89,9 +89,9 @@ OWN_LETTERS = {"fa": "\u0647\u06c0", "ur": "\u0679\u0688\u0691\u06ba\u06be\u06c1
 """Letters that one language of the Perso-Arabic script writes and the other does not, the only sign of which
 language a text of that script is in: Persian's ه and ۀ (Urdu writes ہ and ھ); Urdu's retroflex ٹ ڈ ڑ, its nasal ں,
 ھ ہ ۂ and its ے ۓ."""
-MIN_WORDS_WITH_OWN_LETTER = 4
-"""A text of this many words in a language of :data:`OWN_LETTERS` holds one of its own letters (a short phrase,
-نرس, may not)."""
+MIN_WORDS_WITH_OWN_LETTER = 8
+"""A sentence of this many words in a language of :data:`OWN_LETTERS` holds one of its own letters (Urdu's ہے، نے،
+کے، میں); a phrase may not (نرس, مخالف جنس پرست مرد اداکار), so a short one is told only by the source's letters."""
 OPTION_ARTICLE = {"en": "The "}
 """The article before an entity option, as BBQ writes it in English ("The taxi driver"); a language without one
 (Urdu) gives the bare phrase."""
@@ -308,9 +308,10 @@ def _entries(glossary: Glossary, phrases: Iterable[str]) -> tuple[tuple[str, str
 
 def entity_gender_failures(source_text: str, translated: str, pair: Pair = Pair()) -> list[Failure]:
     """A translated entity phrase must give the gender its Persian gives, and none it does not
-    ('جوان' is a young person, not a young man): both by their language's ``entity_gender``."""
+    ('جوان' is a young person, not a young man): both by their language's ``entity_gender``, the target's form for
+    anyone aside (:meth:`~pbbq.tasks.text.languages.Language.keeps_gender`)."""
     given, read = pair.source.entity_gender(source_text), pair.target.entity_gender(translated)
-    if given == read:
+    if pair.target.keeps_gender(translated, given):
         return []
     words = pair.gender_words
     detail = (

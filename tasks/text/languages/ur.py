@@ -90,6 +90,11 @@ def gendered_noun(phrase: str) -> bool:
     return any(_PERSON_GENDER.get(word) or _KIN_GENDER.get(word) for word in head_words(phrase))
 
 
+def unmarked(phrase: str) -> bool:
+    """Whether the phrase is masculine by agreement only (اکلوتا نوجوان), Urdu's form for a person of any gender."""
+    return LANGUAGE.entity_gender(phrase) == MALE and not gendered_noun(phrase)
+
+
 @cache
 def _numbers() -> dict[str, int]:
     """Urdu number words 1-100 (urdunorm's table: اکیس 21, پچیس 25, ننانوے 99, ایک سو 100), longest first."""
@@ -248,5 +253,6 @@ LANGUAGE = Language(
     maturity=gender_table(_DATA["maturity"]),
     word_gender=word_gender,
     gender_failures=gender_failures,
+    unmarked=unmarked,
     find_mention=mention_pattern,
 )
