@@ -503,7 +503,7 @@ def render_card(
             answers=_answers_sentence(card.transcript_header),
             **_limitations(card.transcript_header, targets),
             translated_languages=_listed([language(code).name for code in targets], "or"),
-            translated_configs=_listed([f"`{code}`" for code in targets]),
+            translated_configs=_listed(["`-names`", *(f"`{code}`" for code in targets)]),
             translated_examples=_listed([language(code).name for code in targets]),
             name_proxies=_name_proxy_section(proxy_strength),
             funnel=_funnel_section(funnel, configs, card.funnel_labels),
