@@ -11,7 +11,7 @@ entry below.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..tasks import (
@@ -29,32 +29,51 @@ from ..tasks import (
 from ..tasks.core.artifacts import StageOutput
 from ..tasks.core.stage import Pipeline, Stage, Table
 
-PIPELINE = Pipeline(
-    (
-        crawl.STAGE,
-        survey_filter.STAGE,
-        kappa_gate.STAGE,
-        disambiguate.STAGE,
-        instantiate.STAGE,
-        names.STAGE,
-        translate.STAGE,
-        diversity.STAGE,
-        statistics.STAGE,
-        publish.STAGE,
-    ),
-    configs={
-        "fa": Table(instantiate.STAGE.folder, "examples"),
-        "fa-names": Table(names.STAGE.folder, "examples"),
-        "en": Table(translate.STAGE.folder, "examples"),
-    },
-)
-"""PBBQ: the stages in the paper's order, each reading only stages before it; the examples of the Persian
-(``fa``), name-proxy (``fa-names``) and English (``en``) configs."""
+TARGETS = ("en",)
+"""``[translate] targets`` left out: the languages PBBQ's examples are translated into (PBBQ §3.4: English)."""
+
+
+def pbbq_pipeline(targets: Sequence[str] = TARGETS) -> Pipeline:
+    """PBBQ: the stages in the paper's order, each reading only stages before it, with one translate stage per
+    target language (:func:`pbbq.tasks.translate.translate_stage`); the examples of the Persian (``fa``),
+    name-proxy (``fa-names``) and each target's config (``en``, ``ur``)."""
+    translations = [translate.translate_stage(code, first=number == 0) for number, code in enumerate(targets)]
+    return Pipeline(
+        (
+            crawl.STAGE,
+            survey_filter.STAGE,
+            kappa_gate.STAGE,
+            disambiguate.STAGE,
+            instantiate.STAGE,
+            names.STAGE,
+            *translations,
+            diversity.STAGE,
+            statistics.STAGE,
+            publish.STAGE,
+        ),
+        configs={
+            "fa": Table(instantiate.STAGE.folder, "examples"),
+            "fa-names": Table(names.STAGE.folder, "examples"),
+            **{code: Table(stage.folder, "examples") for code, stage in zip(targets, translations, strict=True)},
+        },
+    )
+
+
+PIPELINE = pbbq_pipeline()
+"""PBBQ as the default build runs it: Persian translated into English."""
+
+
+def targets_of(config: Mapping[str, Any]) -> tuple[str, ...]:
+    """``[translate] targets`` of a build configuration (its TOML, as read), :data:`TARGETS` when left out; the
+    configuration checks it (:func:`pbbq.flows.config.load_config`)."""
+    section = config.get("translate", {})
+    return tuple(section.get("targets", TARGETS)) if isinstance(section, Mapping) else TARGETS
 
 
 def pipeline_for(config: Mapping[str, Any]) -> Pipeline:
-    """The pipeline a build configuration (its TOML, as read) runs: PBBQ's, the only one so far."""
-    return PIPELINE
+    """The pipeline a build configuration (its TOML, as read) runs: PBBQ's, into its ``[translate] targets``."""
+    targets = targets_of(config)
+    return PIPELINE if targets == TARGETS else pbbq_pipeline(targets)
 
 
 def published_configs(pipeline: Pipeline = PIPELINE) -> tuple[str, ...]:
