@@ -355,12 +355,14 @@ def build_pbbq(
     dry_run: bool | None = None,
     force_synthetic: bool | None = None,
     stand_in: bool | None = None,
-    pipeline: Pipeline | None = None,
+    pipeline: Any = None,
 ) -> str:
     """Build PBBQ from a configuration (default: the bundled sample) and return the run folder. ``repo_id``,
     ``dry_run`` and ``force_synthetic`` override the configuration's [publish] section; ``stand_in`` answers every
     LLM request with labelled placeholders (``[llm] mode = "stand-in"``, :mod:`pbbq.tasks.llm.stand_in`);
-    ``pipeline``: the stages to run instead of those the configuration chooses."""
+    ``pipeline``: a :class:`~pbbq.tasks.core.stage.Pipeline` to run instead of the one the configuration chooses
+    (typed ``Any`` for Prefect: a deployment validates its flow's parameters from the entrypoint's source, where
+    an imported class is not defined)."""
     build = load_config(Path(config) if config else None, pipeline).with_publish(repo_id, dry_run, force_synthetic)
     if stand_in:
         build = build.with_stand_in()
