@@ -68,7 +68,7 @@ from ..names.tables import NAME_COLUMNS, load_name_table
 from ..publish import SYNTHETIC_ID_PREFIX
 from ..survey_filter import survey_filter
 from ..text.languages.fa import normalize_fa
-from ..translate import KIND_INSTRUCTIONS, TranslatePrompts, translate
+from ..translate import Pair, TranslatePrompts, translate
 from ..translate.glossary import GLOSSARY_COLUMNS, load_glossary
 
 # ------------------------------------------------------------------------------------------- the paper's counts
@@ -732,7 +732,7 @@ class StandInModel(InProcessTransport):
                     self.phrases["context"][ambiguous[0]] = ambiguous[1]
                     for c_fa, c_en in ((cont.fa, cont.en), (swap_roles(cont.fa), swap_roles(cont.en))):
                         self.phrases["context"][f"{ambiguous[0]} {c_fa}"] = f"{ambiguous[1]} {c_en}"
-        self.kinds = {text: kind for kind, text in KIND_INSTRUCTIONS.items()}
+        self.kinds = {text: kind for kind, text in Pair().instructions.items()}
         self.sources: dict[str, set[str]] = {}
 
     def text(self, request: LLMRequest) -> str:
