@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 from ..core.progress import RequestProgress
-from .batch import BatchTransport
 from .config import (
     BATCH_DISCOUNT,
     STAND_IN_MODE,
@@ -33,7 +32,6 @@ from .config import (
     request_key,
     request_payload,
 )
-from .live import LiveTransport
 from .rate import RateLimiter
 from .stand_in import StandInAnswerer
 from .store import (
@@ -260,8 +258,13 @@ class LLMClient:
                 f"request(s) (first: {place}) but the API key env var {self.config.api_key_env} is not set; set it "
                 "(a local OpenAI-compatible server accepts any value) or replay a complete transcript."
             )
-        live = LiveTransport(self.config, secret)
-        self.transport = BatchTransport(live) if self.config.mode == "batch" else live
+        from .live import LiveTransport  # the SDKs load only here: a build that replays never imports them
+
+        self.transport = live = LiveTransport(self.config, secret)
+        if self.config.mode == "batch":
+            from .batch import BatchTransport
+
+            self.transport = BatchTransport(live)
         return self.transport
 
     def sent(self, request: LLMRequest) -> None:
