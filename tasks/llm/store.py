@@ -19,6 +19,7 @@ import threading
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from json.encoder import encode_basestring
 from pathlib import Path
 from typing import Any
 
@@ -178,13 +179,13 @@ class ResponseStore(Closing):
 
         ``keys`` limits it to those answers (a build's own requests); a key the store lacks is an error, since
         the transcript could not replay the build. The same store and keys always give the same bytes; the file
-        is written to a temporary name and renamed.
+        is written to a temporary name and renamed. Each line is made from the row's stored text (the request is
+        kept as canonical JSON already: :func:`_record_line`), so no request is decoded and encoded again.
         """
         marks = ", ".join("?" * len(sources))
         with self._lock:
             rows = self._db.execute(
-                f"SELECT source, {', '.join(_RECORD_FIELDS)} FROM answers WHERE source IN ({marks}) ORDER BY key",
-                tuple(sources),
+                f"SELECT source, {', '.join(_RECORD_FIELDS)} FROM answers WHERE source IN ({marks})", tuple(sources)
             ).fetchall()
         rank = {source: index for index, source in enumerate(sources)}
         chosen: dict[str, tuple[Any, ...]] = {}
@@ -192,29 +193,28 @@ class ResponseStore(Closing):
             held = chosen.get(row[1])
             if held is None or rank[row[0]] < rank[held[0]]:
                 chosen[row[1]] = row
-        records = [_row_to_record(row[1:]) for _, row in sorted(chosen.items())]
         if keys is not None:
             wanted = set(keys)
-            records = [record for record in records if record.key in wanted]
-            missing = wanted - {record.key for record in records}
+            missing = wanted - chosen.keys()
             if missing:
                 raise LLMError(
                     f"response store {self.path} lacks {len(missing)} answer(s) of this build, e.g. {min(missing)[:12]}"
                 )
+            chosen = {key: chosen[key] for key in wanted}
         head = {
             **header,
             "transcript": TRANSCRIPT_FORMAT,
             "version": TRANSCRIPT_VERSION,
-            "records": len(records),
+            "records": len(chosen),
         }
         lines = [canonical_json(head)]
-        lines.extend(canonical_json(_record_to_json(record)) for record in records)
+        lines.extend(_record_line(chosen[key][1:]) for key in sorted(chosen))
         target = Path(path)
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.with_name(target.name + ".tmp")
         tmp.write_bytes(_encode_transcript(target, "\n".join(lines) + "\n"))
         os.replace(tmp, target)
-        return len(records)
+        return len(chosen)
 
     def import_jsonl(self, path: str | Path) -> int:
         """Add every record of a transcript under its own source (:func:`transcript_source`); returns the count.
@@ -291,17 +291,16 @@ def _row_to_record(row: tuple[Any, ...]) -> StoredResponse:
     return StoredResponse(key, provider, model, json.loads(request), response, tokens_in, tokens_out, created_at)
 
 
-def _record_to_json(record: StoredResponse) -> dict[str, Any]:
-    return {
-        "key": record.key,
-        "provider": record.provider,
-        "model": record.model,
-        "request": record.request,
-        "response": record.text,
-        "tokens_in": record.tokens_in,
-        "tokens_out": record.tokens_out,
-        "created_at": record.created_at,
-    }
+def _record_line(row: tuple[Any, ...]) -> str:
+    """A stored row's transcript line: ``canonical_json`` of its record (keys sorted), with the request's stored
+    text written as it is, since :meth:`ResponseStore._insert` keeps it as ``canonical_json`` already; a string
+    encoded as ``json.dumps(..., ensure_ascii=False)`` encodes it."""
+    key, provider, model, request, response, tokens_in, tokens_out, created_at = row
+    text = encode_basestring
+    return (
+        f'{{"created_at":{text(created_at)},"key":{text(key)},"model":{text(model)},"provider":{text(provider)},'
+        f'"request":{request},"response":{text(response)},"tokens_in":{int(tokens_in)},"tokens_out":{int(tokens_out)}}}'
+    )
 
 
 def _parse_line(path: Path, number: int, line: str) -> dict[str, Any]:
