@@ -1,5 +1,6 @@
 """A transcript is written from the store's rows as they are kept: every line canonical JSON that replays the
-answer, and no request decoded to write it (a paper-scale build exports 41,000 of them every run)."""
+answer, and no request decoded to write it (a paper-scale build exports 41,000 of them every run); a build that
+replays its answers from a transcript takes its own transcript by reference from the content store."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from pbbq.tasks.llm import RECORDED, ResponseStore, StoredResponse, parse_transcript
+from pbbq.tasks.core.artifacts import ArtifactStore, sha256_file
+from pbbq.tasks.llm import RECORDED, LLMConfig, ResponseStore, StoredResponse, open_llm, parse_transcript
 from pbbq.tasks.llm.config import canonical_json, sha256_text
 
 REQUESTS = [
@@ -47,3 +49,34 @@ def test_an_export_decodes_no_request(tmp_path: Path, monkeypatch: pytest.Monkey
     monkeypatch.setattr(json, "loads", lambda text, **kw: decoded.append(text) or loads(text, **kw))
     store.export_jsonl(tmp_path / "t.jsonl", {"note": "n"}, keys=[record.key for record in records])
     assert decoded == []
+
+
+def test_a_replay_places_its_transcript_from_the_content_store(tmp_path: Path) -> None:
+    store, records = _store(tmp_path / "recorded.sqlite")
+    store.export_jsonl(tmp_path / "recording.jsonl", {"note": "recording"})
+    keys = [record.key for record in records[:2]]
+    kept = ArtifactStore(tmp_path / "kept")
+    section = {"provider": "openai", "model": "m", "mode": "replay", "store_path": tmp_path / "replay.sqlite"}
+    client = open_llm(LLMConfig.from_mapping(section, env={}), tmp_path / "recording.jsonl")
+    first, second, written = (tmp_path / run / "transcript.jsonl" for run in ("a", "b", "c"))
+    digest = client.export(keys, first, "n", kept=kept)
+    assert client.export(reversed(keys), second, "n", kept=kept) == digest
+    assert client.export(keys, written, "n") == digest == sha256_file(written)
+    assert first.stat().st_ino == second.stat().st_ino == kept.file(digest).stat().st_ino
+    assert written.stat().st_ino != first.stat().st_ino
+    assert [record.key for record in parse_transcript(first)[1]] == sorted(keys)
+
+
+def test_answers_the_store_recorded_itself_are_written_anew(tmp_path: Path) -> None:
+    """The model's own answers may be recorded again under the same key: their transcript is never reused."""
+    store, records = _store(tmp_path / "recorded.sqlite")
+    store.close()
+    section = {"provider": "openai", "model": "m", "mode": "auto", "store_path": tmp_path / "recorded.sqlite"}
+    client = open_llm(LLMConfig.from_mapping(section, env={}), None)
+    kept = ArtifactStore(tmp_path / "kept")
+    path = tmp_path / "a" / "transcript.jsonl"
+    client.export([records[0].key], path, "n", kept=kept)
+    client.store.put(StoredResponse(**{**records[0].__dict__, "text": "another answer"}), RECORDED)
+    client.export([records[0].key], path, "n", kept=kept)
+    assert parse_transcript(path)[1][0].text == "another answer"
+    assert path.stat().st_nlink == 1

@@ -179,9 +179,26 @@ class ResponseStore(Closing):
 
         ``keys`` limits it to those answers (a build's own requests); a key the store lacks is an error, since
         the transcript could not replay the build. The same store and keys always give the same bytes; the file
-        is written to a temporary name and renamed. Each line is made from the row's stored text (the request is
-        kept as canonical JSON already: :func:`_record_line`), so no request is decoded and encoded again.
+        is written to a temporary name and renamed.
         """
+        target = Path(path)
+        data, count = self.transcript_data(target, header, keys, sources)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(target.name + ".tmp")
+        tmp.write_bytes(data)
+        os.replace(tmp, target)
+        return count
+
+    def transcript_data(
+        self,
+        path: Path,
+        header: Mapping[str, Any],
+        keys: Iterable[str] | None = None,
+        sources: Sequence[str] = (RECORDED,),
+    ) -> tuple[bytes, int]:
+        """The bytes :meth:`export_jsonl` writes at ``path`` (gzip for ``.gz``) and the count of records. Each line
+        is made from the row's stored text (the request is kept as canonical JSON already: :func:`_record_line`),
+        so no request is decoded and encoded again."""
         marks = ", ".join("?" * len(sources))
         with self._lock:
             rows = self._db.execute(
@@ -209,12 +226,13 @@ class ResponseStore(Closing):
         }
         lines = [canonical_json(head)]
         lines.extend(_record_line(chosen[key][1:]) for key in sorted(chosen))
-        target = Path(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(target.name + ".tmp")
-        tmp.write_bytes(_encode_transcript(target, "\n".join(lines) + "\n"))
-        os.replace(tmp, target)
-        return len(chosen)
+        return _encode_transcript(path, "\n".join(lines) + "\n"), len(chosen)
+
+    def holds(self, keys: Iterable[str], source: str) -> bool:
+        """Whether ``source`` has an answer for every one of ``keys``."""
+        with self._lock:
+            held = {row[0] for row in self._db.execute("SELECT key FROM answers WHERE source = ?", (source,))}
+        return held.issuperset(keys)
 
     def import_jsonl(self, path: str | Path) -> int:
         """Add every record of a transcript under its own source (:func:`transcript_source`); returns the count.
