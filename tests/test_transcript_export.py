@@ -4,13 +4,24 @@ replays its answers from a transcript takes its own transcript by reference from
 
 from __future__ import annotations
 
+import gzip
+import hashlib
 import json
 from pathlib import Path
 
 import pytest
 
 from pbbq.tasks.core.artifacts import ArtifactStore, sha256_file
-from pbbq.tasks.llm import RECORDED, LLMConfig, ResponseStore, StoredResponse, open_llm, parse_transcript
+from pbbq.tasks.llm import (
+    RECORDED,
+    LLMConfig,
+    ResponseStore,
+    StoredResponse,
+    open_llm,
+    parse_transcript,
+    read_transcript,
+    transcript_header,
+)
 from pbbq.tasks.llm.config import canonical_json, sha256_text
 
 REQUESTS = [
@@ -80,3 +91,15 @@ def test_answers_the_store_recorded_itself_are_written_anew(tmp_path: Path) -> N
     client.export([records[0].key], path, "n", kept=kept)
     assert parse_transcript(path)[1][0].text == "another answer"
     assert path.stat().st_nlink == 1
+
+
+def test_the_header_is_read_alone(tmp_path: Path) -> None:
+    """A transcript's header is its first line: nothing after it is read (a damaged rest is the import's to find)."""
+    header = b'{"note":"n","records":1,"transcript":"pbbq","version":1}\n'
+    plain, packed = tmp_path / "t.jsonl", tmp_path / "t.jsonl.gz"
+    plain.write_bytes(header + b"\xff\xfe not UTF-8\n")
+    rest = b"".join(hashlib.sha256(bytes([n % 256, n // 256])).digest() for n in range(4000))  # incompressible
+    packed.write_bytes(gzip.compress(header + rest)[:-1000])  # the stream cut short after its header
+    assert transcript_header(plain) == transcript_header(packed) == json.loads(header)
+    with pytest.raises(ValueError, match=r"t.jsonl:2: not UTF-8 text"):
+        read_transcript(plain)

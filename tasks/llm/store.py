@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import itertools
 import json
 import logging
 import os
@@ -59,16 +60,17 @@ def _encode_transcript(path: Path, text: str) -> bytes:
     return gzip.compress(data, mtime=0) if path.suffix == ".gz" else data
 
 
-def read_transcript(path: Path) -> str:
-    """A transcript's text, gzip-decoded for a ``.gz`` path (as ``export_jsonl`` writes it); a ``ValueError``
-    naming the file if it is missing, not gzip (a ``.gz`` path), or not UTF-8."""
+def read_transcript(path: Path, lines: int | None = None) -> str:
+    """A transcript's text (its first ``lines`` lines only, if given), gzip-decoded for a ``.gz`` path (as
+    ``export_jsonl`` writes it); a ``ValueError`` naming the file if it is missing, not gzip (a ``.gz`` path), or
+    not UTF-8."""
     if not path.is_file():
         raise ValueError(f"{path}: transcript not found")
-    data = path.read_bytes()
     try:
-        data = gzip.decompress(data) if path.suffix == ".gz" else data
+        with gzip.open(path, "rb") if path.suffix == ".gz" else path.open("rb") as file:
+            data = file.read() if lines is None else b"".join(itertools.islice(file, lines))
     except (OSError, EOFError, zlib.error) as err:  # gzip.BadGzipFile is an OSError; a truncated stream, EOFError
-        raise ValueError(f"{path}: not a readable gzip file ({err})") from None
+        raise ValueError(f"{path}: not a readable {'gzip ' if path.suffix == '.gz' else ''}file ({err})") from None
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as err:
@@ -364,5 +366,6 @@ def _json_to_record(path: Path, number: int, value: dict[str, Any]) -> StoredRes
 
 
 def transcript_header(path: Path) -> dict[str, Any]:
-    """A transcript's header line (a run's own transcript: ``"stand_in": true`` marks stand-in answers)."""
-    return _parse_line(path, 1, read_transcript(path).partition("\n")[0])
+    """A transcript's header line (a run's own transcript: ``"stand_in": true`` marks stand-in answers), read
+    alone: a paper-scale transcript is 75 MB."""
+    return _parse_line(path, 1, read_transcript(path, lines=1).partition("\n")[0])
