@@ -296,8 +296,8 @@ def release_values(
                 if stage.request_ids is not None and stage.folder in outputs
                 for request in stage.request_ids(outputs[stage.folder])
             }
-            client.export(used, path, note=TRANSCRIPT_NOTE)
-            run.record_file(path, rows=len(used))
+            digest = client.export(used, path, note=TRANSCRIPT_NOTE, kept=runner().store)
+            run.record_file(path, rows=len(used), sha256=digest)
         return path
 
     def manifest() -> Path:

@@ -19,7 +19,6 @@ import math
 from dataclasses import asdict, dataclass
 
 import pandas as pd
-from statsmodels.stats.inter_rater import fleiss_kappa
 
 from .core.artifacts import StageOutput, count_reasons
 from .core.inputs import RATINGS, TEMPLATES
@@ -53,6 +52,8 @@ def template_kappa(ratings: pd.DataFrame) -> tuple[float, str]:
     counts = pd.crosstab(ratings["item_id"], ratings["target_label"]).to_numpy()
     if counts.shape[1] == 1:
         return 1.0, SINGLE_LABEL
+    from statsmodels.stats.inter_rater import fleiss_kappa  # statsmodels loads only when a gate runs
+
     return float(fleiss_kappa(counts, method="fleiss")), ""
 
 

@@ -15,8 +15,6 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-from scipy.stats import norm
-from statsmodels.stats.proportion import proportion_confint
 
 from .core.artifacts import StageOutput, count_reasons
 from .core.inputs import DEMOGRAPHIC_COLUMNS, QUESTIONNAIRE, RESPONSES
@@ -42,6 +40,8 @@ def cochran_margin(n_respondents: int, population: int, confidence: float = 0.95
         raise ValueError("the survey has no respondents")
     if population < n_respondents:
         raise ValueError(f"the population ({population}) is smaller than the survey's {n_respondents} respondents")
+    from scipy.stats import norm  # scipy loads only when a survey is filtered
+
     z = norm.ppf(1 - (1 - confidence) / 2)
     fpc = math.sqrt((population - n_respondents) / (population - 1)) if population > 1 else 0.0
     return float(z * math.sqrt(proportion * (1 - proportion) / n_respondents) * fpc)
@@ -52,6 +52,8 @@ def acceptance_rates(questionnaire: pd.DataFrame, responses: pd.DataFrame, param
     answers = responses[questionnaire["stereotype_id"].tolist()]
     n_accepting = (answers == "yes").sum().astype("int64")
     n_respondents = answers.isin(["yes", "no"]).sum().astype("int64")
+    from statsmodels.stats.proportion import proportion_confint  # statsmodels loads only when a survey is filtered
+
     with np.errstate(divide="ignore", invalid="ignore"):  # a stereotype nobody answered: NaN, not a warning
         ci_low, ci_high = proportion_confint(
             n_accepting.to_numpy(), n_respondents.to_numpy(), alpha=1 - params.confidence, method="wilson"

@@ -440,9 +440,10 @@ class RunFolder:
         self.inputs[name] = {"path": display_path(path), "sha256": digest, "rows": rows}
         return digest
 
-    def record_file(self, path: Path, rows: int | None = None) -> Artifact:
-        """Note a run-level file (outside the stage folders, e.g. the LLM transcript) in the manifest."""
-        artifact = Artifact(path.relative_to(self.path).as_posix(), sha256_file(path), rows)
+    def record_file(self, path: Path, rows: int | None = None, sha256: str | None = None) -> Artifact:
+        """Note a run-level file (outside the stage folders, e.g. the LLM transcript) in the manifest; ``sha256``:
+        its hash when known already (a file placed from the artifact store), else it is read."""
+        artifact = Artifact(path.relative_to(self.path).as_posix(), sha256 or sha256_file(path), rows)
         self.files.append(artifact)
         return artifact
 

@@ -4,8 +4,10 @@ Every request goes through a response store (:mod:`.store`) keyed by ``request_k
 configuration and the model rules); the client (:mod:`.client`) answers from the store the sources its mode and
 transcript allow and hands the misses to one transport (:mod:`.transport`): the live SDK (:mod:`.live`), the
 provider's batch API (:mod:`.batch`) or the stand-in (:mod:`.stand_in`), spaced by ``llm.requests_per_minute``
-(:mod:`.rate`). The API key is read from the environment variable the config names, passed to the SDK and
-scrubbed from every error; it is never stored or logged.
+(:mod:`.rate`). The SDKs' modules (:mod:`.live`, :mod:`.batch`) are imported when a miss opens the provider's
+transport, so a build that replays its answers never loads ``openai`` or ``anthropic``. The API key is read from
+the environment variable the config names, passed to the SDK and scrubbed from every error; it is never stored or
+logged.
 """
 
 from .client import LLMClient, UsageCounter, open_llm, usage_summary
@@ -20,7 +22,6 @@ from .config import (
     MODEL_RULES,
     MODES,
     PROVIDERS,
-    REASONING_EFFORTS,
     REASONING_MAX_TOKENS,
     REASONING_TIMEOUT,
     REDACTED,
@@ -35,6 +36,7 @@ from .config import (
     LLMResponse,
     ModelRule,
     ReplayMissError,
+    reasoning_efforts,
     request_key,
     request_payload,
     rule_for,
@@ -42,7 +44,6 @@ from .config import (
     sent_messages,
     sent_parameters,
 )
-from .live import anthropic_answer, anthropic_messages, anthropic_system, openai_answer
 from .rate import RateLimiter
 from .store import (
     RECORDED,
@@ -70,7 +71,6 @@ __all__ = [
     "MODEL_RULES",
     "MODES",
     "PROVIDERS",
-    "REASONING_EFFORTS",
     "REASONING_MAX_TOKENS",
     "REASONING_TIMEOUT",
     "RECORDED",
@@ -97,14 +97,11 @@ __all__ = [
     "StoredResponse",
     "Transport",
     "UsageCounter",
-    "anthropic_answer",
-    "anthropic_messages",
-    "anthropic_system",
     "open_llm",
     "open_store",
-    "openai_answer",
     "parse_transcript",
     "read_transcript",
+    "reasoning_efforts",
     "request_key",
     "request_payload",
     "rule_for",

@@ -19,8 +19,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ..core.artifacts import ArtifactStore, sha256_file
 from ..core.progress import RequestProgress
-from .batch import BatchTransport
 from .config import (
     BATCH_DISCOUNT,
     STAND_IN_MODE,
@@ -29,11 +29,11 @@ from .config import (
     LLMRequest,
     LLMResponse,
     ReplayMissError,
+    canonical_json,
     estimated_cost,
     request_key,
     request_payload,
 )
-from .live import LiveTransport
 from .rate import RateLimiter
 from .stand_in import StandInAnswerer
 from .store import (
@@ -185,15 +185,28 @@ class LLMClient:
         called = () if self.config.mode == "replay" else (self.record_source,)
         return {"config": self.config.cache_identity(), "answers": list(dict.fromkeys((*self.sources, *called)))}
 
-    def export(self, keys: Iterable[str], path: Path, note: str) -> int:
+    def export(self, keys: Iterable[str], path: Path, note: str, kept: ArtifactStore | None = None) -> str:
         """Write the answers of a build's own requests (``keys``) as a transcript that replays it with no key,
         each from the sources this client read or wrote; the header of a build with stand-in answers (its own or a
-        replayed stand-in transcript's) says ``"stand_in": true``."""
+        replayed stand-in transcript's) says ``"stand_in": true``. Returns the file's sha256.
+
+        With ``kept`` (a content store, docs/architecture.md §5), a transcript whose every answer comes from the
+        transcript this client replays first (stored under that file's hash: they never change) is made once per
+        header, transcript and keys, and placed at ``path`` from ``kept`` by reference; a rebuild writes none of it.
+        """
         header: dict[str, Any] = {"note": note, "provider": self.config.provider, "model": self.config.model}
         if self.stand_in:
             header["stand_in"] = True
         sources = tuple(dict.fromkeys((*self.sources, self.record_source)))
-        return self.store.export_jsonl(path, header=header, keys=keys, sources=sources)
+        wanted = sorted(set(keys))
+        replayed = self.transcript_sha256
+        if kept is None or not replayed or sources[0] != replayed or not self.store.holds(wanted, replayed):
+            self.store.export_jsonl(path, header=header, keys=wanted, sources=sources)
+            return sha256_file(path)
+        identity = canonical_json({"header": header, "answers": replayed, "keys": wanted, "gzip": path.suffix})
+        digest = kept.memo(identity, lambda: self.store.transcript_data(path, header, wanted, sources)[0])
+        kept.place(digest, path)
+        return digest
 
     def usage(self, stage: str) -> UsageCounter:
         """The usage counter of ``stage`` (created empty on first use)."""
@@ -261,8 +274,13 @@ class LLMClient:
                 f"request(s) (first: {place}) but the API key env var {self.config.api_key_env} is not set; set it "
                 "(a local OpenAI-compatible server accepts any value) or replay a complete transcript."
             )
-        live = LiveTransport(self.config, secret)
-        self.transport = BatchTransport(live) if self.config.mode == "batch" else live
+        from .live import LiveTransport  # the SDKs load only here: a build that replays never imports them
+
+        self.transport = live = LiveTransport(self.config, secret)
+        if self.config.mode == "batch":
+            from .batch import BatchTransport
+
+            self.transport = BatchTransport(live)
         return self.transport
 
     def sent(self, request: LLMRequest) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
+import functools
 import hashlib
 import json
 import os
@@ -21,8 +22,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
-
-from openai.types.shared import ReasoningEffort
 
 from ..core.redaction import REDACTED as REDACTED  # re-exported: what the client scrubs a key to
 
@@ -65,8 +64,17 @@ def _literal_values(kind: Any) -> tuple[str, ...]:
 
 
 TOKEN_LIMITS = ("max_completion_tokens", "max_tokens")
-REASONING_EFFORTS = _literal_values(ReasoningEffort)
-"""The ``reasoning_effort`` values the installed openai SDK knows (which of them a model takes is the server's)."""
+
+
+@functools.cache
+def reasoning_efforts() -> tuple[str, ...]:
+    """The ``reasoning_effort`` values the installed openai SDK knows (which of them a model takes is the server's);
+    the SDK is imported only when a configuration names one (a replay sends nothing: no SDK is loaded)."""
+    from openai.types.shared import ReasoningEffort
+
+    return _literal_values(ReasoningEffort)
+
+
 CHAT_MAX_TOKENS = 1024
 REASONING_MAX_TOKENS = 25_000
 """Default token limit of a reasoning model, whose limit covers its hidden reasoning as well as its answer: OpenAI's
@@ -137,9 +145,9 @@ def _rule_overrides(values: Any) -> dict[str, Any]:
             raise ValueError(f"llm.model_rule.{name} must be a {RULE_KEYS[name].__name__}, not {value!r}")
     if values.get("token_limit", TOKEN_LIMITS[0]) not in TOKEN_LIMITS:
         raise ValueError(f"llm.model_rule.token_limit must be one of {TOKEN_LIMITS}, not {values['token_limit']!r}")
-    if values.get("reasoning_effort", REASONING_EFFORTS[0]) not in REASONING_EFFORTS:
+    if "reasoning_effort" in values and values["reasoning_effort"] not in reasoning_efforts():
         raise ValueError(
-            f"llm.model_rule.reasoning_effort must be one of {REASONING_EFFORTS}, not {values['reasoning_effort']!r}"
+            f"llm.model_rule.reasoning_effort must be one of {reasoning_efforts()}, not {values['reasoning_effort']!r}"
         )
     return dict(values)
 

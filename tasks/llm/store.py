@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import itertools
 import json
 import logging
 import os
@@ -19,6 +20,7 @@ import threading
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from json.encoder import encode_basestring
 from pathlib import Path
 from typing import Any
 
@@ -58,16 +60,17 @@ def _encode_transcript(path: Path, text: str) -> bytes:
     return gzip.compress(data, mtime=0) if path.suffix == ".gz" else data
 
 
-def read_transcript(path: Path) -> str:
-    """A transcript's text, gzip-decoded for a ``.gz`` path (as ``export_jsonl`` writes it); a ``ValueError``
-    naming the file if it is missing, not gzip (a ``.gz`` path), or not UTF-8."""
+def read_transcript(path: Path, lines: int | None = None) -> str:
+    """A transcript's text (its first ``lines`` lines only, if given), gzip-decoded for a ``.gz`` path (as
+    ``export_jsonl`` writes it); a ``ValueError`` naming the file if it is missing, not gzip (a ``.gz`` path), or
+    not UTF-8."""
     if not path.is_file():
         raise ValueError(f"{path}: transcript not found")
-    data = path.read_bytes()
     try:
-        data = gzip.decompress(data) if path.suffix == ".gz" else data
+        with gzip.open(path, "rb") if path.suffix == ".gz" else path.open("rb") as file:
+            data = file.read() if lines is None else b"".join(itertools.islice(file, lines))
     except (OSError, EOFError, zlib.error) as err:  # gzip.BadGzipFile is an OSError; a truncated stream, EOFError
-        raise ValueError(f"{path}: not a readable gzip file ({err})") from None
+        raise ValueError(f"{path}: not a readable {'gzip ' if path.suffix == '.gz' else ''}file ({err})") from None
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as err:
@@ -199,11 +202,28 @@ class ResponseStore(Closing):
         the transcript could not replay the build. The same store and keys always give the same bytes; the file
         is written to a temporary name and renamed.
         """
+        target = Path(path)
+        data, count = self.transcript_data(target, header, keys, sources)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(target.name + ".tmp")
+        tmp.write_bytes(data)
+        os.replace(tmp, target)
+        return count
+
+    def transcript_data(
+        self,
+        path: Path,
+        header: Mapping[str, Any],
+        keys: Iterable[str] | None = None,
+        sources: Sequence[str] = (RECORDED,),
+    ) -> tuple[bytes, int]:
+        """The bytes :meth:`export_jsonl` writes at ``path`` (gzip for ``.gz``) and the count of records. Each line
+        is made from the row's stored text (the request is kept as canonical JSON already: :func:`_record_line`),
+        so no request is decoded and encoded again."""
         marks = ", ".join("?" * len(sources))
         with self._lock:
             rows = self._db.execute(
-                f"SELECT source, {', '.join(_RECORD_FIELDS)} FROM answers WHERE source IN ({marks}) ORDER BY key",
-                tuple(sources),
+                f"SELECT source, {', '.join(_RECORD_FIELDS)} FROM answers WHERE source IN ({marks})", tuple(sources)
             ).fetchall()
         rank = {source: index for index, source in enumerate(sources)}
         chosen: dict[str, tuple[Any, ...]] = {}
@@ -211,29 +231,29 @@ class ResponseStore(Closing):
             held = chosen.get(row[1])
             if held is None or rank[row[0]] < rank[held[0]]:
                 chosen[row[1]] = row
-        records = [_row_to_record(row[1:]) for _, row in sorted(chosen.items())]
         if keys is not None:
             wanted = set(keys)
-            records = [record for record in records if record.key in wanted]
-            missing = wanted - {record.key for record in records}
+            missing = wanted - chosen.keys()
             if missing:
                 raise LLMError(
                     f"response store {self.path} lacks {len(missing)} answer(s) of this build, e.g. {min(missing)[:12]}"
                 )
+            chosen = {key: chosen[key] for key in wanted}
         head = {
             **header,
             "transcript": TRANSCRIPT_FORMAT,
             "version": TRANSCRIPT_VERSION,
-            "records": len(records),
+            "records": len(chosen),
         }
         lines = [canonical_json(head)]
-        lines.extend(canonical_json(_record_to_json(record)) for record in records)
-        target = Path(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(target.name + ".tmp")
-        tmp.write_bytes(_encode_transcript(target, "\n".join(lines) + "\n"))
-        os.replace(tmp, target)
-        return len(records)
+        lines.extend(_record_line(chosen[key][1:]) for key in sorted(chosen))
+        return _encode_transcript(path, "\n".join(lines) + "\n"), len(chosen)
+
+    def holds(self, keys: Iterable[str], source: str) -> bool:
+        """Whether ``source`` has an answer for every one of ``keys``."""
+        with self._lock:
+            held = {row[0] for row in self._db.execute("SELECT key FROM answers WHERE source = ?", (source,))}
+        return held.issuperset(keys)
 
     def import_jsonl(self, path: str | Path) -> int:
         """Add every record of a transcript under its own source (:func:`transcript_source`); returns the count.
@@ -310,17 +330,16 @@ def _row_to_record(row: tuple[Any, ...]) -> StoredResponse:
     return StoredResponse(key, provider, model, json.loads(request), response, tokens_in, tokens_out, created_at)
 
 
-def _record_to_json(record: StoredResponse) -> dict[str, Any]:
-    return {
-        "key": record.key,
-        "provider": record.provider,
-        "model": record.model,
-        "request": record.request,
-        "response": record.text,
-        "tokens_in": record.tokens_in,
-        "tokens_out": record.tokens_out,
-        "created_at": record.created_at,
-    }
+def _record_line(row: tuple[Any, ...]) -> str:
+    """A stored row's transcript line: ``canonical_json`` of its record (keys sorted), with the request's stored
+    text written as it is, since :meth:`ResponseStore._insert` keeps it as ``canonical_json`` already; a string
+    encoded as ``json.dumps(..., ensure_ascii=False)`` encodes it."""
+    key, provider, model, request, response, tokens_in, tokens_out, created_at = row
+    text = encode_basestring
+    return (
+        f'{{"created_at":{text(created_at)},"key":{text(key)},"model":{text(model)},"provider":{text(provider)},'
+        f'"request":{request},"response":{text(response)},"tokens_in":{int(tokens_in)},"tokens_out":{int(tokens_out)}}}'
+    )
 
 
 def _parse_line(path: Path, number: int, line: str) -> dict[str, Any]:
@@ -366,5 +385,6 @@ def _json_to_record(path: Path, number: int, value: dict[str, Any]) -> StoredRes
 
 
 def transcript_header(path: Path) -> dict[str, Any]:
-    """A transcript's header line (a run's own transcript: ``"stand_in": true`` marks stand-in answers)."""
-    return _parse_line(path, 1, read_transcript(path).partition("\n")[0])
+    """A transcript's header line (a run's own transcript: ``"stand_in": true`` marks stand-in answers), read
+    alone: a paper-scale transcript is 75 MB."""
+    return _parse_line(path, 1, read_transcript(path, lines=1).partition("\n")[0])

@@ -18,11 +18,14 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from functools import cache
+from typing import TYPE_CHECKING
 
-from sacrebleu.tokenizers.tokenizer_intl import TokenizerV14International
 from urdunorm import Protocol, apply_protocol, integer_to_words
 
 from . import GenderFailure, Language, gender_table, load_data
+
+if TYPE_CHECKING:
+    from sacrebleu.tokenizers.tokenizer_intl import TokenizerV14International
 
 _DATA = load_data(__file__)
 FEMALE, MALE = "female", "male"
@@ -44,6 +47,8 @@ def normalize_ur(text: str) -> str:
 
 @cache
 def _tokenizer() -> TokenizerV14International:
+    from sacrebleu.tokenizers.tokenizer_intl import TokenizerV14International  # loaded when Urdu is tokenised
+
     return TokenizerV14International()
 
 
