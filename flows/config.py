@@ -29,7 +29,7 @@ def stage_params(pipeline: Pipeline = PIPELINE) -> dict[str, type]:
 
 def sections(pipeline: Pipeline = PIPELINE) -> tuple[str, ...]:
     """The top-level sections a build configuration may have; anything else is a typo, never ignored."""
-    return ("inputs", "llm", *stage_params(pipeline))
+    return ("input", "inputs", "llm", *stage_params(pipeline))
 
 
 def ranges(pipeline: Pipeline = PIPELINE) -> dict[str, dict[str, tuple[float | None, float | None]]]:
@@ -217,7 +217,13 @@ def load_config(path: Path | None = None, pipeline: Pipeline | None = None) -> B
         raise ConfigError(f"{path}: not UTF-8 text") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML ({exc})") from None
-    pipeline = pipeline or pipeline_for(raw)
+    try:
+        pipeline = pipeline or pipeline_for(raw)
+    except ValueError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+    unknown_input = sorted(set(_table(path, raw, "input")) - {"path"})
+    if unknown_input:
+        raise ConfigError(f"{path}: [input] has unknown key(s) {_names(unknown_input)}; known: path")
     known_sections = sections(pipeline)
     unknown_sections = sorted(set(raw) - set(known_sections))
     if unknown_sections:
@@ -230,7 +236,10 @@ def load_config(path: Path | None = None, pipeline: Pipeline | None = None) -> B
     missing = [key for key in required if key not in declared]
     if missing:
         raise ConfigError(f"{path}: [inputs] is missing {', '.join(missing)}")
-    phrases = load_unknown_phrases(_file(path, "inputs", "unknown_phrases", declared["unknown_phrases"]))
+    kinds: dict[str, Any] = stage_params(pipeline)
+    if "instantiate" in kinds:  # PBBQ's instantiate takes its 'unknown' options from an input file
+        phrases = load_unknown_phrases(_file(path, "inputs", "unknown_phrases", declared["unknown_phrases"]))
+        kinds["instantiate"] = partial(kinds["instantiate"], tuple(phrases["phrase_fa"]))
     unknown = sorted(set(declared) - set(files))
     if unknown:
         raise ConfigError(f"{path}: [inputs] has unknown key(s) {_names(unknown)}")
@@ -239,9 +248,6 @@ def load_config(path: Path | None = None, pipeline: Pipeline | None = None) -> B
         llm_config = LLMConfig.from_mapping(llm)
     except ValueError as exc:
         raise ConfigError(f"{path}: [llm] {exc}") from None
-    phrases_fa = tuple(phrases["phrase_fa"])  # instantiate's 'unknown' options come from an input file
-    kinds: dict[str, Any] = stage_params(pipeline)
-    kinds["instantiate"] = partial(kinds["instantiate"], phrases_fa)
     limits = ranges(pipeline)
     stages = {name: _section(path, raw, name, kind, limits.get(name, {})) for name, kind in kinds.items()}
     return BuildConfig(

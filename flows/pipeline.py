@@ -11,10 +11,12 @@ entry below.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
 from ..tasks import (
+    adapt,
     crawl,
     disambiguate,
     diversity,
@@ -27,7 +29,9 @@ from ..tasks import (
     translate,
 )
 from ..tasks.core.artifacts import StageOutput
-from ..tasks.core.stage import Pipeline, Stage, Table
+from ..tasks.core.stage import Pipeline, Resource, Source, Stage, Table
+from ..tasks.kappa_gate import GateParams
+from ..tasks.publish.dataset_card import adapt_card_body
 
 PIPELINE = Pipeline(
     (
@@ -52,9 +56,59 @@ PIPELINE = Pipeline(
 (``fa``), name-proxy (``fa-names``) and English (``en``) configs."""
 
 
+def reading(stage: Stage, **inputs: Source | None) -> Stage:
+    """A shared stage as a pipeline wires it: ``inputs`` replace its declared ones (None: left out, the function's
+    default then holds), so that it reads what this pipeline has."""
+    wired = {**stage.inputs, **inputs}
+    return dataclasses.replace(stage, inputs={name: source for name, source in wired.items() if source is not None})
+
+
+ADAPT_PIPELINE = Pipeline(
+    (
+        adapt.ADAPT,
+        adapt.ADAPT_INSTANTIATE,
+        reading(diversity.STAGE, templates=Table(adapt.ADAPT.folder, "texts")),
+        reading(
+            statistics.STAGE,
+            templates=Table(adapt.ADAPT.folder, "texts"),
+            stereotypes=None,
+            dropped_pairs=None,
+            crawl=None,
+            categories=Resource(tuple),  # Table 1 lists the categories of the sheet's templates, not PBBQ's 16
+        ),
+        reading(
+            publish.STAGE,
+            proxy_strength=None,
+            card_body=Resource(adapt_card_body),
+        ),
+    ),
+    configs={adapt.SOURCE_LANG: Table(adapt.ADAPT_INSTANTIATE.folder, "examples")},
+)
+"""The adaptation path (PakBBQ §3.1–§3.3, after KoBBQ): BBQ's templates classed and gated (``03_adapt``), built
+by BBQ's rules into English examples (``05_instantiate``), then PBBQ's own diversity, statistics and publish
+stages reading the adapted templates' texts and the adaptation's funnel steps. No name proxies: BBQ's templates
+name their people by group or by first name already (the card says so)."""
+
+PATHS = {"crawl": PIPELINE, "adapt": ADAPT_PIPELINE}
+"""``[input] path``: the build's input path and its pipeline."""
+
+
 def pipeline_for(config: Mapping[str, Any]) -> Pipeline:
-    """The pipeline a build configuration (its TOML, as read) runs: PBBQ's, the only one so far."""
-    return PIPELINE
+    """The pipeline a build configuration (its TOML, as read) runs: ``[input] path`` (default ``crawl``, PBBQ's);
+    a ValueError names a path that is not one of :data:`PATHS`."""
+    section = config.get("input", {})
+    if not isinstance(section, Mapping):
+        raise ValueError("input must be a section [input], not a value")
+    path = section.get("path", "crawl")
+    if not isinstance(path, str) or path not in PATHS:
+        raise ValueError(f"[input] path = {path!r} is not one of {', '.join(map(repr, PATHS))}")
+    return PATHS[path]
+
+
+def gate_section(pipeline: Pipeline) -> str:
+    """The configuration section of the pipeline's annotation gate (Fleiss' kappa and mean relevance, PakBBQ §3.2),
+    whose thresholds the dataset card states."""
+    return next(stage.name for stage in pipeline if stage.params is GateParams)
 
 
 def published_configs(pipeline: Pipeline = PIPELINE) -> tuple[str, ...]:

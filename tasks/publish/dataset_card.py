@@ -109,6 +109,26 @@ CARD_TEMPLATE = Path(__file__).with_name("templates") / "dataset_card.md"
 
 
 @dataclass(frozen=True)
+class CardBody:
+    """What a card says that depends on the pipeline's input path: its Markdown body (``string.Template``) and
+    what each config holds (config → (language, contents))."""
+
+    template: str
+    config_docs: Mapping[str, tuple[str, str]]
+
+
+def adapt_card_body() -> CardBody:
+    """The card of an adaptation build (BBQ's templates adapted to a culture, PakBBQ §3.1): English is the source."""
+    return CardBody(
+        template=CARD_TEMPLATE.with_name("dataset_card_adapt.md").read_text(encoding="utf-8"),
+        config_docs={
+            "en": ("English", "The examples built by BBQ's rules from the adapted templates (step 3)."),
+            "ur": ("Urdu", "Instance-level translation of `en` (who translated: step 4)."),
+        },
+    )
+
+
+@dataclass(frozen=True)
 class CardParams:
     """What the card says about the build that the tables do not: its id, the configuration file it was
     built from (for the rebuild command), the Hub repository (None in a dry run), license and title."""
@@ -126,6 +146,9 @@ class CardParams:
     shows its name."""
     transcript_header: Mapping[str, Any] | None = None
     """The header line of the build's transcript (its model, provider, ``stand_in``); None: no transcript."""
+    body: CardBody | None = None
+    """The card's body as its pipeline declares it (:func:`adapt_card_body`); None: PBBQ's (:data:`CARD_TEMPLATE`,
+    :data:`CONFIG_DOCS`)."""
 
 
 @dataclass(frozen=True)
@@ -217,7 +240,7 @@ def card_data(configs: Sequence[ConfigInfo], schema: pa.Schema, card: CardParams
 def _config_section(configs: Sequence[ConfigInfo], card: CardParams) -> str:
     rows = []
     for config in configs:
-        language, contents = CONFIG_DOCS.get(
+        language, contents = (card.body.config_docs if card.body else CONFIG_DOCS).get(
             config.name, (", ".join(config.langs), f"Examples of variant(s) {', '.join(config.variants)}.")
         )
         rows.append([f"`{config.name}`", language, contents, f"{config.rows:,}", f"`{config.data_files}`"])
@@ -298,6 +321,17 @@ def _answers_sentence(header: Mapping[str, Any] | None) -> str:
 def _people_wrote(header: Mapping[str, Any] | None) -> bool:
     """The build's LLM answers are the bundled sample's stand-ins, which people wrote."""
     return header is not None and header.get("stand_in") is not True and header.get("model") == SAMPLE_STAND_IN_MODEL
+
+
+def _inputs_note(header: Mapping[str, Any] | None) -> str:
+    """Who made the adaptation's human inputs: the bundled sample's were written for it (its stand-in answers say
+    it is the sample), a real build's by its reviewers and annotators."""
+    if _people_wrote(header):
+        return (
+            "The bundled sample's review sheet, vocabulary and ratings (`annotations/bbq/`) were written for the "
+            "sample: no expert classed its templates and no annotator rated them."
+        )
+    return "The review sheet, the vocabulary and the ratings are the build's inputs, listed in `manifest.json`."
 
 
 def _limitations(header: Mapping[str, Any] | None) -> dict[str, str]:
@@ -464,7 +498,7 @@ def render_card(
     """The dataset card of a release: the YAML header from :func:`card_data`, then the Markdown body."""
     return DatasetCard(
         f"---\n{card_data(configs, schema, card).to_yaml()}\n---\n"
-        + Template(CARD_TEMPLATE.read_text(encoding="utf-8")).substitute(
+        + Template(card.body.template if card.body else CARD_TEMPLATE.read_text(encoding="utf-8")).substitute(
             pretty_name=card.pretty_name,
             build_id=card.build_id,
             paper_dataset_url=PAPER_DATASET_URL,
@@ -472,6 +506,7 @@ def render_card(
             min_kappa=f"{card.min_kappa:g}",
             min_relevance=f"{card.min_relevance:g}",
             answers=_answers_sentence(card.transcript_header),
+            inputs_note=_inputs_note(card.transcript_header),
             **_limitations(card.transcript_header),
             name_proxies=_name_proxy_section(proxy_strength),
             funnel=_funnel_section(funnel, configs, card.funnel_labels),
