@@ -26,12 +26,21 @@ from prefect.runtime import flow_run
 from prefect.states import Crashed
 from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 
-from ..tasks.core.artifacts import RunFolder, StageOutput, atomic_write_bytes, display_path, json_text, sha256_file
-from ..tasks.core.caching import stage_task
+from ..tasks.core.artifacts import (
+    ArtifactStore,
+    RunFolder,
+    StageOutput,
+    atomic_write_bytes,
+    display_path,
+    json_text,
+    sha256_file,
+)
+from ..tasks.core.caching import StoredInput, StoredStage, stage_task
 from ..tasks.core.inputs import instruction_like
 from ..tasks.core.progress import StageProgress
 from ..tasks.core.stage import (
     Input,
+    Parameters,
     Pipeline,
     Resource,
     RunValue,
@@ -40,7 +49,6 @@ from ..tasks.core.stage import (
     Table,
     Tables,
     arguments,
-    finish,
     load_inputs,
     resource_hash,
 )
@@ -71,14 +79,15 @@ class PipelineRunner:
         self,
         run: RunFolder,
         cache: Path,
-        build: BuildConfig,
-        client: LLMClient,
+        build: BuildConfig | Parameters,
+        client: LLMClient | None,
         inputs: BuildInputs,
         run_values: Mapping[str, Callable[[], Any]],
         pipeline: Pipeline,
         progress: StageProgress | None = None,
     ) -> None:
-        """``client``: the build's LLM client, for every stage that asks; ``inputs``: the loaded build inputs;
+        """``build``: the stages' parameters; ``client``: the build's LLM client, for every stage that asks (None for a
+        pipeline with no LLM stage); ``inputs``: the loaded build inputs;
         ``run_values``: the values :class:`RunValue` names, each made when a stage asks for it; ``pipeline``: the
         stages it runs; ``progress``:
         where the running stages are shown (default: nowhere)."""
@@ -87,12 +96,14 @@ class PipelineRunner:
         self.progress = progress
         self.outputs: dict[str, StageOutput] = {}
         self.reports: dict[str, dict[str, Any]] = {}
-        self._pending: dict[str, tuple[PrefectFuture[Any], dict[str, str], float]] = {}
+        self.store = ArtifactStore(cache.parent / "stage-files")
+        """Where the cached stages' files and frames are kept (beside Prefect's results in ``cache``)."""
+        self._pending: dict[str, tuple[Any, dict[str, Any], PrefectFuture[Any], dict[str, str], float]] = {}
         self.timings: list[dict[str, Any]] = []
         """Per stage: wall seconds from its submission to its result, the process's peak RSS once it is
         written, and whether it came from the cache (``timings.json``; not in the manifest: not reproducible)."""
 
-    def client(self) -> LLMClient:
+    def client(self) -> LLMClient | None:
         """The build's LLM client (opened when the build starts, its transcript checked then)."""
         return self._client
 
@@ -111,33 +122,54 @@ class PipelineRunner:
             for earlier in self.pipeline[: self.pipeline.index(stage)]:  # a run value describes the run so far
                 self.wait(earlier.folder)
         params = self.build.params(stage.name) if stage.params else None
-        found = arguments(stage, params, Sources(self.inputs.tables, self.outputs, self.client, self.run_values))
+        tables = {name: source for name, source in stage.inputs.items() if isinstance(source, Table | Tables)}
+        others = dataclasses.replace(stage, inputs={n: s for n, s in stage.inputs.items() if n not in tables})
+        found = arguments(others, params, Sources(self.inputs.tables, self.outputs, self.client, self.run_values))
         recorded = self.recorded(stage, params, found)
-        task = stage_task(stage.run, cached=stage.cached, known=self.written_hashes(stage, recorded))
+        found |= {name: self.stored_input(source, recorded, name) for name, source in tables.items()}
+        task = stage_task(stage, params, self.store)
         if stage.cached:
             task = task.with_options(result_storage=self.cache)
-        future = task.submit(**found)
-        self._pending[stage.folder] = (future, recorded, time.time())
+        self._pending[stage.folder] = (task, found, task.submit(**found), recorded, time.time())
         if self.progress is not None:
-            self.progress.start(stage.folder, future.wrapped_future.done)
+            self.progress.start(stage.folder, self._pending[stage.folder][2].wrapped_future.done)
 
     def wait(self, folder: str) -> StageOutput:
-        """The stage's output, written to its folder once it is done."""
+        """The stage's output, written to its folder once it is done: a stage's files from the artifact store by
+        reference (:class:`StoredStage`), its tables loaded only when a stage that runs reads them."""
         if folder in self.outputs:
             return self.outputs[folder]
         stage = next(s for s in self.pipeline if s.folder == folder)
         for earlier in self.pipeline[: self.pipeline.index(stage)]:  # stages are written in pipeline order
             self.wait(earlier.folder)
-        future, recorded, submitted = self._pending.pop(folder)
-        output = finish(stage, future.result(), self.build.params(stage.name) if stage.params else None)
+        task, found, future, recorded, submitted = self._pending.pop(folder)
+        result = future.result()
+        if stage.cached and not (isinstance(result, StoredStage) and result.complete(self.store)):
+            # a cache entry of an older format, or whose files were removed from the store: computed again
+            future = task.with_options(refresh_cache=True).submit(**found)
+            result = future.result()
         if self.progress is not None:
             self.progress.finish(folder)
         done = future.state.timestamp.timestamp() if future.state.timestamp else time.time()
-        if folder in self.reports:  # this run's own figures (the crawl's fetch), never cached
-            output = dataclasses.replace(output, report={**output.report, **self.reports[folder]})
-        record = self.run.write_stage(
-            folder, output, inputs=recorded, cached=future.state.name == "Cached", declared=stage.audit_view()
-        )
+        cached, declared = future.state.name == "Cached", stage.audit_view()
+        extra = self.reports.get(folder, {})  # this run's own figures (the crawl's fetch), never cached
+        if isinstance(result, StoredStage):
+            report = {**result.report, **extra}
+            key = json_text([result.token, extra])
+            record = self.run.link_stage(
+                folder,
+                result.files,
+                self.store,
+                report,
+                report_key=key,
+                inputs=recorded,
+                cached=cached,
+                declared=declared,
+            )
+            output = StageOutput(result.tables(self.store), dict(stage.outputs), report)
+        else:
+            output = dataclasses.replace(result, report={**result.report, **extra})
+            record = self.run.write_stage(folder, output, inputs=recorded, cached=cached, declared=declared)
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
         self.timings.append({"folder": folder, "seconds": done - submitted, "peak_rss": peak, "cached": record.cached})
         logger = get_run_logger()
@@ -151,18 +183,13 @@ class PipelineRunner:
         self.outputs[folder] = output
         return output
 
-    @staticmethod
-    def written_hashes(stage: Stage, recorded: Mapping[str, str]) -> dict[str, Any]:
-        """The stage's inputs that earlier stages wrote to this run, by the hashes of their files (the cache key
-        takes these instead of serializing the tables again)."""
-        known: dict[str, Any] = {}
-        for name, source in stage.inputs.items():
-            match source:
-                case Table():
-                    known[name] = recorded[name]
-                case Tables(tables):
-                    known[name] = [recorded[label] for label in tables]
-        return known
+    def stored_input(self, source: Table | Tables, recorded: Mapping[str, str], name: str) -> StoredInput:
+        """A stage's argument of earlier stages' tables, by the hashes of their files in this run (the cache key
+        takes these instead of serializing the tables again) and their tables, loaded only if the stage runs."""
+        if isinstance(source, Table):
+            return StoredInput(((recorded[name], self.outputs[source.folder].tables, source.name),))
+        parts = tuple((recorded[label], self.outputs[t.folder].tables, t.name) for label, t in source.tables.items())
+        return StoredInput(parts, stacked=True)
 
     def recorded(self, stage: Stage, params: Any, arguments: Mapping[str, Any]) -> dict[str, str]:
         """The hashes of the stage's inputs for the manifest, from its declaration: an input file's, another

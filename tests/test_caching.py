@@ -3,14 +3,28 @@ that use it; the input part is the tables' content."""
 
 from __future__ import annotations
 
+import errno
+import os
+import pickle
+import stat
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, cast
 
 import pandas as pd
+import pyarrow as pa
+import pytest
 
-from pbbq.tasks.core.artifacts import REPO_ROOT
-from pbbq.tasks.core.caching import StageInputsAndCode, data_files, input_digest, module_closure, stage_code_hash
+from pbbq.tasks.core.artifacts import FILE_MODE, REPO_ROOT, ArtifactStore, StageOutput, sha256_file
+from pbbq.tasks.core.caching import (
+    StageInputsAndCode,
+    StoredInput,
+    StoredStage,
+    data_files,
+    input_digest,
+    module_closure,
+    stage_code_hash,
+)
 from pbbq.tasks.survey_filter import survey_filter
 
 
@@ -88,14 +102,75 @@ def test_a_table_is_keyed_by_its_content_not_its_index() -> None:
 
 
 def test_a_table_already_written_is_keyed_by_its_file_hash_alone() -> None:
-    """The runner passes the hashes of the tables earlier stages wrote (``known``): the key takes them as they
-    are, so a rebuild never serializes those tables again, and a changed table (a changed hash) changes it."""
+    """The runner passes earlier stages' tables as :class:`StoredInput` (their files' hashes and where to load
+    them): the key takes the hashes as they are, never the frames, so a rebuild neither loads nor serializes
+    those tables only to key them, and a changed table (a changed hash) changes it."""
     context = cast(Any, SimpleNamespace(task=SimpleNamespace(fn=survey_filter)))
+    policy = StageInputsAndCode(code=(survey_filter,))
+
+    def key(digest: str, frame: pd.DataFrame) -> str | None:
+        return policy.compute_key(context, {"examples": StoredInput(((digest, {"t": frame}, "t"),)), "n": 3}, {})
+
     frame = pd.DataFrame({"a": ["x", "y"]})
+    assert key("aa", frame) == key("aa", frame.assign(a=["changed", "y"]))
+    assert key("aa", frame) != key("bb", frame)
+    assert policy.compute_key(context, {"examples": frame}, {}) != policy.compute_key(
+        context, {"examples": frame.assign(a=["changed", "y"])}, {}
+    )  # a table no stage wrote: keyed by its content
 
-    def key(known: dict[str, Any], value: pd.DataFrame) -> str | None:
-        return StageInputsAndCode(known=known).compute_key(context, {"examples": value, "n": 3}, {})
 
-    assert key({"examples": "aa"}, frame) == key({"examples": "aa"}, frame.assign(a=["changed", "y"]))
-    assert key({"examples": "aa"}, frame) != key({"examples": "bb"}, frame)
-    assert key({}, frame) != key({}, frame.assign(a=["changed", "y"]))  # unknown: keyed by its content
+def _output() -> StageOutput:
+    examples = pd.DataFrame({"example_id": ["e1", "e2"], "ids": [["r1"], []]})
+    table = pa.schema([("example_id", pa.string()), ("ids", pa.list_(pa.string()))])
+    return StageOutput({"examples": examples}, {"examples": table}, {"counts": {"in": 2}}, csv=("examples",))
+
+
+def test_a_stored_stage_is_a_record_of_hashes_and_its_frames_load_only_when_read(tmp_path: Path) -> None:
+    store = ArtifactStore(tmp_path / "store")
+    output = _output()
+    stored = StoredStage.keep(output, store)
+    assert [(f.name, f.rows) for f in stored.files] == [("examples.parquet", 2), ("examples.csv", 2)]
+    assert all(sha256_file(store.file(f.sha256)) == f.sha256 for f in stored.files)
+    assert stored.tables(store)["examples"] is output["examples"]  # the run that computed it keeps its frames
+    record = pickle.loads(pickle.dumps(stored))  # what Prefect persists: no frame in it
+    assert len(pickle.dumps(stored)) < len(pickle.dumps(output["examples"])) + 1000
+    tables = record.tables(store)
+    assert not tables._loaded
+    pd.testing.assert_frame_equal(tables["examples"], output["examples"])
+    assert tables["examples"]["ids"].tolist() == [["r1"], []]  # the frame as the stage made it, lists and all
+    assert record.complete(store)
+    store.file(stored.frames["examples"]).unlink()
+    assert not record.complete(store)  # a store cleaned by hand: the runner computes the stage again
+
+
+def test_a_file_is_placed_by_a_hard_link_or_else_a_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = ArtifactStore(tmp_path / "store")
+    digest = store.put(b"table bytes")
+    store.place(digest, tmp_path / "run" / "a.parquet")
+    assert (tmp_path / "run" / "a.parquet").stat().st_ino == store.file(digest).stat().st_ino
+
+    def no_link(source: Path, target: Path) -> None:
+        raise OSError(errno.EXDEV, "Invalid cross-device link")
+
+    monkeypatch.setattr(os, "link", no_link)
+    store.place(digest, tmp_path / "run" / "b.parquet")
+    copy = tmp_path / "run" / "b.parquet"
+    assert copy.read_bytes() == b"table bytes" and copy.stat().st_ino != store.file(digest).stat().st_ino
+    assert stat.S_IMODE(copy.stat().st_mode) == FILE_MODE
+    assert sorted(p.name for p in (tmp_path / "run").iterdir()) == ["a.parquet", "b.parquet"]  # no temporary left
+
+
+def test_a_costly_file_is_made_once_per_key(tmp_path: Path) -> None:
+    """A cached stage's ``report.json`` (megabytes of JSON for the names stage) is encoded once, then placed by
+    reference from the store like its tables."""
+    store = ArtifactStore(tmp_path / "store")
+    made: list[str] = []
+
+    def make(text: str) -> bytes:
+        made.append(text)
+        return text.encode()
+
+    first = store.memo("report of run A, cached", lambda: make("{a}"))
+    assert store.memo("report of run A, cached", lambda: make("{changed}")) == first
+    assert store.file(first).read_bytes() == b"{a}" and made == ["{a}"]
+    assert store.file(store.memo("report of run A, computed", lambda: make("{b}"))).read_bytes() == b"{b}"

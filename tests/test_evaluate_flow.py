@@ -313,6 +313,14 @@ def test_evaluate_the_tiny_model_end_to_end(
     assert report["model_requests"] == 0 and all(unit["cached"] for unit in report["units"])
     for name in ("scores", "table3", "table4", "bbq_scores", "error_retention", "kl"):
         assert (second / "02_metrics" / f"{name}.parquet").read_bytes() == (metrics / f"{name}.parquet").read_bytes()
+    # the two steps are stages run by the build's runner: declared in the manifest with the hashes of what they
+    # read, the samples (their units cached one by one) run again, the metrics taken from the runner's cache
+    stages = json.loads((second / "manifest.json").read_text(encoding="utf-8"))["stages"]
+    assert [(s["name"], s["folder"], s["cached"]) for s in stages] == [
+        ("samples", "01_samples", False),
+        ("metrics", "02_metrics", True),
+    ]
+    assert set(stages[0]["inputs"]) == {"release", "tasks"} and set(stages[1]["inputs"]) >= {"samples"}
 
     # pbbq audit reads an evaluation run
     capsys.readouterr()

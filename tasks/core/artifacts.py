@@ -21,10 +21,11 @@ import subprocess
 import tempfile
 import traceback
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +47,8 @@ class StageOutput:
     parameters; the run folder adds the file hashes and whether the stage was recomputed.
     """
 
-    tables: dict[str, pd.DataFrame]
+    tables: Mapping[str, pd.DataFrame]
+    """By name; a cached stage's are loaded only when read (:class:`~.caching.LazyTables`)."""
     schemas: dict[str, pa.Schema]
     report: dict[str, Any]
     csv: tuple[str, ...] = ()
@@ -142,6 +144,97 @@ def write_json(path: Path, payload: Any) -> str:
     data = json_text(payload).encode("utf-8")
     atomic_write_bytes(path, data)
     return sha256_bytes(data)
+
+
+@dataclass(frozen=True)
+class StageFile:
+    """One file of a stage's folder as :func:`stage_files` lists it: its name, how to make its bytes, its rows."""
+
+    name: str
+    data: Callable[[], bytes]
+    rows: int | None
+
+
+def stage_files(output: StageOutput) -> Iterator[StageFile]:
+    """The files of a stage's folder but its report, in the manifest's order: each table's parquet (checked against
+    its schema) and, for a table people open, its CSV; then the stage's other files by name."""
+    for name, frame in output.tables.items():
+        schema = output.schemas[name]
+        yield StageFile(f"{name}.parquet", partial(_parquet_of, frame, schema, name), len(frame))
+        if name in output.csv:
+            yield StageFile(f"{name}.csv", partial(_csv_of, frame), len(frame))
+    for name, data in sorted(output.files.items()):
+        yield StageFile(name, partial(bytes, data), None)
+
+
+def _parquet_of(frame: pd.DataFrame, schema: pa.Schema, name: str) -> bytes:
+    return parquet_bytes(to_arrow(frame, schema, name))
+
+
+def _csv_of(frame: pd.DataFrame) -> bytes:
+    return spreadsheet_safe(frame).to_csv(index=False).encode("utf-8")
+
+
+@dataclass(frozen=True)
+class StoredFile:
+    """A file of a stage's folder kept in an :class:`ArtifactStore`: its name in the folder, its sha256 (its name in
+    the store) and its rows (None for a file that is no table)."""
+
+    name: str
+    sha256: str
+    rows: int | None
+
+
+@dataclass(frozen=True)
+class ArtifactStore:
+    """A content-addressed folder (docs/architecture.md §5): each file named by its sha256 and written once. The
+    stage cache keeps a stage's files here, and a run takes them by reference (a hard link, or a copy where a link
+    cannot be made), so a rebuild neither reads nor writes a cached stage's tables again."""
+
+    path: Path
+
+    def file(self, sha256: str) -> Path:
+        return self.path / sha256
+
+    def has(self, sha256: str) -> bool:
+        return self.file(sha256).is_file()
+
+    def put(self, data: bytes) -> str:
+        """Keep ``data`` (once); returns its sha256."""
+        digest = sha256_bytes(data)
+        if not self.has(digest):
+            atomic_write_bytes(self.file(digest), data)
+        return digest
+
+    def memo(self, key: str, make: Callable[[], bytes]) -> str:
+        """The sha256 of the file ``make()`` gives, made and kept the first time ``key`` is asked for: a file whose
+        content ``key`` determines but which costs to make (a large report's JSON)."""
+        note = self.path / "memo" / sha256_bytes(key.encode("utf-8"))
+        try:
+            digest = note.read_text(encoding="ascii")
+            if self.has(digest):
+                return digest
+        except FileNotFoundError:
+            pass
+        digest = self.put(make())
+        atomic_write_bytes(note, digest.encode("ascii"))
+        return digest
+
+    def place(self, sha256: str, target: Path) -> None:
+        """Put the stored file ``sha256`` at ``target`` as one atomic rename: a hard link to it, or a copy on
+        another file system (or one that has no hard links)."""
+        target.parent.mkdir(parents=True, exist_ok=True)
+        temporary = target.with_name(f".{target.name}.{uuid.uuid4().hex[:8]}.tmp")
+        try:
+            try:
+                os.link(self.file(sha256), temporary)
+            except OSError:
+                shutil.copyfile(self.file(sha256), temporary)
+                os.chmod(temporary, FILE_MODE)
+            os.replace(temporary, target)
+        except BaseException:
+            temporary.unlink(missing_ok=True)
+            raise
 
 
 @dataclass(frozen=True)
@@ -244,6 +337,12 @@ KILL_HOOK = "PBBQ_TEST_KILL_IN"
 (SIGKILL) half-way through writing that stage, after its first file."""
 
 
+def _kill_hook(folder: str) -> None:
+    """Die here (SIGKILL) if the environment's :data:`KILL_HOOK` names ``folder``: a file of it is written."""
+    if os.environ.get(KILL_HOOK) == folder:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
 def leftovers(run: Path) -> list[Path]:
     """Temporary files and folders a killed process left in ``run``."""
     return sorted({path for pattern in LEFTOVERS for path in run.rglob(pattern)})
@@ -292,6 +391,11 @@ def _status_of(run: Path) -> str:
         return "incomplete" if not any(run.iterdir()) else "unknown"
     except (OSError, ValueError):
         return "unknown"
+
+
+def _stage_report(report: Mapping[str, Any], cached: bool, inputs: Mapping[str, str]) -> dict[str, Any]:
+    """A stage's ``report.json``: its report, whether it was taken from the cache, the hashes of its inputs."""
+    return {**report, "cached": cached, "inputs": dict(inputs)}
 
 
 @dataclass
@@ -359,30 +463,49 @@ class RunFolder:
         declaration tells an audit (``declared``: its drop tables and its words, :meth:`Stage.audit_view`)."""
         stage_dir = self.path / folder
         artifacts = []
-        for name, frame in output.tables.items():
-            data = parquet_bytes(to_arrow(frame, output.schemas[name], name))
-            target = stage_dir / f"{name}.parquet"
-            atomic_write_bytes(target, data)
-            if os.environ.get(KILL_HOOK) == folder:
-                os.kill(os.getpid(), signal.SIGKILL)
-            artifacts.append(Artifact(target.relative_to(self.path).as_posix(), sha256_bytes(data), len(frame)))
-            if name in output.csv:
-                text = spreadsheet_safe(frame).to_csv(index=False).encode("utf-8")
-                atomic_write_bytes(target.with_suffix(".csv"), text)
-                artifacts.append(
-                    Artifact(
-                        target.with_suffix(".csv").relative_to(self.path).as_posix(), sha256_bytes(text), len(frame)
-                    )
-                )
-        for name, data in sorted(output.files.items()):
-            atomic_write_bytes(stage_dir / name, data)
-            artifacts.append(Artifact((stage_dir / name).relative_to(self.path).as_posix(), sha256_bytes(data), None))
-        report = {**output.report, "cached": cached, "inputs": dict(inputs)}
-        report_path = stage_dir / "report.json"
-        artifacts.append(Artifact(report_path.relative_to(self.path).as_posix(), write_json(report_path, report), None))
-        record = StageRecord(
-            folder.split("_", 1)[-1], folder, cached, dict(inputs), artifacts, report, dict(declared or {})
+        for file in stage_files(output):
+            data = file.data()
+            atomic_write_bytes(stage_dir / file.name, data)
+            artifacts.append(Artifact(f"{folder}/{file.name}", sha256_bytes(data), file.rows))
+            _kill_hook(folder)
+        report = _stage_report(output.report, cached, inputs)
+        digest = write_json(stage_dir / "report.json", report)
+        return self._record_stage(
+            folder, [*artifacts, Artifact(f"{folder}/report.json", digest, None)], report, declared
         )
+
+    def link_stage(
+        self,
+        folder: str,
+        files: Sequence[StoredFile],
+        store: ArtifactStore,
+        report: Mapping[str, Any],
+        *,
+        report_key: str,
+        inputs: Mapping[str, str],
+        cached: bool,
+        declared: Mapping[str, Any] | None = None,
+    ) -> StageRecord:
+        """:meth:`write_stage` for a stage whose files are in ``store`` already (a cached stage, or one this run
+        computed): each file placed by reference, its hash and rows from ``files``, never read or written again;
+        its ``report.json`` too, made once per ``report_key`` (what determines ``report``), whether it was cached
+        and its inputs."""
+        artifacts = []
+        for file in files:
+            store.place(file.sha256, self.path / folder / file.name)
+            artifacts.append(Artifact(f"{folder}/{file.name}", file.sha256, file.rows))
+            _kill_hook(folder)
+        full = _stage_report(report, cached, inputs)
+        digest = store.memo(json_text([report_key, cached, dict(inputs)]), lambda: json_text(full).encode("utf-8"))
+        store.place(digest, self.path / folder / "report.json")
+        return self._record_stage(folder, [*artifacts, Artifact(f"{folder}/report.json", digest, None)], full, declared)
+
+    def _record_stage(
+        self, folder: str, artifacts: list[Artifact], report: dict[str, Any], declared: Mapping[str, Any] | None
+    ) -> StageRecord:
+        """Add the stage to the manifest (its ``report`` as :func:`_stage_report` made it)."""
+        cached, inputs = report["cached"], report["inputs"]
+        record = StageRecord(folder.split("_", 1)[-1], folder, cached, inputs, artifacts, report, dict(declared or {}))
         self.stages.append(record)
         return record
 

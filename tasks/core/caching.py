@@ -7,16 +7,25 @@ hashes each table by its parquet bytes and each parameter set by its fields, and
 stage's module and of every project module it imports, directly or through others (:func:`module_closure`), with
 the data files beside them (:func:`data_files`), so editing any rule a stage uses, in whatever module or word list
 it lives, invalidates exactly the stages that use it.
+
+What the cache keeps of a stage is a small record (:class:`StoredStage`): its files sit in a content-addressed
+:class:`~.artifacts.ArtifactStore` and a run takes them by reference, their hashes and rows from the record; its
+frames are read from the store only when a stage that runs asks for them (:class:`StoredInput`). So a rebuild
+with nothing changed reads and writes no table of a cached stage.
 """
 
 from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 import glob
 import hashlib
 import json
-from collections.abc import Callable, Mapping
+import pickle
+import threading
+import uuid
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,7 +36,8 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE, CachePolicy
 from prefect.context import TaskRunContext
 
-from .artifacts import REPO_ROOT, parquet_bytes, sha256_file
+from .artifacts import REPO_ROOT, ArtifactStore, StageOutput, StoredFile, parquet_bytes, sha256_file, stage_files
+from .stage import Stage, finish
 
 PROJECT_PACKAGE = "pbbq"
 """The package whose modules are the project's own code (the rest is libraries, pinned by version); its
@@ -64,11 +74,28 @@ def _module_file(name: str, root: Path) -> Path | None:
     return None
 
 
-def _imports(path: Path, name: str) -> set[str]:
-    """The modules a source file imports (``from a import b`` counts ``a`` and ``a.b``, which may be a module)."""
-    found: set[str] = set()
+_FINDS_MODULES = "<iter_modules>"
+"""What :func:`_imports_of` adds for a source that finds modules at run time (``pkgutil.iter_modules``)."""
+
+
+def _imports(path: Path, name: str) -> frozenset[str]:
+    """The modules a source file imports (``from a import b`` counts ``a`` and ``a.b``, which may be a module); a
+    package that finds its modules at run time (pkgutil.iter_modules: the languages) uses them all."""
     package = name.rsplit(".", 1)[0] if path.name != "__init__.py" else name
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    found = _imports_of(path.read_text(encoding="utf-8"), package)
+    if _FINDS_MODULES not in found:
+        return found
+    found = found - {_FINDS_MODULES}
+    if path.name != "__init__.py":
+        return found
+    return found | {f"{name}.{module.stem}" for module in path.parent.glob("*.py") if module.name != "__init__.py"}
+
+
+@functools.lru_cache(maxsize=1024)
+def _imports_of(source: str, package: str) -> frozenset[str]:
+    """:func:`_imports` of a source text, parsed once per process (every stage's key walks the shared modules)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
             found |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom):
@@ -77,10 +104,9 @@ def _imports(path: Path, name: str) -> set[str]:
                 parts = package.split(".")
                 base = ".".join(parts[: len(parts) - node.level + 1] + ([base] if base else []))
             found |= {base} | {f"{base}.{alias.name}" for alias in node.names}
-        elif path.name == "__init__.py" and isinstance(node, ast.Attribute) and node.attr == "iter_modules":
-            # a package that finds its modules at run time (pkgutil.iter_modules: the languages) uses them all
-            found |= {f"{name}.{module.stem}" for module in path.parent.glob("*.py") if module.name != "__init__.py"}
-    return found
+        elif isinstance(node, ast.Attribute) and node.attr == "iter_modules":
+            found.add(_FINDS_MODULES)
+    return frozenset(found)
 
 
 def data_files(path: Path) -> list[Path]:
@@ -118,13 +144,98 @@ def stage_code_hash(fn: Callable[..., Any], root: Path = REPO_ROOT) -> str:
     return digest.hexdigest()
 
 
+PICKLE = pickle.HIGHEST_PROTOCOL
+
+
+class LazyTables(Mapping[str, pd.DataFrame]):
+    """A stage's tables by name, each loaded from the artifact store (its pickled frame) the first time a stage that
+    runs reads it; the tables of a stage this process computed are in memory from the start."""
+
+    def __init__(
+        self, frames: Mapping[str, str], store: ArtifactStore, loaded: Mapping[str, pd.DataFrame] | None = None
+    ) -> None:
+        self._frames, self._store, self._loaded = dict(frames), store, dict(loaded or {})
+        self._lock = threading.Lock()
+
+    def __getitem__(self, name: str) -> pd.DataFrame:
+        with self._lock:
+            if name not in self._loaded:
+                self._loaded[name] = pickle.loads(self._store.file(self._frames[name]).read_bytes())
+            return self._loaded[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._frames)
+
+    def __len__(self) -> int:
+        return len(self._frames)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"frames": self._frames, "store": self._store}  # where the frames are, never the frames
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["frames"], state["store"])  # type: ignore[misc]
+
+
+@dataclass
+class StoredStage:
+    """A stage's result as the cache keeps it (what Prefect persists for the stage's task): its folder's files by
+    reference into the artifact store (name, sha256, rows), its report, and its tables as pickled frames, so that
+    a stage taken from the cache costs a small record, and its frames are read only by a stage that runs."""
+
+    files: tuple[StoredFile, ...]
+    frames: dict[str, str]
+    """Table name → sha256 of its pickled frame in the store (the frame exactly as the stage returned it)."""
+    report: dict[str, Any]
+    token: str = field(default_factory=lambda: uuid.uuid4().hex)
+    """This result's own id (the run that computed it made it): what a ``report.json`` made from it is kept by."""
+    _tables: LazyTables | None = field(default=None, repr=False, compare=False)
+
+    @classmethod
+    def keep(cls, output: StageOutput, store: ArtifactStore) -> StoredStage:
+        """Put a finished stage's files and frames into ``store``; its tables stay in memory for this run."""
+        files = tuple(StoredFile(file.name, store.put(file.data()), file.rows) for file in stage_files(output))
+        frames = {name: store.put(pickle.dumps(frame, PICKLE)) for name, frame in output.tables.items()}
+        return cls(files, frames, output.report, _tables=LazyTables(frames, store, output.tables))
+
+    def complete(self, store: ArtifactStore) -> bool:
+        """Whether every file and frame it names is in ``store`` (a store cleaned by hand may lack some)."""
+        return all(store.has(digest) for digest in (*(file.sha256 for file in self.files), *self.frames.values()))
+
+    def tables(self, store: ArtifactStore) -> LazyTables:
+        """Its tables, each loaded from ``store`` when first read (those in memory already, as they are)."""
+        if self._tables is None:
+            self._tables = LazyTables(self.frames, store)
+        return self._tables
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_tables": None}  # the record, never the frames
+
+
+@dataclass(frozen=True)
+class StoredInput:
+    """A stage's argument made of tables earlier stages wrote: each as (the sha256 of its file, that stage's tables,
+    the table's name). The cache key takes the hashes alone, so a stage taken from the cache never loads a table;
+    a stage that runs gets the frame (``stacked``: the tables stacked into one, as :class:`.stage.Tables` says)."""
+
+    parts: tuple[tuple[str, Mapping[str, pd.DataFrame], str], ...]
+    stacked: bool = False
+
+    def cache_identity(self) -> list[str]:
+        return [digest for digest, _, _ in self.parts]
+
+    def load(self) -> pd.DataFrame:
+        frames = [tables[name] for _, tables, name in self.parts]
+        return pd.concat(frames, ignore_index=True) if self.stacked else frames[0]
+
+
 @dataclass
 class StageInputsAndCode(CachePolicy):
-    """Cache key = sha256(stage code, content of every input). ``known``: inputs whose content hash the caller
-    already has (a table another stage wrote, by the sha256 of its parquet file in the run), so that a rebuild
-    does not serialize the large tables again only to key them."""
+    """Cache key = sha256(the stage's code and the contract's, what it declares of its output, the content of
+    every input). A :class:`StoredInput` is keyed by its tables' file hashes, so a rebuild does not serialize the
+    large tables again only to key them."""
 
-    known: Mapping[str, Any] = field(default_factory=dict)
+    code: tuple[Callable[..., Any], ...] = ()
+    declared: Mapping[str, Any] = field(default_factory=dict)
 
     def compute_key(
         self,
@@ -133,19 +244,30 @@ class StageInputsAndCode(CachePolicy):
         flow_parameters: dict[str, Any],
         **kwargs: Any,
     ) -> str | None:
-        digests = {
-            name: {"sha256": self.known[name]} if name in self.known else input_digest(value)
-            for name, value in (inputs or {}).items()
+        payload = {
+            "code": [stage_code_hash(fn) for fn in self.code],
+            "declared": self.declared,
+            "inputs": {name: input_digest(value) for name, value in (inputs or {}).items()},
         }
-        payload = {"code": stage_code_hash(task_ctx.task.fn), "inputs": digests}
         return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def stage_task(fn: Callable[..., Any], cached: bool = True, known: Mapping[str, Any] | None = None) -> Any:
-    """The thin Prefect task around a stage function: cached on inputs + code (``known``: the content hashes of
-    inputs already hashed, see :class:`StageInputsAndCode`) with its result persisted, or, for a stage with side
-    effects (publish), run every time (Prefect's ``NO_CACHE``)."""
-    if not cached:
-        return task(fn, name=fn.__name__, cache_policy=NO_CACHE, persist_result=False)
-    policy = StageInputsAndCode(known=dict(known or {}))
-    return task(fn, name=fn.__name__, cache_policy=policy, persist_result=True)
+def stage_task(stage: Stage, params: Any, store: ArtifactStore) -> Any:
+    """The thin Prefect task around a stage: it loads the tables its :class:`StoredInput` arguments name, runs the
+    stage function, completes its output by the contract (:func:`.stage.finish`) and, for a cached stage, keeps it
+    in ``store`` and returns the :class:`StoredStage` that Prefect persists, keyed on the stage's code, declared
+    outputs and inputs. A stage with side effects (publish) runs every time (Prefect's ``NO_CACHE``) and returns its
+    :class:`StageOutput`."""
+
+    def run(**arguments: Any) -> StoredStage | StageOutput:
+        found = {name: v.load() if isinstance(v, StoredInput) else v for name, v in arguments.items()}
+        output = finish(stage, stage.run(**found), params)
+        return StoredStage.keep(output, store) if stage.cached else output
+
+    functools.update_wrapper(run, stage.run)  # Prefect binds the stage function's own parameters
+    name = stage.run.__name__
+    if not stage.cached:
+        return task(run, name=name, cache_policy=NO_CACHE, persist_result=False)
+    declared = {"drops": list(stage.drops), "outputs": {table: str(schema) for table, schema in stage.outputs.items()}}
+    policy = StageInputsAndCode(code=(stage.run, finish), declared=declared)
+    return task(run, name=name, cache_policy=policy, persist_result=True)

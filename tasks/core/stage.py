@@ -38,7 +38,8 @@ class Input:
     """Its name in the manifest and in :class:`Sources`."""
     load: Callable[..., Any] | None = None
     """``load(path, *loaded needs)``: the checked table (an :class:`~pbbq.tasks.core.inputs.InputError` naming
-    the file and row otherwise); None for an input the build makes itself (the crawl's fetched posts)."""
+    the file and row otherwise); None for an input the flow makes itself (the crawl's fetched posts, the release an
+    evaluation scores)."""
     needs: tuple[Input, ...] = ()
     """The inputs ``load`` checks this one against, loaded first."""
     optional: bool = False
@@ -284,6 +285,17 @@ class Pipeline:
                 if isinstance(source, Input):
                     add(source)
         return tuple(found.values())
+
+
+@dataclass(frozen=True)
+class Parameters:
+    """Stage parameters by configuration section, for a pipeline run without a build configuration (the
+    evaluation's): what the runner asks of a configuration."""
+
+    sections: Mapping[str, Any]
+
+    def params(self, section: str) -> Any:
+        return self.sections[section]
 
 
 def load_inputs(inputs: Iterable[Input], paths: Mapping[str, Path]) -> dict[str, Any]:
