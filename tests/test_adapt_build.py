@@ -6,6 +6,7 @@ shares, offline. The class rules are pinned here through the build; the function
 from __future__ import annotations
 
 import csv
+import importlib.util
 from pathlib import Path
 
 import pandas as pd
@@ -15,6 +16,7 @@ from pbbq.flows.cli import SAMPLES, main
 from pbbq.flows.config import ConfigError, load_config
 from pbbq.flows.pipeline import ADAPT_PIPELINE, PIPELINE, pipeline_for
 from pbbq.tasks.adapt.bbq_format import load_bbq_vocabulary
+from pbbq.tasks.core.artifacts import REPO_ROOT
 from tests.adapt_support import SAMPLE_SHEET, VOCABULARY
 
 SHEET = {row["template_id"]: row for row in csv.DictReader(SAMPLE_SHEET.open(encoding="utf-8"))}
@@ -145,3 +147,15 @@ def test_adapt_takes_age_disability_and_physical_templates_without_vocabulary_gr
     argv = ["adapt", "--templates", *map(str, templates), "--vocabulary", str(VOCABULARY)]
     assert main([*argv, "--out", str(tmp_path / "sheet.csv")]) == 0
     assert (tmp_path / "sheet.csv").is_file()
+
+
+def test_the_bundled_transcript_is_what_the_recorder_makes_now(tmp_path: Path) -> None:
+    """``record_adapt_sample.py`` runs the sample pipeline's LLM stages against the Urdu stand-in: the transcript the
+    sample replays is the one its stages ask for today (re-record after changing a prompt, the sheet or a stage)."""
+    script = REPO_ROOT / "prompts" / "transcripts" / "record_adapt_sample.py"
+    spec = importlib.util.spec_from_file_location("record_adapt_sample", script)
+    assert spec is not None and spec.loader is not None
+    recorder = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(recorder)
+    recorder.record(transcript=tmp_path / "adapt-sample.jsonl")
+    assert (tmp_path / "adapt-sample.jsonl").read_bytes() == recorder.TRANSCRIPT.read_bytes()
