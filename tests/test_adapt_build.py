@@ -159,3 +159,20 @@ def test_the_bundled_transcript_is_what_the_recorder_makes_now(tmp_path: Path) -
     spec.loader.exec_module(recorder)
     recorder.record(transcript=tmp_path / "adapt-sample.jsonl")
     assert (tmp_path / "adapt-sample.jsonl").read_bytes() == recorder.TRANSCRIPT.read_bytes()
+
+
+def test_table2_reads_the_adapted_templates_in_their_own_language() -> None:
+    """Diversity's template table takes the language from the template table's columns: BBQ's slots masked as PBBQ's
+    placeholders are, in English; a table without one ``ambiguous_<lang>`` column is refused in one line."""
+    from pbbq.tasks.adapt import template_texts
+    from pbbq.tasks.adapt.sheet import apply_classes, load_reviewed_sheet
+    from pbbq.tasks.diversity import NEUTRAL_TOKEN, template_language, template_units
+
+    texts = template_texts(apply_classes(load_reviewed_sheet(SAMPLE_SHEET))[0])
+    assert template_language(texts) == "en"
+    units = template_units(texts).set_index(["template_id", "column"])["text"]
+    assert units["Nationality-9", "ambiguous_en"] == (
+        f"My {NEUTRAL_TOKEN} and {NEUTRAL_TOKEN} friends were already at the cricket match when the bomb exploded."
+    )
+    with pytest.raises(ValueError, match="diversity: the templates table has 0 ambiguous_<lang> columns, not one"):
+        template_units(texts.drop(columns="ambiguous_en"))
