@@ -176,3 +176,15 @@ def test_table2_reads_the_adapted_templates_in_their_own_language() -> None:
     )
     with pytest.raises(ValueError, match="diversity: the templates table has 0 ambiguous_<lang> columns, not one"):
         template_units(texts.drop(columns="ambiguous_en"))
+
+
+def test_sample_names_a_bundled_sample_bare_sample_stays_pbbqs(capsys: pytest.CaptureFixture[str]) -> None:
+    from pbbq.flows.cli import _parser
+
+    assert _parser().parse_args(["build", "--sample"]).sample == "pbbq"
+    assert _parser().parse_args(["build", "--sample", "adapt"]).sample == "adapt"
+    assert SAMPLES["pbbq"] == REPO_ROOT / "configs" / "sample.toml"
+    with pytest.raises(SystemExit):
+        main(["build", "--sample", "kobbq"])
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "argument --sample: invalid choice: 'kobbq' (choose from 'pbbq', 'adapt')" in err
