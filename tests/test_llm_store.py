@@ -10,12 +10,15 @@ from pathlib import Path
 import pytest
 
 from pbbq.tasks.llm import (
+    RECORDED,
+    STAND_IN,
     LLMClient,
     LLMConfig,
     LLMError,
     LLMRequest,
     ReplayMissError,
     ResponseStore,
+    StoredResponse,
     open_llm,
     request_key,
     transcript_header,
@@ -185,3 +188,36 @@ def test_a_replay_of_a_stand_in_transcript_stays_stand_in(tmp_path: Path, monkey
     model = tmp_path / "model.jsonl"
     model.write_text(first.read_text(encoding="utf-8").replace('"stand_in":true,', ""), encoding="utf-8")
     assert not open_llm(replay_config, model).stand_in
+
+
+def _record(key: str, text: str) -> StoredResponse:
+    return StoredResponse(key, "openai", "fake-model", {"k": key}, text, 1, 2, "2025-01-01T00:00:00+00:00")
+
+
+def test_get_many_takes_each_key_from_its_first_source_as_get_does(tmp_path: Path) -> None:
+    """Over SQLite's old limit of 999 bound values: every key the store holds comes back, from the first source of
+    ``sources`` that has it; a key held only by a source not asked for, or by none, is absent."""
+    store = ResponseStore(tmp_path / "store.sqlite")
+    keys = [f"{i:064x}" for i in range(1500)]
+    for i, key in enumerate(keys):
+        if i % 3 != 2:
+            store.put(_record(key, f"model {i}"), RECORDED)
+        if i % 3 != 0:
+            store.put(_record(key, f"transcript {i}"), "t" * 64)
+    store.put(_record("f" * 64, "stand-in only"), STAND_IN)
+    sources = ("t" * 64, RECORDED)
+    found = store.get_many([*keys, "f" * 64, "0" * 63], sources)
+    assert found == {key: store.get(key, sources) for key in keys}
+    assert found[keys[0]].text == "model 0" and found[keys[1]].text == "transcript 1"
+    assert store.get_many(keys[:3], (RECORDED,))[keys[1]].text == "model 1"
+
+
+def test_a_batch_is_looked_up_in_one_query(server: FakeLLMServer, tmp_path: Path) -> None:
+    """A replayed batch of 50 requests reads the store once, not once per request."""
+    LLMClient(config(server, tmp_path / "store.sqlite", "live")).complete_many([req(i) for i in range(50)])
+    client = LLMClient(config(server, tmp_path / "store.sqlite", "replay"))
+    statements: list[str] = []
+    client.store._db.set_trace_callback(statements.append)
+    answers = client.complete_many([req(i) for i in range(50)])
+    assert [a.text for a in answers] == [f"echo: question {i}" for i in range(50)]
+    assert len([s for s in statements if s.lstrip().upper().startswith("SELECT")]) == 1

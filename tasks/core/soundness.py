@@ -78,15 +78,17 @@ def row_violations(
         (sources or {}).get(source) if lang != "fa" else None
         for source, lang in zip(frame["source_example_id"], frame["lang"], strict=True)
     ]
+    rows = list(zip(pairs, persian, frame["lang"], strict=True))
+    checked = {(lang, (s, n), fa) for (_, s, n), fa, lang in rows if fa is not None}
+    gender_added = {  # once per distinct pair of entities: a pair recurs in every example of its template
+        (lang, translated, fa): any(
+            language(lang).entity_gender(entity) != language("fa").entity_gender(source)
+            for entity, source in zip(translated, fa, strict=True)
+        )
+        for lang, translated, fa in checked
+    }
     added = pd.Series(
-        [
-            fa is not None
-            and any(
-                language(lang).entity_gender(translated) != language("fa").entity_gender(source)
-                for translated, source in zip((s, n), fa, strict=True)
-            )
-            for (_, s, n), fa, lang in zip(pairs, persian, frame["lang"], strict=True)
-        ],
+        [fa is not None and gender_added[(lang, (s, n), fa)] for (_, s, n), fa, lang in rows],
         index=frame.index,
     )
     return {

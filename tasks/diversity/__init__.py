@@ -174,13 +174,14 @@ def template_units(templates: pd.DataFrame) -> pd.DataFrame:
 def _metric_row(
     units: list[str],
     tokens: Mapping[str, list[str]],
-    lang: str,
+    unit_words: Mapping[str, list[str]],
     ttr_stop_words: frozenset[str],
     homogenization: Homogenizer,
 ) -> dict[str, object]:
-    """The four metrics of one group of distinct, sorted units (and NGD on Table 2's scale, ``ngd_mean``)."""
+    """The four metrics of one group of distinct, sorted units (and NGD on Table 2's scale, ``ngd_mean``), from
+    each unit's tokens and words."""
     token_lists = [tokens[unit] for unit in units]
-    word_lists = [language(lang).words(unit_tokens) for unit_tokens in token_lists]
+    word_lists = [unit_words[unit] for unit in units]
     hom = homogenization(units)
     ngd = ngram_diversity(word_lists)
     return {
@@ -224,13 +225,15 @@ def _group_rows(
     gives extra count columns computed from each category's rows."""
     if groups.empty:
         return []
-    tokens = {unit: language(lang).tokenize(unit) for unit in groups[text].unique()}
+    unit_language = language(lang)
+    tokens = {unit: unit_language.tokenize(unit) for unit in groups[text].unique()}
+    unit_words = {unit: unit_language.words(unit_tokens) for unit, unit_tokens in tokens.items()}  # Overall reuses them
 
     def row(part: pd.DataFrame) -> dict[str, object]:
         units = sorted(part[text].unique())
         return {
             **{name: count(part) for name, count in counts.items()},
-            **_metric_row(units, tokens, lang, ttr_stop_words, homogenization),
+            **_metric_row(units, tokens, unit_words, ttr_stop_words, homogenization),
         }
 
     categories = [

@@ -212,8 +212,9 @@ class LLMClient:
         distinct = dict(zip(keys, requests, strict=True))
         answers: dict[str, LLMResponse] = {}
         if self.sources:
+            stored = self.store.get_many(distinct, self.sources)
             for key, request in distinct.items():
-                record = self.store.get(key, self.sources)
+                record = stored.get(key)
                 if record is not None:
                     answers[key] = LLMResponse(record.text, key, True, record.tokens_in, record.tokens_out)
                     self.usage(request.stage).record_hit()

@@ -159,6 +159,25 @@ class ResponseStore(Closing):
         found = {row[0]: row[1:] for row in rows}
         return next((_row_to_record(found[source]) for source in sources if source in found), None)
 
+    def get_many(self, keys: Iterable[str], sources: Sequence[str] = (RECORDED,)) -> dict[str, StoredResponse]:
+        """The answer of each of ``keys`` the store has, from the first of ``sources`` that has one (as
+        :meth:`get`), in one query: the keys travel as one JSON array (SQLite's ``json_each``), so a stage's
+        thousands of lookups are one statement, not one each."""
+        rank = {source: index for index, source in enumerate(sources)}
+        marks = ", ".join("?" * len(sources))
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT source, {', '.join(_RECORD_FIELDS)} FROM answers "
+                f"WHERE source IN ({marks}) AND key IN (SELECT value FROM json_each(?))",
+                (*sources, json.dumps(list(keys))),
+            ).fetchall()
+        chosen: dict[str, tuple[Any, ...]] = {}
+        for row in rows:
+            held = chosen.get(row[1])
+            if held is None or rank[row[0]] < rank[held[0]]:
+                chosen[row[1]] = row
+        return {key: _row_to_record(row[1:]) for key, row in chosen.items()}
+
     def put(self, record: StoredResponse, source: str = RECORDED) -> None:
         """Record (or replace) an answer of ``source``."""
         if self.read_only:

@@ -329,12 +329,12 @@ def names(
     measured = _category_groups(prepared) if params.drop_weak_proxies else {}
     strength = proxy_strength(name_table, measured, params.min_proxy_margin, params.seed)
     strong = {(r.lang, r.category, r.group) for r in strength.itertuples() if r.strong}
-    weak = [
-        p
+    is_weak = [
+        params.drop_weak_proxies and not all((p.row["lang"], p.row["category"], g) in strong for g in p.groups)
         for p in decided
-        if params.drop_weak_proxies and not all((p.row["lang"], p.row["category"], g) in strong for g in p.groups)
     ]
-    decided = [p for p in decided if p not in weak]
+    weak = [p for p, w in zip(decided, is_weak, strict=True) if w]
+    decided = [p for p, w in zip(decided, is_weak, strict=True) if not w]
     drawn, short = draw_all(decided, pools, seeds)
     failures += [(item.row, unmapped) for item, unmapped in short]
     mapped = [item for item in decided if item.example_id in drawn]

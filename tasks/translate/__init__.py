@@ -16,11 +16,12 @@ with the gender of the entity they refer to (no 'they' for a man, no 'she' for h
 about. A failing translation is sent back with the failures named (``prompts/translate.retry.en.txt``), up to
 ``max_attempts`` answers in all; what still fails goes to review and its examples are dropped (``failed_validation``).
 
-Every English segment is translated back to Persian and scored with chrF (sacrebleu) against the original; a
-segment under ``min_chrf`` is flagged for review, and ``keep_flagged`` decides whether its examples stay
-(``flagged_translation``). Whatever its chrF, a back-translation must name each group of the segment's glossary
-entries by a Persian term of the same English name («راننده‌ی کرد» coming back as «راننده‌ی نمود» has lost the
-Kurd): else the segment fails (``group_term_lost``), goes to review and its examples are dropped.
+Every English segment is translated back to Persian and scored with chrF (sacrebleu's, all segments at once:
+:mod:`pbbq.tasks.translate.chrf`) against the original; a segment under ``min_chrf`` is flagged for review, and
+``keep_flagged`` decides whether its examples stay (``flagged_translation``). Whatever its chrF, a
+back-translation must name each group of the segment's glossary entries by a Persian term of the same English name
+(«راننده‌ی کرد» coming back as «راننده‌ی نمود» has lost the Kurd): else the segment fails (``group_term_lost``),
+goes to review and its examples are dropped.
 
 English examples keep the Persian example's id stem (``<id>-en``), point to it in ``source_example_id``, and keep
 its record in BBQ's English surface: an entity option is its phrase with the article, as BBQ writes it ("The
@@ -40,7 +41,6 @@ from typing import Any, NamedTuple
 
 import pandas as pd
 import pyarrow as pa
-from sacrebleu.metrics import CHRF
 
 from ..core.artifacts import REPO_ROOT, StageOutput, count_reasons, sha256_bytes
 from ..core.inputs import TEMPLATES, UNKNOWN_PHRASES
@@ -50,6 +50,7 @@ from ..core.stage import Client, Input, Resource, Stage, Table, listed
 from ..llm import LLMClient, LLMRequest, LLMResponse
 from ..text.languages import NONE
 from ..text.languages.fa import normalize_fa
+from .chrf import chrf_scores
 from .glossary import SOURCE, TARGET, Glossary, load_glossary, rendered
 
 STAGE_NAME = "translate"
@@ -382,12 +383,12 @@ def translate_segments(
         results.update(done)
         english.update({fa: done[sid][0] for sid, fa in zip(batch["segment_id"], batch["text_fa"], strict=True)})
     back_requests = [back_request(sid, results[sid][0], prompts) for sid in table["segment_id"]]
-    chrf = CHRF()
+    answers = client.complete_many(back_requests)
+    backs = [normalize_fa(answer.text) for answer in answers]
+    scores = chrf_scores(backs, table["text_fa"].tolist())
     rows = []
-    for row, answer in zip(table.itertuples(), client.complete_many(back_requests), strict=True):
+    for row, answer, back, score in zip(table.itertuples(), answers, backs, scores, strict=True):
         text, failures, ids = results[row.segment_id]
-        back = normalize_fa(answer.text)
-        score = chrf.sentence_score(back, [row.text_fa]).score
         failures = [*failures, *lost_group_terms(row.glossary, back, glossary)]
         rows.append(
             {
