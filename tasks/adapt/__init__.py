@@ -26,26 +26,15 @@ import pyarrow as pa
 
 from ..core.artifacts import StageOutput, count_reasons
 from ..core.inputs import load_ratings
-from ..core.schemas import EXAMPLE, EXAMPLE_DROPPED, OPTIONS
+from ..core.schemas import EXAMPLE, EXAMPLE_DROPPED, GATE_FIELDS, OPTIONS
 from ..core.stage import Input, Stage, Table
 from ..kappa_gate import GateParams, kappa_gate
 from .bbq_format import PROPER_NAME_COLUMNS, load_bbq_proper_names, load_bbq_vocabulary
 from .generate import AdaptInstantiateParams, examples_of, fillings
 from .sheet import ADAPTED_TEMPLATE, CLASSES, apply_classes, load_reviewed_sheet
 
-GATE_COLUMNS = ["n_items", "n_annotators", "kappa", "kappa_note", "mean_relevance", "kept", "reason"]
-GATED_TEMPLATE = pa.schema(
-    [
-        *ADAPTED_TEMPLATE,
-        ("n_items", pa.int64()),
-        ("n_annotators", pa.int64()),
-        ("kappa", pa.float64()),
-        ("kappa_note", pa.string()),
-        ("mean_relevance", pa.float64()),
-        ("kept", pa.bool_()),
-        ("reason", pa.string()),
-    ]
-)
+GATE_COLUMNS = [name for name, _ in GATE_FIELDS]
+GATED_TEMPLATE = pa.schema([*ADAPTED_TEMPLATE, *GATE_FIELDS])
 """An adapted template with the gate's figures and decision; ``reason`` is ``simply_removed`` for an SR row (the
 experts' reason in ``removal_reason``) or the gate's reason."""
 SIMPLY_REMOVED = "simply_removed"

@@ -76,6 +76,17 @@ STEREOTYPE = pa.schema(
     ]
 )
 
+GATE_FIELDS: tuple[tuple[str, pa.DataType], ...] = (
+    ("n_items", pa.int64()),
+    ("n_annotators", pa.int64()),
+    ("kappa", pa.float64()),
+    ("kappa_note", pa.string()),
+    ("mean_relevance", pa.float64()),
+    ("kept", pa.bool_()),
+    ("reason", pa.string()),
+)
+"""What the annotation gate adds to a template it rated (PakBBQ §3.2): items and annotators, Fleiss' kappa, mean
+relevance, and its decision with the reason."""
 TEMPLATE = pa.schema(
     [
         ("template_id", pa.string()),
@@ -91,13 +102,7 @@ TEMPLATE = pa.schema(
         ("nonstereo_entities", _strings),
         ("lexical_variants", _strings),
         ("allowed_pairs", _strings),
-        ("n_items", pa.int64()),
-        ("n_annotators", pa.int64()),
-        ("kappa", pa.float64()),
-        ("kappa_note", pa.string()),
-        ("mean_relevance", pa.float64()),
-        ("kept", pa.bool_()),
-        ("reason", pa.string()),
+        *GATE_FIELDS,
     ]
 )
 
