@@ -1,7 +1,9 @@
 """A build's configuration: where its inputs are and each stage's parameters, read from a TOML file.
 
 Paths in the file are relative to the file. Sections are named after the stages; a key left out takes the
-stage's default, and an unknown key is an error (a typo must not silently fall back to a default).
+stage's default, and an unknown key is an error (a typo must not silently fall back to a default). A file may
+start from another one in its folder (``inherit = "sample.toml"``): each section of that file, with this file's
+keys over its own.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from ..tasks.core.artifacts import REPO_ROOT, display_path
 from ..tasks.core.inputs import load_unknown_phrases
 from ..tasks.core.stage import Input, Pipeline
 from ..tasks.llm import STAND_IN_MODE, LLMConfig
+from ..tasks.text.languages import LANGUAGES
+from ..tasks.translate.glossary import SOURCE
 from .pipeline import PIPELINE, pipeline_for
 
 SAMPLE_CONFIG = REPO_ROOT / "configs" / "sample.toml"
@@ -205,10 +209,29 @@ def _section(
         raise ConfigError(f"{path}: [{name}] {exc}") from None
 
 
-def load_config(path: Path | None = None, pipeline: Pipeline | None = None) -> BuildConfig:
-    """Read a build configuration; ``None`` is the bundled sample. ``pipeline``: the stages it configures (default:
-    the one the configuration chooses, :func:`pipeline_for`)."""
-    path = (path or SAMPLE_CONFIG).resolve()
+def _targets(path: Path, raw: dict[str, Any]) -> dict[str, Any]:
+    """``[translate] targets`` checked (a non-empty list of distinct language codes other than the source's), and
+    the raw configuration as the stages read it: without ``targets``, and with each further target's section
+    (``[translate_ur]``) filled from ``[translate]`` where it leaves a key out."""
+    section = _table(path, raw, "translate")
+    if "targets" not in section:
+        return raw
+    targets = section["targets"]
+    known = [code for code in LANGUAGES if code != SOURCE.code]
+    if not isinstance(targets, list) or not targets or not all(isinstance(code, str) for code in targets):
+        raise ConfigError(f"{path}: [translate] targets = {targets!r} is not a non-empty list of language codes")
+    wrong = [code for code in targets if code not in known]
+    if wrong or len(set(targets)) != len(targets):
+        problem = f"{wrong[0]!r} is not one of {', '.join(known)}" if wrong else "names a language twice"
+        raise ConfigError(f"{path}: [translate] targets = {targets!r}: {problem}")
+    shared = {key: value for key, value in section.items() if key != "targets"}
+    further = {f"translate_{code}": shared | _table(path, raw, f"translate_{code}") for code in targets[1:]}
+    return raw | {"translate": shared} | further
+
+
+def _read(path: Path, inheriting: tuple[Path, ...] = ()) -> dict[str, Any]:
+    """The TOML of a configuration file, with the sections of the file it inherits from (``inherit``) under its own
+    keys, key by key."""
     if not path.is_file():
         raise ConfigError(f"{path}: configuration file not found")
     try:
@@ -217,6 +240,25 @@ def load_config(path: Path | None = None, pipeline: Pipeline | None = None) -> B
         raise ConfigError(f"{path}: not UTF-8 text") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML ({exc})") from None
+    if "inherit" not in raw:
+        return raw
+    name = raw.pop("inherit")
+    base = path.parent / name if isinstance(name, str) and "\0" not in name else None
+    if base is None or base.resolve().parent != path.parent or base.resolve() in (path, *inheriting):
+        raise ConfigError(f"{path}: inherit = {name!r} is not another configuration file in its folder")
+    inherited = _read(base.resolve(), (path, *inheriting))
+    return inherited | {
+        key: inherited[key] | value if isinstance(value, dict) and isinstance(inherited.get(key), dict) else value
+        for key, value in raw.items()
+    }
+
+
+def load_config(path: Path | None = None, pipeline: Pipeline | None = None) -> BuildConfig:
+    """Read a build configuration; ``None`` is the bundled sample. ``pipeline``: the stages it configures (default:
+    the one the configuration chooses, :func:`pipeline_for`)."""
+    path = (path or SAMPLE_CONFIG).resolve()
+    raw = _read(path)
+    checked = _targets(path, raw)
     try:
         pipeline = pipeline or pipeline_for(raw)
     except ValueError as exc:
@@ -224,6 +266,7 @@ def load_config(path: Path | None = None, pipeline: Pipeline | None = None) -> B
     unknown_input = sorted(set(_table(path, raw, "input")) - {"path"})
     if unknown_input:
         raise ConfigError(f"{path}: [input] has unknown key(s) {_names(unknown_input)}; known: path")
+    raw = checked
     known_sections = sections(pipeline)
     unknown_sections = sorted(set(raw) - set(known_sections))
     if unknown_sections:

@@ -12,7 +12,7 @@ entry below.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..tasks import (
@@ -33,27 +33,45 @@ from ..tasks.core.stage import Pipeline, Resource, Source, Stage, Table
 from ..tasks.kappa_gate import GateParams
 from ..tasks.publish.dataset_card import adapt_card_body
 
-PIPELINE = Pipeline(
-    (
-        crawl.STAGE,
-        survey_filter.STAGE,
-        kappa_gate.STAGE,
-        disambiguate.STAGE,
-        instantiate.STAGE,
-        names.STAGE,
-        translate.STAGE,
-        diversity.STAGE,
-        statistics.STAGE,
-        publish.STAGE,
-    ),
-    configs={
-        "fa": Table(instantiate.STAGE.folder, "examples"),
-        "fa-names": Table(names.STAGE.folder, "examples"),
-        "en": Table(translate.STAGE.folder, "examples"),
-    },
-)
-"""PBBQ: the stages in the paper's order, each reading only stages before it; the examples of the Persian
-(``fa``), name-proxy (``fa-names``) and English (``en``) configs."""
+TARGETS = ("en",)
+"""``[translate] targets`` left out: the languages PBBQ's examples are translated into (PBBQ §3.4: English)."""
+
+
+def pbbq_pipeline(targets: Sequence[str] = TARGETS) -> Pipeline:
+    """PBBQ: the stages in the paper's order, each reading only stages before it, with one translate stage per
+    target language (:func:`pbbq.tasks.translate.translate_stage`); the examples of the Persian (``fa``),
+    name-proxy (``fa-names``) and each target's config (``en``, ``ur``)."""
+    translations = [translate.translate_stage(code, first=number == 0) for number, code in enumerate(targets)]
+    return Pipeline(
+        (
+            crawl.STAGE,
+            survey_filter.STAGE,
+            kappa_gate.STAGE,
+            disambiguate.STAGE,
+            instantiate.STAGE,
+            names.STAGE,
+            *translations,
+            diversity.STAGE,
+            statistics.STAGE,
+            publish.STAGE,
+        ),
+        configs={
+            "fa": Table(instantiate.STAGE.folder, "examples"),
+            "fa-names": Table(names.STAGE.folder, "examples"),
+            **{code: Table(stage.folder, "examples") for code, stage in zip(targets, translations, strict=True)},
+        },
+    )
+
+
+PIPELINE = pbbq_pipeline()
+"""PBBQ as the default build runs it: Persian translated into English."""
+
+
+def targets_of(config: Mapping[str, Any]) -> tuple[str, ...]:
+    """``[translate] targets`` of a build configuration (its TOML, as read), :data:`TARGETS` when left out; the
+    configuration checks it (:func:`pbbq.flows.config.load_config`)."""
+    section = config.get("translate", {})
+    return tuple(section.get("targets", TARGETS)) if isinstance(section, Mapping) else TARGETS
 
 
 def reading(stage: Stage, **inputs: Source | None) -> Stage:
@@ -89,20 +107,29 @@ by BBQ's rules into English examples (``05_instantiate``), then PBBQ's own diver
 stages reading the adapted templates' texts and the adaptation's funnel steps. No name proxies: BBQ's templates
 name their people by group or by first name already (the card says so)."""
 
-PATHS = {"crawl": PIPELINE, "adapt": ADAPT_PIPELINE}
-"""``[input] path``: the build's input path and its pipeline."""
+
+def _crawl_pipeline(config: Mapping[str, Any]) -> Pipeline:
+    targets = targets_of(config)
+    return PIPELINE if targets == TARGETS else pbbq_pipeline(targets)
+
+
+PATHS: dict[str, Callable[[Mapping[str, Any]], Pipeline]] = {
+    "crawl": _crawl_pipeline,
+    "adapt": lambda config: ADAPT_PIPELINE,
+}
+"""``[input] path``: the build's input path and how its pipeline follows from the configuration."""
 
 
 def pipeline_for(config: Mapping[str, Any]) -> Pipeline:
-    """The pipeline a build configuration (its TOML, as read) runs: ``[input] path`` (default ``crawl``, PBBQ's);
-    a ValueError names a path that is not one of :data:`PATHS`."""
+    """The pipeline a build configuration (its TOML, as read) runs: its ``[input] path`` (default ``crawl``: PBBQ's,
+    into its ``[translate] targets``); a ValueError names a path that is not one of :data:`PATHS`."""
     section = config.get("input", {})
     if not isinstance(section, Mapping):
         raise ValueError("input must be a section [input], not a value")
     path = section.get("path", "crawl")
     if not isinstance(path, str) or path not in PATHS:
         raise ValueError(f"[input] path = {path!r} is not one of {', '.join(map(repr, PATHS))}")
-    return PATHS[path]
+    return PATHS[path](config)
 
 
 def gate_section(pipeline: Pipeline) -> str:

@@ -367,8 +367,8 @@ def valid_ratings(template_ids: list[str]) -> Callable[[pd.DataFrame], None]:
 
 
 def valid_unknown_phrases(table: pd.DataFrame) -> None:
-    assert list(table.columns) == ["phrase_fa", "phrase_en"]
-    _filled(table, ["phrase_fa", "phrase_en"])
+    assert list(table.columns) in (["phrase_fa", "phrase_en"], ["phrase_fa", "phrase_en", "phrase_ur"])
+    _filled(table, list(table.columns))
     _unique(table, "phrase_fa")
 
 
@@ -384,8 +384,8 @@ def valid_overrides(templates: pd.DataFrame) -> Callable[[pd.DataFrame], None]:
 
 
 def valid_glossary(table: pd.DataFrame) -> None:
-    assert list(table.columns) == GLOSSARY_COLUMNS and len(table)
-    _filled(table, ["term_fa", "term_en"])
+    assert list(table.columns) in (GLOSSARY_COLUMNS, [*GLOSSARY_COLUMNS, "term_ur"]) and len(table)
+    _filled(table, [column for column in table.columns if column != "note"])
     _unique(table, "term_fa")
     assert not table["term_en"].str.contains(r"[\u0600-\u06ff]").any()
 

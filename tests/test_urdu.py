@@ -8,6 +8,7 @@ import pytest
 
 from pbbq.tasks.core.artifacts import REPO_ROOT
 from pbbq.tasks.text.languages import ur
+from tests.fakes.stand_in_model import URDU_SLOT, agreement, fill_urdu, swap_urdu
 
 URDU = ur.LANGUAGE
 
@@ -70,10 +71,10 @@ def test_stop_words_are_urduhacks_list_normalised() -> None:
 
 
 def test_unknown_phrases_give_urdu_for_every_persian_phrasing() -> None:
-    persian = [row["phrase_fa"] for row in _rows(REPO_ROOT / "annotations" / "unknown_phrases.csv")]
-    phrases = ur.unknown_phrases()
-    assert sorted(phrases) == sorted(persian)
-    assert len(set(phrases.values())) == len(persian)
+    rows = _rows(REPO_ROOT / "annotations" / "unknown_phrases.csv")
+    phrases = {row["phrase_fa"]: row["phrase_ur"] for row in rows}
+    assert all(phrases.values()) and len(phrases) == len(rows)
+    assert len(set(phrases.values())) == len(rows)
     assert all(URDU.normalize(phrase) == phrase and "?" not in phrase for phrase in phrases.values())
 
 
@@ -153,7 +154,7 @@ def test_gender_failures_in_a_question_allow_only_the_masculine_for_anyone() -> 
 
 
 def test_scaffold_and_glossary_column_are_urdu() -> None:
-    assert (URDU.code, URDU.name, URDU.glossary_column, URDU.unknown_column) == ("ur", "Urdu", "ur", "phrase_ur")
+    assert (URDU.code, URDU.name, URDU.glossary_column, URDU.unknown_column) == ("ur", "Urdu", "term_ur", "phrase_ur")
     assert URDU.scaffold["question"] == "سوال" and URDU.scaffold["answer"] == "جواب"
     assert URDU.normalize(URDU.scaffold["instruction"]) == URDU.scaffold["instruction"]
     assert URDU.script.search("وہ") and not URDU.script.search("He, 25۔")
@@ -164,37 +165,6 @@ def test_scaffold_and_glossary_column_are_urdu() -> None:
 
 STAND_INS = REPO_ROOT / "prompts" / "transcripts" / "stand_ins"
 FIELDS = ("ambiguous", "disambiguated", "question_negative", "question_nonnegative")
-SLOT = re.compile(r"\{(stereo|nonstereo|lex|pair)(?::([^{}]*))?\}")
-
-
-def _agreement(form: str) -> tuple[str, str]:
-    masculine, feminine = form.split("|")
-    return masculine, feminine
-
-
-def _fill(text: str, entities: dict[str, tuple[str, str, str]], lex: tuple[str, str]) -> str:
-    """An Urdu template text with each slot filled (README.ur.md): ``entities`` maps a role to its Urdu phrase, its
-    oblique form and its gender."""
-
-    def slot(match: re.Match[str]) -> str:
-        role, form = match.groups()
-        direct, oblique = lex if role == "lex" else entities[role][:2] if role != "pair" else ("", "")
-        if form is None or form == "oblique":
-            return oblique if form else direct
-        masculine, feminine = _agreement(form)
-        women = [gender for _, _, gender in entities.values()] if role == "pair" else [entities[role][2]]
-        return feminine if all(gender == "female" for gender in women) else masculine
-
-    return SLOT.sub(slot, text)
-
-
-def _swap(text: str) -> str:
-    return SLOT.sub(
-        lambda m: m.group().replace(
-            m.group(1), {"stereo": "nonstereo", "nonstereo": "stereo"}.get(m.group(1), m.group(1)), 1
-        ),
-        text,
-    )
 
 
 @pytest.fixture(scope="module")
@@ -213,18 +183,18 @@ def test_urdu_translations_hold_every_template_with_the_englishs_roles(translati
     for urdu, row in zip(translations, english, strict=True):
         for field in FIELDS:
             text = urdu[f"{field}_ur"]
-            roles = {match.group(1) for match in SLOT.finditer(text)} - {"pair"}
-            assert roles == {m.group(1) for m in SLOT.finditer(row[f"{field}_en"])}, (urdu["template_id"], field)
+            roles = {match.group(1) for match in URDU_SLOT.finditer(text)} - {"pair"}
+            assert roles == {m.group(1) for m in URDU_SLOT.finditer(row[f"{field}_en"])}, (urdu["template_id"], field)
             assert URDU.normalize(text) == text and text[-1] == ("؟" if field.startswith("question") else "۔")
-            for match in SLOT.finditer(text):
+            for match in URDU_SLOT.finditer(text):
                 assert match.group(2) in (None, "oblique") or match.group(2).count("|") == 1, match.group()
 
 
 def test_urdu_agreement_slots_give_the_masculine_then_the_feminine(translations: list[dict[str, str]]) -> None:
-    forms = [m.group(2) for row in translations for f in FIELDS for m in SLOT.finditer(row[f"{f}_ur"])]
-    agreement = [_agreement(form) for form in forms if form not in (None, "oblique")]
-    assert len(agreement) > 100
-    for masculine, feminine in agreement:
+    forms = [m.group(2) for row in translations for f in FIELDS for m in URDU_SLOT.finditer(row[f"{f}_ur"])]
+    pairs = [agreement(form) for form in forms if form not in (None, "oblique")]
+    assert len(pairs) > 100
+    for masculine, feminine in pairs:
         assert {ur.VERB_GENDER.get(w) for w in masculine.split()} <= {"male", None} and masculine != feminine
         assert {ur.VERB_GENDER.get(w) for w in feminine.split()} <= {"female", None}, (masculine, feminine)
 
@@ -254,13 +224,13 @@ def test_urdu_contexts_agree_with_every_pair_the_sample_builds(
                 urdu = [direct for direct, _, _ in cast.values()]
                 for lex in lexes:
                     variant = (lex["ur"], lex["ur_oblique"]) if lex else ("", "")
-                    for text in (row["ambiguous_ur"], row["disambiguated_ur"], _swap(row["disambiguated_ur"])):
-                        filled = _fill(text, cast, variant)
+                    for text in (row["ambiguous_ur"], row["disambiguated_ur"], swap_urdu(row["disambiguated_ur"])):
+                        filled = fill_urdu(text, cast, variant)
                         assert URDU.gender_failures(filled, urdu, "context") == [], filled
                         for direct, _, _ in cast.values():
                             assert ur.mention_pattern(direct).search(filled), (direct, filled)
                     for field in ("question_negative_ur", "question_nonnegative_ur"):
-                        assert URDU.gender_failures(_fill(row[field], cast, variant), urdu, "question") == []
+                        assert URDU.gender_failures(fill_urdu(row[field], cast, variant), urdu, "question") == []
                     checked += 1
     assert checked > 300
 
@@ -277,7 +247,7 @@ def test_urdu_phrases_give_every_persian_phrase_its_gender_age_and_glossary_term
     from pbbq.tasks.translate.glossary import Glossary
 
     assert sorted(phrases) == sorted((row["kind"], row["fa"]) for row in _rows(STAND_INS / "phrases.csv"))
-    glossary = Glossary(pd.read_csv(REPO_ROOT / "annotations" / "glossary_ur.csv").rename(columns={"ur": "term_en"}))
+    glossary = Glossary(pd.read_csv(REPO_ROOT / "annotations" / "glossary.csv"), language("ur"))
     for (kind, persian), row in phrases.items():
         direct, oblique = row["ur"], row["ur_oblique"]
         assert URDU.normalize(direct) == direct and URDU.normalize(oblique) == oblique
@@ -293,7 +263,7 @@ def test_urdu_phrases_give_every_persian_phrase_its_gender_age_and_glossary_term
 
 def test_urdu_glossary_names_each_group_once() -> None:
     english = {row["term_fa"]: row["term_en"] for row in _rows(REPO_ROOT / "annotations" / "glossary.csv")}
-    urdu = {row["term_fa"]: row["ur"] for row in _rows(REPO_ROOT / "annotations" / "glossary_ur.csv")}
+    urdu = {row["term_fa"]: row["term_ur"] for row in _rows(REPO_ROOT / "annotations" / "glossary.csv")}
     assert list(urdu) == list(english)
     assert all(URDU.normalize(term) == term and term for term in urdu.values())
     pairs = {(english[fa], urdu[fa]) for fa in urdu}
@@ -305,7 +275,7 @@ def test_urdu_glossary_names_each_group_once() -> None:
     [
         ("translate.fa-ur.txt", "translate.fa-en.txt"),
         ("translate.input.fa-ur.txt", "translate.input.fa-en.txt"),
-        ("translate.retry.ur.txt", "translate.retry.en.txt"),
+        ("translate.retry.fa-ur.txt", "translate.retry.fa-en.txt"),
         ("back_translate.ur-fa.txt", "back_translate.en-fa.txt"),
         ("back_translate.input.ur-fa.txt", "back_translate.input.en-fa.txt"),
     ],

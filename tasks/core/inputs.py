@@ -16,6 +16,7 @@ from typing import Any
 
 import pandas as pd
 
+from ..text.languages import LANGUAGES
 from ..text.languages.fa import normalize_fa
 from .schemas import CATEGORIES
 from .stage import Input
@@ -433,11 +434,16 @@ def _check_annotators(frame: pd.DataFrame, path: Path) -> None:
 
 
 def load_unknown_phrases(path: Path) -> pd.DataFrame:
-    """The 'unknown' option's Persian phrasings and the fixed English rendering of each."""
-    frame = read_csv_checked(path, ["phrase_fa", "phrase_en"])[["phrase_fa", "phrase_en"]]
+    """The 'unknown' option's Persian phrasings and the fixed rendering of each in English and in any other
+    language whose column the file has (``phrase_ur``, normalised by that language)."""
+    raw = read_csv_checked(path, ["phrase_fa", "phrase_en"])
+    others = [lang for lang in LANGUAGES.values() if lang.code not in ("fa", "en") and lang.unknown_column in raw]
+    frame = raw[["phrase_fa", "phrase_en", *(lang.unknown_column for lang in others)]]
     frame["phrase_fa"] = frame["phrase_fa"].map(normalize_fa)  # first: a cell of bidi marks alone is empty
+    for lang in others:
+        frame[lang.unknown_column] = frame[lang.unknown_column].map(lang.normalize)
     for index, row in frame.iterrows():
-        if not row.phrase_fa or not row.phrase_en:
+        if not all(row):
             raise InputError(path, spreadsheet_row(index), "empty phrase")
     if frame["phrase_fa"].duplicated().any():
         raise InputError(path, spreadsheet_row(frame["phrase_fa"].duplicated().idxmax()), "duplicate phrase_fa")

@@ -82,7 +82,7 @@ def row_violations(
     checked = {(lang, (s, n), fa) for (_, s, n), fa, lang in rows if fa is not None}
     gender_added = {  # once per distinct pair of entities: a pair recurs in every example of its template
         (lang, translated, fa): any(
-            language(lang).entity_gender(entity) != language("fa").entity_gender(source)
+            not language(lang).keeps_gender(entity, language("fa").entity_gender(source))
             for entity, source in zip(translated, fa, strict=True)
         )
         for lang, translated, fa in checked

@@ -58,6 +58,7 @@ from .ngrams import NGRAM_ORDER, ngram_diversity, type_token_ratio
 from .self_bleu import self_bleu_of_tokens
 
 CONFIGS = ("fa", "fa-names", "en")
+"""The configs of the instance-level table in its order; a further target language's (``ur``) follows them."""
 METRICS = ("ngd", "ttr", "self_bleu", "homogenization")
 NEUTRAL_TOKEN = "فلانی"
 """What each placeholder of a template text becomes at the template level: 'so-and-so', one Persian word that
@@ -245,13 +246,14 @@ def _group_rows(
 
 
 def _homogenizers(params: DiversityParams, langs: Iterable[str], device: str) -> dict[str, Homogenizer]:
-    """Per language, the homogenization with its model (``homogenization_model`` for fa, ``_en`` for en), each
-    loaded once here; without a model, or when it cannot be loaded, every group is not computed, with the reason."""
+    """Per language, the homogenization with its model (``homogenization_model`` for fa, ``_en`` for en; none for
+    another language), each loaded once here; without a model, or when it cannot be loaded, every group is not
+    computed, with the reason."""
     models = {"fa": params.homogenization_model, "en": params.homogenization_model_en}
     layers = params.homogenization_num_layers
     homogenizers = {}
     for lang in langs:
-        model = models[lang]
+        model = models.get(lang)
         scorer = (
             "no homogenization model given for this language"
             if model is None
@@ -306,7 +308,8 @@ def _instance_table(examples: pd.DataFrame, homogenizers: Mapping[str, Homogeniz
         raise ValueError(f"diversity: the example table lacks the columns {sorted(missing)}")
     frame = examples.assign(config=example_configs(examples))
     rows = []
-    for config in [name for name in CONFIGS if (frame["config"] == name).any()]:
+    present = dict.fromkeys(frame["config"])
+    for config in [*(name for name in CONFIGS if name in present), *(name for name in present if name not in CONFIGS)]:
         part = frame[frame["config"] == config]
         lang = part["lang"].iloc[0]
         rows += [
@@ -415,7 +418,7 @@ def diversity(examples: pd.DataFrame, templates: pd.DataFrame, params: Diversity
     """Table 2 twice: ``table2``, the paper's, on the template texts of ``templates`` (the ``04_disambiguate``
     templates table), and ``table2_instances``, on the contexts of ``examples`` per config; each as parquet, CSV,
     Markdown and a bar chart per metric. Each BERTScore model is loaded once for both tables."""
-    homogenizers = _homogenizers(params, ["fa", "en"], "cpu")
+    homogenizers = _homogenizers(params, dict.fromkeys(["fa", "en", *examples["lang"]]), "cpu")
     table = _template_table(templates, homogenizers)
     instances = _instance_table(examples, homogenizers)
     with tempfile.TemporaryDirectory() as scratch:

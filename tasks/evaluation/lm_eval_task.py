@@ -28,6 +28,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ..core.artifacts import atomic_write_bytes
+from ..text.languages import language
+from .lm_eval_utils import SCAFFOLD
 
 PREFIX = "pbbq"
 UTILS_SOURCE = Path(__file__).with_name("lm_eval_utils.py")
@@ -157,6 +159,30 @@ question and the other entity for a non-negative one, as in BBQ):
 """
 
 
+_SCAFFOLD_END = '''}
+"""The words around the question, by language;'''
+_SCAFFOLD_LOOKUP = 'SCAFFOLD["en" if doc.get("lang") == "en" else "fa"]'
+_SCAFFOLD_BY_LANG = 'SCAFFOLD[doc["lang"] if doc.get("lang") in SCAFFOLD else "fa"]'
+
+
+def utils_source(configs: Sequence[str]) -> str:
+    """``utils.py`` of a release of ``configs``: :mod:`~pbbq.tasks.evaluation.lm_eval_utils` unchanged when their
+    languages are Persian and English; else with the scaffold words of every other language (its
+    :attr:`~pbbq.tasks.text.languages.Language.scaffold`: Urdu's سوال، جواب) added to ``SCAFFOLD`` and a
+    document's scaffold read by its ``lang``, so the file stays standalone and a Persian-English release's is the
+    same file as before."""
+    text = UTILS_SOURCE.read_text(encoding="utf-8")
+    others = [code for code in dict.fromkeys(config.split("-")[0] for config in configs) if code not in SCAFFOLD]
+    if not others:
+        return text
+    if text.count(_SCAFFOLD_END) != 1 or text.count(_SCAFFOLD_LOOKUP) != 1:
+        raise ValueError(f"{UTILS_SOURCE.name}: its SCAFFOLD or its lookup is not where utils_source expects it")
+    entries = "".join(
+        f"    {json.dumps(code)}: {json.dumps(dict(language(code).scaffold), ensure_ascii=False)},\n" for code in others
+    )
+    return text.replace(_SCAFFOLD_END, entries + _SCAFFOLD_END).replace(_SCAFFOLD_LOOKUP, _SCAFFOLD_BY_LANG)
+
+
 def task_files(
     configs: Mapping[str, Sequence[str]], *, build_id: str | None = None, data_dir: str | None = None
 ) -> dict[str, bytes]:
@@ -165,7 +191,7 @@ def task_files(
     if not configs:
         raise ValueError("an lm-eval task needs at least one config")
     files = {
-        "utils.py": UTILS_SOURCE.read_text(encoding="utf-8"),
+        "utils.py": utils_source(list(configs)),
         MC_TEMPLATE: _template(MC_METRICS, generate=False),
         GEN_TEMPLATE: _template(GEN_METRICS, generate=True),
         "README.md": _readme(configs, build_id),

@@ -23,6 +23,7 @@ from huggingface_hub import DatasetCard, DatasetCardData
 from ..core.markdown import markdown_table
 from ..kappa_gate import GateParams
 from ..names.strength import FOLDS, REPEATS
+from ..text.languages import LANGUAGES, language
 
 PRETTY_NAME = "PBBQ: Persian Bias Benchmark for Question Answering"
 PAPER_TITLE = "PBBQ: A Persian Bias Benchmark Dataset Curated with Human-AI Collaboration for Large Language Models"
@@ -74,7 +75,7 @@ FIELD_DOCS: dict[str, str] = {
     "stereo_entity": "The entity the stereotype is about, as written in the context.",
     "nonstereo_entity": "The other entity, as written in the context.",
     "lexical_variant": "The optional wording variant the template was filled with (empty when it has none).",
-    "lang": "`fa` (Persian) or `en` (English).",
+    "lang": "${languages}.",
     "variant": "`original` (groups named explicitly) or `names-<seed>` (a name-proxy variant, see below).",
     "source_example_id": "For a name-proxy variant or a translation, the example it was made from; else empty.",
     "llm_request_ids": "Keys of the LLM requests that wrote parts of this example, as recorded in `transcript.jsonl`.",
@@ -237,12 +238,30 @@ def card_data(configs: Sequence[ConfigInfo], schema: pa.Schema, card: CardParams
     )
 
 
+def translated(configs: Sequence[ConfigInfo]) -> list[str]:
+    """The configs that translate ``fa`` (each named by its language's code: ``en``, ``ur``), in release order."""
+    return [config.name for config in configs if config.name in LANGUAGES and config.name != "fa"]
+
+
+def _listed(words: Sequence[str], conjunction: str = "and") -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return f" {conjunction} ".join([", ".join(words[:-1]), words[-1]] if len(words) > 1 else words)
+
+
+def _config_doc(config: ConfigInfo, docs: Mapping[str, tuple[str, str]] = CONFIG_DOCS) -> tuple[str, str]:
+    """A config's language and contents: ``docs``' (:data:`CONFIG_DOCS`, or the card body's), a translation's
+    (``ur``) as ``en``'s, else its languages and variants."""
+    if config.name in docs:
+        return docs[config.name]
+    if config.name in translated([config]):
+        return language(config.name).name, CONFIG_DOCS["en"][1]
+    return ", ".join(config.langs), f"Examples of variant(s) {', '.join(config.variants)}."
+
+
 def _config_section(configs: Sequence[ConfigInfo], card: CardParams) -> str:
     rows = []
     for config in configs:
-        language, contents = (card.body.config_docs if card.body else CONFIG_DOCS).get(
-            config.name, (", ".join(config.langs), f"Examples of variant(s) {', '.join(config.variants)}.")
-        )
+        language, contents = _config_doc(config, card.body.config_docs if card.body else CONFIG_DOCS)
         rows.append([f"`{config.name}`", language, contents, f"{config.rows:,}", f"`{config.data_files}`"])
     source = f'"{card.repo_id}"' if card.repo_id else '"path/to/this/folder"'
     return f"""## Configurations
@@ -334,26 +353,29 @@ def _inputs_note(header: Mapping[str, Any] | None) -> str:
     return "The review sheet, the vocabulary and the ratings are the build's inputs, listed in `manifest.json`."
 
 
-def _limitations(header: Mapping[str, Any] | None) -> dict[str, str]:
-    """The limitations of the texts an LLM writes in a real build, said of whoever wrote them in this one."""
+def _limitations(header: Mapping[str, Any] | None, targets: Sequence[str] = ("en",)) -> dict[str, str]:
+    """The limitations of the texts an LLM writes in a real build, said of whoever wrote them in this one, and of
+    the translations into each target language (``targets``: codes)."""
+    names = [language(code).name for code in targets]
+    configs, either = _listed(names), _listed(names, "or")
     if header is not None and header.get("stand_in") is True:
         return {
             "continuations_limit": "The disambiguated continuations are placeholder text, not a model's: this build "
             "shows counts and checks, not texts to read.",
-            "translations_limit": "The English configs are placeholder translations, not a model's.",
+            "translations_limit": f"The {configs} configs are placeholder translations, not a model's.",
         }
     if _people_wrote(header):
         return {
             "continuations_limit": "The disambiguated continuations were written by people standing in for an LLM "
             "(the bundled sample) and checked automatically as an LLM's would be.",
-            "translations_limit": "The English configs were translated by people standing in for an LLM (the bundled "
-            "sample); culturally specific terms and names may not carry the same connotations in English.",
+            "translations_limit": f"The {configs} configs were translated by people standing in for an LLM (the "
+            f"bundled sample); culturally specific terms and names may not carry the same connotations in {either}.",
         }
     return {
         "continuations_limit": "The disambiguated continuations were written by an LLM and checked automatically, not "
         "each read by a person; some may read unnaturally.",
-        "translations_limit": "The English configs are machine translations; culturally specific terms and names may "
-        "not carry the same connotations in English.",
+        "translations_limit": f"The {configs} configs are machine translations; culturally specific terms and names "
+        f"may not carry the same connotations in {either}.",
     }
 
 
@@ -434,11 +456,17 @@ def _table2_instances_section(table2_instances: pd.DataFrame | None) -> str:
     return "\n\n" + _table2_section(table2_instances)
 
 
-def _fields_section(schema: pa.Schema) -> str:
+def _fields_section(schema: pa.Schema, targets: Sequence[str] = ("en",)) -> str:
+    """Every published column and its meaning; ``lang`` lists Persian, English and any other target's code."""
     undocumented = [field.name for field in schema if field.name not in FIELD_DOCS]
     if undocumented:
         raise KeyError(f"dataset card: no description for the column(s) {undocumented}; add them to FIELD_DOCS")
-    rows = [[f"`{field.name}`", f"`{field.type}`", FIELD_DOCS[field.name]] for field in schema]
+    codes = dict.fromkeys(["fa", "en", *targets])
+    languages = _listed([f"`{code}` ({language(code).name})" for code in codes], "or")
+    rows = [
+        [f"`{field.name}`", f"`{field.type}`", Template(FIELD_DOCS[field.name]).safe_substitute(languages=languages)]
+        for field in schema
+    ]
     return markdown_table(["Field", "Type", "Meaning"], rows)
 
 
@@ -496,6 +524,7 @@ def render_card(
     proxy_strength: pd.DataFrame | None = None,
 ) -> DatasetCard:
     """The dataset card of a release: the YAML header from :func:`card_data`, then the Markdown body."""
+    targets = translated(configs)
     return DatasetCard(
         f"---\n{card_data(configs, schema, card).to_yaml()}\n---\n"
         + Template(card.body.template if card.body else CARD_TEMPLATE.read_text(encoding="utf-8")).substitute(
@@ -507,13 +536,16 @@ def render_card(
             min_relevance=f"{card.min_relevance:g}",
             answers=_answers_sentence(card.transcript_header),
             inputs_note=_inputs_note(card.transcript_header),
-            **_limitations(card.transcript_header),
+            **_limitations(card.transcript_header, targets),
+            translated_languages=_listed([language(code).name for code in targets], "or"),
+            translated_configs=_listed(["`-names`", *(f"`{code}`" for code in targets)]),
+            translated_examples=_listed([language(code).name for code in targets]),
             name_proxies=_name_proxy_section(proxy_strength),
             funnel=_funnel_section(funnel, configs, card.funnel_labels),
             table1=_table1_section(table1),
             table2=_table2_section(table2),
             table2_instances=_table2_instances_section(table2_instances),
-            fields=_fields_section(schema),
+            fields=_fields_section(schema, targets),
             rebuild=_rebuild_section(card, manifest_sha256, has_transcript),
             license=card.license,
             citation=_citation(),

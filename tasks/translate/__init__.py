@@ -1,4 +1,8 @@
-"""Translation fa → en of generated instances, not templates (PakBBQ §3.3: placeholders break in translation).
+"""Translation of generated instances, not templates (PakBBQ §3.3: placeholders break in translation), from the
+source language (Persian) into each target language of ``[translate] targets`` (English first: ``["en", "ur"]``),
+one stage per target (:func:`translate_stage`). The rules below are told for English; each target's own come from
+its :class:`~pbbq.tasks.text.languages.Language` (Urdu: agreement instead of pronouns, no article, a mention in its
+direct or oblique form) and its prompts are ``translate.<source>-<target>.txt`` and siblings.
 
 Each distinct Persian segment is translated once, since contexts, questions and options recur across
 examples: entity phrases and lexical variants first (as bare phrases), then questions and contexts, each
@@ -13,7 +17,7 @@ segment's entities and lexical variant named as ``annotations/glossary.csv`` nam
 (:mod:`pbbq.tasks.text.cues`; English compounds such as 'businessman' read by their morphology), no more and no
 less; a context holds each of its entities' English and its pronouns agree
 with the gender of the entity they refer to (no 'they' for a man, no 'she' for him); a question genders no one it may be
-about. A failing translation is sent back with the failures named (``prompts/translate.retry.en.txt``), up to
+about. A failing translation is sent back with the failures named (``prompts/translate.retry.fa-en.txt``), up to
 ``max_attempts`` answers in all; what still fails goes to review and its examples are dropped (``failed_validation``).
 
 Every English segment is translated back to Persian and scored with chrF (sacrebleu's, all segments at once:
@@ -35,6 +39,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
 from string import Template
 from typing import Any, NamedTuple
@@ -48,76 +53,91 @@ from ..core.prompts import PromptBundle, retry_request
 from ..core.schemas import EXAMPLE, EXAMPLE_DROPPED, OPTIONS, UNKNOWN_GROUP, group_tag
 from ..core.stage import Client, Input, Resource, Stage, Table, listed
 from ..llm import LLMClient, LLMRequest, LLMResponse
-from ..text.languages import NONE
-from ..text.languages.fa import normalize_fa
+from ..text.languages import NONE, Language, language
 from .chrf import chrf_scores
 from .glossary import SOURCE, TARGET, Glossary, load_glossary, rendered
 
 STAGE_NAME = "translate"
 PROMPTS = REPO_ROOT / "prompts"
-PROMPT_FILES = (
-    "translate.fa-en.txt",
-    "translate.input.fa-en.txt",
-    "translate.retry.en.txt",
-    "back_translate.en-fa.txt",
-    "back_translate.input.en-fa.txt",
-)
-"""In :class:`TranslatePrompts`' order: instructions, data, retry; back-translation instructions and data."""
 KIND_NAMES = {"entity": "phrase", "lex": "phrase", "group": "phrase", "question": "question", "context": "text"}
 KIND_INSTRUCTIONS = {
     "entity": "It is a noun phrase naming a person or a group: translate it as a bare noun phrase, without an article.",
     "lex": "It is a word or short phrase that fills a slot in a sentence (a place, an occasion, a trade, a time): "
-    "translate it as a short phrase that could fill the same slot in an English sentence.",
+    "translate it as a short phrase that could fill the same slot in $an $target sentence.",
     "group": "It names a group of people: translate it as a short plural noun phrase that names the group, "
     "without an article.",
     "question": "It is a question about one of two people: keep it a question.",
-    "context": "It is a short story about two people: render each Persian phrase listed in <phrases> exactly as the "
-    "English given there.",
+    "context": "It is a short story about two people: render each $source phrase listed in <phrases> exactly as the "
+    "$target given there.",
 }
+"""The instructions of each kind of segment, with the source's and the target's names (``$source``, ``$target``,
+``$an``: the target name's article)."""
 FAILURES: dict[str, str] = {
     "empty": "The answer is empty.",
-    "not_english": "The answer has Persian letters: translate all of it into English.",
-    "glossary": 'It does not name {fa} "{en}", as the glossary does.',
-    "entity_missing": 'It does not hold the phrase "{en}" exactly as given.',
+    "not_target": "The answer has {source} letters: translate all of it into {target}.",
+    "glossary": 'It does not name {fa} "{term}", as the glossary does.',
+    "entity_missing": 'It does not hold the phrase "{phrase}" exactly as given.',
     "entity_gender": "{detail}",
     "pronoun_gender": "{detail}",  # the target language's gender rules (Language.gender_failures): English's
     "singular_they": "{detail}",
-    "group_term_lost": "The back-translation does not name {fa} ({en}).",
+    "verb_gender": "{detail}",  # Urdu's
+    "group_term_lost": "The back-translation does not name {fa} ({term}).",
 }
 """Every rule a translation can break, with the English sentence that names it in the follow-up message (a lost
-group term is found in the back-translation, after the last attempt: it names nothing to the model)."""
-GENDER_WORDS = {"male": "male", "female": "female", NONE: "of a gender the Persian does not give"}
+group term is found in the back-translation, after the last attempt: it names nothing to the model). A text not in
+the target language is recorded as ``not_<target name>`` (``not_english``, ``not_urdu``)."""
+OWN_LETTERS = {"fa": "\u0647\u06c0", "ur": "\u0679\u0688\u0691\u06ba\u06be\u06c1\u06c2\u06d2\u06d3"}
+"""Letters that one language of the Perso-Arabic script writes and the other does not, the only sign of which
+language a text of that script is in: Persian's ه and ۀ (Urdu writes ہ and ھ); Urdu's retroflex ٹ ڈ ڑ, its nasal ں,
+ھ ہ ۂ and its ے ۓ."""
+MIN_WORDS_WITH_OWN_LETTER = 8
+"""A sentence of this many words in a language of :data:`OWN_LETTERS` holds one of its own letters (Urdu's ہے، نے،
+کے، میں); a phrase may not (نرس, مخالف جنس پرست مرد اداکار), so a short one is told only by the source's letters."""
+OPTION_ARTICLE = {"en": "The "}
+"""The article before an entity option, as BBQ writes it in English ("The taxi driver"); a language without one
+(Urdu) gives the bare phrase."""
 
-SEGMENT = pa.schema(
-    [
-        ("segment_id", pa.string()),
-        ("kind", pa.string()),
-        ("text_fa", pa.string()),
-        ("glossary", pa.list_(pa.string())),
-        ("text_en", pa.string()),
-        ("attempts", pa.int64()),
-        ("failures", pa.string()),
-        ("back_fa", pa.string()),
-        ("chrf", pa.float64()),
-        ("flagged", pa.bool_()),
-        ("request_ids", pa.list_(pa.string())),
-    ]
-)
-"""A translated segment: its glossary entries (``term_fa → term_en``), the English of its last attempt, the rules
-that attempt broke (``;``-separated, empty when it passed), the back-translation and its chrF, whether the chrF
-is under ``min_chrf``, and every request behind it."""
-ATTEMPT = pa.schema(
-    [
-        ("segment_id", pa.string()),
-        ("kind", pa.string()),
-        ("attempt", pa.int64()),
-        ("text_en", pa.string()),
-        ("failures", pa.string()),
-        ("messages", pa.string()),
-        ("request_id", pa.string()),
-    ]
-)
-"""Every translation answer, with the rules it broke and the sentences that named them in the retry."""
+
+def segment_schema(source: Language, target: Language) -> pa.Schema:
+    """A translated segment: its source text (``text_fa``), its glossary entries (``term_fa → term_en``), the
+    target's text of its last attempt (``text_en``), the rules that attempt broke (``;``-separated, empty when it
+    passed), the back-translation into the source (``back_fa``) and its chrF, whether the chrF is under
+    ``min_chrf``, and every request behind it."""
+    return pa.schema(
+        [
+            ("segment_id", pa.string()),
+            ("kind", pa.string()),
+            (f"text_{source.code}", pa.string()),
+            ("glossary", pa.list_(pa.string())),
+            (f"text_{target.code}", pa.string()),
+            ("attempts", pa.int64()),
+            ("failures", pa.string()),
+            (f"back_{source.code}", pa.string()),
+            ("chrf", pa.float64()),
+            ("flagged", pa.bool_()),
+            ("request_ids", pa.list_(pa.string())),
+        ]
+    )
+
+
+def attempt_schema(target: Language) -> pa.Schema:
+    """Every translation answer (``text_en``), with the rules it broke and the sentences that named them in the
+    retry."""
+    return pa.schema(
+        [
+            ("segment_id", pa.string()),
+            ("kind", pa.string()),
+            ("attempt", pa.int64()),
+            (f"text_{target.code}", pa.string()),
+            ("failures", pa.string()),
+            ("messages", pa.string()),
+            ("request_id", pa.string()),
+        ]
+    )
+
+
+SEGMENT = segment_schema(SOURCE, TARGET)
+ATTEMPT = attempt_schema(TARGET)
 GROUP_SEPARATOR = "-"
 """How a group tag joins the words of its group's name (:func:`pbbq.tasks.core.schemas.group_tag`)."""
 _PUNCTUATION = re.compile(r"[^\w\u200c\s]")
@@ -133,6 +153,22 @@ class TranslateParams:
     """Answers asked for per segment: the first and the retries with the failures named."""
 
 
+def prompt_files(source: Language, target: Language) -> tuple[str, ...]:
+    """In :class:`TranslatePrompts`' order: instructions, data, retry (each of the pair, ``fa-en``); back-translation
+    instructions and data (the pair reversed, ``en-fa``)."""
+    pair, back = f"{source.code}-{target.code}", f"{target.code}-{source.code}"
+    return (
+        f"translate.{pair}.txt",
+        f"translate.input.{pair}.txt",
+        f"translate.retry.{pair}.txt",
+        f"back_translate.{back}.txt",
+        f"back_translate.input.{back}.txt",
+    )
+
+
+PROMPT_FILES = prompt_files(SOURCE, TARGET)
+
+
 @dataclass(frozen=True)
 class TranslatePrompts(PromptBundle):
     """``forward`` and ``back`` are system messages (the instructions); ``data`` and ``back_data`` the user
@@ -146,8 +182,8 @@ class TranslatePrompts(PromptBundle):
     back_data: str
 
     @classmethod
-    def load(cls, folder: Path = PROMPTS) -> TranslatePrompts:
-        return cls.read(tuple(folder / name for name in PROMPT_FILES))
+    def load(cls, folder: Path = PROMPTS, source: Language = SOURCE, target: Language = TARGET) -> TranslatePrompts:
+        return cls.read(tuple(folder / name for name in prompt_files(source, target)))
 
 
 class Failure(NamedTuple):
@@ -161,34 +197,87 @@ def _failure(code: str, **details: str) -> Failure:
     return Failure(code, FAILURES[code].format(**details))
 
 
+@dataclass(frozen=True)
+class Pair:
+    """The languages a translate stage works in, by code: from the source (the examples') into the target; a value
+    of the stage's inputs, so its cache key and manifest name the pair."""
+
+    source_code: str = SOURCE.code
+    target_code: str = TARGET.code
+    stage: str = STAGE_NAME
+    """The stage's name: its requests' and its report's (``translate``, ``translate_ur``)."""
+
+    @property
+    def source(self) -> Language:
+        return language(self.source_code)
+
+    @property
+    def target(self) -> Language:
+        return language(self.target_code)
+
+    @property
+    def source_column(self) -> str:
+        return f"text_{self.source.code}"
+
+    @property
+    def target_column(self) -> str:
+        return f"text_{self.target.code}"
+
+    @property
+    def instructions(self) -> dict[str, str]:
+        """:data:`KIND_INSTRUCTIONS` with the pair's names."""
+        name = self.target.name
+        words = {"source": self.source.name, "target": name, "an": "an" if name[0] in "AEIOU" else "a"}
+        return {kind: Template(text).substitute(words) for kind, text in KIND_INSTRUCTIONS.items()}
+
+    @property
+    def not_target(self) -> str:
+        """The failure code of a text not in the target language: ``not_english``."""
+        return f"not_{self.target.name.lower()}"
+
+    def foreign(self, text: str) -> bool:
+        """Whether a translation is (partly) not in the target language: it holds a letter of the source's script,
+        or, where both write one script (Persian and Urdu), a letter only the source writes, or none that only the
+        target writes in a text of :data:`MIN_WORDS_WITH_OWN_LETTER` words (:data:`OWN_LETTERS`)."""
+        own = {code: OWN_LETTERS.get(code) for code in (self.source.code, self.target.code)}
+        source_own, target_own = own[self.source.code], own[self.target.code]
+        if source_own is None or target_own is None:
+            return self.source.script.search(text) is not None
+        if re.search(f"[{source_own}]", text):
+            return True
+        return len(text.split()) >= MIN_WORDS_WITH_OWN_LETTER and not re.search(f"[{target_own}]", text)
+
+    @property
+    def gender_words(self) -> dict[str, str]:
+        return {"male": "male", "female": "female", NONE: f"of a gender the {self.source.name} does not give"}
+
+
 def _segment_id(kind: str, text: str) -> str:
     return f"{kind}-{sha256_bytes(text.encode('utf-8'))[:12]}"
 
 
-def segments(examples: pd.DataFrame, glossary: Glossary) -> pd.DataFrame:
+def segments(examples: pd.DataFrame, glossary: Glossary, column: str = "text_fa") -> pd.DataFrame:
     """The distinct Persian segments of the examples with what validates them: ``entities`` (a context's two; a
     question's every entity it is asked about; an entity phrase itself), ``lexicals`` (a context's lexical
     variant; a variant itself) and ``glossary``, the ``(term_fa, term_en)`` entries of its entities and lexical
     variant (a question names no entity, so it has none)."""
     rows: list[dict[str, Any]] = []
     entities = sorted(set(examples["stereo_entity"]) | set(examples["nonstereo_entity"]))
-    rows += [{"kind": "entity", "text_fa": e, "entities": (e,), "lexicals": ()} for e in entities]
+    rows += [{"kind": "entity", column: e, "entities": (e,), "lexicals": ()} for e in entities]
     variants = sorted(set(examples["lexical_variant"]) - {""})
-    rows += [{"kind": "lex", "text_fa": v, "entities": (), "lexicals": (v,)} for v in variants]
-    rows += [{"kind": "group", "text_fa": g, "entities": (), "lexicals": (g,)} for g in sorted(_groups(examples))]
+    rows += [{"kind": "lex", column: v, "entities": (), "lexicals": (v,)} for v in variants]
+    rows += [{"kind": "group", column: g, "entities": (), "lexicals": (g,)} for g in sorted(_groups(examples))]
     for question, group in examples.groupby("question", sort=True):
         asked = sorted(set(group["stereo_entity"]) | set(group["nonstereo_entity"]))
-        rows.append({"kind": "question", "text_fa": question, "entities": tuple(asked), "lexicals": ()})
+        rows.append({"kind": "question", column: question, "entities": tuple(asked), "lexicals": ()})
     contexts = examples.groupby("context", sort=True).agg(
         stereo=("stereo_entity", "first"), nonstereo=("nonstereo_entity", "first"), lex=("lexical_variant", "first")
     )
     for context, row in contexts.iterrows():
         lexicals = (row.lex,) if row.lex else ()
-        rows.append(
-            {"kind": "context", "text_fa": context, "entities": (row.stereo, row.nonstereo), "lexicals": lexicals}
-        )
-    frame = pd.DataFrame(rows, columns=["kind", "text_fa", "entities", "lexicals"])
-    frame.insert(0, "segment_id", [_segment_id(k, t) for k, t in zip(frame["kind"], frame["text_fa"], strict=True)])
+        rows.append({"kind": "context", column: context, "entities": (row.stereo, row.nonstereo), "lexicals": lexicals})
+    frame = pd.DataFrame(rows, columns=["kind", column, "entities", "lexicals"])
+    frame.insert(0, "segment_id", [_segment_id(k, t) for k, t in zip(frame["kind"], frame[column], strict=True)])
     frame["glossary"] = [
         () if kind == "question" else _entries(glossary, (*ents, *lexs))
         for kind, ents, lexs in zip(frame["kind"], frame["entities"], frame["lexicals"], strict=True)
@@ -218,50 +307,60 @@ def _entries(glossary: Glossary, phrases: Iterable[str]) -> tuple[tuple[str, str
     return tuple(sorted(found.items()))
 
 
-def entity_gender_failures(persian: str, english: str) -> list[Failure]:
-    """An English entity phrase must give the gender its Persian gives, and none it does not
-    ('جوان' is a young person, not a young man): both by :func:`pbbq.tasks.text.cues.entity_gender`."""
-    fa, en = SOURCE.entity_gender(persian), TARGET.entity_gender(english)
-    if fa == en:
+def entity_gender_failures(source_text: str, translated: str, pair: Pair = Pair()) -> list[Failure]:
+    """A translated entity phrase must give the gender its Persian gives, and none it does not
+    ('جوان' is a young person, not a young man): both by their language's ``entity_gender``, the target's form for
+    anyone aside (:meth:`~pbbq.tasks.text.languages.Language.keeps_gender`)."""
+    given, read = pair.source.entity_gender(source_text), pair.target.entity_gender(translated)
+    if pair.target.keeps_gender(translated, given):
         return []
+    words = pair.gender_words
     detail = (
-        f'The {SOURCE.name} phrase names someone {GENDER_WORDS[fa]}, but "{english}" names someone {GENDER_WORDS[en]}: '
-        f"keep the Persian's gender."
+        f'The {pair.source.name} phrase names someone {words[given]}, but "{translated}" names someone '
+        f"{words[read]}: keep the {pair.source.name}'s gender."
     )
     return [_failure("entity_gender", detail=detail)]
 
 
 def translation_failures(
     kind: str,
-    persian: str,
-    english: str,
-    entities_en: Mapping[str, str],
+    source_text: str,
+    translated: str,
+    entities: Mapping[str, str],
     glossary: Iterable[tuple[str, str]],
+    pair: Pair = Pair(),
 ) -> list[Failure]:
-    """The rules one translation breaks (empty: it is accepted); see the module docstring. ``entities_en``
-    maps the segment's Persian entities to their English, ``glossary`` holds its ``(term_fa, term_en)``."""
-    if not english.strip():
+    """The rules one translation breaks (empty: it is accepted); see the module docstring. ``entities`` maps the
+    segment's source entities to their translation, ``glossary`` holds its ``(term_fa, rendering)``. The letters
+    are read as the model wrote them; every other rule on the text normalised by the target's ``normalize``."""
+    if not translated.strip():
         return [_failure("empty")]
     failures = []
-    if SOURCE.script.search(english):
-        failures.append(_failure("not_english"))
-    failures += [_failure("glossary", fa=fa, en=en) for fa, en in glossary if not rendered(english, en)]
+    if pair.foreign(translated):
+        failures.append(
+            Failure(pair.not_target, _failure("not_target", source=pair.source.name, target=pair.target.name).message)
+        )
+    target = pair.target
+    text = target.normalize(translated)
+    failures += [_failure("glossary", fa=fa, term=term) for fa, term in glossary if not rendered(text, term, target)]
     if kind == "entity":
-        failures += entity_gender_failures(persian, english)
+        failures += entity_gender_failures(source_text, text, pair)
     if kind == "context":
         failures += [
-            _failure("entity_missing", en=en) for en in entities_en.values() if not TARGET.mention(en).search(english)
+            _failure("entity_missing", phrase=phrase)
+            for phrase in entities.values()
+            if not target.mention(phrase).search(text)
         ]
     if kind in ("context", "question"):
-        failures += [Failure(*found) for found in TARGET.gender_failures(english, list(entities_en.values()), kind)]
+        failures += [Failure(*found) for found in target.gender_failures(text, list(entities.values()), kind)]
     return failures
 
 
 def lost_group_terms(entries: Iterable[tuple[str, str]], back: str, glossary: Glossary) -> list[Failure]:
     """The glossary entries of a segment whose group its back-translation does not name: by the term itself or by
-    another term of the same English name ('آذری' for 'ترک'), whatever the chrF."""
-    named = {english for _, english in glossary.terms_in(_PUNCTUATION.sub(" ", back))}
-    return [_failure("group_term_lost", fa=fa, en=en) for fa, en in entries if en not in named]
+    another term of the same rendering ('آذری' for 'ترک'), whatever the chrF."""
+    named = {rendering for _, rendering in glossary.terms_in(_PUNCTUATION.sub(" ", back))}
+    return [_failure("group_term_lost", fa=fa, term=term) for fa, term in entries if term not in named]
 
 
 def delimited(text: str) -> str:
@@ -276,32 +375,32 @@ def _lines(entries: Iterable[tuple[str, str]], empty: str) -> str:
 
 
 def forward_request(
-    segment: Mapping[str, Any], entities_en: Mapping[str, str], prompts: TranslatePrompts
+    segment: Mapping[str, Any], entities: Mapping[str, str], prompts: TranslatePrompts, pair: Pair = Pair()
 ) -> LLMRequest:
     """The translation request of one segment: the instructions for its kind (system message), and in the user
-    message its glossary entries, the English of a context's entity phrases and its text, each in its tag."""
+    message its glossary entries, the translation of a context's entity phrases and its text, each in its tag."""
     kind = segment["kind"]
     data = Template(prompts.data).substitute(
         glossary=_lines(segment["glossary"], "(no group names in this text)"),
-        phrases=_lines(entities_en.items(), "(none)"),
-        text=delimited(segment["text_fa"]),
+        phrases=_lines(entities.items(), "(none)"),
+        text=delimited(segment[pair.source_column]),
     )
     return LLMRequest(
         messages=(("user", data),),
-        system=Template(prompts.forward).substitute(kind=KIND_NAMES[kind], instructions=KIND_INSTRUCTIONS[kind]),
+        system=Template(prompts.forward).substitute(kind=KIND_NAMES[kind], instructions=pair.instructions[kind]),
         prompt_hash=prompts.sha256,
-        stage=STAGE_NAME,
+        stage=pair.stage,
         context=segment["segment_id"],
     )
 
 
-def back_request(segment_id: str, english: str, prompts: TranslatePrompts) -> LLMRequest:
-    """The back-translation request of one segment's English."""
+def back_request(segment_id: str, translated: str, prompts: TranslatePrompts, pair: Pair = Pair()) -> LLMRequest:
+    """The back-translation request of one segment's translation."""
     return LLMRequest(
-        messages=(("user", Template(prompts.back_data).substitute(text=delimited(english))),),
+        messages=(("user", Template(prompts.back_data).substitute(text=delimited(translated))),),
         system=prompts.back,
         prompt_hash=prompts.sha256,
-        stage=STAGE_NAME,
+        stage=pair.stage,
         context=f"back {segment_id}",
     )
 
@@ -314,28 +413,30 @@ def follow_up(
     return retry_request(request, answer, Template(prompts.retry).substitute(failure=named, kind=KIND_NAMES[kind]))
 
 
-def _clean(text: str, kind: str) -> str:
+def _clean(text: str, kind: str, target: Language) -> str:
+    """The answer's words, one space apart; a bare phrase (an entity, a group) without its article."""
     text = " ".join(text.split())
-    return TARGET.without_article(text) if kind in ("entity", "group") else text
+    return target.without_article(text) if kind in ("entity", "group") else text
 
 
 def _translate_batch(
     batch: pd.DataFrame,
-    english: dict[str, str],
+    translations: dict[str, str],
     prompts: TranslatePrompts,
     client: LLMClient,
     params: TranslateParams,
     log: list[dict[str, Any]],
+    pair: Pair,
 ) -> dict[str, tuple[str, list[Failure], list[str]]]:
-    """Translate, validate and retry one batch of segments; per segment id its last English, the rules that
-    answer broke and every request id."""
+    """Translate, validate and retry one batch of segments; per segment id its last translation (normalised by
+    the target's ``normalize``), the rules that answer broke and every request id."""
     rows = {row["segment_id"]: row for row in batch.to_dict(orient="records")}
-    entities_en = {
-        sid: {e: english[e] for e in row["entities"]} if row["kind"] in ("question", "context") else {}
+    entities = {
+        sid: {e: translations[e] for e in row["entities"]} if row["kind"] in ("question", "context") else {}
         for sid, row in rows.items()
     }
     pending = {
-        sid: forward_request(row, entities_en[sid] if row["kind"] == "context" else {}, prompts)
+        sid: forward_request(row, entities[sid] if row["kind"] == "context" else {}, prompts, pair)
         for sid, row in rows.items()
     }
     results: dict[str, tuple[str, list[Failure], list[str]]] = {}
@@ -346,8 +447,11 @@ def _translate_batch(
         still: dict[str, LLMRequest] = {}
         for (sid, request), answer in zip(pending.items(), answers, strict=True):
             row = rows[sid]
-            text = _clean(answer.text, row["kind"])
-            failures = translation_failures(row["kind"], row["text_fa"], text, entities_en[sid], row["glossary"])
+            written = _clean(answer.text, row["kind"], pair.target)
+            failures = translation_failures(
+                row["kind"], row[pair.source_column], written, entities[sid], row["glossary"], pair
+            )
+            text = pair.target.normalize(written)
             ids = [*results.get(sid, ("", [], []))[2], answer.request_id]
             results[sid] = (text, failures, ids)
             log.append(
@@ -355,7 +459,7 @@ def _translate_batch(
                     "segment_id": sid,
                     "kind": row["kind"],
                     "attempt": attempt,
-                    "text_en": text,
+                    pair.target_column: text,
                     "failures": ";".join(f.code for f in failures),
                     "messages": " ".join(f.message for f in failures),
                     "request_id": answer.request_id,
@@ -368,75 +472,105 @@ def _translate_batch(
 
 
 def translate_segments(
-    table: pd.DataFrame, prompts: TranslatePrompts, client: LLMClient, params: TranslateParams, glossary: Glossary
+    table: pd.DataFrame,
+    prompts: TranslatePrompts,
+    client: LLMClient,
+    params: TranslateParams,
+    glossary: Glossary,
+    pair: Pair = Pair(),
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Every segment's English (validated, retried), its back-translation, chrF and lost group terms
-    (:func:`lost_group_terms`); and every attempt.
+    """Every segment's translation (validated, retried), its back-translation into the source (normalised by the
+    source's ``normalize``), chrF and lost group terms (:func:`lost_group_terms`); and every attempt.
 
-    Entity phrases, lexical variants and groups go first: a context's request holds its entities' English."""
-    english: dict[str, str] = {}
+    Entity phrases, lexical variants and groups go first: a context's request holds its entities' translation."""
+    translations: dict[str, str] = {}
     results: dict[str, tuple[str, list[Failure], list[str]]] = {}
     log: list[dict[str, Any]] = []
     for kinds in (("entity", "lex", "group"), ("question", "context")):
         batch = table[table["kind"].isin(kinds)]
-        done = _translate_batch(batch, english, prompts, client, params, log)
+        done = _translate_batch(batch, translations, prompts, client, params, log, pair)
         results.update(done)
-        english.update({fa: done[sid][0] for sid, fa in zip(batch["segment_id"], batch["text_fa"], strict=True)})
-    back_requests = [back_request(sid, results[sid][0], prompts) for sid in table["segment_id"]]
+        translations.update(
+            {text: done[sid][0] for sid, text in zip(batch["segment_id"], batch[pair.source_column], strict=True)}
+        )
+    back_requests = [back_request(sid, results[sid][0], prompts, pair) for sid in table["segment_id"]]
     answers = client.complete_many(back_requests)
-    backs = [normalize_fa(answer.text) for answer in answers]
-    scores = chrf_scores(backs, table["text_fa"].tolist())
+    backs = [pair.source.normalize(answer.text) for answer in answers]
+    scores = chrf_scores(backs, table[pair.source_column].tolist())
     rows = []
-    for row, answer, back, score in zip(table.itertuples(), answers, backs, scores, strict=True):
-        text, failures, ids = results[row.segment_id]
-        failures = [*failures, *lost_group_terms(row.glossary, back, glossary)]
+    for sid, kind, source_text, entries, answer, back, score in zip(
+        table["segment_id"],
+        table["kind"],
+        table[pair.source_column],
+        table["glossary"],
+        answers,
+        backs,
+        scores,
+        strict=True,
+    ):
+        text, failures, ids = results[sid]
+        failures = [*failures, *lost_group_terms(entries, back, glossary)]
         rows.append(
             {
-                "segment_id": row.segment_id,
-                "kind": row.kind,
-                "text_fa": row.text_fa,
-                "glossary": [f"{fa} → {en}" for fa, en in row.glossary],
-                "text_en": text,
+                "segment_id": sid,
+                "kind": kind,
+                pair.source_column: source_text,
+                "glossary": [f"{fa} → {term}" for fa, term in entries],
+                pair.target_column: text,
                 "attempts": len(ids),
                 "failures": ";".join(dict.fromkeys(f.code for f in failures)),
-                "back_fa": back,
+                f"back_{pair.source.code}": back,
                 "chrf": score,
                 "flagged": score < params.min_chrf,
                 "request_ids": [*ids, answer.request_id],
             }
         )
-    return pd.DataFrame(rows, columns=SEGMENT.names), pd.DataFrame(log, columns=ATTEMPT.names)
+    segment, attempt = segment_schema(pair.source, pair.target), attempt_schema(pair.target)
+    return pd.DataFrame(rows, columns=segment.names), pd.DataFrame(log, columns=attempt.names)
 
 
-def english_examples(
-    examples: pd.DataFrame, translated: pd.DataFrame, unknown_phrases: pd.DataFrame, params: TranslateParams
+def translated_examples(
+    examples: pd.DataFrame,
+    translated: pd.DataFrame,
+    unknown_phrases: pd.DataFrame,
+    params: TranslateParams,
+    pair: Pair = Pair(),
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """English examples aligned with the Persian ones, and those dropped with their reason.
+    """The target's examples aligned with the source ones, and those dropped with their reason.
 
     An example is dropped when one of its segments (context, question, entities, lexical variant) failed
     validation (``failed_validation``) or, unless ``keep_flagged``, was flagged by its back-translation
     (``flagged_translation``); then the other examples of its entity pair (template, entities, lexical variant)
-    are dropped too (``pair_incomplete``), so that every English pair keeps its mirrors and both contexts."""
+    are dropped too (``pair_incomplete``), so that every pair of the target keeps its mirrors and both contexts.
+    Each target drops on its own: a pair failing in Urdu stays in English."""
+    source_column, target_column = pair.source_column, pair.target_column
     by_kind = {kind: group for kind, group in translated.groupby("kind")}
-    english = {
-        (kind, fa): en
+    rendering = {
+        (kind, text): target
         for kind, group in by_kind.items()
-        for fa, en in zip(group["text_fa"], group["text_en"], strict=True)
+        for text, target in zip(group[source_column], group[target_column], strict=True)
     }
     failed = {
-        (k, fa) for k, fa, f in zip(translated["kind"], translated["text_fa"], translated["failures"], strict=True) if f
+        (k, text)
+        for k, text, f in zip(translated["kind"], translated[source_column], translated["failures"], strict=True)
+        if f
     }
     flagged = set(
         zip(
-            translated.loc[translated["flagged"], "kind"], translated.loc[translated["flagged"], "text_fa"], strict=True
+            translated.loc[translated["flagged"], "kind"],
+            translated.loc[translated["flagged"], source_column],
+            strict=True,
         )
     )
     request_ids = {
-        (k, fa): list(ids)
-        for k, fa, ids in zip(translated["kind"], translated["text_fa"], translated["request_ids"], strict=True)
+        (k, text): list(ids)
+        for k, text, ids in zip(translated["kind"], translated[source_column], translated["request_ids"], strict=True)
     }
-    unknown = dict(zip(unknown_phrases[SOURCE.unknown_column], unknown_phrases[TARGET.unknown_column], strict=True))
-    tags = {fa: group_tag(en) for (kind, fa), en in english.items() if kind == "group"}
+    unknown = dict(
+        zip(unknown_phrases[pair.source.unknown_column], unknown_phrases[pair.target.unknown_column], strict=True)
+    )
+    tags = {text: group_tag(target) for (kind, text), target in rendering.items() if kind == "group"}
+    article = OPTION_ARTICLE.get(pair.target.code, "")
     rows, reasons, pairs = [], [], []
     for row in examples.to_dict(orient="records"):
         pairs.append((row["template_id"], row["stereo_entity"], row["nonstereo_entity"], row["lexical_variant"]))
@@ -447,7 +581,7 @@ def english_examples(
         groups = {option: group_name(str(list(row["answer_info"][option])[1])) for option in entity_options}
         keys += [("group", group) for group in groups.values()]
         texts = {
-            option: f"The {english[('entity', row[option])]}" if option in groups else unknown[row[option]]
+            option: f"{article}{rendering[('entity', row[option])]}" if option in groups else unknown[row[option]]
             for option in OPTIONS
         }
         info = {option: [texts[option], tags.get(groups.get(option, ""), UNKNOWN_GROUP)] for option in OPTIONS}
@@ -461,15 +595,15 @@ def english_examples(
             row
             | texts
             | {
-                "example_id": f"{row['example_id']}-en",
-                "context": english[keys[0]],
-                "question": english[keys[1]],
+                "example_id": f"{row['example_id']}-{pair.target.code}",
+                "context": rendering[keys[0]],
+                "question": rendering[keys[1]],
                 "answer_info": info,
                 "additional_metadata": row["additional_metadata"] | {"stereotyped_groups": [info[stereotyped][1]]},
-                "stereo_entity": english[keys[2]],
-                "nonstereo_entity": english[keys[3]],
-                "lexical_variant": english[keys[4]] if row["lexical_variant"] else "",
-                "lang": "en",
+                "stereo_entity": rendering[keys[2]],
+                "nonstereo_entity": rendering[keys[3]],
+                "lexical_variant": rendering[keys[4]] if row["lexical_variant"] else "",
+                "lang": pair.target.code,
                 "source_example_id": row["example_id"],
                 "llm_request_ids": sorted({*row["llm_request_ids"], *(r for key in keys for r in request_ids[key])}),
             }
@@ -493,28 +627,32 @@ def translate(
     prompts: TranslatePrompts,
     client: LLMClient,
     params: TranslateParams,
+    pair: Pair = Pair(),
 ) -> StageOutput:
-    """The English config of the Persian original examples, with the segment table, every attempt, the
+    """The target's config of the source's original examples, with the segment table, every attempt, the
     review table (segments that failed validation or were flagged) and what was dropped."""
-    originals = examples[(examples["lang"] == SOURCE.code) & (examples["variant"] == "original")]
+    originals = examples[(examples["lang"] == pair.source.code) & (examples["variant"] == "original")]
     phrasings = {
         text
         for option in OPTIONS
         for text, roles in zip(originals[option], originals["answer_roles"], strict=True)
         if roles[option] == "unknown"
     }
-    unmapped = sorted(phrasings - set(unknown_phrases[SOURCE.unknown_column]))
+    if pair.target.unknown_column not in unknown_phrases.columns:
+        raise ValueError(f"the 'unknown' phrase list has no column {pair.target.unknown_column} ({pair.target.name})")
+    unmapped = sorted(phrasings - set(unknown_phrases[pair.source.unknown_column]))
     if unmapped:
-        raise ValueError(f"'unknown' phrasing(s) with no English in the phrase list: {unmapped}")
-    lookup = Glossary(glossary)
-    table = segments(originals, lookup)
-    translated, attempts = translate_segments(table, prompts, client, params, lookup)
-    kept, dropped = english_examples(originals, translated, unknown_phrases, params)
+        raise ValueError(f"'unknown' phrasing(s) with no {pair.target.name} in the phrase list: {unmapped}")
+    lookup = Glossary(glossary, pair.target)
+    table = segments(originals, lookup, pair.source_column)
+    translated, attempts = translate_segments(table, prompts, client, params, lookup, pair)
+    kept, dropped = translated_examples(originals, translated, unknown_phrases, params, pair)
     review = translated[translated["flagged"] | (translated["failures"] != "")].reset_index(drop=True)
     lost = translated["failures"].str.split(";").explode()
     broken = pd.concat([attempts["failures"].str.split(";").explode(), lost[lost == "group_term_lost"]])
+    segment = segment_schema(pair.source, pair.target)
     report = {
-        "stage": STAGE_NAME,
+        "stage": pair.stage,
         "parameters": asdict(params),
         "prompt_sha256": prompts.sha256,
         "counts": {
@@ -533,15 +671,15 @@ def translate(
             {"example_id": e, "reason": r} for e, r in zip(dropped["example_id"], dropped["reason"], strict=True)
         ],
         "review": review[["segment_id", "kind", "failures", "chrf"]].to_dict(orient="records"),
-        "llm": client.usage(STAGE_NAME).as_dict(),
+        "llm": client.usage(pair.stage).as_dict(),
     }
     return StageOutput(
         tables={"examples": kept, "segments": translated, "attempts": attempts, "review": review, "dropped": dropped},
         schemas={
             "examples": EXAMPLE,
-            "segments": SEGMENT,
-            "attempts": ATTEMPT,
-            "review": SEGMENT,
+            "segments": segment,
+            "attempts": attempt_schema(pair.target),
+            "review": segment,
             "dropped": EXAMPLE_DROPPED,
         },
         report=report,
@@ -550,30 +688,48 @@ def translate(
 
 
 GLOSSARY = Input("glossary", load_glossary, needs=(TEMPLATES,))
-"""``[inputs] glossary``: the fixed English of each group term, checked against the templates' groups."""
+"""``[inputs] glossary``: each group term's fixed name in every target language, checked against the templates'
+groups."""
 
-STAGE = Stage(
-    "07_translate",
-    "translate",
-    translate,
-    inputs={
-        "examples": Table("05_instantiate", "examples"),
-        "unknown_phrases": UNKNOWN_PHRASES,
-        "glossary": GLOSSARY,
-        "prompts": Resource(TranslatePrompts.load),
-        "client": Client(),
-    },
-    outputs={
-        "examples": EXAMPLE,
-        "segments": SEGMENT,
-        "attempts": ATTEMPT,
-        "review": SEGMENT,
-        "dropped": EXAMPLE_DROPPED,
-    },
-    params=TranslateParams,
-    ranges={"min_chrf": (0, 100), "max_attempts": (1, 20)},
-    drops=("dropped",),
-    words=("examples (fa)", "English examples (en)", "examples without an English version (they stay in fa)"),
-    funnel={"examples_en": "English examples (`en`)"},
-    request_ids=lambda out: listed(out["segments"]["request_ids"]),
-)
+
+def translate_stage(target: str = TARGET.code, first: bool = True, source: str = SOURCE.code) -> Stage:
+    """The translate stage into one target language: the first target's is ``07_translate`` (``translate``), every
+    other's ``07_translate_<code>`` (``translate_<code>``, its parameters in ``[translate_<code>]``, by default those
+    of ``[translate]``). Each reads the source's original examples, its pair's prompts, the glossary's and the
+    'unknown' list's column of its target."""
+    pair = Pair(source, target, STAGE_NAME if first else f"{STAGE_NAME}_{target}")
+    name = pair.target.name
+    segment = segment_schema(pair.source, pair.target)
+    return Stage(
+        "07_translate" if first else f"07_translate_{target}",
+        pair.stage,
+        translate,
+        inputs={
+            "examples": Table("05_instantiate", "examples"),
+            "unknown_phrases": UNKNOWN_PHRASES,
+            "glossary": GLOSSARY,
+            "prompts": Resource(partial(TranslatePrompts.load, PROMPTS, pair.source, pair.target)),
+            "client": Client(),
+            "pair": Resource(lambda: pair),
+        },
+        outputs={
+            "examples": EXAMPLE,
+            "segments": segment,
+            "attempts": attempt_schema(pair.target),
+            "review": segment,
+            "dropped": EXAMPLE_DROPPED,
+        },
+        params=TranslateParams,
+        ranges={"min_chrf": (0, 100), "max_attempts": (1, 20)},
+        drops=("dropped",),
+        words=(
+            f"examples ({pair.source.code})",
+            f"{name} examples ({target})",
+            f"examples without {'an' if name[0] in 'AEIOU' else 'a'} {name} version (they stay in {pair.source.code})",
+        ),
+        funnel={f"examples_{target}": f"{name} examples (`{target}`)"},
+        request_ids=lambda out: listed(out["segments"]["request_ids"]),
+    )
+
+
+STAGE = translate_stage()

@@ -1,16 +1,18 @@
-"""The group glossary: one fixed English name for each Persian term that names a group, so a group reads the same in
-every English example.
+"""The group glossary: one fixed name in each target language for each Persian term that names a group, so a group
+reads the same in every example of that language.
 
 An LLM left alone renders 'مرد ترک' (an Iranian Azerbaijani) as "Turkish man", a wrong nationality, while 'زن
 آذری', the same group, becomes "Azeri woman": one group, two names. ``annotations/glossary.csv`` fixes the
 rendering of every group term that the entities and lexical variants use (ethnicities, cities and their
-adjectives, nationalities, political camps, religions, sexual orientations, institutions whose name matters);
-the translation stage gives the model the entries of each segment and requires their renderings in its
-English (:mod:`pbbq.tasks.translate`).
+adjectives, nationalities, political camps, religions, sexual orientations, institutions whose name matters), one
+column per target language (``term_en``, ``term_ur``: the language's ``glossary_column``); the translation stage
+gives the model the entries of each segment and requires their renderings in its translation
+(:mod:`pbbq.tasks.translate`).
 
 A term occurs in a phrase as whole words (a Persian plural '‌ها'/'‌های' attached to its last word counts), so
 'ترک' is found in 'مرد ترک' but not in 'ترکمن' or 'ترکیه‌ای'. An English rendering occurs in a text as whole
-words, case-insensitively, optionally with a plural ``s``.
+words, case-insensitively, optionally with a plural ``s``; an Urdu rendering at the start of a word, whatever
+ending follows (آذربائیجانی, آذربائیجانیوں: Urdu inflects its nouns and adjectives by suffix).
 """
 
 from __future__ import annotations
@@ -23,31 +25,38 @@ from pathlib import Path
 import pandas as pd
 
 from ..core.inputs import InputError, read_csv_checked, require_filled, require_none, spreadsheet_row
-from ..text.languages import language
+from ..text.languages import LANGUAGES, Language, language
 from ..text.languages.fa import ZWNJ, normalize_fa
 
 SOURCE = language("fa")
 """The language translated from: the templates' and the examples' (PBBQ is built in Persian)."""
 TARGET = language("en")
-"""The language translated into: its glossary column, its checks and its article."""
+"""The first target language: the glossary's required column, and the translation the default build makes."""
 GLOSSARY_COLUMNS = [SOURCE.glossary_column, TARGET.glossary_column, "note"]
+OTHER_TARGETS = tuple(lang for lang in LANGUAGES.values() if lang not in (SOURCE, TARGET))
+"""The languages whose glossary column is optional (``term_ur``): filled in every row when present."""
 _NOT_PERSIAN_TERM = re.compile(rf"[^\u0600-\u06ff{ZWNJ} ]")
 _PLURALS = (f"{ZWNJ}ها", f"{ZWNJ}های")
 
 
 def load_glossary(path: Path, templates: pd.DataFrame | None = None) -> pd.DataFrame:
-    """``term_fa, term_en, note``: one row per Persian group term, normalised, sorted as in the file.
+    """``term_fa, term_en, note`` and any other target's column (``term_ur``): one row per Persian group term,
+    normalised (each column by its language), sorted as in the file.
 
-    Every term and rendering is filled; a term is Persian words only and appears once; a rendering has no
+    Every term and rendering is filled; a term is Persian words only and appears once; an English rendering has no
     Persian letter; two spellings of one rendering that differ only in case are an error (one group, one name).
     Given the loaded ``templates``, two terms that a template sets against each other may not share a rendering
     (:func:`check_opposed_terms`).
     """
-    frame = read_csv_checked(path, GLOSSARY_COLUMNS)[GLOSSARY_COLUMNS]
+    raw = read_csv_checked(path, GLOSSARY_COLUMNS)
+    others = [lang for lang in OTHER_TARGETS if lang.glossary_column in raw.columns]
+    frame = raw[[*GLOSSARY_COLUMNS, *(lang.glossary_column for lang in others)]]
     if frame.empty:
         raise InputError(path, None, "no glossary entries")
     frame["term_fa"] = frame["term_fa"].map(normalize_fa)  # first: a cell of bidi marks alone is empty
-    require_filled(frame, ["term_fa", "term_en"], path)
+    for lang in others:
+        frame[lang.glossary_column] = frame[lang.glossary_column].map(lang.normalize)
+    require_filled(frame, ["term_fa", "term_en", *(lang.glossary_column for lang in others)], path)
     require_none(
         path,
         frame["term_fa"].str.contains(_NOT_PERSIAN_TERM),
@@ -111,16 +120,21 @@ def _words(phrase: str) -> list[str]:
 
 @dataclass(frozen=True)
 class Glossary:
-    """Lookup over a loaded glossary table (:func:`load_glossary`)."""
+    """Lookup over a loaded glossary table (:func:`load_glossary`): each term's rendering in ``target``."""
 
     table: pd.DataFrame
+    target: Language = TARGET
 
     @cached_property
     def _terms(self) -> list[tuple[tuple[str, ...], str, str]]:
-        """(term words, term_fa, term_en), longest terms first so a longer term is listed before its parts."""
+        """(term words, term_fa, its rendering), longest terms first so a longer term is listed before its parts."""
+        if self.target.glossary_column not in self.table.columns:
+            raise ValueError(f"the glossary has no column {self.target.glossary_column} ({self.target.name} names)")
         terms = [
-            (tuple(_words(fa)), fa, en)
-            for fa, en in zip(self.table[SOURCE.glossary_column], self.table[TARGET.glossary_column], strict=True)
+            (tuple(_words(fa)), fa, rendering)
+            for fa, rendering in zip(
+                self.table[SOURCE.glossary_column], self.table[self.target.glossary_column], strict=True
+            )
         ]
         return sorted(terms, key=lambda term: (-len(term[0]), term[1]))
 
@@ -136,7 +150,7 @@ class Glossary:
         return index
 
     def terms_in(self, phrase: str) -> list[tuple[str, str]]:
-        """(term_fa, term_en) of every glossary term in a Persian phrase, in the order of the glossary's
+        """(term_fa, rendering) of every glossary term in a Persian phrase, in the order of the glossary's
         longest-first listing. A term's last word may carry a plural suffix."""
         words = _words(phrase)
         found: set[int] = set()
@@ -154,7 +168,9 @@ def _same_word(word: str, term_word: str) -> bool:
     return word == term_word or any(word == term_word + plural for plural in _PLURALS)
 
 
-def rendered(english: str, term_en: str) -> bool:
-    """Whether an English text holds a glossary rendering as whole words (case-insensitive, plural ``s`` too)."""
-    pattern = r"(?<![\w-])" + re.escape(term_en) + r"(?:s|es)?(?![\w-])"
-    return re.search(pattern, english, flags=re.IGNORECASE) is not None
+def rendered(text: str, term: str, target: Language = TARGET) -> bool:
+    """Whether a translation holds a glossary rendering: in English as whole words (case-insensitive, plural ``s``
+    too); in a language written without case (Urdu) at the start of a word, whatever ending its inflection adds."""
+    ending = r"(?:s|es)?(?![\w-])" if target.cased else ""
+    pattern = r"(?<![\w-])" + re.escape(term) + ending
+    return re.search(pattern, text, flags=re.IGNORECASE) is not None

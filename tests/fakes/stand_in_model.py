@@ -16,6 +16,10 @@ mode. It answers
 - designed translation rule-breakers (:data:`GLOSSARY_BREAKER`, :data:`PRONOUN_BREAKERS`), so that the retry
   and the review path of the translation validator are recorded: a wrong first answer, then the right one; or
   wrong every time;
+- a translation request into Urdu (its system prompt names Urdu) with Urdu composed the same way from
+  ``translations.ur.csv`` and ``phrases.ur.csv``, their slots filled as ``README.ur.md`` says (:func:`fill_urdu`);
+  a question's agreement is the masculine unless every entity of its template is a woman; and its back-translation
+  (``<urdu_text>``) with the Persian it came from;
 - a back-translation request with the Persian it came from, except that the segments whose paraphrase
   reads like a real model's (:data:`PARAPHRASE_CHRF`) get it (:func:`paraphrase_fa`: synonyms, the two clauses of a
   contrast exchanged, a fronted place moved back), so that the back-translation gate sees chrF of a real
@@ -37,6 +41,7 @@ from pbbq.tasks.core.artifacts import REPO_ROOT
 from pbbq.tasks.core.inputs import swap_roles
 from pbbq.tasks.text.languages import NONE, language
 from pbbq.tasks.text.languages.fa import normalize_fa
+from pbbq.tasks.text.languages.ur import normalize_ur
 
 STAND_INS = REPO_ROOT / "prompts" / "transcripts" / "stand_ins"
 POOR_BACK_TRANSLATION = "متن ترجمه شده با متن اصلی هیچ ربطی ندارد."
@@ -81,6 +86,46 @@ _SYNONYMS = {
 _ARTICLE = re.compile(r"\b([Aa]) (?=[aeiouAEIOU])")
 _SLOT = re.compile(r"\{(stereo|nonstereo)(?::(\w+))?\}")
 _NEGATIVE = re.compile(r"شخصیت (\{\w+\}) باید")
+
+
+URDU_SLOT = re.compile(r"\{(stereo|nonstereo|lex|pair)(?::([^{}]*))?\}")
+"""A slot of an Urdu template text (``README.ur.md``): ``{stereo}``, ``{stereo:oblique}``, ``{stereo:سکا|سکی}``,
+``{pair:رہے تھے|رہی تھیں}``, ``{lex}``, ``{lex:oblique}``."""
+Cast = dict[str, tuple[str, str, str]]
+"""Per role (``stereo``, ``nonstereo``): the entity's Urdu, its oblique form and its gender."""
+
+
+def agreement(form: str) -> tuple[str, str]:
+    """The masculine and the feminine of an agreement slot's ``masculine|feminine``."""
+    masculine, feminine = form.split("|")
+    return masculine, feminine
+
+
+def fill_urdu(text: str, entities: Cast, lex: tuple[str, str]) -> str:
+    """An Urdu template text with each slot filled (``README.ur.md``): ``entities`` maps a role to its Urdu phrase,
+    its oblique form and its gender; ``lex`` is the lexical variant's Urdu and its oblique form. An agreement slot
+    takes the feminine for a woman (``pair``: when both are women), else the masculine, Urdu's form for anyone."""
+
+    def slot(match: re.Match[str]) -> str:
+        role, form = match.groups()
+        direct, oblique = lex if role == "lex" else entities[role][:2] if role != "pair" else ("", "")
+        if form is None or form == "oblique":
+            return oblique if form else direct
+        masculine, feminine = agreement(form)
+        women = [gender for _, _, gender in entities.values()] if role == "pair" else [entities[role][2]]
+        return feminine if all(gender == "female" for gender in women) else masculine
+
+    return URDU_SLOT.sub(slot, text)
+
+
+def swap_urdu(text: str) -> str:
+    """An Urdu template text with the two roles exchanged, agreement slots included."""
+    return URDU_SLOT.sub(
+        lambda m: m.group().replace(
+            m.group(1), {"stereo": "nonstereo", "nonstereo": "stereo"}.get(m.group(1), m.group(1)), 1
+        ),
+        text,
+    )
 
 
 def _tagged(tag: str, content: str) -> str | None:
@@ -179,6 +224,16 @@ class StandInModel:
         self.translations = self._compose(overrides)
         self._design_breakers()
         self.back = self._back_translations(poor_back_translations)
+        self.urdu_templates = {r["template_id"]: r for r in _rows(folder, "translations.ur.csv")}
+        self.urdu_phrases = {(r["kind"], normalize_fa(r["fa"])): r for r in _rows(folder, "phrases.ur.csv")}
+        self.urdu = self._compose_urdu(overrides)
+        """The Urdu of every Persian segment the sample's examples can hold."""
+        self.urdu_back: dict[str, str] = {}
+        """Urdu → the Persian a back-translation gives: where two Persian segments share one Urdu (a group's plural
+        and its singular: رانندگان تاکسی, راننده‌ی تاکسی → ٹیکسی ڈرائیور), the first composed, so the other's
+        back-translation is the one a model would give, scored as such."""
+        for persian, urdu in self.urdu.items():
+            self.urdu_back.setdefault(urdu, persian)
 
     def _continuations(
         self, template_id: str, template: pd.Series, fixes: dict[tuple[str, str], str]
@@ -246,6 +301,58 @@ class StandInModel:
             add(persian, english_group)
         return translations
 
+    def _compose_urdu(self, overrides: pd.DataFrame) -> dict[str, str]:
+        """The Urdu of the Persian segments :meth:`_compose` gives English for: each template's contexts with every
+        pair of its entities, in both orders of mention and every condition, its questions (masculine agreement
+        unless every entity of the template is a woman), its entities, lexical variants and groups."""
+        fixes = {(r.template_id, r.assignment): r.text for r in overrides.itertuples()}
+        urdu: dict[str, str] = {}
+        gender = language("ur").entity_gender
+
+        def add(persian: str, text: str) -> None:
+            if urdu.setdefault(persian, text) != text:
+                raise ValueError(f"two Urdu texts for one Persian segment: {persian!r}")
+
+        def cast(persian: str) -> tuple[str, str, str]:
+            row = self.urdu_phrases["entity", persian]
+            return row["ur"], row["ur_oblique"], gender(row["ur"])
+
+        for template_id, template in self.templates.iterrows():
+            row = self.urdu_templates[template_id]
+            biased_fa, counter_fa = self._continuations(template_id, template, fixes)
+            counter = row["disambiguated_counter_biased_ur"] or swap_urdu(row["disambiguated_ur"])
+            tails = [("", "")] + [
+                (fa, text) for fa, text in ((biased_fa, row["disambiguated_ur"]), (counter_fa, counter)) if fa
+            ]
+            everyone = [cast(e)[2] for e in (*template.stereo_entities, *template.nonstereo_entities)]
+            crowd = ("", "", "female" if set(everyone) == {"female"} else "male")
+            for field in ("question_negative", "question_nonnegative"):
+                add(
+                    template[f"{field}_fa"],
+                    fill_urdu(row[f"{field}_ur"], {"stereo": crowd, "nonstereo": crowd}, ("", "")),
+                )
+            variants = list(template.lexical_variants) or [""]
+            for stereo, nonstereo, lex in itertools.product(
+                template.stereo_entities, template.nonstereo_entities, variants
+            ):
+                entities = {"stereo": cast(stereo), "nonstereo": cast(nonstereo)}
+                lex_row = self.urdu_phrases["lex", lex] if lex else {"ur": "", "ur_oblique": ""}
+                variant = (lex_row["ur"], lex_row["ur_oblique"])
+                add(stereo, entities["stereo"][0])
+                add(nonstereo, entities["nonstereo"][0])
+                if lex:
+                    add(lex, variant[0])
+                for swapped in (False, True):
+                    ambiguous_fa = swap_roles(template.ambiguous_fa) if swapped else template.ambiguous_fa
+                    ambiguous = swap_urdu(row["ambiguous_ur"]) if swapped else row["ambiguous_ur"]
+                    for tail_fa, tail in tails:
+                        persian = _fill_fa(f"{ambiguous_fa} {tail_fa}".strip(), stereo, nonstereo, lex)
+                        add(persian, fill_urdu(f"{ambiguous} {tail}".strip(), entities, variant))
+        for (kind, persian), row in self.urdu_phrases.items():
+            if kind == "group":
+                add(persian, row["ur"])
+        return urdu
+
     def _design_breakers(self) -> None:
         """The wrong answers of :data:`GLOSSARY_BREAKER` and :data:`PRONOUN_BREAKERS`; a breaker whose entity or
         template is not in the sample is an error (the recording would silently lose its retry path)."""
@@ -291,6 +398,11 @@ class StandInModel:
         users = [m["content"] for m in body["messages"] if m["role"] == "user"]
         prompt = "\n".join(m["content"] for m in body["messages"] if m["role"] == "system") + "\n" + users[0]
         persian = _tagged("persian_text", users[0])
+        if persian is not None and "Urdu" in prompt:
+            return self.urdu[normalize_fa(persian)]
+        urdu = _tagged("urdu_text", users[0])
+        if urdu is not None:
+            return self.urdu_back[normalize_ur(urdu)]
         if persian is not None:
             persian = normalize_fa(persian)
             wrong = self.wrong.get(persian, [])

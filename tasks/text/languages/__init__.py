@@ -110,6 +110,12 @@ class Language:
     """The gender rules a translation into the language breaks: ``(text, its entities' phrases in the language,
     kind)`` → failures; ``kind`` is ``context`` or ``question``. English checks pronouns; a language that marks gender
     elsewhere (verbs, adjectives) checks those."""
+    unmarked: Callable[[str], bool] | None = None
+    """Whether a phrase's gender is only the language's form for a person of any gender (Urdu's masculine agreement
+    without a gendered noun: اکلوتا نوجوان), so it gives none; None: every gender a phrase reads is given."""
+    find_mention: Callable[[str], re.Pattern[str]] | None = None
+    """How a phrase is found in a text where its words inflect (Urdu's oblique form); None: as written
+    (:meth:`mention`)."""
 
     @cached_property
     def stop_words(self) -> frozenset[str]:
@@ -128,7 +134,10 @@ class Language:
         return self.article.sub("", phrase) if self.article is not None else phrase
 
     def mention(self, phrase: str) -> re.Pattern[str]:
-        """Finds the phrase (without its article, in any case) as whole words of a text."""
+        """Finds the phrase (without its article, in any case) as whole words of a text, or as the language's
+        :attr:`find_mention` finds it."""
+        if self.find_mention is not None:
+            return self.find_mention(phrase)
         core = re.escape(self.without_article(phrase.strip()))
         return re.compile(r"(?<![\w-])" + core + r"(?![\w-])", re.IGNORECASE)
 
@@ -137,6 +146,12 @@ class Language:
         if self.word_gender is not None:
             return self.word_gender(word)
         return self.person_gender.get(word) or self.kin_gender.get(word)
+
+    def keeps_gender(self, phrase: str, given: Gender) -> bool:
+        """Whether a phrase (a translation) gives the gender ``given`` (its source's, :meth:`entity_gender`), and none
+        the source does not: it reads ``given``, or ``given`` is none and the phrase's gender is :attr:`unmarked`."""
+        read = self.entity_gender(phrase)
+        return read == given or (given == NONE and self.unmarked is not None and self.unmarked(phrase))
 
     @cache  # noqa: B019 (a language lives as long as the process; its cache with it)
     def entity_gender(self, phrase: str) -> Gender:

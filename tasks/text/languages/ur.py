@@ -52,11 +52,6 @@ def tokenize_ur(text: str) -> list[str]:
     return _tokenizer()(_URDU_PUNCTUATION.sub(r" \g<0> ", text)).split()
 
 
-def unknown_phrases() -> dict[str, str]:
-    """The Urdu of each Persian 'unknown' phrasing (``annotations/unknown_phrases.csv``'s ``phrase_fa``)."""
-    return dict(_DATA["unknown_phrases"])
-
-
 # ------------------------------------------------------------------------------------------- person cues
 
 _PERSON_GENDER = gender_table(_DATA["person_gender"])
@@ -93,6 +88,11 @@ def gendered_noun(phrase: str) -> bool:
     masculine adjective on a noun of either gender (اکلوتا نوجوان) is also Urdu's form for a person of unknown
     gender."""
     return any(_PERSON_GENDER.get(word) or _KIN_GENDER.get(word) for word in head_words(phrase))
+
+
+def unmarked(phrase: str) -> bool:
+    """Whether the phrase is masculine by agreement only (اکلوتا نوجوان), Urdu's form for a person of any gender."""
+    return LANGUAGE.entity_gender(phrase) == MALE and not gendered_noun(phrase)
 
 
 @cache
@@ -244,7 +244,7 @@ LANGUAGE = Language(
     head_words=head_words,
     explicit_age=explicit_age,
     scaffold={"question": "سوال", "answer": "جواب", "instruction": "صرف کسی ایک آپشن کا حرف لکھیں۔"},
-    glossary_column="ur",
+    glossary_column="term_ur",
     unknown_column="phrase_ur",
     load_stop_words=lambda: (normalize_ur(word) for word in _DATA["stop_words"].split()),
     person_gender=_PERSON_GENDER,
@@ -253,4 +253,6 @@ LANGUAGE = Language(
     maturity=gender_table(_DATA["maturity"]),
     word_gender=word_gender,
     gender_failures=gender_failures,
+    unmarked=unmarked,
+    find_mention=mention_pattern,
 )
