@@ -78,7 +78,8 @@ def test_the_adapt_sample_builds_offline_and_releases_en_with_lm_eval_tasks(adap
     examples = _released(adapt_run, "en")
     assert len(examples) == len(_table(adapt_run, "05_instantiate/examples")) > 0
     card = (hub / "README.md").read_text(encoding="utf-8")
-    assert "BBQ's templates adapted to a culture" in card
+    assert "\n# BBQ adapted to a culture (PBBQ builder, adaptation path)\n" in card
+    assert "pretty_name: BBQ adapted to a culture (PBBQ builder, adaptation path)\n" in card
     assert "were written for the sample: no expert classed its templates and no annotator rated them" in card
     assert "| `en` | English | The examples built by BBQ's rules from the adapted templates (step 3). |" in card
 

@@ -497,6 +497,7 @@ def publish_stage(
         funnel_labels=dict(funnel_labels or {}),
         transcript_header=None if transcript_path is None else transcript_header(transcript_path),
         body=card_body,
+        **({"pretty_name": card_body.pretty_name} if card_body else {}),
         **({"min_kappa": gate.min_kappa, "min_relevance": gate.min_relevance} if gate else {}),
     )
     synthetic = params.synthetic or bool(

@@ -111,9 +111,10 @@ CARD_TEMPLATE = Path(__file__).with_name("templates") / "dataset_card.md"
 
 @dataclass(frozen=True)
 class CardBody:
-    """What a card says that depends on the pipeline's input path: its Markdown body (``string.Template``) and
-    what each config holds (config → (language, contents))."""
+    """What a card says that depends on the pipeline's input path: its title, its Markdown body
+    (``string.Template``) and what each config holds (config → (language, contents))."""
 
+    pretty_name: str
     template: str
     config_docs: Mapping[str, tuple[str, str]]
 
@@ -121,6 +122,7 @@ class CardBody:
 def adapt_card_body() -> CardBody:
     """The card of an adaptation build (BBQ's templates adapted to a culture, PakBBQ §3.1): English is the source."""
     return CardBody(
+        pretty_name="BBQ adapted to a culture (PBBQ builder, adaptation path)",
         template=CARD_TEMPLATE.with_name("dataset_card_adapt.md").read_text(encoding="utf-8"),
         config_docs={
             "en": ("English", "The examples built by BBQ's rules from the adapted templates (step 3)."),
