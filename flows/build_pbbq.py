@@ -58,7 +58,7 @@ from ..tasks.publish import create_release_artifact
 from .audit.diff import changes_since_previous
 from .audit.runs import mark_killed_runs, outputs_folder, previous_completed
 from .config import BuildConfig, check_store_path, load_config
-from .pipeline import extra_funnel, funnel_labels
+from .pipeline import extra_funnel, funnel_labels, gate_section
 
 STAND_IN_WARNING = (
     'STAND-IN answers: every LLM answer of this build is placeholder text (--stand-in, [llm] mode = "stand-in", '
@@ -313,7 +313,7 @@ def release_values(
         "build_id": lambda: run.run_id,
         "build_config": lambda: display_path(build.path),
         "funnel_labels": lambda: funnel_labels(runner().pipeline),
-        "gate": lambda: build.kappa_gate,
+        "gate": lambda: build.params(gate_section(build.pipeline)),
         "extra_funnel": lambda: extra_funnel(runner().outputs, runner().pipeline),
     }
 

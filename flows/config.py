@@ -33,7 +33,7 @@ def stage_params(pipeline: Pipeline = PIPELINE) -> dict[str, type]:
 
 def sections(pipeline: Pipeline = PIPELINE) -> tuple[str, ...]:
     """The top-level sections a build configuration may have; anything else is a typo, never ignored."""
-    return ("inputs", "llm", *stage_params(pipeline))
+    return ("input", "inputs", "llm", *stage_params(pipeline))
 
 
 def ranges(pipeline: Pipeline = PIPELINE) -> dict[str, dict[str, tuple[float | None, float | None]]]:
@@ -259,7 +259,13 @@ def load_config(path: Path | None = None, pipeline: Pipeline | None = None) -> B
     path = (path or SAMPLE_CONFIG).resolve()
     raw = _read(path)
     checked = _targets(path, raw)
-    pipeline = pipeline or pipeline_for(raw)
+    try:
+        pipeline = pipeline or pipeline_for(raw)
+    except ValueError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+    unknown_input = sorted(set(_table(path, raw, "input")) - {"path"})
+    if unknown_input:
+        raise ConfigError(f"{path}: [input] has unknown key(s) {_names(unknown_input)}; known: path")
     raw = checked
     known_sections = sections(pipeline)
     unknown_sections = sorted(set(raw) - set(known_sections))
@@ -273,7 +279,10 @@ def load_config(path: Path | None = None, pipeline: Pipeline | None = None) -> B
     missing = [key for key in required if key not in declared]
     if missing:
         raise ConfigError(f"{path}: [inputs] is missing {', '.join(missing)}")
-    phrases = load_unknown_phrases(_file(path, "inputs", "unknown_phrases", declared["unknown_phrases"]))
+    kinds: dict[str, Any] = stage_params(pipeline)
+    if "instantiate" in kinds:  # PBBQ's instantiate takes its 'unknown' options from an input file
+        phrases = load_unknown_phrases(_file(path, "inputs", "unknown_phrases", declared["unknown_phrases"]))
+        kinds["instantiate"] = partial(kinds["instantiate"], tuple(phrases["phrase_fa"]))
     unknown = sorted(set(declared) - set(files))
     if unknown:
         raise ConfigError(f"{path}: [inputs] has unknown key(s) {_names(unknown)}")
@@ -282,9 +291,6 @@ def load_config(path: Path | None = None, pipeline: Pipeline | None = None) -> B
         llm_config = LLMConfig.from_mapping(llm)
     except ValueError as exc:
         raise ConfigError(f"{path}: [llm] {exc}") from None
-    phrases_fa = tuple(phrases["phrase_fa"])  # instantiate's 'unknown' options come from an input file
-    kinds: dict[str, Any] = stage_params(pipeline)
-    kinds["instantiate"] = partial(kinds["instantiate"], phrases_fa)
     limits = ranges(pipeline)
     stages = {name: _section(path, raw, name, kind, limits.get(name, {})) for name, kind in kinds.items()}
     return BuildConfig(

@@ -11,10 +11,12 @@ entry below.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..tasks import (
+    adapt,
     crawl,
     disambiguate,
     diversity,
@@ -27,7 +29,9 @@ from ..tasks import (
     translate,
 )
 from ..tasks.core.artifacts import StageOutput
-from ..tasks.core.stage import Pipeline, Stage, Table
+from ..tasks.core.stage import Pipeline, Resource, Source, Stage, Table
+from ..tasks.kappa_gate import GateParams
+from ..tasks.publish.dataset_card import adapt_card_body
 
 TARGETS = ("en",)
 """``[translate] targets`` left out: the languages PBBQ's examples are translated into (PBBQ §3.4: English)."""
@@ -70,10 +74,68 @@ def targets_of(config: Mapping[str, Any]) -> tuple[str, ...]:
     return tuple(section.get("targets", TARGETS)) if isinstance(section, Mapping) else TARGETS
 
 
-def pipeline_for(config: Mapping[str, Any]) -> Pipeline:
-    """The pipeline a build configuration (its TOML, as read) runs: PBBQ's, into its ``[translate] targets``."""
+def reading(stage: Stage, **inputs: Source | None) -> Stage:
+    """A shared stage as a pipeline wires it: ``inputs`` replace its declared ones (None: left out, the function's
+    default then holds), so that it reads what this pipeline has."""
+    wired = {**stage.inputs, **inputs}
+    return dataclasses.replace(stage, inputs={name: source for name, source in wired.items() if source is not None})
+
+
+ADAPT_PIPELINE = Pipeline(
+    (
+        adapt.ADAPT,
+        adapt.ADAPT_INSTANTIATE,
+        reading(diversity.STAGE, templates=Table(adapt.ADAPT.folder, "texts")),
+        reading(
+            statistics.STAGE,
+            templates=Table(adapt.ADAPT.folder, "texts"),
+            stereotypes=None,
+            dropped_pairs=None,
+            crawl=None,
+            categories=Resource(tuple),  # Table 1 lists the categories of the sheet's templates, not PBBQ's 16
+        ),
+        reading(
+            publish.STAGE,
+            proxy_strength=None,
+            card_body=Resource(adapt_card_body),
+        ),
+    ),
+    configs={adapt.SOURCE_LANG: Table(adapt.ADAPT_INSTANTIATE.folder, "examples")},
+)
+"""The adaptation path (PakBBQ §3.1–§3.3, after KoBBQ): BBQ's templates classed and gated (``03_adapt``), built
+by BBQ's rules into English examples (``05_instantiate``), then PBBQ's own diversity, statistics and publish
+stages reading the adapted templates' texts and the adaptation's funnel steps. No name proxies: BBQ's templates
+name their people by group or by first name already (the card says so)."""
+
+
+def _crawl_pipeline(config: Mapping[str, Any]) -> Pipeline:
     targets = targets_of(config)
     return PIPELINE if targets == TARGETS else pbbq_pipeline(targets)
+
+
+PATHS: dict[str, Callable[[Mapping[str, Any]], Pipeline]] = {
+    "crawl": _crawl_pipeline,
+    "adapt": lambda config: ADAPT_PIPELINE,
+}
+"""``[input] path``: the build's input path and how its pipeline follows from the configuration."""
+
+
+def pipeline_for(config: Mapping[str, Any]) -> Pipeline:
+    """The pipeline a build configuration (its TOML, as read) runs: its ``[input] path`` (default ``crawl``: PBBQ's,
+    into its ``[translate] targets``); a ValueError names a path that is not one of :data:`PATHS`."""
+    section = config.get("input", {})
+    if not isinstance(section, Mapping):
+        raise ValueError("input must be a section [input], not a value")
+    path = section.get("path", "crawl")
+    if not isinstance(path, str) or path not in PATHS:
+        raise ValueError(f"[input] path = {path!r} is not one of {', '.join(map(repr, PATHS))}")
+    return PATHS[path](config)
+
+
+def gate_section(pipeline: Pipeline) -> str:
+    """The configuration section of the pipeline's annotation gate (Fleiss' kappa and mean relevance, PakBBQ §3.2),
+    whose thresholds the dataset card states."""
+    return next(stage.name for stage in pipeline if stage.params is GateParams)
 
 
 def published_configs(pipeline: Pipeline = PIPELINE) -> tuple[str, ...]:

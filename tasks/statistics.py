@@ -32,14 +32,16 @@ DISTRIBUTION = pa.schema(
 DIMENSIONS = ("context_condition", "question_polarity", "assignment", "label", "target_loc", "entity_order")
 
 
-def table1(examples: pd.DataFrame) -> pd.DataFrame:
-    """Templates and samples per category of every config (Table 1): all 16 categories in the paper's order
-    and a Total row per config. A template counts when it yields examples of the config. No examples: no rows."""
+def table1(examples: pd.DataFrame, categories: Sequence[str] = CATEGORIES) -> pd.DataFrame:
+    """Templates and samples per category of every config (Table 1): ``categories`` (all 16 of the paper, in its
+    order), then any other category of the examples, sorted, and a Total row per config. A template counts when it
+    yields examples of the config. No examples: no rows."""
     parts = []
     frame = examples.assign(config=example_configs(examples))
+    listed = [*categories, *sorted(set(frame["category"]) - set(categories))]
     for config in dict.fromkeys(frame["config"]):
         part = frame[frame["config"] == config]
-        table = pd.DataFrame({"config": config, "category": list(CATEGORIES)})
+        table = pd.DataFrame({"config": config, "category": listed})
         table["templates"] = table["category"].map(part.groupby("category")["template_id"].nunique())
         table["samples"] = table["category"].map(part.groupby("category").size())
         table = table.fillna({"templates": 0, "samples": 0}).astype({"templates": "int64", "samples": "int64"})
@@ -54,10 +56,10 @@ def table1(examples: pd.DataFrame) -> pd.DataFrame:
 
 
 def funnel(
-    stereotypes: pd.DataFrame,
+    stereotypes: pd.DataFrame | None,
     templates: pd.DataFrame,
     examples: pd.DataFrame,
-    dropped_pairs: pd.DataFrame,
+    dropped_pairs: pd.DataFrame | None,
     crawl: Mapping[str, int] | None = None,
     extra: Sequence[tuple[str, int]] = (),
 ) -> pd.DataFrame:
@@ -67,10 +69,22 @@ def funnel(
     examples (fa) → examples of every other config → ``extra``, the steps of stages that count their own
     (``Stage.counts``). ``crawl`` holds the crawl's counts (``crawled_posts``,
     ``candidates``, ``clusters``: ``pbbq.tasks.crawl.crawl_counts``); when no crawl ran, the surveyed count stands in
-    for the candidates."""
+    for the candidates.
+
+    A pipeline without the survey (the adaptation path, PakBBQ §3.1) counts its own steps up to the source
+    examples (``extra``), followed by the examples of every config translated from them."""
+    configs = example_configs(examples).value_counts()
+    if stereotypes is None or dropped_pairs is None:
+        sources = set(example_configs(examples[examples["source_example_id"].isna()]))
+        return pd.DataFrame(
+            [
+                *extra,
+                *((f"examples_{config}", int(configs[config])) for config in configs.index if config not in sources),
+            ],
+            columns=["step", "count"],
+        )
     original = examples.query("lang == 'fa' and variant == 'original'")
     built_pairs = len(original[["template_id", "stereo_entity", "nonstereo_entity"]].drop_duplicates())
-    configs = example_configs(examples).value_counts()
     dropped = dropped_pairs["reason"].value_counts()
     steps = [
         *(
@@ -116,15 +130,17 @@ def distribution(examples: pd.DataFrame) -> pd.DataFrame:
 
 
 def statistics(
-    stereotypes: pd.DataFrame,
     templates: pd.DataFrame,
     examples: pd.DataFrame,
-    dropped_pairs: pd.DataFrame,
+    stereotypes: pd.DataFrame | None = None,
+    dropped_pairs: pd.DataFrame | None = None,
     crawl: Mapping[str, int] | None = None,
     extra_funnel: Sequence[tuple[str, int]] = (),
+    categories: Sequence[str] = CATEGORIES,
 ) -> StageOutput:
+    """Table 1 over ``categories`` (:func:`table1`), the funnel, the distribution and the soundness checks."""
     tables = {
-        "table1": table1(examples),
+        "table1": table1(examples, categories),
         "funnel": funnel(stereotypes, templates, examples, dropped_pairs, crawl, extra_funnel),
         "distribution": distribution(examples),
         "soundness": soundness(examples, templates),

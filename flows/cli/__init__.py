@@ -1,6 +1,6 @@
 """The ``pbbq`` command.
 
-pbbq build --sample | --config FILE [--run-id ID] [--outputs DIR] [--verbose]
+pbbq build --sample [adapt] | --config FILE [--run-id ID] [--outputs DIR] [--verbose]
 pbbq serve            # serve the build-pbbq deployment (prefect.yaml) for `prefect deployment run`
 pbbq evaluate --release RUN_OR_REPO --model SPEC [--config fa,fa-names,en] [--limit N]   # score models
 """
@@ -23,6 +23,8 @@ from .synth import add_synth_command
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 """The repository (``pbbq.tasks.core.artifacts.REPO_ROOT``; not imported here: ``pbbq --help`` answers at once)."""
+SAMPLES = {"pbbq": REPO_ROOT / "configs" / "sample.toml", "adapt": REPO_ROOT / "configs" / "adapt-sample.toml"}
+"""The bundled samples, each built offline: PBBQ's (``--sample``) and the adaptation path's (``--sample adapt``)."""
 
 
 def _prefect_defaults() -> None:
@@ -84,7 +86,13 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     build = commands.add_parser("build", help="build a run and print its folder")
     source = build.add_mutually_exclusive_group(required=True)
-    source.add_argument("--sample", action="store_true", help="the bundled sample (offline)")
+    source.add_argument(
+        "--sample",
+        nargs="?",
+        const="pbbq",
+        choices=tuple(SAMPLES),
+        help="a bundled sample, built offline: pbbq (the default) or adapt (BBQ's templates adapted for Pakistan)",
+    )
     source.add_argument("--config", type=Path, help="a build configuration (TOML)")
     build.add_argument("--run-id", type=run_id, help="name of the run folder (default: time + random suffix)")
     build.add_argument("--outputs", type=Path, help="where runs go (default: $PBBQ_OUTPUTS or outputs/)")
@@ -124,14 +132,15 @@ def _parser() -> argparse.ArgumentParser:
 def _build(args: argparse.Namespace) -> int:
     from ..config import load_config
 
-    load_config(args.config)  # a bad configuration fails here, before a Prefect server starts
+    config = args.config or SAMPLES[args.sample]
+    load_config(config)  # a bad configuration fails here, before a Prefect server starts
     from ..build_pbbq import build_pbbq, task_runner
     from ..server import startup_timeout, temporary_server
 
     flow = build_pbbq.with_options(task_runner=task_runner(args.task_runner, args.dask_address))
     with temporary_server(startup_timeout()):
         folder = flow(
-            config=str(args.config) if args.config else None,
+            config=str(config),
             run_id=args.run_id,
             outputs=str(args.outputs) if args.outputs else None,
             repo_id=args.repo_id,

@@ -32,14 +32,15 @@ def adapt_command(args: argparse.Namespace) -> int:
     """Write the review sheet; a bad template row or a reviewed sheet in the way raises one clear error."""
     import pandas as pd
 
-    from ...tasks.adapt.bbq_format import load_bbq_templates, load_bbq_vocabulary
+    from ...tasks.adapt.bbq_format import fills_from_vocabulary, load_bbq_templates, load_bbq_vocabulary
     from ...tasks.adapt.sheet import is_reviewed, review_sheet
     from ...tasks.core.artifacts import atomic_write_bytes
     from ...tasks.core.inputs import InputError, read_csv_checked
 
     vocabulary = load_bbq_vocabulary(args.vocabulary)
     templates = pd.concat([load_bbq_templates(path) for path in args.templates], ignore_index=True)
-    unknown = sorted(set(templates["Category"]) - set(vocabulary["Category"]))
+    needing = templates[fills_from_vocabulary(templates)]  # Age, Disability, Physical appearance: names, not groups
+    unknown = sorted(set(needing["Category"]) - set(vocabulary["Category"]))
     if unknown:
         raise InputError(args.vocabulary, None, f"no group of category {unknown[0]!r}, which the templates use")
     if args.out.is_file() and not args.overwrite:

@@ -11,6 +11,10 @@ Two stages, declared here for a pipeline to list (``[input] path = "adapt"``):
   the gate stops are its drops.
 - :data:`ADAPT_INSTANTIATE` (``05_instantiate``, where PBBQ's instantiation writes, so the stages after it read
   ``05_instantiate/examples`` on either path): BBQ's generation rules (:mod:`pbbq.tasks.adapt.generate`).
+
+Their inputs (``[inputs]`` keys): ``adapt_sheet`` (the reviewed sheet), ``ratings`` (the annotators' ratings of its
+templates), ``bbq_vocabulary`` (BBQ's ``vocabulary.csv`` format) and, optional, ``bbq_proper_names`` (BBQ's
+``vocabulary_proper_names.csv``, for the ``Proper_nouns_only`` templates).
 """
 
 from __future__ import annotations
@@ -21,12 +25,13 @@ import pandas as pd
 import pyarrow as pa
 
 from ..core.artifacts import StageOutput, count_reasons
+from ..core.inputs import load_ratings
 from ..core.schemas import EXAMPLE, EXAMPLE_DROPPED, GATE_FIELDS, OPTIONS
 from ..core.stage import Input, Stage, Table
 from ..kappa_gate import GateParams, kappa_gate
-from .bbq_format import PROPER_NAME_COLUMNS
+from .bbq_format import PROPER_NAME_COLUMNS, load_bbq_proper_names, load_bbq_vocabulary
 from .generate import AdaptInstantiateParams, examples_of, fillings
-from .sheet import ADAPTED_TEMPLATE, CLASSES, apply_classes
+from .sheet import ADAPTED_TEMPLATE, CLASSES, apply_classes, load_reviewed_sheet
 
 GATE_COLUMNS = [name for name, _ in GATE_FIELDS]
 GATED_TEMPLATE = pa.schema([*ADAPTED_TEMPLATE, *GATE_FIELDS])
@@ -34,6 +39,53 @@ GATED_TEMPLATE = pa.schema([*ADAPTED_TEMPLATE, *GATE_FIELDS])
 experts' reason in ``removal_reason``) or the gate's reason."""
 SIMPLY_REMOVED = "simply_removed"
 UNFILLED = r"\{\{[^{}]*\}\}"
+SOURCE_LANG = "en"
+"""The language of BBQ's templates, and of the examples built from them."""
+TEXT_COLUMNS = {
+    f"ambiguous_{SOURCE_LANG}": "ambiguous",
+    f"disambiguated_{SOURCE_LANG}": "disambiguating",
+    f"disambiguated_counter_biased_{SOURCE_LANG}": "disambiguating",
+}
+"""The template texts the shared stages read (Table 2's units, PBBQ §3.5), from the adapted template's fields.
+BBQ writes one disambiguating context for both assignments, so the counter-biased text is the same one."""
+BBQ_SLOTS = {"{{NAME1}}": "{stereo}", "{{NAME2}}": "{nonstereo}", "{{WORD1}}": "{lex}", "{{WORD2}}": "{lex}"}
+"""BBQ's slots in PBBQ's placeholders: which of NAME1 and NAME2 is the stereotyped one depends on the filling, and
+Table 2 masks both alike."""
+TEXTS = pa.schema(
+    [
+        ("template_id", pa.string()),
+        ("category", pa.string()),
+        *[(column, pa.string()) for column in TEXT_COLUMNS],
+        ("disambiguated_source", pa.string()),
+        ("counter_biased_source", pa.string()),
+        ("allowed_pairs", pa.list_(pa.string())),
+    ]
+)
+"""The gated templates as the stages after instantiation read a template (the columns of
+:data:`~pbbq.tasks.core.schemas.TEMPLATE_DISAMBIGUATED` they read, in the source language)."""
+
+ADAPT_SHEET = Input("adapt_sheet", load_reviewed_sheet)
+ADAPT_RATINGS = Input("ratings", lambda path, sheet: load_ratings(path, sheet["template_id"]), needs=(ADAPT_SHEET,))
+BBQ_VOCABULARY = Input("bbq_vocabulary", load_bbq_vocabulary)
+BBQ_PROPER_NAMES = Input(
+    "bbq_proper_names", lambda path: None if path is None else load_bbq_proper_names(path), optional=True
+)
+
+
+def _pbbq_slots(text: str) -> str:
+    for slot, placeholder in BBQ_SLOTS.items():
+        text = text.replace(slot, placeholder)
+    return text
+
+
+def template_texts(gated: pd.DataFrame) -> pd.DataFrame:
+    """:data:`TEXTS` of the gated templates: their texts with PBBQ's placeholders, written by people (no
+    continuation in review), no confounded pair allowed."""
+    texts = {column: gated[field].map(_pbbq_slots) for column, field in TEXT_COLUMNS.items()}
+    frame = pd.DataFrame({"template_id": gated["template_id"], "category": gated["category"], **texts})
+    frame = frame.assign(disambiguated_source="bbq", counter_biased_source="bbq")
+    frame["allowed_pairs"] = [[] for _ in range(len(frame))]
+    return frame[TEXTS.names]
 
 
 def gate(templates: pd.DataFrame, ratings: pd.DataFrame, params: GateParams) -> pd.DataFrame:
@@ -61,9 +113,10 @@ def adapt(sheet: pd.DataFrame, ratings: pd.DataFrame, params: GateParams) -> Sta
         "classes": {kind: int(classes.get(kind, 0)) for kind in CLASSES},
         "drops": dropped[["template_id", "class", "reason", "removal_reason"]].to_dict("records"),
     }
+    gated = table[table["kept"]].reset_index(drop=True)
     return StageOutput(
-        tables={"templates": table, "gated": table[table["kept"]].reset_index(drop=True), "dropped": dropped},
-        schemas={"templates": GATED_TEMPLATE, "gated": GATED_TEMPLATE, "dropped": GATED_TEMPLATE},
+        tables={"templates": table, "gated": gated, "dropped": dropped, "texts": template_texts(gated)},
+        schemas={"templates": GATED_TEMPLATE, "gated": GATED_TEMPLATE, "dropped": GATED_TEMPLATE, "texts": TEXTS},
         report=report,
     )
 
@@ -126,8 +179,8 @@ ADAPT = Stage(
     "03_adapt",
     "adapt",
     adapt,
-    inputs={"sheet": Input("adapt_sheet"), "ratings": Input("ratings")},
-    outputs={"templates": GATED_TEMPLATE, "gated": GATED_TEMPLATE, "dropped": GATED_TEMPLATE},
+    inputs={"sheet": ADAPT_SHEET, "ratings": ADAPT_RATINGS},
+    outputs={"templates": GATED_TEMPLATE, "gated": GATED_TEMPLATE, "dropped": GATED_TEMPLATE, "texts": TEXTS},
     params=GateParams,
     ranges={"min_kappa": (-1, 1), "min_relevance": (1, 3)},
     drops=("dropped",),
@@ -146,7 +199,11 @@ ADAPT_INSTANTIATE = Stage(
     "05_instantiate",
     "adapt_instantiate",
     adapt_instantiate,
-    inputs={"templates": Table("03_adapt", "gated"), "vocabulary": Input("bbq_vocabulary")},
+    inputs={
+        "templates": Table("03_adapt", "gated"),
+        "vocabulary": BBQ_VOCABULARY,
+        "proper_names": BBQ_PROPER_NAMES,
+    },
     outputs={"examples": EXAMPLE, "dropped_examples": EXAMPLE_DROPPED, "dropped_templates": GATED_TEMPLATE},
     params=AdaptInstantiateParams,
     drops=("dropped_examples", "dropped_templates"),

@@ -64,7 +64,9 @@ NEUTRAL_TOKEN = "فلانی"
 """What each placeholder of a template text becomes at the template level: 'so-and-so', one Persian word that
 holds the entity's (or the lexical variant's) place, so no n-gram runs across it."""
 TEMPLATE_SLOTS = frozenset({"stereo", "nonstereo", "lex"})
-TEMPLATE_TEXT_COLUMNS = ("ambiguous_fa", "disambiguated_fa", "disambiguated_counter_biased_fa")
+TEMPLATE_TEXTS = ("ambiguous", "disambiguated", "disambiguated_counter_biased")
+"""The template texts of Table 2, each the column ``<text>_<lang>`` in the template table's language: ``fa`` for
+PBBQ's (``04_disambiguate/templates``), ``en`` for BBQ's adapted templates (``03_adapt/texts``)."""
 REVIEW_SOURCE = "review"
 """The source of a continuation that failed validation: its template yields no example."""
 TEMPLATE_TITLE = "Table 2: diversity of the template texts (the paper's Table 2)"
@@ -124,6 +126,14 @@ def mask_placeholders(text: str, *, where: str) -> str:
     return masked
 
 
+def template_language(templates: pd.DataFrame) -> str:
+    """The language of a template table: the ``<lang>`` of its one ``ambiguous_<lang>`` column."""
+    langs = [column.removeprefix("ambiguous_") for column in templates.columns if column.startswith("ambiguous_")]
+    if len(langs) != 1:
+        raise ValueError(f"diversity: the templates table has {len(langs)} ambiguous_<lang> columns, not one")
+    return langs[0]
+
+
 def template_units(templates: pd.DataFrame) -> pd.DataFrame:
     """The template-level units of Table 2: for every template of the dataset, its ambiguous context and its two
     disambiguating continuations, placeholders masked (:func:`mask_placeholders`).
@@ -133,7 +143,8 @@ def template_units(templates: pd.DataFrame) -> pd.DataFrame:
     with a continuation in review yields no example). Columns: template_id, category, column, text; one row per
     template and text column, in the table's order. A used template with an empty text is an error.
     """
-    missing = {"template_id", "category", "disambiguated_source", "counter_biased_source", *TEMPLATE_TEXT_COLUMNS}
+    columns = [f"{text}_{template_language(templates)}" for text in TEMPLATE_TEXTS]
+    missing = {"template_id", "category", "disambiguated_source", "counter_biased_source", *columns}
     missing -= set(templates.columns)
     if missing:
         raise ValueError(f"diversity: the 04_disambiguate templates table lacks the columns {sorted(missing)}")
@@ -142,7 +153,7 @@ def template_units(templates: pd.DataFrame) -> pd.DataFrame:
     ]
     rows = []
     for template in used.itertuples(index=False):
-        for column in TEMPLATE_TEXT_COLUMNS:
+        for column in columns:
             where = f"diversity: 04_disambiguate templates, template {template.template_id!r}, column {column!r}"
             text = getattr(template, column)
             if not isinstance(text, str) or not text.strip():
@@ -259,14 +270,15 @@ def _homogenizers(params: DiversityParams, langs: Iterable[str], device: str) ->
     return homogenizers
 
 
-def _template_table(templates: pd.DataFrame, homogenization: Homogenizer) -> pd.DataFrame:
+def _template_table(templates: pd.DataFrame, homogenizers: Mapping[str, Homogenizer]) -> pd.DataFrame:
     units = template_units(templates)
+    lang = template_language(templates)
     rows = _group_rows(
         units,
         "text",
-        "fa",
-        language("fa").stop_words | {NEUTRAL_TOKEN},
-        homogenization,
+        lang,
+        language(lang).stop_words | {NEUTRAL_TOKEN},
+        homogenizers[lang],
         {"n_templates": lambda part: int(part["template_id"].nunique())},
     )
     return pd.DataFrame(rows, columns=TABLE2.names).astype({"n_templates": "int64", "n_units": "int64"})
@@ -285,7 +297,9 @@ def template_diversity_table(
     n_units, ngd (C.3's sum, 0-4), ngd_mean (ngd / 4, the scale of Table 2's column), ttr, self_bleu,
     homogenization, homogenization_note.
     """
-    return _template_table(templates, _homogenizers(params or DiversityParams(), ["fa"], device)["fa"])
+    return _template_table(
+        templates, _homogenizers(params or DiversityParams(), [template_language(templates)], device)
+    )
 
 
 def _instance_table(examples: pd.DataFrame, homogenizers: Mapping[str, Homogenizer]) -> pd.DataFrame:
@@ -405,7 +419,7 @@ def diversity(examples: pd.DataFrame, templates: pd.DataFrame, params: Diversity
     templates table), and ``table2_instances``, on the contexts of ``examples`` per config; each as parquet, CSV,
     Markdown and a bar chart per metric. Each BERTScore model is loaded once for both tables."""
     homogenizers = _homogenizers(params, dict.fromkeys(["fa", "en", *examples["lang"]]), "cpu")
-    table = _template_table(templates, homogenizers["fa"])
+    table = _template_table(templates, homogenizers)
     instances = _instance_table(examples, homogenizers)
     with tempfile.TemporaryDirectory() as scratch:
         charts = {

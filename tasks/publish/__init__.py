@@ -64,7 +64,7 @@ from ..core.stage import Configs, RunValue, Stage, Table
 from ..evaluation.lm_eval_task import task_files
 from ..kappa_gate import GateParams
 from ..llm import transcript_header
-from .dataset_card import STAND_IN_NOTE, CardParams, ConfigInfo, card_with_note, render_card
+from .dataset_card import STAND_IN_NOTE, CardBody, CardParams, ConfigInfo, card_with_note, render_card
 
 log = logging.getLogger(__name__)
 
@@ -481,6 +481,7 @@ def publish_stage(
     endpoint: str | None = None,
     configs: Sequence[str] = (),
     proxy_strength: pd.DataFrame | None = None,
+    card_body: CardBody | None = None,
 ) -> StageOutput:
     """The publish stage: write the release folder under ``out_dir`` and, unless ``params.dry_run``, upload it.
 
@@ -495,6 +496,8 @@ def publish_stage(
         license=params.license,
         funnel_labels=dict(funnel_labels or {}),
         transcript_header=None if transcript_path is None else transcript_header(transcript_path),
+        body=card_body,
+        **({"pretty_name": card_body.pretty_name} if card_body else {}),
         **({"min_kappa": gate.min_kappa, "min_relevance": gate.min_relevance} if gate else {}),
     )
     synthetic = params.synthetic or bool(

@@ -110,6 +110,28 @@ CARD_TEMPLATE = Path(__file__).with_name("templates") / "dataset_card.md"
 
 
 @dataclass(frozen=True)
+class CardBody:
+    """What a card says that depends on the pipeline's input path: its title, its Markdown body
+    (``string.Template``) and what each config holds (config → (language, contents))."""
+
+    pretty_name: str
+    template: str
+    config_docs: Mapping[str, tuple[str, str]]
+
+
+def adapt_card_body() -> CardBody:
+    """The card of an adaptation build (BBQ's templates adapted to a culture, PakBBQ §3.1): English is the source."""
+    return CardBody(
+        pretty_name="BBQ adapted to a culture (PBBQ builder, adaptation path)",
+        template=CARD_TEMPLATE.with_name("dataset_card_adapt.md").read_text(encoding="utf-8"),
+        config_docs={
+            "en": ("English", "The examples built by BBQ's rules from the adapted templates (step 3)."),
+            "ur": ("Urdu", "Instance-level translation of `en` (who translated: step 4)."),
+        },
+    )
+
+
+@dataclass(frozen=True)
 class CardParams:
     """What the card says about the build that the tables do not: its id, the configuration file it was
     built from (for the rebuild command), the Hub repository (None in a dry run), license and title."""
@@ -127,6 +149,9 @@ class CardParams:
     shows its name."""
     transcript_header: Mapping[str, Any] | None = None
     """The header line of the build's transcript (its model, provider, ``stand_in``); None: no transcript."""
+    body: CardBody | None = None
+    """The card's body as its pipeline declares it (:func:`adapt_card_body`); None: PBBQ's (:data:`CARD_TEMPLATE`,
+    :data:`CONFIG_DOCS`)."""
 
 
 @dataclass(frozen=True)
@@ -225,11 +250,11 @@ def _listed(words: Sequence[str], conjunction: str = "and") -> str:
     return f" {conjunction} ".join([", ".join(words[:-1]), words[-1]] if len(words) > 1 else words)
 
 
-def _config_doc(config: ConfigInfo) -> tuple[str, str]:
-    """A config's language and contents: :data:`CONFIG_DOCS`'s, a translation's (``ur``) as ``en``'s, else its
-    languages and variants."""
-    if config.name in CONFIG_DOCS:
-        return CONFIG_DOCS[config.name]
+def _config_doc(config: ConfigInfo, docs: Mapping[str, tuple[str, str]] = CONFIG_DOCS) -> tuple[str, str]:
+    """A config's language and contents: ``docs``' (:data:`CONFIG_DOCS`, or the card body's), a translation's
+    (``ur``) as ``en``'s, else its languages and variants."""
+    if config.name in docs:
+        return docs[config.name]
     if config.name in translated([config]):
         return language(config.name).name, CONFIG_DOCS["en"][1]
     return ", ".join(config.langs), f"Examples of variant(s) {', '.join(config.variants)}."
@@ -238,7 +263,7 @@ def _config_doc(config: ConfigInfo) -> tuple[str, str]:
 def _config_section(configs: Sequence[ConfigInfo], card: CardParams) -> str:
     rows = []
     for config in configs:
-        language, contents = _config_doc(config)
+        language, contents = _config_doc(config, card.body.config_docs if card.body else CONFIG_DOCS)
         rows.append([f"`{config.name}`", language, contents, f"{config.rows:,}", f"`{config.data_files}`"])
     source = f'"{card.repo_id}"' if card.repo_id else '"path/to/this/folder"'
     return f"""## Configurations
@@ -317,6 +342,17 @@ def _answers_sentence(header: Mapping[str, Any] | None) -> str:
 def _people_wrote(header: Mapping[str, Any] | None) -> bool:
     """The build's LLM answers are the bundled sample's stand-ins, which people wrote."""
     return header is not None and header.get("stand_in") is not True and header.get("model") == SAMPLE_STAND_IN_MODEL
+
+
+def _inputs_note(header: Mapping[str, Any] | None) -> str:
+    """Who made the adaptation's human inputs: the bundled sample's were written for it (its stand-in answers say
+    it is the sample), a real build's by its reviewers and annotators."""
+    if _people_wrote(header):
+        return (
+            "The bundled sample's review sheet, vocabulary and ratings (`annotations/bbq/`) were written for the "
+            "sample: no expert classed its templates and no annotator rated them."
+        )
+    return "The review sheet, the vocabulary and the ratings are the build's inputs, listed in `manifest.json`."
 
 
 def _limitations(header: Mapping[str, Any] | None, targets: Sequence[str] = ("en",)) -> dict[str, str]:
@@ -493,7 +529,7 @@ def render_card(
     targets = translated(configs)
     return DatasetCard(
         f"---\n{card_data(configs, schema, card).to_yaml()}\n---\n"
-        + Template(CARD_TEMPLATE.read_text(encoding="utf-8")).substitute(
+        + Template(card.body.template if card.body else CARD_TEMPLATE.read_text(encoding="utf-8")).substitute(
             pretty_name=card.pretty_name,
             build_id=card.build_id,
             paper_dataset_url=PAPER_DATASET_URL,
@@ -501,6 +537,7 @@ def render_card(
             min_kappa=f"{card.min_kappa:g}",
             min_relevance=f"{card.min_relevance:g}",
             answers=_answers_sentence(card.transcript_header),
+            inputs_note=_inputs_note(card.transcript_header),
             **_limitations(card.transcript_header, targets),
             translated_languages=_listed([language(code).name for code in targets], "or"),
             translated_configs=_listed(["`-names`", *(f"`{code}`" for code in targets)]),
