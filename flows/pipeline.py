@@ -118,18 +118,30 @@ PATHS: dict[str, Callable[[Mapping[str, Any]], Pipeline]] = {
     "adapt": lambda config: ADAPT_PIPELINE,
 }
 """``[input] path``: the build's input path and how its pipeline follows from the configuration."""
+SOURCES = {"crawl": translate.SOURCE.code, "adapt": adapt.SOURCE_LANG}
+"""The language each input path builds its examples in, which its translate stages translate from."""
 
 
-def pipeline_for(config: Mapping[str, Any]) -> Pipeline:
-    """The pipeline a build configuration (its TOML, as read) runs: its ``[input] path`` (default ``crawl``: PBBQ's,
-    into its ``[translate] targets``); a ValueError names a path that is not one of :data:`PATHS`."""
+def _input_path(config: Mapping[str, Any]) -> str:
+    """``[input] path`` (default ``crawl``); a ValueError names a path that is not one of :data:`PATHS`."""
     section = config.get("input", {})
     if not isinstance(section, Mapping):
         raise ValueError("input must be a section [input], not a value")
     path = section.get("path", "crawl")
     if not isinstance(path, str) or path not in PATHS:
         raise ValueError(f"[input] path = {path!r} is not one of {', '.join(map(repr, PATHS))}")
-    return PATHS[path](config)
+    return path
+
+
+def pipeline_for(config: Mapping[str, Any]) -> Pipeline:
+    """The pipeline a build configuration (its TOML, as read) runs: its ``[input] path`` (default ``crawl``: PBBQ's,
+    into its ``[translate] targets``); a ValueError names a path that is not one of :data:`PATHS`."""
+    return PATHS[_input_path(config)](config)
+
+
+def source_of(config: Mapping[str, Any]) -> str:
+    """The source language of a build configuration's input path (:data:`SOURCES`): not a target of its own."""
+    return SOURCES[_input_path(config)]
 
 
 def gate_section(pipeline: Pipeline) -> str:

@@ -52,6 +52,10 @@ def test_the_configuration_chooses_the_path() -> None:
         ('[input]\npath = "crawls"\n', "[input] path = 'crawls' is not one of 'crawl', 'adapt'"),
         ('[input]\npath = "adapt"\nroute = 1\n', "[input] has unknown key(s) route; known: path"),
         ('input = "adapt"\n', "input must be a section [input], not a value"),
+        (
+            '[input]\npath = "adapt"\n[translate]\ntargets = ["en"]\n',
+            "[translate] targets = ['en']: 'en' is not one of fa, ur",
+        ),
     ],
 )
 def test_a_wrong_input_path_is_one_line_naming_the_file(tmp_path: Path, text: str, message: str) -> None:

@@ -18,6 +18,7 @@ from pbbq.tasks.core.inputs import InputError, load_inputs
 from pbbq.tasks.core.schemas import OPTIONS
 from pbbq.tasks.instantiate import InstantiateParams, instantiate
 from pbbq.tasks.llm import LLMClient, ResponseStore
+from pbbq.tasks.text.languages import language
 from pbbq.tasks.text.languages.en import pronoun_failures
 from pbbq.tasks.translate import (
     FAILURES,
@@ -699,3 +700,8 @@ def test_a_lost_group_term_sends_the_segment_to_review_whatever_its_chrf(
     assert ambiguous[0] in set(output["review"]["text_fa"])
     assert output.report["failures_by_rule"] == {"group_term_lost": 1}
     assert output.report["dropped"]["by_reason"]["failed_validation"] == 2
+
+
+def test_an_english_source_has_its_own_retry_prompt_into_urdu() -> None:
+    prompts = TranslatePrompts.load(source=language("en"), target=language("ur"))
+    assert "<english_text>" in prompts.retry and "Urdu" in prompts.retry and "Persian" not in prompts.retry
