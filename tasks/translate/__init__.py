@@ -1,8 +1,9 @@
 """Translation of generated instances, not templates (PakBBQ §3.3: placeholders break in translation), from the
-source language (Persian) into each target language of ``[translate] targets`` (English first: ``["en", "ur"]``),
-one stage per target (:func:`translate_stage`). The rules below are told for English; each target's own come from
-its :class:`~pbbq.tasks.text.languages.Language` (Urdu: agreement instead of pronouns, no article, a mention in its
-direct or oblique form) and its prompts are ``translate.<source>-<target>.txt`` and siblings.
+source language (Persian; English on the adaptation path, whose entities are its options without BBQ's article:
+:func:`with_option_entities`) into each target language of ``[translate] targets`` (English first: ``["en",
+"ur"]``), one stage per target (:func:`translate_stage`). The rules below are told for English; each target's own
+come from its :class:`~pbbq.tasks.text.languages.Language` (Urdu: agreement instead of pronouns, no article, a
+mention in its direct or oblique form) and its prompts are ``translate.<source>-<target>.txt`` and siblings.
 
 Each distinct Persian segment is translated once, since contexts, questions and options recur across
 examples: entity phrases and lexical variants first (as bare phrases), then questions and contexts, each

@@ -5,7 +5,9 @@ An LLM left alone renders 'مرد ترک' (an Iranian Azerbaijani) as "Turkish m
 آذری', the same group, becomes "Azeri woman": one group, two names. ``annotations/glossary.csv`` fixes the
 rendering of every group term that the entities and lexical variants use (ethnicities, cities and their
 adjectives, nationalities, political camps, religions, sexual orientations, institutions whose name matters), one
-column per target language (``term_en``, ``term_ur``: the language's ``glossary_column``); the translation stage
+column per target language (``term_en``, ``term_ur``: the language's ``glossary_column``); an English source (the
+adaptation path's BBQ groups) has its own file, ``term_en`` and its targets' columns (:func:`load_english_glossary`),
+its terms found as whole words in any case; the translation stage
 gives the model the entries of each segment and requires their renderings in its translation
 (:mod:`pbbq.tasks.translate`).
 
