@@ -20,8 +20,7 @@ from ..tasks.core.inputs import load_unknown_phrases
 from ..tasks.core.stage import Input, Pipeline
 from ..tasks.llm import STAND_IN_MODE, LLMConfig
 from ..tasks.text.languages import LANGUAGES
-from ..tasks.translate.glossary import SOURCE
-from .pipeline import PIPELINE, pipeline_for
+from .pipeline import PIPELINE, pipeline_for, source_of
 
 SAMPLE_CONFIG = REPO_ROOT / "configs" / "sample.toml"
 
@@ -209,15 +208,16 @@ def _section(
         raise ConfigError(f"{path}: [{name}] {exc}") from None
 
 
-def _targets(path: Path, raw: dict[str, Any]) -> dict[str, Any]:
-    """``[translate] targets`` checked (a non-empty list of distinct language codes other than the source's), and
+def _targets(path: Path, raw: dict[str, Any], source: str) -> dict[str, Any]:
+    """``[translate] targets`` checked (a non-empty list of distinct language codes other than ``source``, the input
+    path's language), and
     the raw configuration as the stages read it: without ``targets``, and with each further target's section
     (``[translate_ur]``) filled from ``[translate]`` where it leaves a key out."""
     section = _table(path, raw, "translate")
     if "targets" not in section:
         return raw
     targets = section["targets"]
-    known = [code for code in LANGUAGES if code != SOURCE.code]
+    known = [code for code in LANGUAGES if code != source]
     if not isinstance(targets, list) or not targets or not all(isinstance(code, str) for code in targets):
         raise ConfigError(f"{path}: [translate] targets = {targets!r} is not a non-empty list of language codes")
     wrong = [code for code in targets if code not in known]
@@ -258,11 +258,12 @@ def load_config(path: Path | None = None, pipeline: Pipeline | None = None) -> B
     the one the configuration chooses, :func:`pipeline_for`)."""
     path = (path or SAMPLE_CONFIG).resolve()
     raw = _read(path)
-    checked = _targets(path, raw)
     try:
-        pipeline = pipeline or pipeline_for(raw)
+        source = source_of(raw)  # checks [input] path, which pipeline_for reads too
     except ValueError as exc:
         raise ConfigError(f"{path}: {exc}") from None
+    checked = _targets(path, raw, source)
+    pipeline = pipeline or pipeline_for(raw)
     unknown_input = sorted(set(_table(path, raw, "input")) - {"path"})
     if unknown_input:
         raise ConfigError(f"{path}: [input] has unknown key(s) {_names(unknown_input)}; known: path")

@@ -37,11 +37,32 @@ TARGETS = ("en",)
 """``[translate] targets`` left out: the languages PBBQ's examples are translated into (PBBQ §3.4: English)."""
 
 
+def reading(stage: Stage, **inputs: Source | None) -> Stage:
+    """A shared stage as a pipeline wires it: ``inputs`` replace its declared ones (None: left out, the function's
+    default then holds), so that it reads what this pipeline has."""
+    wired = {**stage.inputs, **inputs}
+    return dataclasses.replace(stage, inputs={name: source for name, source in wired.items() if source is not None})
+
+
+def translations(targets: Sequence[str], source: str = translate.SOURCE.code, **inputs: Source) -> dict[str, Stage]:
+    """One translate stage per target language, by its code (:func:`pbbq.tasks.translate.translate_stage`: the
+    first is ``translate``), from ``source``, each reading ``inputs`` in place of its declared ones."""
+    return {
+        code: reading(translate.translate_stage(code, first=number == 0, source=source), **inputs)
+        for number, code in enumerate(targets)
+    }
+
+
+def translated_configs(stages: Mapping[str, Stage]) -> dict[str, Table]:
+    """Each target's config: its translate stage's examples."""
+    return {code: Table(stage.folder, "examples") for code, stage in stages.items()}
+
+
 def pbbq_pipeline(targets: Sequence[str] = TARGETS) -> Pipeline:
     """PBBQ: the stages in the paper's order, each reading only stages before it, with one translate stage per
-    target language (:func:`pbbq.tasks.translate.translate_stage`); the examples of the Persian (``fa``),
-    name-proxy (``fa-names``) and each target's config (``en``, ``ur``)."""
-    translations = [translate.translate_stage(code, first=number == 0) for number, code in enumerate(targets)]
+    target language (:func:`translations`); the examples of the Persian (``fa``), name-proxy (``fa-names``) and
+    each target's config (``en``, ``ur``)."""
+    stages = translations(targets)
     return Pipeline(
         (
             crawl.STAGE,
@@ -50,7 +71,7 @@ def pbbq_pipeline(targets: Sequence[str] = TARGETS) -> Pipeline:
             disambiguate.STAGE,
             instantiate.STAGE,
             names.STAGE,
-            *translations,
+            *stages.values(),
             diversity.STAGE,
             statistics.STAGE,
             publish.STAGE,
@@ -58,7 +79,7 @@ def pbbq_pipeline(targets: Sequence[str] = TARGETS) -> Pipeline:
         configs={
             "fa": Table(instantiate.STAGE.folder, "examples"),
             "fa-names": Table(names.STAGE.folder, "examples"),
-            **{code: Table(stage.folder, "examples") for code, stage in zip(targets, translations, strict=True)},
+            **translated_configs(stages),
         },
     )
 
@@ -67,45 +88,56 @@ PIPELINE = pbbq_pipeline()
 """PBBQ as the default build runs it: Persian translated into English."""
 
 
-def targets_of(config: Mapping[str, Any]) -> tuple[str, ...]:
-    """``[translate] targets`` of a build configuration (its TOML, as read), :data:`TARGETS` when left out; the
-    configuration checks it (:func:`pbbq.flows.config.load_config`)."""
+def targets_of(config: Mapping[str, Any], default: tuple[str, ...] = TARGETS) -> tuple[str, ...]:
+    """``[translate] targets`` of a build configuration (its TOML, as read), ``default`` when left out (PBBQ's:
+    :data:`TARGETS`); the configuration checks it (:func:`pbbq.flows.config.load_config`)."""
     section = config.get("translate", {})
-    return tuple(section.get("targets", TARGETS)) if isinstance(section, Mapping) else TARGETS
+    return tuple(section.get("targets", default)) if isinstance(section, Mapping) else default
 
 
-def reading(stage: Stage, **inputs: Source | None) -> Stage:
-    """A shared stage as a pipeline wires it: ``inputs`` replace its declared ones (None: left out, the function's
-    default then holds), so that it reads what this pipeline has."""
-    wired = {**stage.inputs, **inputs}
-    return dataclasses.replace(stage, inputs={name: source for name, source in wired.items() if source is not None})
-
-
-ADAPT_PIPELINE = Pipeline(
-    (
-        adapt.ADAPT,
-        adapt.ADAPT_INSTANTIATE,
-        reading(diversity.STAGE, templates=Table(adapt.ADAPT.folder, "texts")),
-        reading(
-            statistics.STAGE,
-            templates=Table(adapt.ADAPT.folder, "texts"),
-            stereotypes=None,
-            dropped_pairs=None,
-            crawl=None,
-            categories=Resource(tuple),  # Table 1 lists the categories of the sheet's templates, not PBBQ's 16
+def adapt_pipeline(targets: Sequence[str] = ()) -> Pipeline:
+    """The adaptation path (PakBBQ §3.1–§3.3, after KoBBQ): BBQ's templates classed and gated (``03_adapt``), built
+    by BBQ's rules into English examples (``05_instantiate``), translated into each of ``targets`` as PBBQ's
+    examples are (:func:`translations`, from English, with the adaptation's glossary and 'unknown' list), then
+    PBBQ's own diversity, statistics and publish stages reading the adapted templates' texts and the adaptation's
+    funnel steps. No name proxies: BBQ's templates name their people by group or by first name already (the card
+    says so)."""
+    stages = translations(
+        targets,
+        adapt.SOURCE_LANG,
+        examples=Table(adapt.ADAPT_INSTANTIATE.folder, "examples"),
+        glossary=translate.BBQ_GLOSSARY,
+        unknown_phrases=translate.BBQ_UNKNOWN_PHRASES,
+    )
+    return Pipeline(
+        (
+            adapt.ADAPT,
+            adapt.ADAPT_INSTANTIATE,
+            *stages.values(),
+            reading(diversity.STAGE, templates=Table(adapt.ADAPT.folder, "texts")),
+            reading(
+                statistics.STAGE,
+                templates=Table(adapt.ADAPT.folder, "texts"),
+                stereotypes=None,
+                dropped_pairs=None,
+                crawl=None,
+                categories=Resource(tuple),  # Table 1 lists the categories of the sheet's templates, not PBBQ's 16
+            ),
+            reading(
+                publish.STAGE,
+                proxy_strength=None,
+                card_body=Resource(adapt_card_body),
+            ),
         ),
-        reading(
-            publish.STAGE,
-            proxy_strength=None,
-            card_body=Resource(adapt_card_body),
-        ),
-    ),
-    configs={adapt.SOURCE_LANG: Table(adapt.ADAPT_INSTANTIATE.folder, "examples")},
-)
-"""The adaptation path (PakBBQ §3.1–§3.3, after KoBBQ): BBQ's templates classed and gated (``03_adapt``), built
-by BBQ's rules into English examples (``05_instantiate``), then PBBQ's own diversity, statistics and publish
-stages reading the adapted templates' texts and the adaptation's funnel steps. No name proxies: BBQ's templates
-name their people by group or by first name already (the card says so)."""
+        configs={
+            adapt.SOURCE_LANG: Table(adapt.ADAPT_INSTANTIATE.folder, "examples"),
+            **translated_configs(stages),
+        },
+    )
+
+
+ADAPT_PIPELINE = adapt_pipeline()
+"""The adaptation path without translation: its English examples alone."""
 
 
 def _crawl_pipeline(config: Mapping[str, Any]) -> Pipeline:
@@ -113,23 +145,40 @@ def _crawl_pipeline(config: Mapping[str, Any]) -> Pipeline:
     return PIPELINE if targets == TARGETS else pbbq_pipeline(targets)
 
 
+def _adapt_pipeline(config: Mapping[str, Any]) -> Pipeline:
+    targets = targets_of(config, ())
+    return adapt_pipeline(targets) if targets else ADAPT_PIPELINE
+
+
 PATHS: dict[str, Callable[[Mapping[str, Any]], Pipeline]] = {
     "crawl": _crawl_pipeline,
-    "adapt": lambda config: ADAPT_PIPELINE,
+    "adapt": _adapt_pipeline,
 }
 """``[input] path``: the build's input path and how its pipeline follows from the configuration."""
+SOURCES = {"crawl": translate.SOURCE.code, "adapt": adapt.SOURCE_LANG}
+"""The language each input path builds its examples in, which its translate stages translate from."""
 
 
-def pipeline_for(config: Mapping[str, Any]) -> Pipeline:
-    """The pipeline a build configuration (its TOML, as read) runs: its ``[input] path`` (default ``crawl``: PBBQ's,
-    into its ``[translate] targets``); a ValueError names a path that is not one of :data:`PATHS`."""
+def _input_path(config: Mapping[str, Any]) -> str:
+    """``[input] path`` (default ``crawl``); a ValueError names a path that is not one of :data:`PATHS`."""
     section = config.get("input", {})
     if not isinstance(section, Mapping):
         raise ValueError("input must be a section [input], not a value")
     path = section.get("path", "crawl")
     if not isinstance(path, str) or path not in PATHS:
         raise ValueError(f"[input] path = {path!r} is not one of {', '.join(map(repr, PATHS))}")
-    return PATHS[path](config)
+    return path
+
+
+def pipeline_for(config: Mapping[str, Any]) -> Pipeline:
+    """The pipeline a build configuration (its TOML, as read) runs: its ``[input] path`` (default ``crawl``: PBBQ's,
+    into its ``[translate] targets``); a ValueError names a path that is not one of :data:`PATHS`."""
+    return PATHS[_input_path(config)](config)
+
+
+def source_of(config: Mapping[str, Any]) -> str:
+    """The source language of a build configuration's input path (:data:`SOURCES`): not a target of its own."""
+    return SOURCES[_input_path(config)]
 
 
 def gate_section(pipeline: Pipeline) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import importlib.util
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -17,6 +18,10 @@ from pbbq.flows.config import ConfigError, load_config
 from pbbq.flows.pipeline import ADAPT_PIPELINE, PIPELINE, pipeline_for
 from pbbq.tasks.adapt.bbq_format import load_bbq_vocabulary
 from pbbq.tasks.core.artifacts import REPO_ROOT
+from pbbq.tasks.core.schemas import OPTIONS
+from pbbq.tasks.core.stage import Table
+from pbbq.tasks.text.languages import language
+from pbbq.tasks.translate import OWN_LETTERS
 from tests.adapt_support import SAMPLE_SHEET, VOCABULARY
 
 SHEET = {row["template_id"]: row for row in csv.DictReader(SAMPLE_SHEET.open(encoding="utf-8"))}
@@ -42,7 +47,10 @@ def test_the_configuration_chooses_the_path() -> None:
     assert pipeline_for({}) is PIPELINE
     assert pipeline_for({"input": {"path": "crawl"}}) is PIPELINE
     assert pipeline_for({"input": {"path": "adapt"}}) is ADAPT_PIPELINE
-    assert load_config(SAMPLES["adapt"]).pipeline is ADAPT_PIPELINE
+    sample = load_config(SAMPLES["adapt"]).pipeline
+    adapted = [stage.name for stage in ADAPT_PIPELINE]
+    assert [stage.name for stage in sample] == [*adapted[:2], "translate", *adapted[2:]]
+    assert sample.configs["ur"] == Table("07_translate", "examples") and "translate" not in adapted
     assert load_config(SAMPLES["pbbq"]).pipeline is PIPELINE
 
 
@@ -52,6 +60,10 @@ def test_the_configuration_chooses_the_path() -> None:
         ('[input]\npath = "crawls"\n', "[input] path = 'crawls' is not one of 'crawl', 'adapt'"),
         ('[input]\npath = "adapt"\nroute = 1\n', "[input] has unknown key(s) route; known: path"),
         ('input = "adapt"\n', "input must be a section [input], not a value"),
+        (
+            '[input]\npath = "adapt"\n[translate]\ntargets = ["en"]\n',
+            "[translate] targets = ['en']: 'en' is not one of fa, ur",
+        ),
     ],
 )
 def test_a_wrong_input_path_is_one_line_naming_the_file(tmp_path: Path, text: str, message: str) -> None:
@@ -71,10 +83,10 @@ def test_the_shared_stages_are_pbbqs_own_reading_the_adaptation() -> None:
     assert not any(stage.name in ("crawl", "survey_filter", "names") for stage in ADAPT_PIPELINE)
 
 
-def test_the_adapt_sample_builds_offline_and_releases_en_with_lm_eval_tasks(adapt_run: Path) -> None:
+def test_the_adapt_sample_builds_offline_and_releases_en_and_ur_with_lm_eval_tasks(adapt_run: Path) -> None:
     hub = adapt_run / "10_publish" / "hub"
-    assert sorted(path.name for path in (hub / "data").iterdir()) == ["en"]
-    assert (hub / "lm_eval" / "pbbq_en.yaml").is_file()
+    assert sorted(path.name for path in (hub / "data").iterdir()) == ["en", "ur"]
+    assert (hub / "lm_eval" / "pbbq_en.yaml").is_file() and (hub / "lm_eval" / "pbbq_ur.yaml").is_file()
     examples = _released(adapt_run, "en")
     assert len(examples) == len(_table(adapt_run, "05_instantiate/examples")) > 0
     card = (hub / "README.md").read_text(encoding="utf-8")
@@ -82,6 +94,41 @@ def test_the_adapt_sample_builds_offline_and_releases_en_with_lm_eval_tasks(adap
     assert "pretty_name: BBQ adapted to a culture (PBBQ builder, adaptation path)\n" in card
     assert "were written for the sample: no expert classed its templates and no annotator rated them" in card
     assert "| `en` | English | The examples built by BBQ's rules from the adapted templates (step 3). |" in card
+    assert "| `ur` | Urdu |" in card and "- ur\n" in card
+
+
+def test_the_urdu_examples_are_urdu_with_each_option_in_its_context(adapt_run: Path) -> None:
+    """Each Urdu example is its English source's translated: Urdu letters, the source's entity options each
+    rendered once (without BBQ's article) and held by the context wherever the English context holds it."""
+    english, urdu = language("en"), language("ur")
+    source = _released(adapt_run, "en").set_index("example_id")
+    examples = _released(adapt_run, "ur")
+    assert len(examples) > 0.9 * len(source)
+    assert examples["context"].str.contains(f"[{OWN_LETTERS['ur']}]").all()
+    assert not examples["context"].str.contains("[A-Za-z]").any()
+    held = 0
+    for row in examples.itertuples():
+        original = source.loc[row.source_example_id]
+        for option in OPTIONS:
+            if row.answer_roles[option] == "unknown":
+                continue
+            phrase = english.without_article(original[option])
+            if english.mention(phrase).search(original["context"]):
+                assert urdu.mention(getattr(row, option)).search(row.context), (row.example_id, option)
+                held += 1
+    assert held > len(examples)
+
+
+def test_a_pair_failing_in_urdu_drops_from_urdu_only(adapt_run: Path) -> None:
+    """The sample's back-translations of "Hindu person" and "Sikh person" come back as "Hindu one" and "Sikh one"
+    (one Urdu for both) and are flagged: their examples and the rest of their pairs leave the Urdu config, and every
+    one of them stays in English."""
+    dropped = _table(adapt_run, "07_translate/dropped")
+    english = set(_released(adapt_run, "en")["example_id"])
+    urdu = set(_released(adapt_run, "ur")["source_example_id"])
+    assert len(dropped) > 0 and set(dropped["reason"]) <= {"flagged_translation", "pair_incomplete"}
+    assert set(dropped["source_example_id"]) <= english and not set(dropped["source_example_id"]) & urdu
+    assert len(urdu) + len(dropped) == len(english)
 
 
 def test_simply_removed_rows_are_dropped_with_their_reason(adapt_run: Path) -> None:
@@ -131,7 +178,8 @@ def test_the_funnel_shows_each_class_then_the_examples(adapt_run: Path) -> None:
 def test_table1_and_table2_are_of_the_sheets_categories_in_english(adapt_run: Path) -> None:
     categories = sorted({row["category"] for tid, row in SHEET.items()})
     table1 = _table(adapt_run, "09_statistics/table1")
-    assert list(table1["category"]) == [*categories, "Total"]
+    for config in ("en", "ur"):
+        assert list(table1[table1["config"] == config]["category"]) == [*categories, "Total"]
     table2 = _table(adapt_run, "08_diversity/table2")
     gated = _table(adapt_run, "03_adapt/gated")
     assert list(table2["category"]) == [*sorted(set(gated["category"])), "Average", "Overall"]
@@ -152,14 +200,21 @@ def test_adapt_takes_age_disability_and_physical_templates_without_vocabulary_gr
 
 def test_the_bundled_transcript_is_what_the_recorder_makes_now(tmp_path: Path) -> None:
     """``record_adapt_sample.py`` runs the sample pipeline's LLM stages against the Urdu stand-in: the transcript the
-    sample replays is the one its stages ask for today (re-record after changing a prompt, the sheet or a stage)."""
+    sample replays is the one its stages ask for today (re-record after changing a prompt, the sheet or a stage), but
+    for the time each answer was recorded at."""
     script = REPO_ROOT / "prompts" / "transcripts" / "record_adapt_sample.py"
     spec = importlib.util.spec_from_file_location("record_adapt_sample", script)
     assert spec is not None and spec.loader is not None
     recorder = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(recorder)
     recorder.record(transcript=tmp_path / "adapt-sample.jsonl")
-    assert (tmp_path / "adapt-sample.jsonl").read_bytes() == recorder.TRANSCRIPT.read_bytes()
+    assert _answers(tmp_path / "adapt-sample.jsonl") == _answers(recorder.TRANSCRIPT)
+
+
+def _answers(transcript: Path) -> list[dict]:
+    """A transcript's lines without the time each answer was recorded at."""
+    lines = [json.loads(line) for line in transcript.read_text(encoding="utf-8").splitlines()]
+    return [{key: value for key, value in line.items() if key != "created_at"} for line in lines]
 
 
 def test_table2_reads_the_adapted_templates_in_their_own_language() -> None:

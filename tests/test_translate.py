@@ -18,6 +18,7 @@ from pbbq.tasks.core.inputs import InputError, load_inputs
 from pbbq.tasks.core.schemas import OPTIONS
 from pbbq.tasks.instantiate import InstantiateParams, instantiate
 from pbbq.tasks.llm import LLMClient, ResponseStore
+from pbbq.tasks.text.languages import language
 from pbbq.tasks.text.languages.en import pronoun_failures
 from pbbq.tasks.translate import (
     FAILURES,
@@ -25,12 +26,14 @@ from pbbq.tasks.translate import (
     TranslateParams,
     TranslatePrompts,
     entity_gender_failures,
+    load_english_unknown_phrases,
     lost_group_terms,
     translate,
     translate_segments,
     translation_failures,
+    with_option_entities,
 )
-from pbbq.tasks.translate.glossary import Glossary, load_glossary, rendered
+from pbbq.tasks.translate.glossary import Glossary, load_english_glossary, load_glossary, rendered
 from tests.fakes.llm_servers import FakeLLMServer
 from tests.fakes.stand_in_model import POOR_BACK_TRANSLATION, PRONOUN_BREAKERS, StandInModel, paraphrase_fa
 from tests.helpers import llm_config
@@ -699,3 +702,60 @@ def test_a_lost_group_term_sends_the_segment_to_review_whatever_its_chrf(
     assert ambiguous[0] in set(output["review"]["text_fa"])
     assert output.report["failures_by_rule"] == {"group_term_lost": 1}
     assert output.report["dropped"]["by_reason"]["failed_validation"] == 2
+
+
+def test_an_english_source_has_its_own_retry_prompt_into_urdu() -> None:
+    prompts = TranslatePrompts.load(source=language("en"), target=language("ur"))
+    assert "<english_text>" in prompts.retry and "Urdu" in prompts.retry and "Persian" not in prompts.retry
+
+
+BBQ_GLOSSARY = REPO_ROOT / "annotations" / "bbq" / "glossary-pakistan-sample.csv"
+
+
+def test_an_english_glossary_finds_its_terms_as_whole_words_in_any_case() -> None:
+    glossary = Glossary(load_english_glossary(BBQ_GLOSSARY), language("ur"), language("en"))
+    assert glossary.terms_in("The nigerian man") == [("Nigerian", "نائجیرین")]
+    assert glossary.terms_in("two Sikhs and a Shia-born friend") == [("Sikh", "سکھ")]
+    assert glossary.terms_in("Nigeriana and Indianapolis") == []
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("term_en,term_ur,note\nSikh,سکھ,\nsikh,سکھ,\n", "row 3: term_en 'sikh' appears twice"),
+        ("term_en,term_ur,note\nSikh,,\n", "row 2: empty term_ur"),
+        ("term_ur,note\nسکھ,\n", "term_en"),
+    ],
+)
+def test_a_wrong_english_glossary_is_one_line_naming_the_row(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "glossary.csv"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(InputError) as error:
+        load_english_glossary(path)
+    assert message in str(error.value) and "\n" not in str(error.value)
+
+
+def test_an_english_unknown_list_is_checked_row_by_row(tmp_path: Path) -> None:
+    path = tmp_path / "unknown.csv"
+    path.write_text("phrase_en,phrase_ur\nUnknown,معلوم نہیں\nUnknown,نامعلوم\n", encoding="utf-8")
+    with pytest.raises(InputError, match="row 3: phrase_en 'Unknown' appears twice"):
+        load_english_unknown_phrases(path)
+    bundled = load_english_unknown_phrases(REPO_ROOT / "annotations" / "bbq" / "unknown-phrases.csv")
+    assert list(bundled.columns) == ["phrase_en", "phrase_ur"] and "Cannot be determined" in set(bundled["phrase_en"])
+
+
+def test_an_english_sources_entities_are_its_options_without_the_article() -> None:
+    """BBQ's options name a person ("The Nigerian man"), the adaptation's entities the group ("Nigerian")."""
+    examples = pd.DataFrame(
+        {
+            "ans0": ["The Nigerian man"],
+            "ans1": ["Unknown"],
+            "ans2": ["the Afghan man"],
+            "answer_roles": [{"ans0": "non-stereotyped", "ans1": "unknown", "ans2": "stereotyped"}],
+            "stereo_entity": ["Afghan"],
+            "nonstereo_entity": ["Nigerian"],
+        }
+    )
+    phrased = with_option_entities(examples, language("en"))
+    assert (phrased.at[0, "stereo_entity"], phrased.at[0, "nonstereo_entity"]) == ("Afghan man", "Nigerian man")
+    assert with_option_entities(examples, language("fa")) is examples

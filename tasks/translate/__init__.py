@@ -1,8 +1,9 @@
 """Translation of generated instances, not templates (PakBBQ §3.3: placeholders break in translation), from the
-source language (Persian) into each target language of ``[translate] targets`` (English first: ``["en", "ur"]``),
-one stage per target (:func:`translate_stage`). The rules below are told for English; each target's own come from
-its :class:`~pbbq.tasks.text.languages.Language` (Urdu: agreement instead of pronouns, no article, a mention in its
-direct or oblique form) and its prompts are ``translate.<source>-<target>.txt`` and siblings.
+source language (Persian; English on the adaptation path, whose entities are its options without BBQ's article:
+:func:`with_option_entities`) into each target language of ``[translate] targets`` (English first: ``["en",
+"ur"]``), one stage per target (:func:`translate_stage`). The rules below are told for English; each target's own
+come from its :class:`~pbbq.tasks.text.languages.Language` (Urdu: agreement instead of pronouns, no article, a
+mention in its direct or oblique form) and its prompts are ``translate.<source>-<target>.txt`` and siblings.
 
 Each distinct Persian segment is translated once, since contexts, questions and options recur across
 examples: entity phrases and lexical variants first (as bare phrases), then questions and contexts, each
@@ -48,14 +49,14 @@ import pandas as pd
 import pyarrow as pa
 
 from ..core.artifacts import REPO_ROOT, StageOutput, count_reasons, sha256_bytes
-from ..core.inputs import TEMPLATES, UNKNOWN_PHRASES
+from ..core.inputs import TEMPLATES, UNKNOWN_PHRASES, read_csv_checked, require_filled, require_none
 from ..core.prompts import PromptBundle, retry_request
 from ..core.schemas import EXAMPLE, EXAMPLE_DROPPED, OPTIONS, UNKNOWN_GROUP, group_tag
 from ..core.stage import Client, Input, Resource, Stage, Table, listed
 from ..llm import LLMClient, LLMRequest, LLMResponse
-from ..text.languages import NONE, Language, language
+from ..text.languages import LANGUAGES, NONE, Language, language
 from .chrf import chrf_scores
-from .glossary import SOURCE, TARGET, Glossary, load_glossary, rendered
+from .glossary import SOURCE, TARGET, Glossary, load_english_glossary, load_glossary, rendered
 
 STAGE_NAME = "translate"
 PROMPTS = REPO_ROOT / "prompts"
@@ -257,10 +258,11 @@ def _segment_id(kind: str, text: str) -> str:
 
 
 def segments(examples: pd.DataFrame, glossary: Glossary, column: str = "text_fa") -> pd.DataFrame:
-    """The distinct Persian segments of the examples with what validates them: ``entities`` (a context's two; a
+    """The distinct source segments of the examples with what validates them: ``entities`` (those of a context's two
+    that its text holds, as BBQ's "two friends, one Afghan and the other Nigerian" holds no "Afghan friend"; a
     question's every entity it is asked about; an entity phrase itself), ``lexicals`` (a context's lexical
-    variant; a variant itself) and ``glossary``, the ``(term_fa, term_en)`` entries of its entities and lexical
-    variant (a question names no entity, so it has none)."""
+    variant; a variant itself) and ``glossary``, the ``(term, rendering)`` entries of its entities (a context's
+    two) and lexical variant (a question names no entity, so it has none)."""
     rows: list[dict[str, Any]] = []
     entities = sorted(set(examples["stereo_entity"]) | set(examples["nonstereo_entity"]))
     rows += [{"kind": "entity", column: e, "entities": (e,), "lexicals": ()} for e in entities]
@@ -275,12 +277,14 @@ def segments(examples: pd.DataFrame, glossary: Glossary, column: str = "text_fa"
     )
     for context, row in contexts.iterrows():
         lexicals = (row.lex,) if row.lex else ()
-        rows.append({"kind": "context", column: context, "entities": (row.stereo, row.nonstereo), "lexicals": lexicals})
+        named = (row.stereo, row.nonstereo)
+        held = tuple(e for e in named if glossary.source.mention(e).search(context))
+        rows.append({"kind": "context", column: context, "entities": held, "named": named, "lexicals": lexicals})
     frame = pd.DataFrame(rows, columns=["kind", column, "entities", "lexicals"])
     frame.insert(0, "segment_id", [_segment_id(k, t) for k, t in zip(frame["kind"], frame[column], strict=True)])
     frame["glossary"] = [
-        () if kind == "question" else _entries(glossary, (*ents, *lexs))
-        for kind, ents, lexs in zip(frame["kind"], frame["entities"], frame["lexicals"], strict=True)
+        () if row["kind"] == "question" else _entries(glossary, (*row.get("named", row["entities"]), *row["lexicals"]))
+        for row in rows
     ]
     return frame
 
@@ -581,7 +585,9 @@ def translated_examples(
         groups = {option: group_name(str(list(row["answer_info"][option])[1])) for option in entity_options}
         keys += [("group", group) for group in groups.values()]
         texts = {
-            option: f"{article}{rendering[('entity', row[option])]}" if option in groups else unknown[row[option]]
+            option: f"{article}{rendering[('entity', pair.source.without_article(row[option]))]}"
+            if option in groups
+            else unknown[row[option]]
             for option in OPTIONS
         }
         info = {option: [texts[option], tags.get(groups.get(option, ""), UNKNOWN_GROUP)] for option in OPTIONS}
@@ -620,6 +626,24 @@ def translated_examples(
     return kept, dropped
 
 
+def with_option_entities(examples: pd.DataFrame, source: Language) -> pd.DataFrame:
+    """The examples with each entity as its option names it, without the source's article: BBQ's options name a
+    person ("The Nigerian man") where the adaptation's entity is the group ("Nigerian"), and the person is what a
+    context holds and what an option's translation is. A source without an article (Persian) names its options by
+    its entities already."""
+    if source.article is None:
+        return examples
+    roles = {"stereo_entity": "stereotyped", "nonstereo_entity": "non-stereotyped"}
+    phrases = {
+        column: [
+            source.without_article(next(row[o] for o in OPTIONS if row["answer_roles"][o] == role))
+            for row in examples[[*OPTIONS, "answer_roles"]].to_dict(orient="records")
+        ]
+        for column, role in roles.items()
+    }
+    return examples.assign(**phrases)
+
+
 def translate(
     examples: pd.DataFrame,
     unknown_phrases: pd.DataFrame,
@@ -643,7 +667,8 @@ def translate(
     unmapped = sorted(phrasings - set(unknown_phrases[pair.source.unknown_column]))
     if unmapped:
         raise ValueError(f"'unknown' phrasing(s) with no {pair.target.name} in the phrase list: {unmapped}")
-    lookup = Glossary(glossary, pair.target)
+    originals = with_option_entities(originals, pair.source)
+    lookup = Glossary(glossary, pair.target, pair.source)
     table = segments(originals, lookup, pair.source_column)
     translated, attempts = translate_segments(table, prompts, client, params, lookup, pair)
     kept, dropped = translated_examples(originals, translated, unknown_phrases, params, pair)
@@ -690,6 +715,33 @@ def translate(
 GLOSSARY = Input("glossary", load_glossary, needs=(TEMPLATES,))
 """``[inputs] glossary``: each group term's fixed name in every target language, checked against the templates'
 groups."""
+
+
+BBQ_GLOSSARY = Input("bbq_glossary", load_english_glossary)
+"""``[inputs] bbq_glossary``: an English source's group terms (the adaptation path's) and each one's fixed name in
+every target language."""
+
+
+def load_english_unknown_phrases(path: Path) -> pd.DataFrame:
+    """BBQ's English phrasings of the 'unknown' option (``phrase_en``) and the fixed rendering of each in every
+    other language whose column the file has (``phrase_ur``, normalised by that language): the adaptation path's
+    list. Every cell is filled and a phrasing appears once."""
+    raw = read_csv_checked(path, [TARGET.unknown_column])
+    others = [lang for lang in LANGUAGES.values() if lang != TARGET and lang.unknown_column in raw.columns]
+    frame = raw[[TARGET.unknown_column, *(lang.unknown_column for lang in others)]]
+    for lang in others:
+        frame[lang.unknown_column] = frame[lang.unknown_column].map(lang.normalize)
+    require_filled(frame, frame.columns, path)
+    require_none(
+        path,
+        frame[TARGET.unknown_column].duplicated(),
+        lambda i: f"phrase_en {frame.at[i, 'phrase_en']!r} appears twice",
+    )
+    return frame
+
+
+BBQ_UNKNOWN_PHRASES = Input("bbq_unknown_phrases", load_english_unknown_phrases)
+"""``[inputs] bbq_unknown_phrases``: BBQ's 'unknown' phrasings and each one's fixed rendering per target."""
 
 
 def translate_stage(target: str = TARGET.code, first: bool = True, source: str = SOURCE.code) -> Stage:

@@ -5,7 +5,9 @@ An LLM left alone renders 'مرد ترک' (an Iranian Azerbaijani) as "Turkish m
 آذری', the same group, becomes "Azeri woman": one group, two names. ``annotations/glossary.csv`` fixes the
 rendering of every group term that the entities and lexical variants use (ethnicities, cities and their
 adjectives, nationalities, political camps, religions, sexual orientations, institutions whose name matters), one
-column per target language (``term_en``, ``term_ur``: the language's ``glossary_column``); the translation stage
+column per target language (``term_en``, ``term_ur``: the language's ``glossary_column``); an English source (the
+adaptation path's BBQ groups) has its own file, ``term_en`` and its targets' columns (:func:`load_english_glossary`),
+its terms found as whole words in any case; the translation stage
 gives the model the entries of each segment and requires their renderings in its translation
 (:mod:`pbbq.tasks.translate`).
 
@@ -91,6 +93,23 @@ def load_glossary(path: Path, templates: pd.DataFrame | None = None) -> pd.DataF
     return frame
 
 
+def load_english_glossary(path: Path) -> pd.DataFrame:
+    """``term_en, note`` and each target's column (``term_ur``): the glossary of an English source (the adaptation
+    path's BBQ groups), one row per English group term, sorted as in the file. Every cell of a term or rendering is
+    filled, and a term appears once, whatever its case."""
+    raw = read_csv_checked(path, [TARGET.glossary_column, "note"])
+    targets = [lang for lang in OTHER_TARGETS if lang.glossary_column in raw.columns]
+    frame = raw[[TARGET.glossary_column, "note", *(lang.glossary_column for lang in targets)]]
+    if frame.empty:
+        raise InputError(path, None, "no glossary entries")
+    for lang in targets:
+        frame[lang.glossary_column] = frame[lang.glossary_column].map(lang.normalize)
+    require_filled(frame, [TARGET.glossary_column, *(lang.glossary_column for lang in targets)], path)
+    terms = frame[TARGET.glossary_column].str.lower()
+    require_none(path, terms.duplicated(), lambda i: f"term_en {frame.at[i, 'term_en']!r} appears twice")
+    return frame.reset_index(drop=True)
+
+
 def check_opposed_terms(glossary: pd.DataFrame, path: Path, templates: pd.DataFrame) -> None:
     """Refuse two Persian terms with one English name when a template's stereotyped entity holds one and its
     non-stereotyped entity the other (PBBQ §3.3: the two answer options are different groups): the translated
@@ -120,20 +139,23 @@ def _words(phrase: str) -> list[str]:
 
 @dataclass(frozen=True)
 class Glossary:
-    """Lookup over a loaded glossary table (:func:`load_glossary`): each term's rendering in ``target``."""
+    """Lookup over a loaded glossary table (:func:`load_glossary`, :func:`load_english_glossary`): each term of the
+    ``source`` language's column (``term_fa``, ``term_en``) and its rendering in ``target``."""
 
     table: pd.DataFrame
     target: Language = TARGET
+    source: Language = SOURCE
 
     @cached_property
     def _terms(self) -> list[tuple[tuple[str, ...], str, str]]:
-        """(term words, term_fa, its rendering), longest terms first so a longer term is listed before its parts."""
-        if self.target.glossary_column not in self.table.columns:
-            raise ValueError(f"the glossary has no column {self.target.glossary_column} ({self.target.name} names)")
+        """(term words, term, its rendering), longest terms first so a longer term is listed before its parts."""
+        for lang in (self.source, self.target):
+            if lang.glossary_column not in self.table.columns:
+                raise ValueError(f"the glossary has no column {lang.glossary_column} ({lang.name} names)")
         terms = [
-            (tuple(_words(fa)), fa, rendering)
-            for fa, rendering in zip(
-                self.table[SOURCE.glossary_column], self.table[self.target.glossary_column], strict=True
+            (tuple(_words(term)), term, rendering)
+            for term, rendering in zip(
+                self.table[self.source.glossary_column], self.table[self.target.glossary_column], strict=True
             )
         ]
         return sorted(terms, key=lambda term: (-len(term[0]), term[1]))
@@ -150,8 +172,11 @@ class Glossary:
         return index
 
     def terms_in(self, phrase: str) -> list[tuple[str, str]]:
-        """(term_fa, rendering) of every glossary term in a Persian phrase, in the order of the glossary's
-        longest-first listing. A term's last word may carry a plural suffix."""
+        """(term, rendering) of every glossary term in a phrase of the source language, in the order of the
+        glossary's longest-first listing. A Persian term's last word may carry a plural suffix; an English term is
+        found as :func:`rendered` finds a rendering (whole words, any case, a plural ``s``)."""
+        if self.source != SOURCE:
+            return [(term, rendering) for _, term, rendering in self._terms if rendered(phrase, term, self.source)]
         words = _words(phrase)
         found: set[int] = set()
         for start, word in enumerate(words):

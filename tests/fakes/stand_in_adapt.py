@@ -11,7 +11,7 @@ Called with a request body (OpenAI chat messages, as the fake server passes them
   phrasing) is looked up in ``phrases.ur.csv``. A follow-up (retry) gets the same answer;
 - a back-translation request (Urdu inside ``<urdu_text>``) with the English it was answered for. Two English
   phrases may have one Urdu (the entity phrases "Hindu one" and "Hindu person" are both «ہندو شخص»): the first
-  English answered is given back.
+  of them in alphabetical order is given back, whatever order the concurrent requests came in.
 
 :func:`sample_examples` builds the sample's English examples with the adaptation stages' own functions, and
 :func:`distinct_segments` lists what a translation of them asks for.
@@ -161,7 +161,8 @@ class StandInAdapt:
             )
         ]
         self.answered: dict[str, str] = {}
-        """Every Urdu answer → the English it was answered for (the first, when two English share one Urdu)."""
+        """Every Urdu answer → the English it was answered for (the first in alphabetical order, when two English
+        share one Urdu)."""
 
     def translate(self, english: str) -> str:
         """The Urdu of one English segment; a KeyError names a segment no template or phrase gives."""
@@ -169,7 +170,7 @@ class StandInAdapt:
         urdu = self._composed(english) or self._phrase(english)
         if urdu is None:
             raise KeyError(f"the adaptation stand-in has no Urdu for: {english[:200]!r}")
-        self.answered.setdefault(urdu, english)
+        self.answered[urdu] = min(english, self.answered.get(urdu, english))
         return urdu
 
     def _phrase(self, english: str) -> str | None:
