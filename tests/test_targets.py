@@ -26,7 +26,7 @@ from pbbq.tasks.text.languages import language
 from pbbq.tasks.translate import STAGE, Pair, TranslateParams, TranslatePrompts, translate, translate_stage
 from pbbq.tasks.translate.glossary import load_glossary
 from tests.fakes.llm_servers import FakeLLMServer
-from tests.fakes.stand_in_model import StandInModel, _tagged
+from tests.fakes.stand_in_model import StandInModel, _tagged, disambiguated_sample
 from tests.fakes.tiny_lm import build_tiny_causal_lm
 from tests.helpers import llm_config
 
@@ -139,10 +139,7 @@ class UrduBreaker:
 def sample_examples(tmp_path_factory: pytest.TempPathFactory) -> tuple[pd.DataFrame, StandInModel, dict[str, Any]]:
     """The Persian originals of one template of the sample, from its instantiate stage fed by the stand-in's
     continuations (the templates' own where they have one), the stand-in model and the loaded inputs."""
-    from pbbq.tasks.disambiguate import Prompts, disambiguate
     from pbbq.tasks.instantiate import instantiate
-    from pbbq.tasks.kappa_gate import kappa_gate
-    from pbbq.tasks.survey_filter import survey_filter
 
     build = load_config()
     tables = load_inputs(build.inputs)
@@ -151,16 +148,8 @@ def sample_examples(tmp_path_factory: pytest.TempPathFactory) -> tuple[pd.DataFr
     with FakeLLMServer(answer=model, expected_key=KEY) as server, pytest.MonkeyPatch.context() as env:
         env.setenv("OPENAI_API_KEY", KEY)
         client = LLMClient(llm_config(server, store), ResponseStore(store))
-        survey = survey_filter(tables["questionnaire"], tables["responses"], build.survey_filter)
-        gate = kappa_gate(tables["templates"], tables["ratings"], survey["stereotypes"], build.kappa_gate)
-        templates = disambiguate(
-            gate["gated"],
-            survey["stereotypes"],
-            tables["disambiguation_overrides"],
-            Prompts.load(),
-            client,
-            build.disambiguate,
-        )["templates"]
+        survey, disambiguated = disambiguated_sample(build, tables, client)
+        templates = disambiguated["templates"]
     one = templates[templates["template_id"] == "AGE-02-T1"]
     examples = instantiate(one, survey["stereotypes"], build.instantiate)["examples"]
     return examples, model, tables | {"glossary": load_glossary(build.inputs["glossary"])}

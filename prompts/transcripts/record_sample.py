@@ -25,15 +25,12 @@ sys.path.insert(0, str(HERE.parents[1]))
 
 from pbbq.flows.config import load_config  # noqa: E402
 from pbbq.tasks.core.inputs import load_inputs  # noqa: E402
-from pbbq.tasks.disambiguate import Prompts, disambiguate  # noqa: E402
 from pbbq.tasks.instantiate import instantiate  # noqa: E402
-from pbbq.tasks.kappa_gate import kappa_gate  # noqa: E402
 from pbbq.tasks.llm import LLMClient, ResponseStore  # noqa: E402
-from pbbq.tasks.survey_filter import survey_filter  # noqa: E402
 from pbbq.tasks.translate import PROMPTS, TranslatePrompts, translate  # noqa: E402
 from pbbq.tasks.translate.glossary import load_glossary  # noqa: E402
 from tests.fakes.llm_servers import FakeLLMServer  # noqa: E402
-from tests.fakes.stand_in_model import StandInModel  # noqa: E402
+from tests.fakes.stand_in_model import StandInModel, disambiguated_sample  # noqa: E402
 
 HEADER_NOTE = (
     "Stand-in answers: written by people to stand in for a model's, so that the bundled sample builds offline "
@@ -64,16 +61,7 @@ def record(config: Path | None = None) -> int:
         )
         store = ResponseStore(llm.store_path)
         client = LLMClient(llm, store)
-        survey = survey_filter(tables["questionnaire"], tables["responses"], build.survey_filter)
-        gate = kappa_gate(tables["templates"], tables["ratings"], survey["stereotypes"], build.kappa_gate)
-        templates = disambiguate(
-            gate["gated"],
-            survey["stereotypes"],
-            tables["disambiguation_overrides"],
-            Prompts.load(),
-            client,
-            build.disambiguate,
-        )
+        survey, templates = disambiguated_sample(build, tables, client)
         examples = instantiate(templates["templates"], survey["stereotypes"], build.instantiate)["examples"]
         translations = {}
         for stage in build.pipeline:

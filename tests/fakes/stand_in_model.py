@@ -31,14 +31,20 @@ from __future__ import annotations
 import csv
 import itertools
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 from sacrebleu.metrics import CHRF
 
-from pbbq.tasks.core.artifacts import REPO_ROOT
+from pbbq.flows.config import BuildConfig
+from pbbq.tasks.core.artifacts import REPO_ROOT, StageOutput
 from pbbq.tasks.core.inputs import swap_roles
+from pbbq.tasks.disambiguate import Prompts, disambiguate
+from pbbq.tasks.kappa_gate import kappa_gate
+from pbbq.tasks.llm import LLMClient
+from pbbq.tasks.survey_filter import survey_filter
 from pbbq.tasks.text.languages import NONE, language
 from pbbq.tasks.text.languages.fa import normalize_fa
 from pbbq.tasks.text.languages.ur import normalize_ur
@@ -420,3 +426,21 @@ class StandInModel:
             if template.ambiguous_fa == initial:
                 return self.disambiguations[(template_id, len(users))]
         raise KeyError(f"the stand-in model knows no template with the initial text {initial[:200]!r}")
+
+
+def disambiguated_sample(
+    build: BuildConfig, tables: Mapping[str, Any], client: LLMClient
+) -> tuple[StageOutput, StageOutput]:
+    """The sample's survey (stage 02) and its gated templates disambiguated (stages 03-04) by ``client``, as a
+    recorder or a test runs them with this stand-in answering."""
+    survey = survey_filter(tables["questionnaire"], tables["responses"], build.survey_filter)
+    gate = kappa_gate(tables["templates"], tables["ratings"], survey["stereotypes"], build.kappa_gate)
+    templates = disambiguate(
+        gate["gated"],
+        survey["stereotypes"],
+        tables["disambiguation_overrides"],
+        Prompts.load(),
+        client,
+        build.disambiguate,
+    )
+    return survey, templates
