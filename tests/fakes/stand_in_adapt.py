@@ -35,13 +35,12 @@ from pbbq.tasks.core.inputs import load_ratings
 from pbbq.tasks.core.schemas import OPTIONS
 from pbbq.tasks.kappa_gate import GateParams
 from pbbq.tasks.text.languages import language
+from tests.adapt_support import SAMPLE_RATINGS as RATINGS
+from tests.adapt_support import SAMPLE_SHEET as SHEET
+from tests.adapt_support import SAMPLE_VOCABULARY as VOCABULARY
 from tests.fakes.stand_in_model import _tagged
 
 STAND_INS = REPO_ROOT / "prompts" / "transcripts" / "stand_ins" / "adapt"
-BBQ = REPO_ROOT / "annotations" / "bbq"
-SHEET = BBQ / "adapt-sheet-pakistan-sample.csv"
-RATINGS = BBQ / "ratings-pakistan-sample.csv"
-VOCABULARY = BBQ / "vocabulary-pakistan-sample.csv"
 URDU_FIELDS = {
     "ambiguous": "ambiguous_ur",
     "disambiguating": "disambiguating_ur",
