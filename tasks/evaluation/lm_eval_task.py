@@ -22,6 +22,7 @@ imports lm-eval: the build writes the folder without it.
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -29,7 +30,6 @@ from pathlib import Path
 
 from ..core.artifacts import atomic_write_bytes
 from ..text.languages import language
-from .lm_eval_utils import SCAFFOLD
 
 PREFIX = "pbbq"
 UTILS_SOURCE = Path(__file__).with_name("lm_eval_utils.py")
@@ -165,6 +165,15 @@ _SCAFFOLD_LOOKUP = 'SCAFFOLD["en" if doc.get("lang") == "en" else "fa"]'
 _SCAFFOLD_BY_LANG = 'SCAFFOLD[doc["lang"] if doc.get("lang") in SCAFFOLD else "fa"]'
 
 
+def _scaffold_languages(text: str) -> set[str]:
+    """The languages whose words ``SCAFFOLD`` holds, read from the utils module's source: importing the module
+    would load ``datasets``, which a build does not need."""
+    for node in ast.parse(text).body:
+        if isinstance(node, ast.Assign) and any(getattr(target, "id", "") == "SCAFFOLD" for target in node.targets):
+            return set(ast.literal_eval(node.value))
+    raise ValueError(f"{UTILS_SOURCE.name}: it has no SCAFFOLD")
+
+
 def utils_source(configs: Sequence[str]) -> str:
     """``utils.py`` of a release of ``configs``: :mod:`~pbbq.tasks.evaluation.lm_eval_utils` unchanged when their
     languages are Persian and English; else with the scaffold words of every other language (its
@@ -172,7 +181,8 @@ def utils_source(configs: Sequence[str]) -> str:
     document's scaffold read by its ``lang``, so the file stays standalone and a Persian-English release's is the
     same file as before."""
     text = UTILS_SOURCE.read_text(encoding="utf-8")
-    others = [code for code in dict.fromkeys(config.split("-")[0] for config in configs) if code not in SCAFFOLD]
+    known = _scaffold_languages(text)
+    others = [code for code in dict.fromkeys(config.split("-")[0] for config in configs) if code not in known]
     if not others:
         return text
     if text.count(_SCAFFOLD_END) != 1 or text.count(_SCAFFOLD_LOOKUP) != 1:
