@@ -39,10 +39,14 @@ def _per_run_file(path: str) -> bool:
     return path.endswith("report.json") or path == "timings.json" or _names_the_build(path)
 
 
+AFTERWARDS = (DB_NAME, "audit.html")
+"""What commands write into a run after its build (``pbbq browse``'s database; ``pbbq audit`` and ``pbbq diff``
+write the audit page again, with what they found): other tests run them on these shared builds."""
+
+
 def _build_files(run: Path) -> list[str]:
-    """The files the build wrote in a run folder: not ``run.db``, which ``pbbq browse`` adds afterwards (other tests
-    browse these shared builds)."""
-    return sorted(p.relative_to(run).as_posix() for p in run.rglob("*") if p.is_file() and p.name != DB_NAME)
+    """The files the build wrote in a run folder, not those a later command writes (:data:`AFTERWARDS`)."""
+    return sorted(p.relative_to(run).as_posix() for p in run.rglob("*") if p.is_file() and p.name not in AFTERWARDS)
 
 
 def test_a_rebuild_links_every_cached_file_and_equals_the_cold_build(two_builds: tuple[Path, Path]) -> None:
