@@ -210,12 +210,9 @@ class ArtifactStore:
         """The sha256 of the file ``make()`` gives, made and kept the first time ``key`` is asked for: a file whose
         content ``key`` determines but which costs to make (a large report's JSON)."""
         note = self.path / "memo" / sha256_bytes(key.encode("utf-8"))
-        try:
-            digest = note.read_text(encoding="ascii")
-            if self.has(digest):
-                return digest
-        except FileNotFoundError:
-            pass
+        known = note.read_text(encoding="ascii") if note.is_file() else ""
+        if known and self.has(known):
+            return known
         digest = self.put(make())
         atomic_write_bytes(note, digest.encode("ascii"))
         return digest
