@@ -24,6 +24,7 @@ from .core.artifacts import StageOutput, count_reasons
 from .core.inputs import RATINGS, TEMPLATES
 from .core.schemas import TEMPLATE
 from .core.stage import Stage, Table
+from .imports import one_import_at_a_time
 
 SINGLE_LABEL = "single_label_perfect_agreement"
 FLOAT_TOLERANCE = 1e-9
@@ -52,7 +53,8 @@ def template_kappa(ratings: pd.DataFrame) -> tuple[float, str]:
     counts = pd.crosstab(ratings["item_id"], ratings["target_label"]).to_numpy()
     if counts.shape[1] == 1:
         return 1.0, SINGLE_LABEL
-    from statsmodels.stats.inter_rater import fleiss_kappa  # statsmodels loads only when a gate runs
+    with one_import_at_a_time():
+        from statsmodels.stats.inter_rater import fleiss_kappa  # statsmodels loads only when a gate runs
 
     return float(fleiss_kappa(counts, method="fleiss")), ""
 

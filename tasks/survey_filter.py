@@ -20,6 +20,7 @@ from .core.artifacts import StageOutput, count_reasons
 from .core.inputs import DEMOGRAPHIC_COLUMNS, QUESTIONNAIRE, RESPONSES
 from .core.schemas import STEREOTYPE
 from .core.stage import Stage
+from .imports import one_import_at_a_time
 
 
 @dataclass(frozen=True)
@@ -40,7 +41,8 @@ def cochran_margin(n_respondents: int, population: int, confidence: float = 0.95
         raise ValueError("the survey has no respondents")
     if population < n_respondents:
         raise ValueError(f"the population ({population}) is smaller than the survey's {n_respondents} respondents")
-    from scipy.stats import norm  # scipy loads only when a survey is filtered
+    with one_import_at_a_time():
+        from scipy.stats import norm  # scipy loads only when a survey is filtered
 
     z = norm.ppf(1 - (1 - confidence) / 2)
     fpc = math.sqrt((population - n_respondents) / (population - 1)) if population > 1 else 0.0
@@ -52,7 +54,8 @@ def acceptance_rates(questionnaire: pd.DataFrame, responses: pd.DataFrame, param
     answers = responses[questionnaire["stereotype_id"].tolist()]
     n_accepting = (answers == "yes").sum().astype("int64")
     n_respondents = answers.isin(["yes", "no"]).sum().astype("int64")
-    from statsmodels.stats.proportion import proportion_confint  # statsmodels loads only when a survey is filtered
+    with one_import_at_a_time():
+        from statsmodels.stats.proportion import proportion_confint  # statsmodels loads only when a survey is filtered
 
     with np.errstate(divide="ignore", invalid="ignore"):  # a stereotype nobody answered: NaN, not a warning
         ci_low, ci_high = proportion_confint(

@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ...tasks.core.artifacts import FILE_MODE, sha256_file
+from ...tasks.imports import one_import_at_a_time
 from .runs import (
     AuditError,
     drop_tables,
@@ -306,8 +307,9 @@ def listening_socket(host: str, port: int) -> socket.socket:
 def serve(run: Path, host: str = "127.0.0.1", port: int = 8001) -> None:
     """Build ``run.db`` if needed and serve it read-only with Datasette until interrupted."""
     try:
-        import uvicorn
-        from datasette.app import Datasette
+        with one_import_at_a_time():
+            import uvicorn
+            from datasette.app import Datasette
     except ImportError as exc:
         raise AuditError('pbbq browse needs Datasette: pip install -e ".[browse]"') from exc
     import asyncio

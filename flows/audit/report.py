@@ -23,6 +23,7 @@ import pandas as pd
 
 from ...tasks.core.artifacts import atomic_write_bytes, run_status
 from ...tasks.core.schemas import CATEGORIES
+from ...tasks.imports import one_import_at_a_time
 from .audit import (
     ReasonDrops,
     drops,
@@ -123,7 +124,8 @@ def _svg(figure: Any) -> str:
     """A figure as inline SVG: text kept as text (the page's fonts draw it), no date, stable ids, coordinates to
     a tenth of a point (inside tags only: the labels keep their digits). Each chart sets its own margins: a
     tight bounding box would draw every figure twice, half the report's time."""
-    import matplotlib
+    with one_import_at_a_time():
+        import matplotlib
 
     buffer = io.StringIO()
     with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "pbbq-audit"}):
@@ -137,7 +139,8 @@ def _svg(figure: Any) -> str:
 
 
 def _figure(width: float, height: float) -> Any:
-    from matplotlib.figure import Figure
+    with one_import_at_a_time():
+        from matplotlib.figure import Figure
 
     return Figure(figsize=(width, height), dpi=72)
 

@@ -26,6 +26,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, TextIO
 from uuid import UUID
 
+from ..imports import one_import_at_a_time
 from .closing import Closing
 
 log = logging.getLogger(__name__)
@@ -207,7 +208,8 @@ class RequestProgress(Closing):
             return
         self._last_artifact = now
         try:
-            from prefect.artifacts import create_progress_artifact, update_progress_artifact
+            with one_import_at_a_time():
+                from prefect.artifacts import create_progress_artifact, update_progress_artifact
 
             if self._artifact_id is None:
                 self._artifact_id = create_progress_artifact(

@@ -38,6 +38,7 @@ import pyarrow as pa
 
 from ..core.inputs import InputError, read_csv_filled, require_none, spreadsheet_row
 from ..core.schemas import CATEGORIES
+from ..imports import one_import_at_a_time
 from ..text.languages.fa import ZWNJ, normalize_fa
 
 if TYPE_CHECKING:  # the LLM SDKs load only when the extractor runs
@@ -346,8 +347,9 @@ def _medoid(matrix: Any, statements: Sequence[str]) -> int:
 
 def cluster_candidates(candidates: pd.DataFrame, params: ClusterParams) -> tuple[pd.DataFrame, pd.Series]:
     """Clusters of near-duplicate candidates within each category and group, and each candidate's cluster id."""
-    from sklearn.cluster import DBSCAN
-    from sklearn.feature_extraction.text import TfidfVectorizer
+    with one_import_at_a_time():
+        from sklearn.cluster import DBSCAN
+        from sklearn.feature_extraction.text import TfidfVectorizer
 
     if candidates.empty:
         return pd.DataFrame(columns=CLUSTER.names), pd.Series(dtype="object")

@@ -47,6 +47,7 @@ from ..core.inputs import PLACEHOLDER
 from ..core.markdown import markdown_table
 from ..core.schemas import example_configs
 from ..core.stage import SEED, Configs, Stage, Table
+from ..imports import one_import_at_a_time
 from ..text.languages import language
 from .homogenization import (
     DEFAULT_HOMOGENIZATION_LAYERS,
@@ -378,8 +379,9 @@ def plot_metric_bars(table: pd.DataFrame, out_dir: Path, prefix: str = "diversit
     """One PNG per metric (``<prefix>_<metric>.png`` in ``out_dir``): a bar per category (and per config, for the
     instance-level table), the Average and Overall rows last; a NaN draws no bar. Agg backend, no timestamp or
     version in the file, so the same table gives the same bytes."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
+    with one_import_at_a_time():
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
 
     out_dir.mkdir(parents=True, exist_ok=True)
     series = table if "config" in table.columns else table.assign(config="templates")

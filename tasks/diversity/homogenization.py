@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..imports import one_import_at_a_time
+
 if TYPE_CHECKING:
     import torch
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
@@ -67,8 +69,9 @@ class BertScoreModel:
 def _load_bertscore_model(model_path: str, num_layers: int, batch_size: int, device: str) -> BertScoreModel:
     """Load ``model_path`` (a local folder, or a Hub id already in the local cache: never downloaded) with
     bert-score's own loaders: its tokenizer choice (slow tokenizer) and its cut to the first ``num_layers``."""
-    from bert_score.utils import get_model, get_tokenizer
-    from huggingface_hub import snapshot_download
+    with one_import_at_a_time():
+        from bert_score.utils import get_model, get_tokenizer
+        from huggingface_hub import snapshot_download
 
     folder = model_path if Path(model_path).is_dir() else snapshot_download(model_path, local_files_only=True)
     model = get_model(str(folder), num_layers).to(device)
@@ -82,8 +85,9 @@ def _embed(
     cut model, unit-normalised token vectors. Returns the vectors of all texts packed one after the other,
     each text's offset and length, and each token's weight: 1 / #tokens for a word piece, 0 for [CLS] and [SEP]
     (bert-score's idf=False weights, normalised per text). Texts are batched by length to limit padding."""
-    import torch
-    from bert_score.utils import sent_encode
+    with one_import_at_a_time():
+        import torch
+        from bert_score.utils import sent_encode
 
     tokenizer = scorer.tokenizer
     # bert-score's sent_encode breaks on an empty text with transformers 5; encoding '' gives [CLS] [SEP],
@@ -118,7 +122,8 @@ def _gather(
     vectors: torch.Tensor, weights: torch.Tensor, offsets: torch.Tensor, lengths: torch.Tensor, rows: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Padded vectors, weights and validity mask of the texts ``rows`` (padding: weight 0, invalid)."""
-    import torch
+    with one_import_at_a_time():
+        import torch
 
     width = int(lengths[rows].max())
     position = torch.arange(width)[None, :]
@@ -140,7 +145,8 @@ def _pair_f1(
     Padding never wins a match: padded cells are set below any cosine. (bert-score multiplies them by 0, so a
     token whose best real match is negative would get 0 there; with the positive cosines of trained BERTs
     both agree, and ours does not depend on how the pairs were batched.)"""
-    import torch
+    with one_import_at_a_time():
+        import torch
 
     vectors, offsets, lengths, weights = embedded
     scores = []

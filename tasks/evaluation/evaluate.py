@@ -41,6 +41,7 @@ import pyarrow.parquet as pq
 from ..core.artifacts import sha256_file
 from ..core.redaction import REDACTED
 from ..core.schemas import OPTIONS
+from ..imports import one_import_at_a_time
 from .lm_eval_task import task_name, write_task_folder
 from .lm_eval_utils import parse_choice
 from .metrics import SAMPLES
@@ -207,7 +208,8 @@ def resolve_release(release: str, downloads: Path) -> Release:
     match = _REPO.fullmatch(release)
     if not match:
         raise EvaluateError(f"{release}: no such folder, and not a Hub dataset id namespace/name[@revision]")
-    from huggingface_hub import snapshot_download
+    with one_import_at_a_time():
+        from huggingface_hub import snapshot_download
 
     target = downloads / match["repo"].replace("/", "__") / (match["revision"] or "main")
     try:
@@ -317,11 +319,13 @@ def run_unit(
     """Run one model on one config with lm-eval and return its per-sample results: on the rows ``docs`` (their
     positions in the config, ascending; None: every row). ``device`` defaults, for a local transformers model, to
     ``cuda`` when torch sees a GPU and ``cpu`` otherwise (lm-eval assumes cuda)."""
-    import lm_eval
-    from lm_eval.tasks import TaskManager
+    with one_import_at_a_time():
+        import lm_eval
+        from lm_eval.tasks import TaskManager
 
     if device is None and model.backend in LOCAL_BACKENDS:
-        import torch
+        with one_import_at_a_time():
+            import torch
 
         device = "cuda" if torch.cuda.is_available() else "cpu"
 

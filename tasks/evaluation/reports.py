@@ -24,6 +24,7 @@ import pyarrow as pa
 
 from ..core.markdown import markdown_table
 from ..core.schemas import CATEGORIES
+from ..imports import one_import_at_a_time
 from .metrics import AVERAGE
 
 TABLE_COLUMNS: tuple[tuple[str, str], ...] = (
@@ -227,8 +228,9 @@ def _errors(part: pd.DataFrame, metric: str) -> np.ndarray:
 
 def plot_bias_by_category(scores: pd.DataFrame, config: str) -> bytes:
     """Bias by category per model with intervals: β_amb (bounded) and Δbias, one bar per model."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
+    with one_import_at_a_time():
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
 
     part = scores[(scores["config"] == config) & (scores["category"] != AVERAGE)]
     categories = sorted(part["category"].unique(), key=_category_order)
@@ -257,8 +259,9 @@ def plot_bias_by_category(scores: pd.DataFrame, config: str) -> bytes:
 
 def plot_accuracy(t3: pd.DataFrame, config: str) -> bytes:
     """Accuracy in ambiguous against disambiguated contexts per model, with intervals."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
+    with one_import_at_a_time():
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
 
     part = t3[t3["config"] == config].reset_index(drop=True)
     figure = Figure(figsize=(max(5.0, 1.2 * len(part) + 2), 4))

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 
 from ..core.redaction import REDACTED as REDACTED  # re-exported: what the client scrubs a key to
+from ..imports import one_import_at_a_time
 
 PROVIDERS = ("openai", "anthropic")
 STAND_IN_MODE = "stand-in"
@@ -70,7 +71,8 @@ TOKEN_LIMITS = ("max_completion_tokens", "max_tokens")
 def reasoning_efforts() -> tuple[str, ...]:
     """The ``reasoning_effort`` values the installed openai SDK knows (which of them a model takes is the server's);
     the SDK is imported only when a configuration names one (a replay sends nothing: no SDK is loaded)."""
-    from openai.types.shared import ReasoningEffort
+    with one_import_at_a_time():
+        from openai.types.shared import ReasoningEffort
 
     return _literal_values(ReasoningEffort)
 

@@ -26,6 +26,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from ..imports import one_import_at_a_time
+
 FOLDS = 5
 """Folds of the cross-validation: two of a group's ten names are held out at a time."""
 REPEATS = 10
@@ -52,11 +54,12 @@ PROXY_STRENGTH = pa.schema(
 
 def _recalls(names: pd.Series, groups: pd.Series, seed: int) -> pd.Series:
     """Per group, the cross-validated recall of its names, averaged over the repeats (module docstring)."""
-    from sklearn.feature_extraction.text import TfidfVectorizer  # scikit-learn loads only when strength is measured
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.model_selection import RepeatedStratifiedKFold
-    from sklearn.pipeline import make_pipeline
-    from threadpoolctl import threadpool_limits
+    with one_import_at_a_time():
+        from sklearn.feature_extraction.text import TfidfVectorizer  # scikit-learn loads only when strength is measured
+        from sklearn.linear_model import LogisticRegression
+        from sklearn.model_selection import RepeatedStratifiedKFold
+        from sklearn.pipeline import make_pipeline
+        from threadpoolctl import threadpool_limits
 
     texts, labels = names.to_numpy(dtype=object), groups.to_numpy(dtype=object)
     folds = min(FOLDS, int(groups.value_counts().min()))

@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 from functools import cache
 from typing import TYPE_CHECKING
 
+from ...imports import one_import_at_a_time
 from . import NONE, GenderFailure, Language, gender_table, load_data, unchanged
 
 if TYPE_CHECKING:
@@ -17,7 +18,8 @@ if TYPE_CHECKING:
 @cache
 def _tokenizer_13a() -> Tokenizer13a:
     """sacrebleu's default BLEU tokenizer (mteval-v13a), built once."""
-    from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
+    with one_import_at_a_time():
+        from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
 
     return Tokenizer13a()
 

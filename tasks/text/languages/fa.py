@@ -11,6 +11,7 @@ import re
 from functools import cache
 from typing import TYPE_CHECKING
 
+from ...imports import one_import_at_a_time
 from . import Language, gender_table, load_data
 
 if TYPE_CHECKING:
@@ -73,7 +74,8 @@ def _hazm_tokenizer() -> WordTokenizer:
     """The one hazm WordTokenizer, built once (building one reads hazm's word list; ``word_tokenize`` does
     that on every call). ``join_verb_parts=False`` keeps the text's words: the default joins verb parts into
     new tokens such as 'گفته_شده_است'. The replace_* options stay off, so links and numbers stay as written."""
-    from hazm import WordTokenizer
+    with one_import_at_a_time():
+        from hazm import WordTokenizer
 
     return WordTokenizer(join_verb_parts=False)
 
@@ -90,7 +92,8 @@ def tokenize_fa(text: str) -> list[str]:
 
 def _stop_words() -> Iterable[str]:
     """hazm's ``stopwords_list()``, normalised with :func:`normalize_fa`."""
-    from hazm import stopwords_list
+    with one_import_at_a_time():
+        from hazm import stopwords_list
 
     return (normalize_fa(word) for word in stopwords_list())
 

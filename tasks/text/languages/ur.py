@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from urdunorm import Protocol, apply_protocol, integer_to_words
 
+from ...imports import one_import_at_a_time
 from . import GenderFailure, Language, gender_table, load_data
 
 if TYPE_CHECKING:
@@ -47,7 +48,8 @@ def normalize_ur(text: str) -> str:
 
 @cache
 def _tokenizer() -> TokenizerV14International:
-    from sacrebleu.tokenizers.tokenizer_intl import TokenizerV14International  # loaded when Urdu is tokenised
+    with one_import_at_a_time():
+        from sacrebleu.tokenizers.tokenizer_intl import TokenizerV14International  # loaded when Urdu is tokenised
 
     return TokenizerV14International()
 

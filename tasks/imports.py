@@ -1,0 +1,26 @@
+"""Heavy libraries imported when first needed, one thread at a time.
+
+The stages import scipy, statsmodels, scikit-learn, matplotlib, hazm, sacrebleu and the LLM SDKs inside the
+functions that use them, so a rebuild that takes every stage from the cache never loads them. Prefect runs tasks
+in threads, and two threads importing one package whose submodules import each other (scipy's ``spatial`` and
+``optimize``, reached from statsmodels in one stage and scikit-learn in another) can meet in CPython's import
+deadlock avoidance, which hands one of them a half-initialised module: ``ImportError: cannot import name
+'minkowski' from partially initialized module 'scipy.spatial.distance'``. Every import made inside a function of
+``tasks/`` or ``flows/audit/`` therefore sits in ``with one_import_at_a_time():`` (tests/test_rebuild_imports.py
+checks the source for it).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+_IMPORTING = threading.RLock()
+
+
+@contextmanager
+def one_import_at_a_time() -> Iterator[None]:
+    """Hold the process's lazy-import lock while the block imports (re-entrant: an import may import)."""
+    with _IMPORTING:
+        yield
