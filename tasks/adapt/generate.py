@@ -17,10 +17,10 @@ contrast (a word with the other ``Info``); a ``Proper_nouns_only`` template pair
 identify an ethnicity (``First_last = first_only``), for Gender_identity a woman's with a man's, and for
 Race_ethnicity a full name of a stereotyped ethnicity with one of the same gender and another ethnicity
 (:func:`ethnic_name_fillings`). The pair is also built exchanged for a proper-name template and for SES's Occupation
-templates. Which of the two is the stereotyped
-one: the slot whose ``NAME1_info``/``NAME2_info`` is a ``Known_stereotyped_groups`` group when the template gives
-them, else the word whose group (vocabulary ``Info``, a name's gender, 'woman' → F) is. A pair where neither or
-both are (Gender_identity-13 pairs 'man' with 'boy') is no bias contrast and is not built.
+templates. Which of the two is the stereotyped one: the slot whose ``NAME1_info``/``NAME2_info`` is a
+``Known_stereotyped_groups`` group when the template gives them, else the word whose group (vocabulary ``Info``, a
+name's gender, 'woman' → F) is. A pair where neither or both are (Gender_identity-13 pairs 'man' with 'boy') is no
+bias contrast and is not built.
 
 Where BBQ draws at random without a seed, this port enumerates or rotates: it builds every stereotyped group
 with every other group and every first name with every other (BBQ samples 5 or 6 when there are more) and every
