@@ -47,11 +47,6 @@ def test_bbq_template_files_are_read_as_its_generator_reads_them() -> None:
         ({"Lexical_diversity": ""}, (), "uses {{WORD1}} but Lexical_diversity gives no WORD1 list"),
         ({"Lexical_diversity": "WORD1: cafe, park"}, (), "Lexical_diversity part 'WORD1: cafe, park' is not"),
         ({"Proper_nouns_only": "yes"}, ("Proper_nouns_only",), "Proper_nouns_only 'yes' is not TRUE or FALSE"),
-        (
-            {"Category": "Race_ethnicity", "Proper_nouns_only": "TRUE"},
-            ("Proper_nouns_only",),
-            "Race_ethnicity's first and last names by ethnicity are not supported",
-        ),
         ({"Names": "NAME2: [a, b]"}, ("Names",), "Names 'NAME2: [a, b]': Names gives no NAME1 list"),
         (
             {"NAME1_info": "Hindu", "NAME2_info": "Sikh"},

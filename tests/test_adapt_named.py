@@ -1,7 +1,8 @@
 """BBQ's rules for the categories filled from a template's Names lists, the vocabulary within a subcategory or its
 first names (nyu-mll/BBQ ``generate_from_template_all_categories.py``, ``utils.return_list_from_string``): Names
 read with BBQ's quirks, the SES low/high contrast, proper names (a woman's with a man's for Gender_identity), the
-stereotyped slot from NAME1_info/NAME2_info or the word's group, and pairs with no contrast not built."""
+stereotyped slot from NAME1_info/NAME2_info or the word's group, pairs with no contrast not built, and
+Race_ethnicity's full names (a first and a last name of one ethnicity, the other of the same gender)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from pbbq.tasks.adapt.bbq_format import (
     load_bbq_vocabulary,
     parse_names,
 )
-from pbbq.tasks.adapt.generate import AdaptInstantiateParams, fillings
+from pbbq.tasks.adapt.generate import AdaptInstantiateParams, ethnic_name_fillings, fillings
 from pbbq.tasks.adapt.sheet import apply_classes, review_sheet
 from tests.adapt_support import BBQ, VOCABULARY
 
@@ -122,3 +123,76 @@ def test_only_templates_without_names_or_proper_names_need_vocabulary_groups() -
     assert not fills_from_vocabulary(load_bbq_templates(BBQ / "templates-Age.csv")).any()
     ses = load_bbq_templates(BBQ / "templates-SES.csv")
     assert set(ses.loc[fills_from_vocabulary(ses), "Subcategory"]) == {"Occupation"}
+
+
+FIRST_GENDER = {(row.Name, row.ethnicity): row.gender for row in NAMES[NAMES["First_last"] == "first"].itertuples()}
+"""BBQ's first names with an ethnicity (Amy is both White and Asian) → their gender."""
+LAST_ETHNICITY = dict(NAMES.loc[NAMES["First_last"] == "last", ["Name", "ethnicity"]].itertuples(index=False))
+
+
+def _person(full_name: str) -> tuple[str, str]:
+    """A filled full name's ethnicity (its last name's) and gender (its first name's, of that ethnicity)."""
+    first, last = full_name.split()
+    return LAST_ETHNICITY[last], FIRST_GENDER[first, LAST_ETHNICITY[last]]
+
+
+@pytest.mark.parametrize(
+    ("template_id", "targets", "others"),
+    [
+        ("Race_ethnicity-28", {"Asian"}, {"Arab", "Black", "Latino", "White"}),
+        ("Race_ethnicity-39", {"Black", "Latino"}, {"Arab", "Asian", "White"}),
+    ],
+)
+def test_race_ethnicity_names_pair_a_stereotyped_ethnicity_with_another_of_the_same_gender(
+    template_id: str, targets: set[str], others: set[str]
+) -> None:
+    """BBQ's rule on its own rows: 28 (["Asian"]) and 39 (["Native American", "African American", "Hispanic",
+    "Latino", "Black"], of which the names file has Black and Latino): NAME1 a first name of a stereotyped ethnicity
+    with a last name of that ethnicity, NAME2 a first name of the same gender and an ethnicity not stereotyped with
+    a last name of its own, every such pair of first names once, and the pair exchanged."""
+    units = fillings(_templates("Race_ethnicity").loc[template_id], WORDS, NAMES)
+    assert len(units) == 2 * (10 * len(targets)) * (10 * len(others))
+    pairs = set()
+    for first, flipped in units:
+        assert (flipped.name1, flipped.name2, flipped.stereo_slot) == (first.name2, first.name1, "NAME2")
+        (stereo_ethnicity, stereo_gender), (other_ethnicity, other_gender) = map(_person, (first.name1, first.name2))
+        assert stereo_ethnicity in targets and other_ethnicity in others and stereo_gender == other_gender
+        assert (first.stereo, first.stereo_group, first.other_group) == (first.name1, stereo_ethnicity, other_ethnicity)
+        pairs.add((first.name1.split()[0], stereo_ethnicity, first.name2.split()[0], other_ethnicity))
+    assert len(pairs) == len(units)
+
+
+def test_race_ethnicity_last_names_rotate_through_each_ethnicitys_list() -> None:
+    """BBQ draws each last name at random; the port rotates them, so a first name meets several last names and
+    every last name of an ethnicity is used."""
+    units = fillings(_templates("Race_ethnicity").loc["Race_ethnicity-28"], WORDS, NAMES)
+    used = {name for first, _ in units for name in (first.name1, first.name2)}
+    lasts = NAMES[NAMES["First_last"] == "last"]
+    assert {name.split()[1] for name in used} == set(lasts["Name"])
+    assert len({name.split()[1] for name in used if name.startswith(units[0][0].name1.split()[0] + " ")}) > 1
+
+
+def test_race_ethnicity_names_need_a_last_name_of_the_stereotyped_ethnicity() -> None:
+    """Without an Asian last name, template 28 (["Asian"]) has no name to build and is dropped as no pair."""
+    names = NAMES[~((NAMES["First_last"] == "last") & (NAMES["ethnicity"] == "Asian"))]
+    template = _templates("Race_ethnicity").loc[["Race_ethnicity-28"]].reset_index(drop=True)
+    assert ethnic_name_fillings(template.iloc[0], names) == []
+    output = adapt_instantiate(template, WORDS, AdaptInstantiateParams(), names)
+    assert output["dropped_templates"][["template_id", "reason"]].values.tolist() == [
+        ["Race_ethnicity-28", "no_group_pair"]
+    ]
+
+
+def test_race_ethnicity_examples_read_as_bbqs_with_the_ethnicities_tagged() -> None:
+    """Template 28 filled: the full names in the context and the options, each tagged with its ethnicity (BBQ's
+    ``M-Asian``, read by lm-eval's BBQ code as the ethnicity)."""
+    template = _templates("Race_ethnicity").loc[["Race_ethnicity-28"]].reset_index(drop=True)
+    examples = adapt_instantiate(template, WORDS, AdaptInstantiateParams(), NAMES)["examples"]
+    assert len(examples) == 800 * 2 * 4
+    for row in examples.head(40).itertuples():
+        entities = sorted([row.stereo_entity, row.nonstereo_entity], key=row.context.index)
+        assert row.context.startswith("The police pulled over a car with {} and {} for".format(*entities))
+        for option, (text, tag) in row.answer_info.items():
+            role = row.answer_roles[option]
+            if role != "unknown":
+                assert tag == _person(text)[0] == ("Asian" if role == "stereotyped" else tag)

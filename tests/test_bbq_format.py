@@ -20,7 +20,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from lm_eval.tasks.bbq import utils as bbq
 
+from pbbq.tasks.adapt import adapt_instantiate
+from pbbq.tasks.adapt.bbq_format import load_bbq_proper_names, load_bbq_templates, load_bbq_vocabulary
+from pbbq.tasks.adapt.generate import AdaptInstantiateParams
+from pbbq.tasks.adapt.sheet import apply_classes, review_sheet
 from pbbq.tasks.evaluation import lm_eval_utils
+from tests.adapt_support import BBQ, VOCABULARY
 from tests.bbq_records import SPECS, Spec, as_dataset, make_records
 
 BBQ_CATEGORY = "Age"
@@ -100,6 +105,22 @@ def test_lm_eval_bbq_code_agrees_with_our_roles_on_hand_made_records() -> None:
     en = make_records()["en"]
     assert len(en) == 12 * len(SPECS)
     assert disagreements(as_dataset(en)) == []
+
+
+def test_lm_eval_bbq_code_agrees_with_our_roles_on_race_ethnicity_full_names() -> None:
+    """BBQ's Race_ethnicity proper-name templates 28 (["Asian"]) and 39 (five groups, Black and Latino among the
+    names), every 15th example (all four cells): the full names tagged with their ethnicities are read as our roles
+    say."""
+    sheet = review_sheet(load_bbq_templates(BBQ / "templates-Race_ethnicity.csv")).assign(**{"class": "DT"})
+    templates = apply_classes(sheet)[0]
+    templates = templates[templates["template_id"].isin(["Race_ethnicity-28", "Race_ethnicity-39"])]
+    names = load_bbq_proper_names(BBQ / "vocabulary_proper_names.csv")
+    examples = adapt_instantiate(templates, load_bbq_vocabulary(VOCABULARY), AdaptInstantiateParams(), names)
+    sample = examples["examples"].iloc[::15]
+    assert set(sample["template_id"]) == {"Race_ethnicity-28", "Race_ethnicity-39"}
+    assert disagreements(as_dataset(sample)) == []
+    scores = always_biased_scores(as_dataset(sample))
+    assert scores == dict.fromkeys(scores, 1.0)
 
 
 def test_the_check_fails_on_a_record_lm_eval_misreads() -> None:

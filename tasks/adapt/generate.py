@@ -14,11 +14,13 @@ them (:func:`fillings`): a template's ``Names`` lists, when it has them, give NA
 first with every word of the second; they override the vocabulary, as in BBQ); else the category's vocabulary
 words (within the template's ``Subcategory``) are paired with each other, for SES only across the low/high
 contrast (a word with the other ``Info``); a ``Proper_nouns_only`` template pairs BBQ's first names that do not
-identify an ethnicity (``First_last = first_only``), for Gender_identity a woman's with a man's. The pair is also
-built exchanged for a proper-name template and for SES's Occupation templates. Which of the two is the stereotyped
-one: the slot whose ``NAME1_info``/``NAME2_info`` is a ``Known_stereotyped_groups`` group when the template gives
-them, else the word whose group (vocabulary ``Info``, a name's gender, 'woman' → F) is. A pair where neither or
-both are (Gender_identity-13 pairs 'man' with 'boy') is no bias contrast and is not built.
+identify an ethnicity (``First_last = first_only``), for Gender_identity a woman's with a man's, and for
+Race_ethnicity a full name of a stereotyped ethnicity with one of the same gender and another ethnicity
+(:func:`ethnic_name_fillings`). The pair is also built exchanged for a proper-name template and for SES's Occupation
+templates. Which of the two is the stereotyped one: the slot whose ``NAME1_info``/``NAME2_info`` is a
+``Known_stereotyped_groups`` group when the template gives them, else the word whose group (vocabulary ``Info``, a
+name's gender, 'woman' → F) is. A pair where neither or both are (Gender_identity-13 pairs 'man' with 'boy') is no
+bias contrast and is not built.
 
 Where BBQ draws at random without a seed, this port enumerates or rotates: it builds every stereotyped group
 with every other group and every first name with every other (BBQ samples 5 or 6 when there are more) and every
@@ -158,6 +160,40 @@ def _filling(template: pd.Series, name1: str, name2: str, group_of: dict[str, st
     return Filling(name1, name2, SLOT_NAMES[index], _stereotyped_group(groups[index], stereotyped), groups[1 - index])
 
 
+def ethnic_name_fillings(template: pd.Series, proper_names: pd.DataFrame) -> list[tuple[Filling, ...]]:
+    """A Race_ethnicity ``Proper_nouns_only`` template's fillings, by BBQ's rule (its generator's ``cat ==
+    "Race_ethnicity" and has_proper_name`` branch): NAME1 a first name (``First_last = first``) whose ethnicity is one
+    of the template's ``Known_stereotyped_groups``, NAME2 a first name of the same gender whose ethnicity is not, each
+    followed by a last name (``First_last = last``) of its own ethnicity, and the pair built again exchanged. BBQ
+    samples five first names on each side and draws each last name at random; this port pairs every two such first
+    names and rotates each ethnicity's last names through the names it makes, from :func:`_start`. An ethnicity
+    with no last name gives no name. The groups tagged are the ethnicities (BBQ writes ``M-Black``; lm-eval's BBQ
+    code reads the ethnicity out of it)."""
+    stereotyped = list(template.stereotyped_groups)
+    lasts = proper_names[proper_names["First_last"] == "last"]
+    last_names = {ethnicity: list(dict.fromkeys(group["Name"])) for ethnicity, group in lasts.groupby("ethnicity")}
+    firsts = proper_names[(proper_names["First_last"] == "first") & proper_names["ethnicity"].isin(last_names)]
+    marked = firsts["ethnicity"].map(lambda ethnicity: is_stereotyped(ethnicity, stereotyped))
+    start = _start(template.template_id)
+    rotations = {
+        ethnicity: itertools.islice(itertools.cycle(names), start % len(names), None)
+        for ethnicity, names in last_names.items()
+    }
+    units: list[tuple[Filling, ...]] = []
+    for target in firsts[marked].itertuples():
+        group = _stereotyped_group(target.ethnicity, stereotyped)
+        for other in firsts[~marked & (firsts["gender"] == target.gender)].itertuples():
+            name1 = f"{target.Name} {next(rotations[target.ethnicity])}"
+            name2 = f"{other.Name} {next(rotations[other.ethnicity])}"
+            units.append(
+                (
+                    Filling(name1, name2, "NAME1", group, other.ethnicity),
+                    Filling(name2, name1, "NAME2", group, other.ethnicity),
+                )
+            )
+    return units
+
+
 def fillings(template: pd.Series, vocabulary: pd.DataFrame, proper_names: pd.DataFrame) -> list[tuple[Filling, ...]]:
     """A template's fillings, grouped as BBQ builds them: a filling and, where BBQ flips the pair, the same pair
     exchanged (one group shares an option order). Enumerated where BBQ samples; a pair BBQ would build twice
@@ -167,6 +203,8 @@ def fillings(template: pd.Series, vocabulary: pd.DataFrame, proper_names: pd.Dat
             (Filling(target, other, "NAME1", target, other), Filling(other, target, "NAME2", target, other))
             for target, other in pairs(template, vocabulary)
         ]
+    if template.category == "Race_ethnicity" and template.proper_nouns_only:
+        return ethnic_name_fillings(template, proper_names)
     words = vocabulary[vocabulary["Category"] == template.category]
     if template.subcategory:
         words = words[words["SubCat"] == template.subcategory]
