@@ -222,6 +222,21 @@ def label_undecided(prepared: Sequence[Prepared], client: LLMClient, prompt: str
         item.request_ids.append(answer.request_id)
 
 
+def agree_pair_genders(prepared: Sequence[Prepared]) -> None:
+    """Give every example of an entity pair (:meth:`Prepared.pair_key`) the genders its examples' cues agree on:
+    the pair takes one pair of names, so a cue of one example (the disambiguated context's 'he') holds for the
+    ambiguous context too; cues that contradict each other across the pair leave the gender undecided."""
+    pairs: dict[str, list[Prepared]] = {}
+    for item in prepared:
+        pairs.setdefault(item.pair_key(), []).append(item)
+    for members in pairs.values():
+        for index in range(len(ENTITY_COLUMNS)):
+            genders = {item.genders[index] for item in members} - {NEUTRAL}
+            gender = UNDECIDED if UNDECIDED in genders else reference_gender(genders)
+            for item in members:
+                item.genders[index] = gender
+
+
 def _listed(value: Iterable[str] | None) -> list[str]:
     """A list column's value as a list (parquet gives arrays, hand-made rows lists or None)."""
     return [] if value is None else list(value)
@@ -322,6 +337,7 @@ def names(
         if client is None:
             raise ValueError("names: gender_llm is on but no LLM client was given")
         label_undecided(prepared, client, prompt)
+    agree_pair_genders(prepared)
     for item in [p for p in prepared if UNDECIDED in p.genders]:
         entity = item.row[ENTITY_COLUMNS[item.genders.index(UNDECIDED)]]
         failures.append((item.row, Unmapped("gender_undecided", [entity], "contradicting cues")))
@@ -444,33 +460,49 @@ def _report(
 
 NAME_TABLE = Input("names", load_name_table, needs=(TEMPLATES,))
 """``[inputs] names``: the name table, checked against the templates' groups."""
+BBQ_NAME_TABLE = Input("names", load_name_table)
+"""``[inputs] names`` of the adaptation path: the name table of the adapted groups, checked on its own (no two of
+its groups of one language share a name), as BBQ's templates are not PBBQ's."""
 
-STAGE = Stage(
-    "06_names",
-    "names",
-    names,
-    inputs={
-        "examples": Table("05_instantiate", "examples"),
-        "name_table": NAME_TABLE,
-        "client": Client(when=lambda p: p.gender_llm),
-        "prompt": Resource(load_gender_prompt, when=lambda p: p.gender_llm),
-    },
-    outputs={
-        "examples": EXAMPLE,
-        "unmapped": EXAMPLE_DROPPED,
-        "weak_proxy": EXAMPLE_DROPPED,
-        "proxy_strength": PROXY_STRENGTH,
-    },
-    params=NamesParams,
-    ranges={"seed": SEED, "n_seeds": (1, 100), "min_proxy_margin": (0, 1)},
-    # `unmapped` holds the examples no name table covers (not covered, not drops); `weak_proxy` those whose
-    # names do not tell their groups apart: both stay in fa
-    drops=("weak_proxy",),
-    words=("examples (fa)", "name-proxy variants (fa-names)", "examples without a name proxy (they stay in fa)"),
-    funnel={
-        "examples_fa-names": "Name-proxy variants (`fa-names`)",
-        "names_weak_proxy": "Examples left out of `fa-names`: their names do not tell their groups apart",
-    },
-    counts=lambda out: {"names_weak_proxy": len(out["weak_proxy"])},
-    request_ids=lambda out: listed(out["examples"]["llm_request_ids"]),
-)
+
+def names_stage(lang: str = "fa") -> Stage:
+    """The names stage over the examples of one language (PBBQ's Persian; the adaptation path's English): its
+    variants are the ``<lang>-names`` config, which its words and funnel labels name."""
+    config = f"{lang}-names"
+    return Stage(
+        "06_names",
+        "names",
+        names,
+        inputs={
+            "examples": Table("05_instantiate", "examples"),
+            "name_table": NAME_TABLE,
+            "client": Client(when=lambda p: p.gender_llm),
+            "prompt": Resource(load_gender_prompt, when=lambda p: p.gender_llm),
+        },
+        outputs={
+            "examples": EXAMPLE,
+            "unmapped": EXAMPLE_DROPPED,
+            "weak_proxy": EXAMPLE_DROPPED,
+            "proxy_strength": PROXY_STRENGTH,
+        },
+        params=NamesParams,
+        ranges={"seed": SEED, "n_seeds": (1, 100), "min_proxy_margin": (0, 1)},
+        # `unmapped` holds the examples no name table covers (not covered, not drops); `weak_proxy` those whose
+        # names do not tell their groups apart: both stay in the source config
+        drops=("weak_proxy",),
+        words=(
+            f"examples ({lang})",
+            f"name-proxy variants ({config})",
+            f"examples without a name proxy (they stay in {lang})",
+        ),
+        funnel={
+            f"examples_{config}": f"Name-proxy variants (`{config}`)",
+            "names_weak_proxy": f"Examples left out of `{config}`: their names do not tell their groups apart",
+        },
+        counts=lambda out: {"names_weak_proxy": len(out["weak_proxy"])},
+        request_ids=lambda out: listed(out["examples"]["llm_request_ids"]),
+    )
+
+
+STAGE = names_stage()
+"""PBBQ's names stage: the Persian examples' name proxies (``fa-names``)."""
