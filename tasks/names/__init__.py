@@ -1,5 +1,7 @@
 """Name proxies (stage 06): explicit group mentions replaced by culturally indicative first names (Obscured but
-Not Erased §4.1, §4.1.1, Appendix C; docs/architecture.md, the names stage).
+Not Erased §4.1, §4.1.1, Appendix C; docs/architecture.md, the names stage). PBBQ names its Persian examples
+(``fa`` → ``fa-names``), the adaptation path its English ones (``en`` → ``en-names``, :func:`names_stage`); "fa" below
+stands for the source config.
 
 An example is mapped when both of its entities name a group of the name table (:mod:`pbbq.tasks.names.tables`:
 per language and group 5 female and 5 male first names, each with the birth years it is common for). Each of
