@@ -175,15 +175,21 @@ def test_a_gender_cue_of_one_example_holds_for_its_whole_pair(disambiguating: st
     assert variants.groupby("variant")["ans0"].nunique().eq(1).all()
 
 
-def test_contradicting_gender_cues_across_a_pair_leave_it_unmapped() -> None:
+def test_a_pair_whose_examples_differ_in_gender_draws_each_gender_apart() -> None:
+    """BBQ's Nationality-20 writes 'an American woman and a Vietnamese man' in one order and the genders exchanged
+    in the other: each example's names have its own example's genders."""
     ambiguous = "An Italian friend and a Greek friend met."
     examples = example_frame(
         _english_pair_example("EN-1-a", f"{ambiguous} The Italian friend said he was late."),
         _english_pair_example("EN-1-b", f"{ambiguous} The Italian friend said she was late."),
     )
-    output = names(examples, load_name_table(NAMES_EN), MECHANICS)
-    assert output["examples"].empty
-    assert output["unmapped"]["reason"].tolist() == ["gender_undecided", "gender_undecided"]
+    table = load_name_table(NAMES_EN)
+    gender_of = {(row.group, row.name): row.gender for row in table.itertuples()}
+    variants = names(examples, table, MECHANICS)["examples"]
+    assert len(variants) == 2 * MECHANICS.n_seeds
+    for variant in variants.itertuples():
+        expected = "male" if variant.source_example_id == "EN-1-a" else "female"
+        assert gender_of["Italian", variant.ans0] == expected, variant.example_id
 
 
 # --- the stage on Persian examples ----------------------------------------------------------------------------

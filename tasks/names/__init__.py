@@ -91,6 +91,10 @@ class Unmapped(Exception):
         self.reason, self.entities, self.detail = reason, tuple(entities), detail
 
 
+DrawKey = tuple[str, tuple[str, ...]]
+"""An entity pair (:meth:`Prepared.pair_key`) and the genders of its two entities' names."""
+
+
 @dataclass
 class Prepared:
     """One mappable example: its texts with slots, its entities' groups, name genders and age bands, the patterns
@@ -119,6 +123,10 @@ class Prepared:
         pair of examples still differs only in who did what (BBQ's control)."""
         fields = ("lang", "template_id", *ENTITY_COLUMNS, "lexical_variant")
         return "|".join(str(self.row.get(field) or "") for field in fields)
+
+    def draw_key(self) -> DrawKey:
+        """The examples that take one draw of names: those of one entity pair whose entities have one gender."""
+        return self.pair_key(), tuple(self.genders)
 
     def reading(self) -> tuple[str, ...]:
         """The example's context and question with slots for the names: two examples that read the same would
@@ -225,18 +233,20 @@ def label_undecided(prepared: Sequence[Prepared], client: LLMClient, prompt: str
 
 
 def agree_pair_genders(prepared: Sequence[Prepared]) -> None:
-    """Give every example of an entity pair (:meth:`Prepared.pair_key`) the genders its examples' cues agree on:
-    the pair takes one pair of names, so a cue of one example (the disambiguated context's 'he') holds for the
-    ambiguous context too; cues that contradict each other across the pair leave the gender undecided."""
+    """Give an entity the gender its pair's examples (:meth:`Prepared.pair_key`) agree on where its own example has
+    no cue: the pair takes one pair of names, so the disambiguated context's 'he' names the ambiguous context's
+    person too. Examples whose cues differ across the pair keep their own (BBQ's Nationality-20 writes 'an
+    American woman and a Vietnamese man' in one order and the genders exchanged in the other) and are drawn apart
+    (:meth:`Prepared.draw_key`)."""
     pairs: dict[str, list[Prepared]] = {}
     for item in prepared:
         pairs.setdefault(item.pair_key(), []).append(item)
     for members in pairs.values():
         for index in range(len(ENTITY_COLUMNS)):
-            genders = {item.genders[index] for item in members} - {NEUTRAL}
-            gender = UNDECIDED if UNDECIDED in genders else reference_gender(genders)
-            for item in members:
-                item.genders[index] = gender
+            decided = {item.genders[index] for item in members} - {NEUTRAL}
+            if len(decided) == 1 and UNDECIDED not in decided:
+                for item in members:
+                    item.genders[index] = next(iter(decided))
 
 
 def _listed(value: Iterable[str] | None) -> list[str]:
@@ -244,23 +254,23 @@ def _listed(value: Iterable[str] | None) -> list[str]:
     return [] if value is None else list(value)
 
 
-def _pairs_reading_alike(pairs: Mapping[str, Sequence[Prepared]]) -> list[list[str]]:
+def _pairs_reading_alike(pairs: Mapping[DrawKey, Sequence[Prepared]]) -> list[list[DrawKey]]:
     """The pair keys grouped so that two pairs with an example that reads the same once named (e.g. 'کارگر ترک'
     and 'جوان ترک', both a name) are in one group; groups and their keys sorted."""
     parent = {key: key for key in pairs}
 
-    def root(key: str) -> str:
+    def root(key: DrawKey) -> DrawKey:
         while parent[key] != key:
             parent[key] = parent[parent[key]]
             key = parent[key]
         return key
 
-    first_of_reading: dict[tuple[str, ...], str] = {}
+    first_of_reading: dict[tuple[str, ...], DrawKey] = {}
     for key in sorted(pairs):
         for item in pairs[key]:
             other = first_of_reading.setdefault(item.reading(), key)
             parent[root(key)] = root(other)
-    groups: dict[str, list[str]] = {}
+    groups: dict[DrawKey, list[DrawKey]] = {}
     for key in sorted(pairs):
         groups.setdefault(root(key), []).append(key)
     return sorted(groups.values())
@@ -290,12 +300,13 @@ def draw_all(
     mapped: Sequence[Prepared], pools: Pools, seeds: Sequence[int]
 ) -> tuple[dict[str, list[tuple[Drawn, int]]], list[tuple[Prepared, Unmapped]]]:
     """The draws of every example (per sub-seed: the names and how many draws it took), and the examples left
-    without enough free name pairs. One draw per entity pair (:meth:`Prepared.pair_key`), from the pair's own
-    stream; pairs whose examples would read the same once named are drawn in key order against one set of taken
-    name pairs, so that no two of them get the same names (module docstring of :mod:`pbbq.tasks.names.draw`)."""
-    pairs: dict[str, list[Prepared]] = {}
+    without enough free name pairs. One draw per entity pair and genders (:meth:`Prepared.draw_key`), from the
+    pair's own stream; pairs whose examples would read the same once named are drawn in key order against one set
+    of taken name pairs, so that no two of them get the same names (module docstring of
+    :mod:`pbbq.tasks.names.draw`)."""
+    pairs: dict[DrawKey, list[Prepared]] = {}
     for item in mapped:
-        pairs.setdefault(item.pair_key(), []).append(item)
+        pairs.setdefault(item.draw_key(), []).append(item)
     linked = _pairs_reading_alike(pairs)
     drawn: dict[str, list[tuple[Drawn, int]]] = {}
     short: list[tuple[Prepared, Unmapped]] = []
@@ -305,7 +316,7 @@ def draw_all(
             members = pairs[key]
             first = min(members, key=lambda p: p.example_id)
             try:
-                draws = draw_variants(pools, first.request(), key, seeds, taken)
+                draws = draw_variants(pools, first.request(), key[0], seeds, taken)
             except TooFewPairs as error:
                 entities = [first.row[column] for column in ENTITY_COLUMNS]
                 short += [(item, Unmapped("too_few_distinct_names", entities, str(error))) for item in members]
