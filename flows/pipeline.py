@@ -100,8 +100,8 @@ def adapt_pipeline(targets: Sequence[str] = ()) -> Pipeline:
     by BBQ's rules into English examples (``05_instantiate``), translated into each of ``targets`` as PBBQ's
     examples are (:func:`translations`, from English, with the adaptation's glossary and 'unknown' list), then
     PBBQ's own diversity, statistics and publish stages reading the adapted templates' texts and the adaptation's
-    funnel steps. No name proxies: BBQ's templates name their people by group or by first name already (the card
-    says so)."""
+    funnel steps, and PBBQ's names stage over the English examples (``en-names``, from the name table of the
+    adapted groups: :data:`pbbq.tasks.names.BBQ_NAME_TABLE`)."""
     stages = translations(
         targets,
         adapt.SOURCE_LANG,
@@ -113,6 +113,11 @@ def adapt_pipeline(targets: Sequence[str] = ()) -> Pipeline:
         (
             adapt.ADAPT,
             adapt.ADAPT_INSTANTIATE,
+            reading(
+                names.names_stage(adapt.SOURCE_LANG),
+                examples=Table(adapt.ADAPT_INSTANTIATE.folder, "examples"),
+                name_table=names.BBQ_NAME_TABLE,
+            ),
             *stages.values(),
             reading(diversity.STAGE, templates=Table(adapt.ADAPT.folder, "texts")),
             reading(
@@ -123,14 +128,11 @@ def adapt_pipeline(targets: Sequence[str] = ()) -> Pipeline:
                 crawl=None,
                 categories=Resource(tuple),  # Table 1 lists the categories of the sheet's templates, not PBBQ's 16
             ),
-            reading(
-                publish.STAGE,
-                proxy_strength=None,
-                card_body=Resource(adapt_card_body),
-            ),
+            reading(publish.STAGE, card_body=Resource(adapt_card_body)),
         ),
         configs={
             adapt.SOURCE_LANG: Table(adapt.ADAPT_INSTANTIATE.folder, "examples"),
+            f"{adapt.SOURCE_LANG}-names": Table(names.STAGE.folder, "examples"),
             **translated_configs(stages),
         },
     )

@@ -20,9 +20,11 @@ from pbbq.tasks.adapt.bbq_format import load_bbq_vocabulary
 from pbbq.tasks.core.artifacts import REPO_ROOT
 from pbbq.tasks.core.schemas import OPTIONS
 from pbbq.tasks.core.stage import Table
+from pbbq.tasks.names import load_name_table
+from pbbq.tasks.names.draw import sub_seeds
 from pbbq.tasks.text.languages import language
 from pbbq.tasks.translate import OWN_LETTERS
-from tests.adapt_support import SAMPLE_SHEET, VOCABULARY
+from tests.adapt_support import SAMPLE_SHEET, SAMPLE_VOCABULARY, VOCABULARY
 
 SHEET = {row["template_id"]: row for row in csv.DictReader(SAMPLE_SHEET.open(encoding="utf-8"))}
 
@@ -49,7 +51,7 @@ def test_the_configuration_chooses_the_path() -> None:
     assert pipeline_for({"input": {"path": "adapt"}}) is ADAPT_PIPELINE
     sample = load_config(SAMPLES["adapt"]).pipeline
     adapted = [stage.name for stage in ADAPT_PIPELINE]
-    assert [stage.name for stage in sample] == [*adapted[:2], "translate", *adapted[2:]]
+    assert [stage.name for stage in sample] == [*adapted[:3], "translate", *adapted[3:]]
     assert sample.configs["ur"] == Table("07_translate", "examples") and "translate" not in adapted
     assert load_config(SAMPLES["pbbq"]).pipeline is PIPELINE
 
@@ -80,12 +82,12 @@ def test_the_shared_stages_are_pbbqs_own_reading_the_adaptation() -> None:
         assert stage.run is shared[stage.name].run and stage.outputs == shared[stage.name].outputs
     reads = {name: source for stage in ADAPT_PIPELINE for name, source in stage.inputs.items()}
     assert "proper_names" in reads and reads["proper_names"].optional
-    assert not any(stage.name in ("crawl", "survey_filter", "names") for stage in ADAPT_PIPELINE)
+    assert not any(stage.name in ("crawl", "survey_filter") for stage in ADAPT_PIPELINE)
 
 
 def test_the_adapt_sample_builds_offline_and_releases_en_and_ur_with_lm_eval_tasks(adapt_run: Path) -> None:
     hub = adapt_run / "10_publish" / "hub"
-    assert sorted(path.name for path in (hub / "data").iterdir()) == ["en", "ur"]
+    assert sorted(path.name for path in (hub / "data").iterdir()) == ["en", "en-names", "ur"]
     assert (hub / "lm_eval" / "pbbq_en.yaml").is_file() and (hub / "lm_eval" / "pbbq_ur.yaml").is_file()
     examples = _released(adapt_run, "en")
     assert len(examples) == len(_table(adapt_run, "05_instantiate/examples")) > 0
@@ -129,6 +131,71 @@ def test_a_pair_failing_in_urdu_drops_from_urdu_only(adapt_run: Path) -> None:
     assert len(dropped) > 0 and set(dropped["reason"]) <= {"flagged_translation", "pair_incomplete"}
     assert set(dropped["source_example_id"]) <= english and not set(dropped["source_example_id"]) & urdu
     assert len(urdu) + len(dropped) == len(english)
+
+
+def _sample_name_table() -> pd.DataFrame:
+    return load_name_table(Path(load_config(SAMPLES["adapt"]).input_paths()["names"]))
+
+
+def test_en_names_names_each_entity_by_a_name_of_its_group_as_its_source_reads(adapt_run: Path) -> None:
+    """``en-names`` holds one variant per sub-seed of every English example whose two groups have strong names: each
+    entity's option is a name of its group's list, in the context wherever the source holds the entity, its
+    ``answer_info`` the name with the source's group tag; the 'unknown' option, the label and the roles unchanged."""
+    table = _sample_name_table()
+    names_of = table.groupby("group")["name"].apply(set)
+    source = _released(adapt_run, "en").set_index("example_id")
+    variants = _released(adapt_run, "en-names")
+    assert len(variants) > 0 and variants["lang"].eq("en").all()
+    assert set(variants["variant"]) == {f"names-{seed}" for seed in sub_seeds(42, 3)}
+    for row in variants.itertuples():
+        original = source.loc[row.source_example_id]
+        for column in ("label", "target_loc", "question_polarity", "context_condition", "template_id"):
+            assert getattr(row, column) == original[column], (row.example_id, column)
+        assert row.answer_roles == original["answer_roles"]
+        for option in OPTIONS:
+            role, (text, tag) = row.answer_roles[option], row.answer_info[option]
+            assert tag == original["answer_info"][option][1]
+            if role == "unknown":
+                assert getattr(row, option) == original[option] and text == original[option]
+                continue
+            entity = row.stereo_entity if role == "stereotyped" else row.nonstereo_entity
+            assert text == getattr(row, option) in names_of[entity], (row.example_id, option)
+            assert text in row.context and entity not in row.context, row.example_id
+
+
+def test_en_names_counts_every_english_example_once_in_the_funnel_and_card(adapt_run: Path) -> None:
+    """Every English example is named (its variants), not covered (a group no name stands for: Atheist) or left out
+    for a weak proxy; the funnel, Table 1, the card and the lm_eval tasks show ``en-names``."""
+    english = _released(adapt_run, "en")
+    variants = _released(adapt_run, "en-names")
+    unmapped, weak = _table(adapt_run, "06_names/unmapped"), _table(adapt_run, "06_names/weak_proxy")
+    named = set(variants["source_example_id"])
+    assert len(variants) == 3 * len(named) and len(weak) > 0 and len(unmapped) > 0
+    assert sorted([*named, *unmapped["example_id"], *weak["example_id"]]) == sorted(english["example_id"])
+    assert set(unmapped["reason"]) == {"entity_not_in_name_table"}
+    assert (unmapped["stereo_entity"].eq("Atheist") | unmapped["nonstereo_entity"].eq("Atheist")).all()
+    strength = _table(adapt_run, "06_names/proxy_strength").set_index("group")
+    weak_groups = set(strength.index[~strength["strong"]])
+    assert all({row.stereo_entity, row.nonstereo_entity} & weak_groups for row in weak.itertuples())
+    funnel = dict(_table(adapt_run, "09_statistics/funnel").itertuples(index=False))
+    assert funnel["examples_en-names"] == len(variants) and funnel["names_weak_proxy"] == len(weak)
+    table1 = _table(adapt_run, "09_statistics/table1").query("config == 'en-names' and category == 'Total'")
+    assert table1["samples"].tolist() == [len(variants)]
+    hub = adapt_run / "10_publish" / "hub"
+    card = (hub / "README.md").read_text(encoding="utf-8")
+    assert f"| Name-proxy variants (`en-names`) | {len(variants):,} |" in card
+    assert f"| Examples left out of `en-names`: their names do not tell their groups apart | {len(weak):,} |" in card
+    assert "| `en-names` | English | The same examples with each group mention replaced by a first name" in card
+    assert "An example enters `en-names` only when both of its groups are kept; the others stay in `en`" in card
+    assert "fa-names" not in card and (hub / "lm_eval" / "pbbq_en_names.yaml").is_file()
+
+
+def test_the_sample_name_table_covers_the_named_groups_and_says_it_was_written_for_the_sample() -> None:
+    table = _sample_name_table()
+    assert table["note"].str.startswith("written for the sample").all() and table["lang"].eq("en").all()
+    groups = set(load_bbq_vocabulary(SAMPLE_VOCABULARY)["Name"])
+    # no first name stands for an atheist; no template of the sample names the Baloch
+    assert set(table["group"]) == groups - {"Atheist", "Baloch"}
 
 
 def test_simply_removed_rows_are_dropped_with_their_reason(adapt_run: Path) -> None:

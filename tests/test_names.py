@@ -136,6 +136,62 @@ def test_reference_gender_from_cues() -> None:
     assert reference_gender(["male", "female"]) == UNDECIDED
 
 
+def _english_pair_example(example_id: str, context: str) -> dict:
+    """One example of BBQ's pair (Italian, Greek) of template ``EN-1``, with ``context``."""
+    options = {"ans0": "The Italian friend", "ans1": "Unknown", "ans2": "The Greek friend"}
+    return (
+        name_example(example_id, "Italian", "Greek", context)
+        | options
+        | {
+            "template_id": "EN-1",
+            "lang": "en",
+            "category": "Nationality",
+            "question": "Who was late?",
+            "answer_info": {
+                "ans0": [options["ans0"], "Italian"],
+                "ans1": ["Unknown", "unknown"],
+                "ans2": [options["ans2"], "Greek"],
+            },
+        }
+    )
+
+
+@pytest.mark.parametrize(
+    ("disambiguating", "gender"),
+    [("The Italian friend said he was late.", "male"), ("The Italian friend said she was late.", "female")],
+)
+def test_a_gender_cue_of_one_example_holds_for_its_whole_pair(disambiguating: str, gender: str) -> None:
+    """The twelve examples of an entity pair take one pair of names: the disambiguated context's 'he' decides the
+    name of the ambiguous context too (which has no cue), so that no variant reads "Chiara ... he"."""
+    ambiguous = "An Italian friend and a Greek friend met."
+    examples = example_frame(
+        _english_pair_example("EN-1-a", ambiguous), _english_pair_example("EN-1-b", f"{ambiguous} {disambiguating}")
+    )
+    table = load_name_table(NAMES_EN)
+    gender_of = {(row.group, row.name): row.gender for row in table.itertuples()}
+    variants = names(examples, table, MECHANICS)["examples"]
+    assert len(variants) == 2 * MECHANICS.n_seeds
+    assert {gender_of["Italian", variant.ans0] for variant in variants.itertuples()} == {gender}
+    assert variants.groupby("variant")["ans0"].nunique().eq(1).all()
+
+
+def test_a_pair_whose_examples_differ_in_gender_draws_each_gender_apart() -> None:
+    """BBQ's Nationality-20 writes 'an American woman and a Vietnamese man' in one order and the genders exchanged
+    in the other: each example's names have its own example's genders."""
+    ambiguous = "An Italian friend and a Greek friend met."
+    examples = example_frame(
+        _english_pair_example("EN-1-a", f"{ambiguous} The Italian friend said he was late."),
+        _english_pair_example("EN-1-b", f"{ambiguous} The Italian friend said she was late."),
+    )
+    table = load_name_table(NAMES_EN)
+    gender_of = {(row.group, row.name): row.gender for row in table.itertuples()}
+    variants = names(examples, table, MECHANICS)["examples"]
+    assert len(variants) == 2 * MECHANICS.n_seeds
+    for variant in variants.itertuples():
+        expected = "male" if variant.source_example_id == "EN-1-a" else "female"
+        assert gender_of["Italian", variant.ans0] == expected, variant.example_id
+
+
 # --- the stage on Persian examples ----------------------------------------------------------------------------
 
 

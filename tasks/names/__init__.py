@@ -1,5 +1,7 @@
 """Name proxies (stage 06): explicit group mentions replaced by culturally indicative first names (Obscured but
-Not Erased §4.1, §4.1.1, Appendix C; docs/architecture.md, the names stage).
+Not Erased §4.1, §4.1.1, Appendix C; docs/architecture.md, the names stage). PBBQ names its Persian examples
+(``fa`` → ``fa-names``), the adaptation path its English ones (``en`` → ``en-names``, :func:`names_stage`); "fa" below
+stands for the source config.
 
 An example is mapped when both of its entities name a group of the name table (:mod:`pbbq.tasks.names.tables`:
 per language and group 5 female and 5 male first names, each with the birth years it is common for). Each of
@@ -89,6 +91,10 @@ class Unmapped(Exception):
         self.reason, self.entities, self.detail = reason, tuple(entities), detail
 
 
+DrawKey = tuple[str, tuple[str, ...]]
+"""An entity pair (:meth:`Prepared.pair_key`) and the genders of its two entities' names."""
+
+
 @dataclass
 class Prepared:
     """One mappable example: its texts with slots, its entities' groups, name genders and age bands, the patterns
@@ -117,6 +123,10 @@ class Prepared:
         pair of examples still differs only in who did what (BBQ's control)."""
         fields = ("lang", "template_id", *ENTITY_COLUMNS, "lexical_variant")
         return "|".join(str(self.row.get(field) or "") for field in fields)
+
+    def draw_key(self) -> DrawKey:
+        """The examples that take one draw of names: those of one entity pair whose entities have one gender."""
+        return self.pair_key(), tuple(self.genders)
 
     def reading(self) -> tuple[str, ...]:
         """The example's context and question with slots for the names: two examples that read the same would
@@ -222,28 +232,45 @@ def label_undecided(prepared: Sequence[Prepared], client: LLMClient, prompt: str
         item.request_ids.append(answer.request_id)
 
 
+def agree_pair_genders(prepared: Sequence[Prepared]) -> None:
+    """Give an entity the gender its pair's examples (:meth:`Prepared.pair_key`) agree on where its own example has
+    no cue: the pair takes one pair of names, so the disambiguated context's 'he' names the ambiguous context's
+    person too. Examples whose cues differ across the pair keep their own (BBQ's Nationality-20 writes 'an
+    American woman and a Vietnamese man' in one order and the genders exchanged in the other) and are drawn apart
+    (:meth:`Prepared.draw_key`)."""
+    pairs: dict[str, list[Prepared]] = {}
+    for item in prepared:
+        pairs.setdefault(item.pair_key(), []).append(item)
+    for members in pairs.values():
+        for index in range(len(ENTITY_COLUMNS)):
+            decided = {item.genders[index] for item in members} - {NEUTRAL}
+            if len(decided) == 1 and UNDECIDED not in decided:
+                for item in members:
+                    item.genders[index] = next(iter(decided))
+
+
 def _listed(value: Iterable[str] | None) -> list[str]:
     """A list column's value as a list (parquet gives arrays, hand-made rows lists or None)."""
     return [] if value is None else list(value)
 
 
-def _pairs_reading_alike(pairs: Mapping[str, Sequence[Prepared]]) -> list[list[str]]:
+def _pairs_reading_alike(pairs: Mapping[DrawKey, Sequence[Prepared]]) -> list[list[DrawKey]]:
     """The pair keys grouped so that two pairs with an example that reads the same once named (e.g. 'کارگر ترک'
     and 'جوان ترک', both a name) are in one group; groups and their keys sorted."""
     parent = {key: key for key in pairs}
 
-    def root(key: str) -> str:
+    def root(key: DrawKey) -> DrawKey:
         while parent[key] != key:
             parent[key] = parent[parent[key]]
             key = parent[key]
         return key
 
-    first_of_reading: dict[tuple[str, ...], str] = {}
+    first_of_reading: dict[tuple[str, ...], DrawKey] = {}
     for key in sorted(pairs):
         for item in pairs[key]:
             other = first_of_reading.setdefault(item.reading(), key)
             parent[root(key)] = root(other)
-    groups: dict[str, list[str]] = {}
+    groups: dict[DrawKey, list[DrawKey]] = {}
     for key in sorted(pairs):
         groups.setdefault(root(key), []).append(key)
     return sorted(groups.values())
@@ -273,12 +300,13 @@ def draw_all(
     mapped: Sequence[Prepared], pools: Pools, seeds: Sequence[int]
 ) -> tuple[dict[str, list[tuple[Drawn, int]]], list[tuple[Prepared, Unmapped]]]:
     """The draws of every example (per sub-seed: the names and how many draws it took), and the examples left
-    without enough free name pairs. One draw per entity pair (:meth:`Prepared.pair_key`), from the pair's own
-    stream; pairs whose examples would read the same once named are drawn in key order against one set of taken
-    name pairs, so that no two of them get the same names (module docstring of :mod:`pbbq.tasks.names.draw`)."""
-    pairs: dict[str, list[Prepared]] = {}
+    without enough free name pairs. One draw per entity pair and genders (:meth:`Prepared.draw_key`), from the
+    pair's own stream; pairs whose examples would read the same once named are drawn in key order against one set
+    of taken name pairs, so that no two of them get the same names (module docstring of
+    :mod:`pbbq.tasks.names.draw`)."""
+    pairs: dict[DrawKey, list[Prepared]] = {}
     for item in mapped:
-        pairs.setdefault(item.pair_key(), []).append(item)
+        pairs.setdefault(item.draw_key(), []).append(item)
     linked = _pairs_reading_alike(pairs)
     drawn: dict[str, list[tuple[Drawn, int]]] = {}
     short: list[tuple[Prepared, Unmapped]] = []
@@ -288,7 +316,7 @@ def draw_all(
             members = pairs[key]
             first = min(members, key=lambda p: p.example_id)
             try:
-                draws = draw_variants(pools, first.request(), key, seeds, taken)
+                draws = draw_variants(pools, first.request(), key[0], seeds, taken)
             except TooFewPairs as error:
                 entities = [first.row[column] for column in ENTITY_COLUMNS]
                 short += [(item, Unmapped("too_few_distinct_names", entities, str(error))) for item in members]
@@ -322,6 +350,7 @@ def names(
         if client is None:
             raise ValueError("names: gender_llm is on but no LLM client was given")
         label_undecided(prepared, client, prompt)
+    agree_pair_genders(prepared)
     for item in [p for p in prepared if UNDECIDED in p.genders]:
         entity = item.row[ENTITY_COLUMNS[item.genders.index(UNDECIDED)]]
         failures.append((item.row, Unmapped("gender_undecided", [entity], "contradicting cues")))
@@ -444,33 +473,49 @@ def _report(
 
 NAME_TABLE = Input("names", load_name_table, needs=(TEMPLATES,))
 """``[inputs] names``: the name table, checked against the templates' groups."""
+BBQ_NAME_TABLE = Input("names", load_name_table)
+"""``[inputs] names`` of the adaptation path: the name table of the adapted groups, checked on its own (no two of
+its groups of one language share a name), as BBQ's templates are not PBBQ's."""
 
-STAGE = Stage(
-    "06_names",
-    "names",
-    names,
-    inputs={
-        "examples": Table("05_instantiate", "examples"),
-        "name_table": NAME_TABLE,
-        "client": Client(when=lambda p: p.gender_llm),
-        "prompt": Resource(load_gender_prompt, when=lambda p: p.gender_llm),
-    },
-    outputs={
-        "examples": EXAMPLE,
-        "unmapped": EXAMPLE_DROPPED,
-        "weak_proxy": EXAMPLE_DROPPED,
-        "proxy_strength": PROXY_STRENGTH,
-    },
-    params=NamesParams,
-    ranges={"seed": SEED, "n_seeds": (1, 100), "min_proxy_margin": (0, 1)},
-    # `unmapped` holds the examples no name table covers (not covered, not drops); `weak_proxy` those whose
-    # names do not tell their groups apart: both stay in fa
-    drops=("weak_proxy",),
-    words=("examples (fa)", "name-proxy variants (fa-names)", "examples without a name proxy (they stay in fa)"),
-    funnel={
-        "examples_fa-names": "Name-proxy variants (`fa-names`)",
-        "names_weak_proxy": "Examples left out of `fa-names`: their names do not tell their groups apart",
-    },
-    counts=lambda out: {"names_weak_proxy": len(out["weak_proxy"])},
-    request_ids=lambda out: listed(out["examples"]["llm_request_ids"]),
-)
+
+def names_stage(lang: str = "fa") -> Stage:
+    """The names stage over the examples of one language (PBBQ's Persian; the adaptation path's English): its
+    variants are the ``<lang>-names`` config, which its words and funnel labels name."""
+    config = f"{lang}-names"
+    return Stage(
+        "06_names",
+        "names",
+        names,
+        inputs={
+            "examples": Table("05_instantiate", "examples"),
+            "name_table": NAME_TABLE,
+            "client": Client(when=lambda p: p.gender_llm),
+            "prompt": Resource(load_gender_prompt, when=lambda p: p.gender_llm),
+        },
+        outputs={
+            "examples": EXAMPLE,
+            "unmapped": EXAMPLE_DROPPED,
+            "weak_proxy": EXAMPLE_DROPPED,
+            "proxy_strength": PROXY_STRENGTH,
+        },
+        params=NamesParams,
+        ranges={"seed": SEED, "n_seeds": (1, 100), "min_proxy_margin": (0, 1)},
+        # `unmapped` holds the examples no name table covers (not covered, not drops); `weak_proxy` those whose
+        # names do not tell their groups apart: both stay in the source config
+        drops=("weak_proxy",),
+        words=(
+            f"examples ({lang})",
+            f"name-proxy variants ({config})",
+            f"examples without a name proxy (they stay in {lang})",
+        ),
+        funnel={
+            f"examples_{config}": f"Name-proxy variants (`{config}`)",
+            "names_weak_proxy": f"Examples left out of `{config}`: their names do not tell their groups apart",
+        },
+        counts=lambda out: {"names_weak_proxy": len(out["weak_proxy"])},
+        request_ids=lambda out: listed(out["examples"]["llm_request_ids"]),
+    )
+
+
+STAGE = names_stage()
+"""PBBQ's names stage: the Persian examples' name proxies (``fa-names``)."""

@@ -126,6 +126,11 @@ def adapt_card_body() -> CardBody:
         template=CARD_TEMPLATE.with_name("dataset_card_adapt.md").read_text(encoding="utf-8"),
         config_docs={
             "en": ("English", "The examples built by BBQ's rules from the adapted templates (step 3)."),
+            "en-names": (
+                "English",
+                "The same examples with each group mention replaced by a first name of the group, one variant per "
+                "sampling seed (name proxies, step 5).",
+            ),
             "ur": ("Urdu", "Instance-level translation of `en` (who translated: step 4)."),
         },
     )
@@ -383,10 +388,11 @@ def _limitations(header: Mapping[str, Any] | None, targets: Sequence[str] = ("en
 
 def _name_proxy_section(strength: pd.DataFrame | None) -> str:
     """Per group, how strongly its names stand for it (:mod:`pbbq.tasks.names.strength`), and which groups are over
-    the threshold, hence may be named in ``fa-names``."""
+    the threshold, hence may be named in ``<lang>-names`` (``fa-names``; the adaptation path's ``en-names``)."""
     if strength is None or strength.empty:
         return "The names' strength was not measured in this build, and no group was left out for it."
     first = strength.iloc[0]
+    source, names = first["lang"], f"{first['lang']}-names"
     margin = float(first["threshold"]) - float(first["chance"])
     rows = [
         [
@@ -410,14 +416,14 @@ def _name_proxy_section(strength: pd.DataFrame | None) -> str:
         f"on the names of the category's groups, gives back the share of a group's held-out names ({FOLDS}-fold "
         f"cross-validation, repeated {REPEATS} times with a fixed seed). Chance is 1 / the number of groups; a "
         f"group is kept when its strength reaches chance + {margin:.2f} (for 10 names, one more name given back "
-        "than chance would). An example enters `fa-names` only when both of its groups are kept; the others stay "
-        "in `fa` (funnel: `weak_proxy`). Ten names per group are little evidence, and character n-grams miss what "
-        "a reader knows of a name, so a kept group is one whose names look alike, not proof that a reader "
+        f"than chance would). An example enters `{names}` only when both of its groups are kept; the others stay "
+        f"in `{source}` (funnel: `weak_proxy`). Ten names per group are little evidence, and character n-grams miss "
+        "what a reader knows of a name, so a kept group is one whose names look alike, not proof that a reader "
         "recognises the group.\n\n"
-        + markdown_table(["Category", "Group", "# groups", "Strength", "Chance", "Threshold", "`fa-names`"], rows)
+        + markdown_table(["Category", "Group", "# groups", "Strength", "Chance", "Threshold", f"`{names}`"], rows)
         + f"\n\nGroups over the threshold: {kept_text or 'none'}. An example needs both of its groups over it, "
-        "so a category can keep a group and still have no example in `fa-names` (its pairs meet a group under the "
-        "threshold); Table 1 below counts the examples `fa-names` holds per category."
+        f"so a category can keep a group and still have no example in `{names}` (its pairs meet a group under the "
+        f"threshold); Table 1 below counts the examples `{names}` holds per category."
     )
 
 
