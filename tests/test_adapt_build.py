@@ -26,6 +26,8 @@ from pbbq.tasks.text.languages import language
 from pbbq.tasks.translate import OWN_LETTERS
 from tests.adapt_support import SAMPLE_SHEET, SAMPLE_VOCABULARY, VOCABULARY
 
+NO_NAME_STANDS_FOR = {"Atheist", "Ahmadi"}
+"""Groups no first name stands for: an atheist's names are anyone's, an Ahmadi's are Muslim names."""
 SHEET = {row["template_id"]: row for row in csv.DictReader(SAMPLE_SHEET.open(encoding="utf-8"))}
 
 
@@ -164,7 +166,8 @@ def test_en_names_names_each_entity_by_a_name_of_its_group_as_its_source_reads(a
 
 
 def test_en_names_counts_every_english_example_once_in_the_funnel_and_card(adapt_run: Path) -> None:
-    """Every English example is named (its variants), not covered (a group no name stands for: Atheist) or left out
+    """Every English example is named (its variants), not covered (a group no name stands for: Atheist,
+    Ahmadi) or left out
     for a weak proxy; the funnel, Table 1, the card and the lm_eval tasks show ``en-names``."""
     english = _released(adapt_run, "en")
     variants = _released(adapt_run, "en-names")
@@ -173,7 +176,10 @@ def test_en_names_counts_every_english_example_once_in_the_funnel_and_card(adapt
     assert len(variants) == 3 * len(named) and len(weak) > 0 and len(unmapped) > 0
     assert sorted([*named, *unmapped["example_id"], *weak["example_id"]]) == sorted(english["example_id"])
     assert set(unmapped["reason"]) == {"entity_not_in_name_table"}
-    assert (unmapped["stereo_entity"].eq("Atheist") | unmapped["nonstereo_entity"].eq("Atheist")).all()
+    uncovered = unmapped["stereo_entity"].isin(NO_NAME_STANDS_FOR) | unmapped["nonstereo_entity"].isin(
+        NO_NAME_STANDS_FOR
+    )
+    assert uncovered.all()
     strength = _table(adapt_run, "06_names/proxy_strength").set_index("group")
     weak_groups = set(strength.index[~strength["strong"]])
     assert all({row.stereo_entity, row.nonstereo_entity} & weak_groups for row in weak.itertuples())
@@ -194,8 +200,8 @@ def test_the_sample_name_table_covers_the_named_groups_and_says_it_was_written_f
     table = _sample_name_table()
     assert table["note"].str.startswith("written for the sample").all() and table["lang"].eq("en").all()
     groups = set(load_bbq_vocabulary(SAMPLE_VOCABULARY)["Name"])
-    # no first name stands for an atheist; no template of the sample names the Baloch
-    assert set(table["group"]) == groups - {"Atheist", "Baloch"}
+    # no template of the sample names the Baloch
+    assert set(table["group"]) == groups - NO_NAME_STANDS_FOR - {"Baloch"}
 
 
 def test_simply_removed_rows_are_dropped_with_their_reason(adapt_run: Path) -> None:
