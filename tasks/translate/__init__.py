@@ -6,8 +6,9 @@ come from its :class:`~pbbq.tasks.text.languages.Language` (Urdu: agreement inst
 mention in its direct or oblique form) and its prompts are ``translate.<source>-<target>.txt`` and siblings.
 
 Each distinct Persian segment is translated once, since contexts, questions and options recur across
-examples: entity phrases and lexical variants first (as bare phrases), then questions and contexts, each
-context told the English of the entity phrases it holds, so that the English options occur in the English
+examples (a question, into a target whose verbs agree with their subject's gender, once per gender of its pairs:
+:func:`question_agreement`): entity phrases and lexical variants first (as bare phrases), then questions and
+contexts, each context told the English of the entity phrases it holds, so that the English options occur in the English
 context; and the groups the options are tagged with (``answer_info``), so that an English record's tags are
 English. The 'unknown' phrasings are not translated: they map to a fixed English list
 (``annotations/unknown_phrases.csv``).
