@@ -23,7 +23,7 @@ from pbbq.tasks.core.stage import Table
 from pbbq.tasks.names import load_name_table
 from pbbq.tasks.names.draw import sub_seeds
 from pbbq.tasks.text.languages import language
-from pbbq.tasks.translate import OWN_LETTERS
+from pbbq.tasks.translate import AGREEMENT_INSTRUCTIONS, OWN_LETTERS
 from tests.adapt_support import SAMPLE_SHEET, SAMPLE_VOCABULARY, VOCABULARY
 
 NO_NAME_STANDS_FOR = {"Atheist", "Ahmadi"}
@@ -202,6 +202,23 @@ def test_the_sample_name_table_covers_the_named_groups_and_says_it_was_written_f
     groups = set(load_bbq_vocabulary(SAMPLE_VOCABULARY)["Name"])
     # no template of the sample names the Baloch
     assert set(table["group"]) == groups - NO_NAME_STANDS_FOR - {"Baloch"}
+
+
+def test_each_urdu_question_is_asked_with_the_agreement_of_its_pairs(adapt_run: Path) -> None:
+    """Urdu verbs agree with their subject, so a question is translated once per gender of its pairs, its key and
+    its request saying which: the sample's pairs are never two women, so each is asked in the masculine, Urdu's form
+    for anyone (a pair of two women is pinned by tests/test_targets.py)."""
+    segments = _table(adapt_run, "07_translate/segments")
+    questions = segments[segments["kind"] == "question"]
+    assert len(questions) > 0 and set(questions["agreement"]) == {"masculine"}
+    assert set(segments.loc[segments["kind"] != "question", "agreement"]) == {""}
+    assert questions["segment_id"].str.endswith("-masculine").all()
+    transcript = REPO_ROOT / "prompts" / "transcripts" / "adapt-sample.jsonl"
+    requests = [json.loads(line)["request"] for line in transcript.read_text(encoding="utf-8").splitlines()[1:]]
+    asked = [r for r in requests if AGREEMENT_INSTRUCTIONS["masculine"] in r["system"]]
+    assert len(asked) == questions["attempts"].sum() and not any(
+        AGREEMENT_INSTRUCTIONS["feminine"] in r["system"] for r in requests
+    )
 
 
 def test_simply_removed_rows_are_dropped_with_their_reason(adapt_run: Path) -> None:

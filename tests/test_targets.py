@@ -23,7 +23,18 @@ from pbbq.tasks.evaluation.lm_eval_task import UTILS_SOURCE, utils_source
 from pbbq.tasks.evaluation.lm_eval_utils import SCAFFOLD
 from pbbq.tasks.llm import LLMClient, ResponseStore
 from pbbq.tasks.text.languages import language
-from pbbq.tasks.translate import STAGE, Pair, TranslateParams, TranslatePrompts, translate, translate_stage
+from pbbq.tasks.text.languages.ur import VERB_GENDER
+from pbbq.tasks.translate import (
+    AGREEMENT_INSTRUCTIONS,
+    STAGE,
+    Pair,
+    TranslateParams,
+    TranslatePrompts,
+    question_agreement,
+    segment_schema,
+    translate,
+    translate_stage,
+)
 from pbbq.tasks.translate.glossary import load_glossary
 from tests.fakes.llm_servers import FakeLLMServer
 from tests.fakes.stand_in_model import StandInModel, _tagged, disambiguated_sample
@@ -210,6 +221,85 @@ def test_a_pair_failing_in_urdu_drops_from_urdu_only(
     assert entity_options and not any(text.startswith("The ") for text in entity_options)
 
 
+# --- a question's agreement with the gender of its pair ----------------------------------------------------------
+
+
+def test_urdu_asks_about_two_women_in_the_feminine_and_english_asks_as_before() -> None:
+    """Urdu verbs agree with their subject, so a question has one translation per pair's gender; English's
+    segments, keys and schema are as they were."""
+    fa, en, ur = language("fa"), language("en"), language("ur")
+    assert ur.marks_gender_on_verbs and not en.marks_gender_on_verbs and not fa.marks_gender_on_verbs
+    women, mixed = ("زن شیرازی", "دختر دانشجو"), ("زن شیرازی", "مرد کاشانی")
+    assert question_agreement(women, fa, ur) == "feminine" and question_agreement(mixed, fa, ur) == "masculine"
+    assert question_agreement(women, fa, en) == "" and question_agreement(("جوان", "پیرزن"), fa, ur) == "masculine"
+    assert "agreement" in segment_schema(fa, ur).names and "agreement" not in segment_schema(fa, en).names
+    question = "بچے کی دیکھ بھال کون نہیں سنبھال {}؟"
+    [failure] = ur.gender_failures(question.format("سکا"), ["عورت", "لڑکی"], "question")
+    assert failure.code == "verb_gender" and "'سکا' is masculine" in failure.message
+    assert ur.gender_failures(question.format("سکی"), ["عورت", "لڑکی"], "question") == []
+    assert ur.gender_failures(question.format("سکا"), ["عورت", "آدمی"], "question") == []
+
+
+class MasculineForWomen:
+    """The sample's stand-in, except that it answers one Persian question about two women with the masculine on
+    every attempt (its back-translation is that question)."""
+
+    def __init__(self, model: StandInModel, question: str) -> None:
+        self.model, self.question = model, question
+        self.wrong = model.urdu_questions[question, "masculine"]
+
+    def __call__(self, body: dict[str, Any]) -> str:
+        user = next(m["content"] for m in body["messages"] if m["role"] == "user")
+        women = AGREEMENT_INSTRUCTIONS["feminine"] in body["messages"][0]["content"]
+        if women and _tagged("persian_text", user) == self.question:
+            return self.wrong
+        return self.model(body)
+
+
+def test_a_masculine_question_about_two_women_drops_their_pair_from_urdu_only(
+    sample_examples: tuple[pd.DataFrame, StandInModel, dict[str, Any]], client: tuple[FakeLLMServer, LLMClient]
+) -> None:
+    examples, model, tables = sample_examples
+    server, llm = client
+    original = examples[examples["variant"] == "original"]
+    fa = language("fa")
+    women = original[
+        original["stereo_entity"].map(fa.entity_gender).eq("female")
+        & original["nonstereo_entity"].map(fa.entity_gender).eq("female")
+    ]
+    assert len(set(zip(women["stereo_entity"], women["nonstereo_entity"], strict=True))) == 1
+    question = women["question"].iloc[0]
+    server.answer = MasculineForWomen(model, question)
+    outputs = {
+        target: translate(
+            examples,
+            tables["unknown_phrases"],
+            tables["glossary"],
+            TranslatePrompts.load(source=target.source, target=target.target),
+            llm,
+            TranslateParams(),
+            target,
+        )
+        for target in (Pair(), URDU)
+    }
+    english, urdu = outputs[Pair()], outputs[URDU]
+    assert english["dropped"].empty and len(english["examples"]) == len(original)
+    dropped = urdu["dropped"].set_index("source_example_id")["reason"]
+    assert set(dropped.index) == set(women["example_id"])
+    assert dropped[women[women["question"] == question]["example_id"]].eq("failed_validation").all()
+    assert dropped[women[women["question"] != question]["example_id"]].eq("pair_incomplete").all()
+    review = urdu["review"]
+    assert len(review) == 1 and review.iloc[0]["segment_id"].endswith("-feminine")
+    assert (review.iloc[0]["agreement"], review.iloc[0]["failures"], review.iloc[0]["attempts"]) == (
+        "feminine",
+        "verb_gender",
+        3,
+    )
+    assert urdu.report["failures_by_rule"] == {"verb_gender": 3}
+    others = urdu["examples"]
+    assert len(others) == len(original) - len(women) and not set(women["example_id"]) & set(others["source_example_id"])
+
+
 # --- the sample built into English and Urdu ----------------------------------------------------------------------
 
 
@@ -266,3 +356,42 @@ def test_lm_eval_runs_pbbq_ur_as_it_runs_pbbq_en(urdu_run: Path, tmp_path: Path)
     assert set(results) == {"pbbq_ur", "pbbq_en"}
     for task in results.values():
         assert 0.0 <= task["acc,none"] <= 1.0 and -1.0 <= task["beta_amb_bounded,none"] <= 1.0
+
+
+def test_every_urdu_question_about_two_women_reads_feminine(urdu_run: Path) -> None:
+    """Each released Urdu example whose two people are women asks its question in the feminine (no masculine form
+    agrees with its کون; 'کس نے …', 'کسے …' agree with something else), from its own segment; English keeps one
+    segment per question."""
+    ur = language("ur")
+    examples = pd.read_parquet(urdu_run / "10_publish" / "hub" / "data" / "ur")
+    women = examples[
+        examples["stereo_entity"].map(ur.entity_gender).eq("female")
+        & examples["nonstereo_entity"].map(ur.entity_gender).eq("female")
+    ]
+    assert len(women) > 100
+    words = {question: ur.tokenize(question) for question in women["question"]}
+    about = {question: tokens for question, tokens in words.items() if "کون" in tokens and "نے" not in tokens}
+    forms = {question: {VERB_GENDER.get(word) for word in tokens} for question, tokens in about.items()}
+    assert not [question for question, genders in forms.items() if "male" in genders]
+    assert sum("female" in genders for genders in forms.values()) > 20
+    segments = pd.read_parquet(urdu_run / "07_translate_ur" / "segments.parquet")
+    questions = segments[segments["kind"] == "question"]
+    assert set(questions["agreement"]) == {"feminine", "masculine"} and set(segments["agreement"]) >= {""}
+    assert all(sid.endswith(f"-{agreement}") for sid, agreement in questions[["segment_id", "agreement"]].values)
+    asked = set(zip(examples["nonstereo_entity"], examples["question"], strict=True))
+    assert ("غیر معذور عورت", "ملازمت کی ذمہ داریاں کون نہیں سنبھال سکی؟") in asked
+    assert ("غیر معذور آدمی", "ملازمت کی ذمہ داریاں کون نہیں سنبھال سکا؟") in asked  # one Persian question
+    english = pd.read_parquet(urdu_run / "07_translate" / "segments.parquet")
+    assert "agreement" not in english and english.loc[english["kind"] == "question", "text_fa"].is_unique
+
+
+def test_urdu_names_a_republican_as_the_glossary_does(urdu_run: Path) -> None:
+    """جمهوری‌خواه is a republican (ریپبلکن), not pro-democracy (جمہوریت پسند), in the glossary and the release."""
+    glossary = load_glossary(REPO_ROOT / "annotations" / "glossary.csv").set_index("term_fa")
+    assert glossary.at["جمهوری‌خواه", "term_ur"] == "ریپبلکن"
+    examples = pd.read_parquet(urdu_run / "10_publish" / "hub" / "data" / "ur")
+    entities = set(examples["stereo_entity"]) | set(examples["nonstereo_entity"])
+    assert {"ریپبلکن کارکن", "ریپبلکن تجزیہ کار"} & entities
+    assert not examples["context"].str.contains("جمہوریت پسند").any()
+    assert not examples["context"].str.contains("بچے کی نام").any()
+    assert examples["context"].str.contains("بچے کا نام رکھنے کی تقریب").any()

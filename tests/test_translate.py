@@ -652,6 +652,7 @@ def test_a_translation_that_adds_a_gender_is_retried_with_the_failure_named_then
             "entities": [("بازرگان هندی",), ("تعمیرکار موبایل",), ()],
             "lexicals": [(), (), ("ثروتمندان",)],
             "glossary": [(), (), ()],
+            "agreement": ["", "", ""],
         }
     )
     translated, attempts = translate_segments(

@@ -8,7 +8,7 @@ import pytest
 
 from pbbq.tasks.core.artifacts import REPO_ROOT
 from pbbq.tasks.text.languages import ur
-from tests.fakes.stand_in_model import URDU_SLOT, agreement, fill_urdu, swap_urdu
+from tests.fakes.stand_in_model import LEX_GENDERS, NO_LEX, URDU_SLOT, agreement, fill_urdu, swap_urdu
 
 URDU = ur.LANGUAGE
 
@@ -223,7 +223,7 @@ def test_urdu_contexts_agree_with_every_pair_the_sample_builds(
                 }
                 urdu = [direct for direct, _, _ in cast.values()]
                 for lex in lexes:
-                    variant = (lex["ur"], lex["ur_oblique"]) if lex else ("", "")
+                    variant = (lex["ur"], lex["ur_oblique"], LEX_GENDERS.get(lex["gender"], "")) if lex else NO_LEX
                     for text in (row["ambiguous_ur"], row["disambiguated_ur"], swap_urdu(row["disambiguated_ur"])):
                         filled = fill_urdu(text, cast, variant)
                         assert URDU.gender_failures(filled, urdu, "context") == [], filled

@@ -6,8 +6,9 @@ come from its :class:`~pbbq.tasks.text.languages.Language` (Urdu: agreement inst
 mention in its direct or oblique form) and its prompts are ``translate.<source>-<target>.txt`` and siblings.
 
 Each distinct Persian segment is translated once, since contexts, questions and options recur across
-examples: entity phrases and lexical variants first (as bare phrases), then questions and contexts, each
-context told the English of the entity phrases it holds, so that the English options occur in the English
+examples (a question, into a target whose verbs agree with their subject's gender, once per gender of its pairs:
+:func:`question_agreement`): entity phrases and lexical variants first (as bare phrases), then questions and
+contexts, each context told the English of the entity phrases it holds, so that the English options occur in the English
 context; and the groups the options are tagged with (``answer_info``), so that an English record's tags are
 English. The 'unknown' phrasings are not translated: they map to a fixed English list
 (``annotations/unknown_phrases.csv``).
@@ -73,6 +74,12 @@ KIND_INSTRUCTIONS = {
 }
 """The instructions of each kind of segment, with the source's and the target's names (``$source``, ``$target``,
 ``$an``: the target name's article)."""
+AGREEMENT_INSTRUCTIONS = {
+    "feminine": "Both people it may be about are women.",
+    "masculine": "The two people it may be about are not both women.",
+}
+"""What a question's request adds in a target whose verbs agree with their subject's gender
+(:func:`question_agreement`): whether the people it asks about are both women."""
 FAILURES: dict[str, str] = {
     "empty": "The answer is empty.",
     "not_target": "The answer has {source} letters: translate all of it into {target}.",
@@ -103,11 +110,14 @@ def segment_schema(source: Language, target: Language) -> pa.Schema:
     """A translated segment: its source text (``text_fa``), its glossary entries (``term_fa → term_en``), the
     target's text of its last attempt (``text_en``), the rules that attempt broke (``;``-separated, empty when it
     passed), the back-translation into the source (``back_fa``) and its chrF, whether the chrF is under
-    ``min_chrf``, and every request behind it."""
+    ``min_chrf``, and every request behind it. A target whose verbs agree with their subject's gender (Urdu) also
+    has each question's ``agreement`` (:func:`question_agreement`; empty for the other kinds)."""
+    agreement = [("agreement", pa.string())] if target.marks_gender_on_verbs else []
     return pa.schema(
         [
             ("segment_id", pa.string()),
             ("kind", pa.string()),
+            *agreement,
             (f"text_{source.code}", pa.string()),
             ("glossary", pa.list_(pa.string())),
             (f"text_{target.code}", pa.string()),
@@ -253,8 +263,18 @@ class Pair:
         return {"male": "male", "female": "female", NONE: f"of a gender the {self.source.name} does not give"}
 
 
-def _segment_id(kind: str, text: str) -> str:
-    return f"{kind}-{sha256_bytes(text.encode('utf-8'))[:12]}"
+def _segment_id(kind: str, text: str, agreement: str = "") -> str:
+    return f"{kind}-{sha256_bytes(text.encode('utf-8'))[:12]}" + (f"-{agreement}" if agreement else "")
+
+
+def question_agreement(entities: Iterable[str], source: Language, target: Language) -> str:
+    """The agreement of a question's translation about the ``entities`` (source phrases) of one pair, in a target
+    whose verbs agree with their subject's gender (:attr:`~pbbq.tasks.text.languages.Language.marks_gender_on_verbs`;
+    else ``""``: one translation for every pair): ``feminine`` when the source gives both as women, else
+    ``masculine``, the form for anyone ('کون نہیں سنبھال سکی؟' asks about two women, 'سکا' about anyone else)."""
+    if not target.marks_gender_on_verbs:
+        return ""
+    return "feminine" if all(source.entity_gender(e) == "female" for e in entities) else "masculine"
 
 
 def segments(examples: pd.DataFrame, glossary: Glossary, column: str = "text_fa") -> pd.DataFrame:
@@ -262,16 +282,24 @@ def segments(examples: pd.DataFrame, glossary: Glossary, column: str = "text_fa"
     that its text holds, as BBQ's "two friends, one Afghan and the other Nigerian" holds no "Afghan friend"; a
     question's every entity it is asked about; an entity phrase itself), ``lexicals`` (a context's lexical
     variant; a variant itself) and ``glossary``, the ``(term, rendering)`` entries of its entities (a context's
-    two) and lexical variant (a question names no entity, so it has none)."""
+    two) and lexical variant (a question names no entity, so it has none). In a target whose verbs agree with
+    their subject's gender, a question is one segment per ``agreement`` of its pairs (:func:`question_agreement`),
+    its entities those of those pairs."""
     rows: list[dict[str, Any]] = []
     entities = sorted(set(examples["stereo_entity"]) | set(examples["nonstereo_entity"]))
     rows += [{"kind": "entity", column: e, "entities": (e,), "lexicals": ()} for e in entities]
     variants = sorted(set(examples["lexical_variant"]) - {""})
     rows += [{"kind": "lex", column: v, "entities": (), "lexicals": (v,)} for v in variants]
     rows += [{"kind": "group", column: g, "entities": (), "lexicals": (g,)} for g in sorted(_groups(examples))]
-    for question, group in examples.groupby("question", sort=True):
+    agreements = [
+        question_agreement(pair, glossary.source, glossary.target)
+        for pair in zip(examples["stereo_entity"], examples["nonstereo_entity"], strict=True)
+    ]
+    for (question, agreement), group in examples.assign(agreement=agreements).groupby(["question", "agreement"]):
         asked = sorted(set(group["stereo_entity"]) | set(group["nonstereo_entity"]))
-        rows.append({"kind": "question", column: question, "entities": tuple(asked), "lexicals": ()})
+        rows.append(
+            {"kind": "question", column: question, "entities": tuple(asked), "lexicals": (), "agreement": agreement}
+        )
     contexts = examples.groupby("context", sort=True).agg(
         stereo=("stereo_entity", "first"), nonstereo=("nonstereo_entity", "first"), lex=("lexical_variant", "first")
     )
@@ -280,8 +308,12 @@ def segments(examples: pd.DataFrame, glossary: Glossary, column: str = "text_fa"
         named = (row.stereo, row.nonstereo)
         held = tuple(e for e in named if glossary.source.mention(e).search(context))
         rows.append({"kind": "context", column: context, "entities": held, "named": named, "lexicals": lexicals})
-    frame = pd.DataFrame(rows, columns=["kind", column, "entities", "lexicals"])
-    frame.insert(0, "segment_id", [_segment_id(k, t) for k, t in zip(frame["kind"], frame[column], strict=True)])
+    frame = pd.DataFrame(rows, columns=["kind", column, "entities", "lexicals", "agreement"]).fillna({"agreement": ""})
+    frame.insert(
+        0,
+        "segment_id",
+        [_segment_id(*key) for key in zip(frame["kind"], frame[column], frame["agreement"], strict=True)],
+    )
     frame["glossary"] = [
         () if row["kind"] == "question" else _entries(glossary, (*row.get("named", row["entities"]), *row["lexicals"]))
         for row in rows
@@ -384,6 +416,8 @@ def forward_request(
     """The translation request of one segment: the instructions for its kind (system message), and in the user
     message its glossary entries, the translation of a context's entity phrases and its text, each in its tag."""
     kind = segment["kind"]
+    note = AGREEMENT_INSTRUCTIONS.get(segment.get("agreement", ""))
+    instructions = pair.instructions[kind] + (f" {note}" if note else "")
     data = Template(prompts.data).substitute(
         glossary=_lines(segment["glossary"], "(no group names in this text)"),
         phrases=_lines(entities.items(), "(none)"),
@@ -391,7 +425,7 @@ def forward_request(
     )
     return LLMRequest(
         messages=(("user", data),),
-        system=Template(prompts.forward).substitute(kind=KIND_NAMES[kind], instructions=pair.instructions[kind]),
+        system=Template(prompts.forward).substitute(kind=KIND_NAMES[kind], instructions=instructions),
         prompt_hash=prompts.sha256,
         stage=pair.stage,
         context=segment["segment_id"],
@@ -502,9 +536,10 @@ def translate_segments(
     backs = [pair.source.normalize(answer.text) for answer in answers]
     scores = chrf_scores(backs, table[pair.source_column].tolist())
     rows = []
-    for sid, kind, source_text, entries, answer, back, score in zip(
+    for sid, kind, agreement, source_text, entries, answer, back, score in zip(
         table["segment_id"],
         table["kind"],
+        table["agreement"],
         table[pair.source_column],
         table["glossary"],
         answers,
@@ -518,6 +553,7 @@ def translate_segments(
             {
                 "segment_id": sid,
                 "kind": kind,
+                "agreement": agreement,
                 pair.source_column: source_text,
                 "glossary": [f"{fa} → {term}" for fa, term in entries],
                 pair.target_column: text,
@@ -547,45 +583,31 @@ def translated_examples(
     (``flagged_translation``); then the other examples of its entity pair (template, entities, lexical variant)
     are dropped too (``pair_incomplete``), so that every pair of the target keeps its mirrors and both contexts.
     Each target drops on its own: a pair failing in Urdu stays in English."""
-    source_column, target_column = pair.source_column, pair.target_column
-    by_kind = {kind: group for kind, group in translated.groupby("kind")}
-    rendering = {
-        (kind, text): target
-        for kind, group in by_kind.items()
-        for text, target in zip(group[source_column], group[target_column], strict=True)
-    }
-    failed = {
-        (k, text)
-        for k, text, f in zip(translated["kind"], translated[source_column], translated["failures"], strict=True)
-        if f
-    }
-    flagged = set(
-        zip(
-            translated.loc[translated["flagged"], "kind"],
-            translated.loc[translated["flagged"], source_column],
-            strict=True,
-        )
-    )
-    request_ids = {
-        (k, text): list(ids)
-        for k, text, ids in zip(translated["kind"], translated[source_column], translated["request_ids"], strict=True)
-    }
+    source_column = pair.source_column
+    agreements = translated["agreement"] if "agreement" in translated else [""] * len(translated)
+    # A segment's key, as an example's keys below name it: (kind, source text, agreement).
+    segment_keys = list(zip(translated["kind"], translated[source_column], agreements, strict=True))
+    rendering = dict(zip(segment_keys, translated[pair.target_column], strict=True))
+    failed = {key for key, f in zip(segment_keys, translated["failures"], strict=True) if f}
+    flagged = {key for key, f in zip(segment_keys, translated["flagged"], strict=True) if f}
+    request_ids = {key: list(ids) for key, ids in zip(segment_keys, translated["request_ids"], strict=True)}
     unknown = dict(
         zip(unknown_phrases[pair.source.unknown_column], unknown_phrases[pair.target.unknown_column], strict=True)
     )
-    tags = {text: group_tag(target) for (kind, text), target in rendering.items() if kind == "group"}
+    tags = {text: group_tag(target) for (kind, text, _), target in rendering.items() if kind == "group"}
     article = OPTION_ARTICLE.get(pair.target.code, "")
     rows, reasons, pairs = [], [], []
     for row in examples.to_dict(orient="records"):
         pairs.append((row["template_id"], row["stereo_entity"], row["nonstereo_entity"], row["lexical_variant"]))
-        keys = [("context", row["context"]), ("question", row["question"])]
-        keys += [("entity", row["stereo_entity"]), ("entity", row["nonstereo_entity"])]
-        keys += [("lex", row["lexical_variant"])] if row["lexical_variant"] else []
+        agreement = question_agreement((row["stereo_entity"], row["nonstereo_entity"]), pair.source, pair.target)
+        keys = [("context", row["context"], ""), ("question", row["question"], agreement)]
+        keys += [("entity", row["stereo_entity"], ""), ("entity", row["nonstereo_entity"], "")]
+        keys += [("lex", row["lexical_variant"], "")] if row["lexical_variant"] else []
         entity_options = [option for option in OPTIONS if row["answer_roles"][option] != "unknown"]
         groups = {option: group_name(str(list(row["answer_info"][option])[1])) for option in entity_options}
-        keys += [("group", group) for group in groups.values()]
+        keys += [("group", group, "") for group in groups.values()]
         texts = {
-            option: f"{article}{rendering[('entity', pair.source.without_article(row[option]))]}"
+            option: f"{article}{rendering[('entity', pair.source.without_article(row[option]), '')]}"
             if option in groups
             else unknown[row[option]]
             for option in OPTIONS

@@ -6,7 +6,9 @@ Called with a request body (OpenAI chat messages, as the fake server passes them
 - a translation request (English inside ``<english_text>``): a context or a question is matched against the
   adapted templates' English (every template the sample sheet builds: DT, TM, NA), with their slots ``{{NAME1}}``,
   ``{{NAME2}}``, ``{{WORD1}}`` as captures and BBQ's 'a' → 'an' allowed; its Urdu is the template's
-  ``translations.ur.csv`` text with the slots filled (:func:`fill_urdu`). Any other segment (an entity phrase,
+  ``translations.ur.csv`` text with the slots filled (:func:`fill_urdu`), a question's ``NAMES`` slots in the
+  feminine when its request says both people are women (:data:`pbbq.tasks.translate.AGREEMENT_INSTRUCTIONS`).
+  Any other segment (an entity phrase,
   with or without BBQ's article, a group name, a lexical variant as ``WORD1: house`` or bare, an 'unknown'
   phrasing) is looked up in ``phrases.ur.csv``. A follow-up (retry) gets the same answer;
 - a back-translation request (Urdu inside ``<urdu_text>``) with the English it was answered for. Two English
@@ -35,6 +37,7 @@ from pbbq.tasks.core.inputs import load_ratings
 from pbbq.tasks.core.schemas import OPTIONS
 from pbbq.tasks.kappa_gate import GateParams
 from pbbq.tasks.text.languages import language
+from pbbq.tasks.translate import AGREEMENT_INSTRUCTIONS
 from tests.adapt_support import SAMPLE_RATINGS as RATINGS
 from tests.adapt_support import SAMPLE_SHEET as SHEET
 from tests.adapt_support import SAMPLE_VOCABULARY as VOCABULARY
@@ -163,10 +166,11 @@ class StandInAdapt:
         """Every Urdu answer → the English it was answered for (the first in alphabetical order, when two English
         share one Urdu)."""
 
-    def translate(self, english: str) -> str:
-        """The Urdu of one English segment; a KeyError names a segment no template or phrase gives."""
+    def translate(self, english: str, women: bool = False) -> str:
+        """The Urdu of one English segment (``women``: a question about two women); a KeyError names a segment no
+        template or phrase gives."""
         english = " ".join(english.split())
-        urdu = self._composed(english) or self._phrase(english)
+        urdu = self._composed(english, women) or self._phrase(english)
         if urdu is None:
             raise KeyError(f"the adaptation stand-in has no Urdu for: {english[:200]!r}")
         self.answered[urdu] = min(english, self.answered.get(urdu, english))
@@ -178,7 +182,7 @@ class StandInAdapt:
             return " ".join(self.phrases[word] for word in words)
         return self.phrases.get(english) or self.phrases.get(bare(english))
 
-    def _composed(self, english: str) -> str | None:
+    def _composed(self, english: str, women: bool) -> str | None:
         for template_id, fields, pattern in self.patterns:
             match = pattern.fullmatch(english)
             if match:
@@ -187,7 +191,7 @@ class StandInAdapt:
                 return fill_urdu(
                     text,
                     {slot: self.phrases[value] for slot, value in slots.items()},
-                    self._feminine(template_id, slots),
+                    self._feminine(template_id, slots) | ({"NAMES": women} if fields[0].startswith("question") else {}),
                 )
         return None
 
@@ -211,7 +215,8 @@ class StandInAdapt:
         users = [message["content"] for message in body["messages"] if message["role"] == "user"]
         english = _tagged("english_text", users[0])
         if english is not None:
-            return self.translate(english)
+            system = "\n".join(m["content"] for m in body["messages"] if m["role"] == "system")
+            return self.translate(english, AGREEMENT_INSTRUCTIONS["feminine"] in system)
         urdu = _tagged("urdu_text", users[0])
         if urdu is None:
             raise KeyError(f"the adaptation stand-in has no answer for: {users[0][:200]}")

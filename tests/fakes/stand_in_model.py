@@ -18,7 +18,8 @@ mode. It answers
   wrong every time;
 - a translation request into Urdu (its system prompt names Urdu) with Urdu composed the same way from
   ``translations.ur.csv`` and ``phrases.ur.csv``, their slots filled as ``README.ur.md`` says (:func:`fill_urdu`);
-  a question's agreement is the masculine unless every entity of its template is a woman; and its back-translation
+  a question's agreement is the feminine when its request says both people are women
+  (:data:`pbbq.tasks.translate.AGREEMENT_INSTRUCTIONS`), else the masculine; and its back-translation
   (``<urdu_text>``) with the Persian it came from;
 - a back-translation request with the Persian it came from, except that the segments whose paraphrase
   reads like a real model's (:data:`PARAPHRASE_CHRF`) get it (:func:`paraphrase_fa`: synonyms, the two clauses of a
@@ -48,6 +49,7 @@ from pbbq.tasks.survey_filter import survey_filter
 from pbbq.tasks.text.languages import NONE, language
 from pbbq.tasks.text.languages.fa import normalize_fa
 from pbbq.tasks.text.languages.ur import normalize_ur
+from pbbq.tasks.translate import AGREEMENT_INSTRUCTIONS
 
 STAND_INS = REPO_ROOT / "prompts" / "transcripts" / "stand_ins"
 POOR_BACK_TRANSLATION = "متن ترجمه شده با متن اصلی هیچ ربطی ندارد."
@@ -92,13 +94,17 @@ _SYNONYMS = {
 _ARTICLE = re.compile(r"\b([Aa]) (?=[aeiouAEIOU])")
 _SLOT = re.compile(r"\{(stereo|nonstereo)(?::(\w+))?\}")
 _NEGATIVE = re.compile(r"شخصیت (\{\w+\}) باید")
+LEX_GENDERS = {"m": "male", "f": "female"}
+"""``phrases.ur.csv``'s ``gender`` of a lexical variant (its Urdu's grammatical gender, for a ``{lex:…|…}`` slot)."""
 
 
 URDU_SLOT = re.compile(r"\{(stereo|nonstereo|lex|pair)(?::([^{}]*))?\}")
 """A slot of an Urdu template text (``README.ur.md``): ``{stereo}``, ``{stereo:oblique}``, ``{stereo:سکا|سکی}``,
-``{pair:رہے تھے|رہی تھیں}``, ``{lex}``, ``{lex:oblique}``."""
+``{pair:رہے تھے|رہی تھیں}``, ``{lex}``, ``{lex:oblique}``, ``{lex:کا|کی}``."""
 Cast = dict[str, tuple[str, str, str]]
-"""Per role (``stereo``, ``nonstereo``): the entity's Urdu, its oblique form and its gender."""
+"""Per role (``stereo``, ``nonstereo``; ``lex``): the entity's Urdu, its oblique form and its gender (a lexical
+variant's: its grammatical gender, where an agreement slot needs it)."""
+NO_LEX = ("", "", "")
 
 
 def agreement(form: str) -> tuple[str, str]:
@@ -107,18 +113,22 @@ def agreement(form: str) -> tuple[str, str]:
     return masculine, feminine
 
 
-def fill_urdu(text: str, entities: Cast, lex: tuple[str, str]) -> str:
+def fill_urdu(text: str, entities: Cast, lex: tuple[str, str, str]) -> str:
     """An Urdu template text with each slot filled (``README.ur.md``): ``entities`` maps a role to its Urdu phrase,
-    its oblique form and its gender; ``lex`` is the lexical variant's Urdu and its oblique form. An agreement slot
-    takes the feminine for a woman (``pair``: when both are women), else the masculine, Urdu's form for anyone."""
+    its oblique form and its gender; ``lex`` is the lexical variant's Urdu, its oblique form and its grammatical
+    gender. An agreement slot takes the feminine for a woman (``pair``: when both are women; ``lex``: a feminine
+    word), else the masculine, Urdu's form for anyone."""
+    cast = {**entities, "lex": lex}
 
     def slot(match: re.Match[str]) -> str:
         role, form = match.groups()
-        direct, oblique = lex if role == "lex" else entities[role][:2] if role != "pair" else ("", "")
+        direct, oblique = cast[role][:2] if role != "pair" else ("", "")
         if form is None or form == "oblique":
             return oblique if form else direct
         masculine, feminine = agreement(form)
-        women = [gender for _, _, gender in entities.values()] if role == "pair" else [entities[role][2]]
+        if role == "lex" and lex[2] not in ("male", "female"):
+            raise ValueError(f"the lexical variant {lex[0]!r} has no gender for the agreement slot {match.group()}")
+        women = [gender for _, _, gender in entities.values()] if role == "pair" else [cast[role][2]]
         return feminine if all(gender == "female" for gender in women) else masculine
 
     return URDU_SLOT.sub(slot, text)
@@ -232,13 +242,15 @@ class StandInModel:
         self.back = self._back_translations(poor_back_translations)
         self.urdu_templates = {r["template_id"]: r for r in _rows(folder, "translations.ur.csv")}
         self.urdu_phrases = {(r["kind"], normalize_fa(r["fa"])): r for r in _rows(folder, "phrases.ur.csv")}
+        self.urdu_questions: dict[tuple[str, str], str] = {}
+        """(Persian question, agreement) → its Urdu: ``masculine`` or ``feminine`` (both people women)."""
         self.urdu = self._compose_urdu(overrides)
-        """The Urdu of every Persian segment the sample's examples can hold."""
+        """The Urdu of every other Persian segment the sample's examples can hold."""
         self.urdu_back: dict[str, str] = {}
         """Urdu → the Persian a back-translation gives: where two Persian segments share one Urdu (a group's plural
         and its singular: رانندگان تاکسی, راننده‌ی تاکسی → ٹیکسی ڈرائیور), the first composed, so the other's
         back-translation is the one a model would give, scored as such."""
-        for persian, urdu in self.urdu.items():
+        for persian, urdu in [*self.urdu.items(), *((q, u) for (q, _), u in self.urdu_questions.items())]:
             self.urdu_back.setdefault(urdu, persian)
 
     def _continuations(
@@ -309,8 +321,8 @@ class StandInModel:
 
     def _compose_urdu(self, overrides: pd.DataFrame) -> dict[str, str]:
         """The Urdu of the Persian segments :meth:`_compose` gives English for: each template's contexts with every
-        pair of its entities, in both orders of mention and every condition, its questions (masculine agreement
-        unless every entity of the template is a woman), its entities, lexical variants and groups."""
+        pair of its entities, in both orders of mention and every condition, its entities, lexical variants and
+        groups; and its questions in both agreements (:attr:`urdu_questions`)."""
         fixes = {(r.template_id, r.assignment): r.text for r in overrides.itertuples()}
         urdu: dict[str, str] = {}
         gender = language("ur").entity_gender
@@ -323,6 +335,10 @@ class StandInModel:
             row = self.urdu_phrases["entity", persian]
             return row["ur"], row["ur_oblique"], gender(row["ur"])
 
+        def lexical(persian: str) -> tuple[str, str, str]:
+            row = self.urdu_phrases["lex", persian]
+            return row["ur"], row["ur_oblique"], LEX_GENDERS.get(row["gender"], "")
+
         for template_id, template in self.templates.iterrows():
             row = self.urdu_templates[template_id]
             biased_fa, counter_fa = self._continuations(template_id, template, fixes)
@@ -330,20 +346,17 @@ class StandInModel:
             tails = [("", "")] + [
                 (fa, text) for fa, text in ((biased_fa, row["disambiguated_ur"]), (counter_fa, counter)) if fa
             ]
-            everyone = [cast(e)[2] for e in (*template.stereo_entities, *template.nonstereo_entities)]
-            crowd = ("", "", "female" if set(everyone) == {"female"} else "male")
-            for field in ("question_negative", "question_nonnegative"):
-                add(
-                    template[f"{field}_fa"],
-                    fill_urdu(row[f"{field}_ur"], {"stereo": crowd, "nonstereo": crowd}, ("", "")),
-                )
+            for agreement, crowd in (("masculine", ("", "", "male")), ("feminine", ("", "", "female"))):
+                for field in ("question_negative", "question_nonnegative"):
+                    self.urdu_questions[template[f"{field}_fa"], agreement] = fill_urdu(
+                        row[f"{field}_ur"], {"stereo": crowd, "nonstereo": crowd}, NO_LEX
+                    )
             variants = list(template.lexical_variants) or [""]
             for stereo, nonstereo, lex in itertools.product(
                 template.stereo_entities, template.nonstereo_entities, variants
             ):
                 entities = {"stereo": cast(stereo), "nonstereo": cast(nonstereo)}
-                lex_row = self.urdu_phrases["lex", lex] if lex else {"ur": "", "ur_oblique": ""}
-                variant = (lex_row["ur"], lex_row["ur_oblique"])
+                variant = lexical(lex) if lex else NO_LEX
                 add(stereo, entities["stereo"][0])
                 add(nonstereo, entities["nonstereo"][0])
                 if lex:
@@ -405,7 +418,12 @@ class StandInModel:
         prompt = "\n".join(m["content"] for m in body["messages"] if m["role"] == "system") + "\n" + users[0]
         persian = _tagged("persian_text", users[0])
         if persian is not None and "Urdu" in prompt:
-            return self.urdu[normalize_fa(persian)]
+            persian = normalize_fa(persian)
+            if persian in self.urdu:
+                return self.urdu[persian]
+            return self.urdu_questions[
+                persian, "feminine" if AGREEMENT_INSTRUCTIONS["feminine"] in prompt else "masculine"
+            ]
         urdu = _tagged("urdu_text", users[0])
         if urdu is not None:
             return self.urdu_back[normalize_ur(urdu)]

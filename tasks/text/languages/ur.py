@@ -196,8 +196,9 @@ def gender_failures(text: str, entities: Sequence[str], kind: str) -> list[Gende
     entity: its phrase followed by no postposition, or, in a clause that names none, a leading وہ standing for
     the subject of the clause before. A clause with نے is left alone (its verb agrees with the object: 'لڑکی نے
     کھانا کھایا'). A question names no one: in a question whose subject is کون, a feminine form fails when any
-    entity it may be about is not known to be a woman (the masculine is Urdu's form for a person of unknown gender,
-    so it never fails); کس نے, کسے, کس کا questions agree with something else ('کسے مدد درکار تھی') and pass.
+    entity it may be about is not known to be a woman, and a masculine form fails when every one is (the question
+    of a pair of women is translated on its own: :attr:`Language.marks_gender_on_verbs`); کس نے, کسے, کس کا
+    questions agree with something else ('کسے مدد درکار تھی') and pass.
 
     What it cannot see: a predicate after اور (its subject may be dropped or another: only the forms before it
     are read), a subject that is neither an entity's phrase nor a leading وہ (a dropped subject after a clause
@@ -209,12 +210,21 @@ def gender_failures(text: str, entities: Sequence[str], kind: str) -> list[Gende
         tokens = tokenize_ur(normalize_ur(text))
         if "کون" not in tokens or "نے" in tokens:
             return []
-        feminine = [word for word, gender in _agreeing(" ".join(tokens), 0) if gender == FEMALE]
+        forms = _agreeing(" ".join(tokens), 0)
+        feminine = [word for word, gender in forms if gender == FEMALE]
+        masculine = [word for word, gender in forms if gender == MALE]
         others = [phrase for phrase, gender in genders.items() if gender != FEMALE]
         if feminine and others:
             message = (
                 f"'{feminine[0]}' is feminine, but the question may be about the {others[0]}, who is not known to be "
                 "a woman: use the masculine form, Urdu's form for anyone."
+            )
+            return [GenderFailure("verb_gender", message)]
+        if masculine and genders and not others:
+            women = " and the ".join(genders)
+            message = (
+                f"'{masculine[0]}' is masculine, but the question is about the {women}, who are women: use the "
+                "feminine form."
             )
             return [GenderFailure("verb_gender", message)]
         return []
@@ -260,6 +270,7 @@ LANGUAGE = Language(
     maturity=gender_table(_DATA["maturity"]),
     word_gender=word_gender,
     gender_failures=gender_failures,
+    marks_gender_on_verbs=True,
     unmarked=unmarked,
     find_mention=mention_pattern,
 )
