@@ -386,12 +386,13 @@ def test_every_urdu_question_about_two_women_reads_feminine(urdu_run: Path) -> N
 
 
 def test_urdu_names_a_republican_as_the_glossary_does(urdu_run: Path) -> None:
-    """جمهوری‌خواه is a republican (ریپبلکن), not pro-democracy (جمہوریت پسند), in the glossary and the release."""
+    """جمهوری‌خواه is a supporter of a republic (جمہوریہ پسند), neither pro-democracy (جمہوریت پسند) nor the US
+    party (ریپبلکن), in the glossary and the release."""
     glossary = load_glossary(REPO_ROOT / "annotations" / "glossary.csv").set_index("term_fa")
-    assert glossary.at["جمهوری‌خواه", "term_ur"] == "ریپبلکن"
+    assert glossary.at["جمهوری‌خواه", "term_ur"] == "جمہوریہ پسند"
     examples = pd.read_parquet(urdu_run / "10_publish" / "hub" / "data" / "ur")
     entities = set(examples["stereo_entity"]) | set(examples["nonstereo_entity"])
-    assert {"ریپبلکن کارکن", "ریپبلکن تجزیہ کار"} & entities
+    assert {"جمہوریہ پسند کارکن", "جمہوریہ پسند تجزیہ کار"} & entities
     assert not examples["context"].str.contains("جمہوریت پسند").any()
     assert not examples["context"].str.contains("بچے کی نام").any()
     assert examples["context"].str.contains("بچے کا نام رکھنے کی تقریب").any()
