@@ -230,7 +230,7 @@ def test_the_gate_is_stage_03s_rule_with_its_thresholds(tmp_path: Path) -> None:
 def test_the_sample_sheet_classes_templates_for_pakistan() -> None:
     sheet = load_reviewed_sheet(SAMPLE_SHEET)
     output = adapt(sheet, load_ratings(SAMPLE_RATINGS, sheet["template_id"]), GateParams())
-    assert output.report["classes"] == {"DT": 4, "TM": 3, "NA": 3, "SR": 4}
+    assert output.report["classes"] == {"DT": 3, "TM": 4, "NA": 3, "SR": 4}
     reasons = output["dropped"].set_index("template_id")["reason"].to_dict()
     assert reasons["PK-NA-3"] == "kappa_below_threshold" and reasons["Nationality-1"] == "relevance_below_threshold"
     assert (output["dropped"].loc[output["dropped"]["class"] == "SR", "removal_reason"] != "").all()

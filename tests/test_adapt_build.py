@@ -243,6 +243,19 @@ def test_target_modified_text_is_the_one_built(adapt_run: Path) -> None:
     assert not examples["context"].str.contains("|".join(bbq_only)).any()
 
 
+def test_religion_17_compares_atheists_without_ahmadis(adapt_run: Path) -> None:
+    """Ahmadis are themselves stigmatised as immoral in Pakistan, so as the non-stereotyped side of Religion-17's
+    'immoral' they would measure a second bias, not its absence: the sheet leaves them out and says why."""
+    row = SHEET["Religion-17"]
+    assert row["class"] == "TM" and "Ahmadi" not in row["target_other_groups"] and "Ahmadi" in row["reason"]
+    english = _released(adapt_run, "en").query("template_id == 'Religion-17'")
+    assert set(english["stereo_entity"]) == {"Atheist"}
+    assert set(english["nonstereo_entity"]) == {"Muslim", "Hindu", "Christian", "Sikh"}
+    urdu = _released(adapt_run, "ur").query("template_id == 'Religion-17'")
+    assert len(urdu) > 0 and set(urdu["source_example_id"]) <= set(english["example_id"])
+    assert not urdu["context"].str.contains("احمدی").any()
+
+
 def test_newly_added_rows_pass_the_same_gate_as_the_rest(adapt_run: Path) -> None:
     templates = _table(adapt_run, "03_adapt/templates").set_index("template_id")
     added = [tid for tid, row in SHEET.items() if row["class"] == "NA"]

@@ -75,13 +75,13 @@ def answers(model: StandInAdapt, examples: pd.DataFrame) -> dict[tuple[str, str]
     return {(kind, en): model(_request(kind, en)) for kind, en in zip(segments["kind"], segments["en"], strict=True)}
 
 
-def test_the_gated_sample_is_456_examples_and_its_segments_are_listed() -> None:
+def test_the_gated_sample_is_448_examples_and_its_segments_are_listed() -> None:
     gated = sample_examples()
     segments = distinct_segments(gated)
-    assert len(gated) == 456
+    assert len(gated) == 448
     assert segments.groupby("kind").size().to_dict() == {
-        "context": 192,
-        "entity": 39,
+        "context": 188,
+        "entity": 38,
         "group": 19,
         "lex": 3,
         "question": 16,
@@ -97,7 +97,7 @@ def test_list_segments_prints_every_segment(capsys: pytest.CaptureFixture[str], 
 
 
 def test_every_segment_gets_urdu_in_standard_letters_with_no_slot_left(answers: dict[tuple[str, str], str]) -> None:
-    assert len(answers) == 407
+    assert len(answers) == 402
     for (kind, english), urdu in answers.items():
         assert urdu.strip(), (kind, english)
         assert not NOT_URDU.search(urdu), (kind, english, urdu)

@@ -337,6 +337,17 @@ def test_the_sample_builds_urdu_with_its_checks_tables_tasks_and_card(urdu_run: 
     assert "| Urdu examples (`ur`) | 3,744 |" in card and "`ur` (Urdu)" in card
 
 
+def test_the_urdu_release_words_groups_and_settings_as_urdu_readers_do(urdu_run: Path) -> None:
+    """«فارس» alone reads as the province, not the people; «مخالف جنس پرست» is a calque; rupees move an Iranian
+    setting to Pakistan; «ایک طلبہ» is 'one students' (the stand-ins' Urdu, ``prompts/transcripts/stand_ins/``)."""
+    urdu = pd.read_parquet(urdu_run / "10_publish" / "hub" / "data" / "ur")
+    text = urdu["context"] + " " + urdu["question"] + " " + urdu["ans0"] + " " + urdu["ans1"] + " " + urdu["ans2"]
+    for wrong in ("فارس آدمی", "فارس عورت", "مخالف جنس پرست", "روپے", "ایک طلبہ"):
+        assert not text.str.contains(wrong).any(), wrong
+    for right in ("فارسی النسل عورت", "جنس مخالف کی طرف مائل عورت", "طلبہ کے ٹیلی گرام گروپ", "چھوٹی سی رقم"):
+        assert text.str.contains(right).any(), right
+
+
 def test_lm_eval_runs_pbbq_ur_as_it_runs_pbbq_en(urdu_run: Path, tmp_path: Path) -> None:
     """``lm_eval --include_path <release>/lm_eval --tasks pbbq_ur`` (lm-eval unmodified) with a tiny local model."""
     model = build_tiny_causal_lm(tmp_path / "tiny_lm")
