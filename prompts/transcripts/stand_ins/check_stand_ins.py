@@ -75,7 +75,7 @@ BREAKERS = {
 """Pairs whose attempt 1 breaks exactly this rule and whose attempt 2 is valid."""
 REVIEW = ("DOM-02-T1", "counter_biased")
 REVIEW_FAILURES = ["too_many_sentences", "missing_stereo", "repeats_initial_text"]
-OVERRIDE = ("ETH-02-T2", "counter_biased")
+OVERRIDE = ("ETH-02-T2", "biased")
 
 
 def fill(text: str, stereo: str, nonstereo: str, lex: str) -> str:
@@ -99,13 +99,11 @@ def main() -> None:
     assert len(templates) == 72
     params = DisambiguateParams()
 
-    # templates.csv: exactly the 8 keep their human continuations, the other 64 are blank in both cells.
-    filled = {
-        t for t in templates["template_id"] if by_id.at[t, COLUMNS["biased"]] or by_id.at[t, COLUMNS["counter_biased"]]
-    }
+    # templates.csv: exactly the 8 keep their human continuation, the other 64 are blank; none declares a mirror
+    # exception, so no template brings a counter-biased text of its own (the mirror swaps the roles).
+    filled = {t for t in templates["template_id"] if by_id.at[t, COLUMNS["biased"]]}
     assert filled == HUMAN, sorted(filled ^ HUMAN)
-    for t in HUMAN:
-        assert by_id.at[t, COLUMNS["biased"]] and by_id.at[t, COLUMNS["counter_biased"]], t
+    assert not templates[COLUMNS["counter_biased"]].any() and not templates["mirror_exception"].any()
     blank = set(templates["template_id"]) - HUMAN
     assert len(blank) == 64 and WRITTEN_NEW.issubset(blank)
 
