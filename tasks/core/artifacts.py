@@ -206,16 +206,26 @@ class ArtifactStore:
             atomic_write_bytes(self.file(digest), data)
         return digest
 
+    def _note(self, key: str) -> Path:
+        return self.path / "memo" / sha256_bytes(key.encode("utf-8"))
+
+    def recall(self, key: str) -> str | None:
+        """The sha256 of the file kept under ``key`` (:meth:`remember`), or None when there is none (or the file
+        was removed from the store)."""
+        note = self._note(key)
+        known = note.read_text(encoding="ascii") if note.is_file() else ""
+        return known if known and self.has(known) else None
+
+    def remember(self, key: str, data: bytes) -> str:
+        """Keep ``data`` under ``key``, a key that determines its content; returns its sha256."""
+        digest = self.put(data)
+        atomic_write_bytes(self._note(key), digest.encode("ascii"))
+        return digest
+
     def memo(self, key: str, make: Callable[[], bytes]) -> str:
         """The sha256 of the file ``make()`` gives, made and kept the first time ``key`` is asked for: a file whose
         content ``key`` determines but which costs to make (a large report's JSON)."""
-        note = self.path / "memo" / sha256_bytes(key.encode("utf-8"))
-        known = note.read_text(encoding="ascii") if note.is_file() else ""
-        if known and self.has(known):
-            return known
-        digest = self.put(make())
-        atomic_write_bytes(note, digest.encode("ascii"))
-        return digest
+        return self.recall(key) or self.remember(key, make())
 
     def place(self, sha256: str, target: Path) -> None:
         """Put the stored file ``sha256`` at ``target`` as one atomic rename: a hard link to it, or a copy on

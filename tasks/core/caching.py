@@ -37,7 +37,7 @@ from prefect.cache_policies import NO_CACHE, CachePolicy
 from prefect.context import TaskRunContext
 
 from .artifacts import REPO_ROOT, ArtifactStore, StageOutput, StoredFile, parquet_bytes, sha256_file, stage_files
-from .stage import Stage, finish
+from .stage import Separable, Stage, finish
 
 PROJECT_PACKAGE = "pbbq"
 """The package whose modules are the project's own code (the rest is libraries, pinned by version); its
@@ -252,6 +252,65 @@ class StageInputsAndCode(CachePolicy):
         return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 
 
+def _row_hashes(frame: pd.DataFrame, key: str) -> dict[str, str]:
+    """Per value of ``key``: a sha256 of its rows of ``frame`` (Arrow IPC of them, in their order)."""
+    table = pa.Table.from_pandas(frame, preserve_index=False).replace_schema_metadata(None)
+    digests = {}
+    for value, rows in frame.groupby(key, sort=False).indices.items():
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, table.schema) as writer:
+            writer.write_table(table.take(rows))
+        digests[str(value)] = hashlib.sha256(sink.getvalue()).hexdigest()
+    return digests
+
+
+def _by_key(tables: Mapping[str, pd.DataFrame], key: str, keys: list[str]) -> dict[str, dict[str, pd.DataFrame]]:
+    """Each key's rows of every table (none for a key a table does not hold)."""
+    found: dict[str, dict[str, pd.DataFrame]] = {value: {} for value in keys}
+    for name, frame in tables.items():
+        indices = frame.groupby(key, sort=False).indices
+        for value in keys:
+            found[value][name] = frame.iloc[indices.get(value, [])].reset_index(drop=True)
+    return found
+
+
+def _stacked(parts: list[dict[str, pd.DataFrame]]) -> dict[str, pd.DataFrame]:
+    """The parts' tables concatenated, table by table (an empty part adds no rows, nor its columns' dtypes)."""
+    stacked = {}
+    for name in parts[0]:
+        frames = [part[name] for part in parts]
+        filled = [frame for frame in frames if len(frame)] or frames[:1]
+        stacked[name] = pd.concat(filled, ignore_index=True)
+    return stacked
+
+
+def separated(per: Separable, arguments: Mapping[str, Any], store: ArtifactStore) -> tuple[StageOutput, dict[str, Any]]:
+    """A :class:`~.stage.Separable` stage run by key: each key's part taken from ``store`` when its rows of the
+    split tables, the stage's other arguments (its parameters among them) and its code are those it was made from,
+    the others computed in one call of ``part`` on their rows and kept; then ``whole`` on every part. Returns the
+    output and what was computed: how many keys, and rows of each part table, of how many."""
+    found = {name: v.load() if isinstance(v, StoredInput) else v for name, v in arguments.items()}
+    others = {name: value for name, value in arguments.items() if name not in per.split}
+    common = json.dumps(
+        {"code": stage_code_hash(per.part), "others": input_digest(others)}, sort_keys=True, default=str
+    )
+    hashes = {name: _row_hashes(found[name], per.key) for name in per.split}
+    keys = sorted(set().union(*hashes.values()))
+    part_keys = {value: json.dumps([common, value, [hashes[name].get(value) for name in per.split]]) for value in keys}
+    kept = {value: store.recall(part_key) for value, part_key in part_keys.items()}
+    missing = [value for value in keys if kept[value] is None]
+    computed: dict[str, dict[str, pd.DataFrame]] = {}
+    if missing:
+        subset = {name: found[name][found[name][per.key].isin(missing)].reset_index(drop=True) for name in per.split}
+        computed = _by_key(per.part(**found | subset), per.key, missing)
+        for value in missing:
+            store.remember(part_keys[value], pickle.dumps(computed[value], PICKLE))
+    parts = [computed[v] if v in computed else pickle.loads(store.file(str(kept[v])).read_bytes()) for v in keys]
+    stacked = _stacked(parts) if parts else dict(per.part(**found))  # no key: the tables, empty
+    rows = {name: [sum(len(computed[v][name]) for v in missing), len(frame)] for name, frame in stacked.items()}
+    return per.whole(stacked, **found), {"key": per.key, "computed": len(missing), "of": len(keys), "rows": rows}
+
+
 def stage_task(stage: Stage, params: Any, store: ArtifactStore) -> Any:
     """The thin Prefect task around a stage: it loads the tables its :class:`StoredInput` arguments name, runs the
     stage function, completes its output by the contract (:func:`.stage.finish`) and, for a cached stage, keeps it
@@ -260,8 +319,12 @@ def stage_task(stage: Stage, params: Any, store: ArtifactStore) -> Any:
     :class:`StageOutput`."""
 
     def run(**arguments: Any) -> StoredStage | StageOutput:
-        found = {name: v.load() if isinstance(v, StoredInput) else v for name, v in arguments.items()}
-        output = finish(stage, stage.run(**found), params)
+        if stage.per is not None:
+            computed, parts = separated(stage.per, arguments, store)
+            output = finish(stage, dataclasses.replace(computed, report={**computed.report, "parts": parts}), params)
+        else:
+            found = {name: v.load() if isinstance(v, StoredInput) else v for name, v in arguments.items()}
+            output = finish(stage, stage.run(**found), params)
         return StoredStage.keep(output, store) if stage.cached else output
 
     functools.update_wrapper(run, stage.run)  # Prefect binds the stage function's own parameters

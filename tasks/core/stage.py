@@ -77,6 +77,26 @@ class Report:
     compute: Callable[[Mapping[str, Any]], Any]
 
 
+@dataclass(frozen=True)
+class Separable:
+    """How a stage's work splits by a key column (a template's rows are made from that template alone), so that a
+    build in which one template changed computes that template's rows only (docs/architecture.md §9). The stage
+    is ``whole(part(**arguments), **arguments)``: ``part`` does the work per key, ``whole`` what needs every row
+    (a check across templates, the report). The runner keeps each key's part in the content store, by the hash
+    of that key's rows of the split tables, the other arguments and the code, and calls ``part`` once, on the
+    rows of the keys it has not kept (:func:`pbbq.tasks.core.caching.separated`)."""
+
+    key: str
+    """The column the split tables and every table of a part hold: ``template_id``."""
+    split: tuple[str, ...]
+    """The arguments (tables of earlier stages) split by ``key``; the others go whole to every part."""
+    part: Callable[..., Mapping[str, pd.DataFrame]]
+    """The tables of the keys its split arguments hold, each table's rows grouped by key, keys in sorted order:
+    so the tables of several keys are the concatenation of each key's."""
+    whole: Callable[..., StageOutput]
+    """``whole(parts, **arguments)``: the stage's output from the parts of every key, concatenated."""
+
+
 def _always(params: Any) -> bool:
     return True
 
@@ -167,11 +187,16 @@ class Stage:
     """The LLM requests its output used, for the run's transcript."""
     artifacts: Mapping[str, tuple[str, tuple[str, ...] | None, str]] = field(default_factory=dict)
     """Prefect table artifacts: key → (table, its columns or None for all, description)."""
+    per: Separable | None = None
+    """How its work splits by a key (None: it runs on whole tables)."""
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.drops) - set(self.outputs))
         if unknown:
             raise ValueError(f"stage {self.folder}: drop table(s) {', '.join(unknown)} are not among its outputs")
+        unsplit = [name for name in self.per.split if not isinstance(self.inputs.get(name), Table)] if self.per else []
+        if unsplit:
+            raise ValueError(f"stage {self.folder}: it splits {', '.join(unsplit)}, not a table among its inputs")
         if "params" in self.inputs:
             raise ValueError(f"stage {self.folder}: 'params' is the parameters' argument, not an input")
 
