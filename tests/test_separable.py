@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 
 from pbbq.tasks import instantiate
-from pbbq.tasks.core.artifacts import ArtifactStore, StageOutput
+from pbbq.tasks.core.artifacts import ArtifactStore, StageOutput, StageRecord
 from pbbq.tasks.core.caching import StoredStage, separated, stage_task
-from pbbq.tasks.core.stage import Separable, Stage, Table, finish
+from pbbq.tasks.core.stage import Pipeline, Separable, Stage, Table, finish
 from tests.separable_support import sample_arguments
 from tests.templates import STEREOTYPES, template_row
 
@@ -114,5 +114,20 @@ def test_new_parameters_or_other_tables_recompute_every_template(sample: dict[st
 
 def test_a_stage_splits_only_tables_it_reads() -> None:
     per = Separable("template_id", ("rules",), dict, lambda parts, **_: StageOutput({}, {}, {}))
-    with pytest.raises(ValueError, match="stage 99_x: it splits rules, not a table among its inputs"):
-        Stage("99_x", "x", lambda: StageOutput({}, {}, {}), inputs={"t": Table("01", "t")}, outputs={}, per=per)
+    stage = Stage("99_x", "x", lambda: StageOutput({}, {}, {}), inputs={"t": Table("01_t", "t")}, outputs={}, per=per)
+    first = Stage("01_t", "t", lambda: StageOutput({}, {}, {}), inputs={}, outputs={})
+    with pytest.raises(ValueError, match="pipeline: stage 99_x splits rules, not a table it reads"):
+        Pipeline((first, stage))
+
+
+def test_the_progress_line_says_how_many_templates_and_rows_were_computed() -> None:
+    parts = {
+        "key": "template_id",
+        "computed": 1,
+        "of": 276,
+        "rows": {"examples": [142, 39276], "dropped_pairs": [0, 9]},
+    }
+    report = {"counts": {"in": 276, "out": 39276}, "dropped": {"total": 9}, "parts": parts}
+    line = StageRecord("instantiate", "05_instantiate", False, {}, [], report).summary()
+    assert line.endswith("9 dropped (recomputed: 1 of 276 template_id, 142 of 39276 examples)")
+    assert StageRecord("instantiate", "05_instantiate", True, {}, [], report).summary().endswith("(cached)")

@@ -264,11 +264,16 @@ class StageRecord:
     def summary(self) -> str:
         """One progress line for the terminal, e.g. ``02_survey  44 in → 38 kept, 6 dropped (recomputed)``; rows
         a stage set aside but did not drop (the names stage's examples no name table covers, which stay in fa) are
-        ``not covered``."""
+        ``not covered``; a stage that splits by template says how many of its templates and rows it computed
+        (``05_instantiate  … (recomputed: 1 of 276 template_id, 142 of 39276 examples)``)."""
         counts = self.report.get("counts", {})
         dropped = self.report.get("dropped", {}).get("total", 0)
         not_covered = self.report.get("not_covered", {}).get("total", 0)
         how = "cached" if self.cached else "recomputed"
+        parts = self.report.get("parts")
+        if parts and not self.cached:
+            table, (computed, total) = next(iter(parts["rows"].items()))
+            how += f": {parts['computed']} of {parts['of']} {parts['key']}, {computed} of {total} {table}"
         left = [f"{dropped} dropped"] if dropped or not not_covered else []
         left += [f"{not_covered} not covered"] if not_covered else []
         return f"{self.folder:<16} {counts.get('in', '?')} in → {counts.get('out', '?')} out, {', '.join(left)} ({how})"

@@ -194,9 +194,6 @@ class Stage:
         unknown = sorted(set(self.drops) - set(self.outputs))
         if unknown:
             raise ValueError(f"stage {self.folder}: drop table(s) {', '.join(unknown)} are not among its outputs")
-        unsplit = [name for name in self.per.split if not isinstance(self.inputs.get(name), Table)] if self.per else []
-        if unsplit:
-            raise ValueError(f"stage {self.folder}: it splits {', '.join(unsplit)}, not a table among its inputs")
         if "params" in self.inputs:
             raise ValueError(f"stage {self.folder}: 'params' is the parameters' argument, not an input")
 
@@ -270,6 +267,11 @@ class Pipeline:
             if not stage.upstream <= seen:
                 later = ", ".join(sorted(stage.upstream - seen))
                 raise ValueError(f"pipeline: stage {stage.folder} reads {later}, not a stage before it")
+            unsplit = (
+                [name for name in stage.per.split if not isinstance(stage.inputs.get(name), Table)] if stage.per else []
+            )
+            if unsplit:
+                raise ValueError(f"pipeline: stage {stage.folder} splits {', '.join(unsplit)}, not a table it reads")
             seen.add(stage.folder)
 
     def __iter__(self) -> Iterator[Stage]:
