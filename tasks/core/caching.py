@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 from prefect import task
@@ -253,14 +254,21 @@ class StageInputsAndCode(CachePolicy):
 
 
 def _row_hashes(frame: pd.DataFrame, key: str) -> dict[str, str]:
-    """Per value of ``key``: a sha256 of its rows of ``frame`` (Arrow IPC of them, in their order)."""
-    table = pa.Table.from_pandas(frame, preserve_index=False).replace_schema_metadata(None)
+    """Per value of ``key``: a sha256 of its rows of ``frame`` (Arrow IPC of them, in their order). The table is
+    sorted by key once and each key's rows taken from their slice: a ``take`` gives the same buffers wherever the
+    rows were (a slice alone keeps its offsets into the table), and taking from a slice costs what it holds."""
+    if frame.empty:
+        return {}
+    keys = frame[key].astype(str).to_numpy()
+    order = np.argsort(keys, kind="stable")
+    table = pa.Table.from_pandas(frame, preserve_index=False).replace_schema_metadata(None).take(order)
+    starts = np.flatnonzero(np.r_[True, keys[order][1:] != keys[order][:-1]])
     digests = {}
-    for value, rows in frame.groupby(key, sort=False).indices.items():
+    for start, end in zip(starts, [*starts[1:], len(keys)], strict=True):
         sink = pa.BufferOutputStream()
         with pa.ipc.new_stream(sink, table.schema) as writer:
-            writer.write_table(table.take(rows))
-        digests[str(value)] = hashlib.sha256(sink.getvalue()).hexdigest()
+            writer.write_table(table.slice(start, end - start).take(np.arange(end - start)))
+        digests[str(keys[order[start]])] = hashlib.sha256(sink.getvalue()).hexdigest()
     return digests
 
 
