@@ -11,7 +11,9 @@ it lives, invalidates exactly the stages that use it.
 What the cache keeps of a stage is a small record (:class:`StoredStage`): its files sit in a content-addressed
 :class:`~.artifacts.ArtifactStore` and a run takes them by reference, their hashes and rows from the record; its
 frames are read from the store only when a stage that runs asks for them (:class:`StoredInput`). So a rebuild
-with nothing changed reads and writes no table of a cached stage.
+with nothing changed reads and writes no table of a cached stage. A stage whose work splits by template
+(:class:`~.stage.Separable`) keeps each template's part there too, so a rebuild in which one template changed
+computes that template's rows only (:func:`separated`).
 """
 
 from __future__ import annotations
@@ -276,7 +278,7 @@ def _by_key(tables: Mapping[str, pd.DataFrame], key: str, keys: list[str]) -> di
     """Each key's rows of every table (none for a key a table does not hold)."""
     found: dict[str, dict[str, pd.DataFrame]] = {value: {} for value in keys}
     for name, frame in tables.items():
-        indices = frame.groupby(key, sort=False).indices
+        indices = frame.groupby(frame[key].astype(str), sort=False).indices
         for value in keys:
             found[value][name] = frame.iloc[indices.get(value, [])].reset_index(drop=True)
     return found
@@ -309,7 +311,10 @@ def separated(per: Separable, arguments: Mapping[str, Any], store: ArtifactStore
     missing = [value for value in keys if kept[value] is None]
     computed: dict[str, dict[str, pd.DataFrame]] = {}
     if missing:
-        subset = {name: found[name][found[name][per.key].isin(missing)].reset_index(drop=True) for name in per.split}
+        subset = {
+            name: found[name][found[name][per.key].astype(str).isin(missing)].reset_index(drop=True)
+            for name in per.split
+        }
         computed = _by_key(per.part(**found | subset), per.key, missing)
         for value in missing:
             store.remember(part_keys[value], pickle.dumps(computed[value], PICKLE))
@@ -321,7 +326,8 @@ def separated(per: Separable, arguments: Mapping[str, Any], store: ArtifactStore
 
 def stage_task(stage: Stage, params: Any, store: ArtifactStore) -> Any:
     """The thin Prefect task around a stage: it loads the tables its :class:`StoredInput` arguments name, runs the
-    stage function, completes its output by the contract (:func:`.stage.finish`) and, for a cached stage, keeps it
+    stage function (a stage that splits by key, by :func:`separated`, its report's ``parts`` saying what it
+    computed), completes its output by the contract (:func:`.stage.finish`) and, for a cached stage, keeps it
     in ``store`` and returns the :class:`StoredStage` that Prefect persists, keyed on the stage's code, declared
     outputs and inputs. A stage with side effects (publish) runs every time (Prefect's ``NO_CACHE``) and returns its
     :class:`StageOutput`."""

@@ -91,10 +91,10 @@ class Separable:
     split: tuple[str, ...]
     """The arguments (tables of earlier stages) split by ``key``; the others go whole to every part."""
     part: Callable[..., Mapping[str, pd.DataFrame]]
-    """The tables of the keys its split arguments hold, each table's rows grouped by key, keys in sorted order:
-    so the tables of several keys are the concatenation of each key's."""
+    """The tables of the keys its split arguments hold, each row with its key."""
     whole: Callable[..., StageOutput]
-    """``whole(parts, **arguments)``: the stage's output from the parts of every key, concatenated."""
+    """``whole(parts, **arguments)``: the stage's output from the parts of every key, each table concatenated in
+    key order; the same as from ``part`` of every key at once (the tests hold each stage to it)."""
 
 
 def _always(params: Any) -> bool:
