@@ -298,8 +298,10 @@ def _parts(changed: dict[str, Any]) -> str:
     """What the stages that split by template computed, from their reports."""
     said = []
     for folder, parts in changed["parts"].items():
-        table, (rows, total) = next(iter(parts["rows"].items()))
-        said.append(f"{folder} {parts['computed']} of {parts['of']} templates, {rows:,} of {total:,} rows of {table}")
+        rows, total = parts["rows"]
+        said.append(
+            f"{folder} {parts['computed']} of {parts['of']} templates, {rows:,} of {total:,} rows of {parts['table']}"
+        )
     return "; ".join(said) or "no stage split by template"
 
 

@@ -13,20 +13,17 @@ from pbbq.tasks.core.stage import Sources, arguments, finish
 from pbbq.tasks.llm import open_llm
 
 
-def sample_arguments(folders: tuple[str, ...], scratch: Path) -> dict[str, dict[str, Any]]:
-    """The arguments the sample build gives the stages in ``folders``: every stage before them run on the sample."""
+def sample_arguments(folder: str, scratch: Path) -> dict[str, Any]:
+    """The arguments the sample build gives the stage in ``folder``: every stage before it run on the sample."""
     build = load_config()
     llm = build.llm.__class__(**{**build.llm.__dict__, "store_path": scratch / "responses.sqlite"})
     client = open_llm(llm, build.transcript)
     inputs = load_build_inputs(build, scratch, log=lambda line: None)
     outputs: dict[str, StageOutput] = {}
     sources = Sources(inputs.tables, outputs, lambda: client)
-    found: dict[str, dict[str, Any]] = {}
     for stage in build.pipeline:
         params = build.params(stage.name) if stage.params else None
-        if stage.folder in folders:
-            found[stage.folder] = arguments(stage, params, sources)
-        if len(found) == len(folders):
-            return found
+        if stage.folder == folder:
+            return arguments(stage, params, sources)
         outputs[stage.folder] = finish(stage, stage.run(**arguments(stage, params, sources)), params)
-    raise KeyError(f"the sample's pipeline has no stage {', '.join(sorted(set(folders) - set(found)))}")
+    raise KeyError(f"the sample's pipeline has no stage {folder}")

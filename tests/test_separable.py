@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from pbbq.tasks import instantiate, names
+from pbbq.tasks import instantiate
 from pbbq.tasks.core.artifacts import ArtifactStore, StageOutput, StageRecord
 from pbbq.tasks.core.caching import StoredStage, separated, stage_task
 from pbbq.tasks.core.stage import Pipeline, Separable, Stage, Table, finish
@@ -22,15 +22,9 @@ PHRASES = ("نمی‌توان گفت", "مشخص نیست")
 
 
 @pytest.fixture(scope="module")
-def arguments(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
-    """The sample build's arguments of the stages that split by template."""
-    return sample_arguments((STAGE.folder, names.STAGE.folder), tmp_path_factory.mktemp("sample"))
-
-
-@pytest.fixture(scope="module")
-def sample(arguments: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def sample(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """The sample build's arguments of the instantiate stage (its disambiguated templates, stereotypes, params)."""
-    return arguments[STAGE.folder]
+    return sample_arguments(STAGE.folder, tmp_path_factory.mktemp("sample"))
 
 
 def _assert_same(output: StageOutput, expected: StageOutput) -> None:
@@ -64,11 +58,8 @@ def test_the_sample_split_by_template_is_the_whole_table_stage(sample: dict[str,
         assert parts["computed"] == computed and parts["of"] == len(templates)
 
 
-def test_one_changed_template_of_the_sample_recomputes_its_rows_only(
-    arguments: dict[str, dict[str, Any]], sample: dict[str, Any], tmp_path: Path
-) -> None:
-    """The stage's report (hence its manifest entry) counts the templates and rows it computed; the names stage
-    after it computes that template's examples only."""
+def test_one_changed_template_of_the_sample_recomputes_its_rows_only(sample: dict[str, Any], tmp_path: Path) -> None:
+    """The stage's report (hence its manifest entry) counts the templates and rows it computed."""
     store = ArtifactStore(tmp_path / "store")
     run = stage_task(STAGE, sample["params"], store).fn
     fresh = run(**sample)
@@ -79,7 +70,8 @@ def test_one_changed_template_of_the_sample_recomputes_its_rows_only(
         "key": "template_id",
         "computed": n,
         "of": n,
-        "rows": {"examples": [rows, rows], "dropped_pairs": [64, 64], "allowed_pairs": [0, 0]},
+        "table": "examples",
+        "rows": [rows, rows],
     }
     template_id = fresh.tables(store)["examples"]["template_id"].iloc[-1]
     changed = sample | {"templates": _changed(sample["templates"], template_id)}
@@ -87,17 +79,11 @@ def test_one_changed_template_of_the_sample_recomputes_its_rows_only(
     own = int((again.tables(store)["examples"]["template_id"] == template_id).sum())
     assert 0 < own < rows
     assert again.report["parts"]["computed"] == 1 and again.report["parts"]["of"] == n
-    assert again.report["parts"]["rows"]["examples"] == [own, rows]
+    assert again.report["parts"]["rows"] == [own, rows]
     whole = finish(STAGE, instantiate.instantiate(**changed), changed["params"])
     for name, frame in whole.tables.items():
         pd.testing.assert_frame_equal(again.tables(store)[name], frame, check_exact=True)
     assert {key: value for key, value in again.report.items() if key != "parts"} == whole.report
-    names_per, names_arguments = names.STAGE.per, arguments[names.STAGE.folder]
-    assert names_per is not None
-    separated(names_per, names_arguments | {"examples": fresh.tables(store)["examples"]}, store)
-    named, parts = separated(names_per, names_arguments | {"examples": again.tables(store)["examples"]}, store)
-    assert parts["computed"] == 1 and parts["rows"]["prepared"] == [own, rows]
-    _assert_same(named, names.names(**names_arguments | {"examples": again.tables(store)["examples"]}))
 
 
 def test_a_duplicate_across_templates_is_dropped_whichever_template_was_kept(tmp_path: Path) -> None:
@@ -135,32 +121,13 @@ def test_a_stage_splits_only_tables_it_reads() -> None:
         Pipeline((first, stage))
 
 
-def test_the_names_of_the_sample_split_by_template_are_the_whole_table_stage(
-    arguments: dict[str, dict[str, Any]], tmp_path: Path
-) -> None:
-    """The names stage rewrites each example on its own (per template); what needs every example (each category's
-    proxy strength, the draws of pairs that read alike, the variants sub-seed after sub-seed) is its ``whole``:
-    the same tables and report from half the templates' parts kept, and from a store holding every part."""
-    per, sample_names = names.STAGE.per, arguments[names.STAGE.folder]
-    assert per is not None
-    expected = names.names(**sample_names)
-    store = ArtifactStore(tmp_path / "store")
-    examples = sample_names["examples"]
-    later = sorted(set(examples["template_id"]))[len(set(examples["template_id"])) // 2 :]
-    separated(per, sample_names | {"examples": examples[examples["template_id"].isin(later)]}, store)
-    per_template = examples["template_id"].nunique()
-    for kept in (len(later), per_template):
-        output, parts = separated(per, sample_names, store)
-        _assert_same(output, expected)
-        assert parts["of"] == per_template and parts["computed"] == per_template - kept
-
-
 def test_the_progress_line_says_how_many_templates_and_rows_were_computed() -> None:
     parts = {
         "key": "template_id",
         "computed": 1,
         "of": 276,
-        "rows": {"examples": [142, 39276], "dropped_pairs": [0, 9]},
+        "table": "examples",
+        "rows": [142, 39276],
     }
     report = {"counts": {"in": 276, "out": 39276}, "dropped": {"total": 9}, "parts": parts}
     line = StageRecord("instantiate", "05_instantiate", False, {}, [], report).summary()

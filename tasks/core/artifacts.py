@@ -272,8 +272,8 @@ class StageRecord:
         how = "cached" if self.cached else "recomputed"
         parts = self.report.get("parts")
         if parts and not self.cached:
-            table, (computed, total) = next(iter(parts["rows"].items()))
-            how += f": {parts['computed']} of {parts['of']} {parts['key']}, {computed} of {total} {table}"
+            computed, total = parts["rows"]
+            how += f": {parts['computed']} of {parts['of']} {parts['key']}, {computed} of {total} {parts['table']}"
         left = [f"{dropped} dropped"] if dropped or not not_covered else []
         left += [f"{not_covered} not covered"] if not_covered else []
         return f"{self.folder:<16} {counts.get('in', '?')} in → {counts.get('out', '?')} out, {', '.join(left)} ({how})"

@@ -297,8 +297,9 @@ def _stacked(parts: list[dict[str, pd.DataFrame]]) -> dict[str, pd.DataFrame]:
 def separated(per: Separable, arguments: Mapping[str, Any], store: ArtifactStore) -> tuple[StageOutput, dict[str, Any]]:
     """A :class:`~.stage.Separable` stage run by key: each key's part taken from ``store`` when its rows of the
     split tables, the stage's other arguments (its parameters among them) and its code are those it was made from,
-    the others computed in one call of ``part`` on their rows and kept; then ``whole`` on every part. Returns the
-    output and what was computed: how many keys, and rows of each part table, of how many."""
+    the others computed in one call of ``part`` on their rows and kept; then ``whole`` on every part (``part``'s
+    own tables when it computed every key). Returns the output and what was computed: how many keys, and how many
+    rows of the part's first table, of how many."""
     found = {name: v.load() if isinstance(v, StoredInput) else v for name, v in arguments.items()}
     others = {name: value for name, value in arguments.items() if name not in per.split}
     common = json.dumps(
@@ -310,18 +311,30 @@ def separated(per: Separable, arguments: Mapping[str, Any], store: ArtifactStore
     kept = {value: store.recall(part_key) for value, part_key in part_keys.items()}
     missing = [value for value in keys if kept[value] is None]
     computed: dict[str, dict[str, pd.DataFrame]] = {}
-    if missing:
+    tables: Mapping[str, pd.DataFrame] = {}
+    if missing or not keys:  # no key at all: ``part`` gives the tables, empty
         subset = {
             name: found[name][found[name][per.key].astype(str).isin(missing)].reset_index(drop=True)
             for name in per.split
         }
-        computed = _by_key(per.part(**found | subset), per.key, missing)
+        tables = per.part(**found | subset)
+        computed = _by_key(tables, per.key, missing)
         for value in missing:
             store.remember(part_keys[value], pickle.dumps(computed[value], PICKLE))
-    parts = [computed[v] if v in computed else pickle.loads(store.file(str(kept[v])).read_bytes()) for v in keys]
-    stacked = _stacked(parts) if parts else dict(per.part(**found))  # no key: the tables, empty
-    rows = {name: [sum(len(computed[v][name]) for v in missing), len(frame)] for name, frame in stacked.items()}
-    return per.whole(stacked, **found), {"key": per.key, "computed": len(missing), "of": len(keys), "rows": rows}
+    if len(missing) < len(keys):  # some kept: every key's part, in key order
+        tables = _stacked(
+            [computed[v] if v in computed else pickle.loads(store.file(str(kept[v])).read_bytes()) for v in keys]
+        )
+    first = next(iter(tables))
+    done = sum(len(computed[value][first]) for value in missing)
+    counts = {
+        "key": per.key,
+        "computed": len(missing),
+        "of": len(keys),
+        "table": first,
+        "rows": [done, len(tables[first])],
+    }
+    return per.whole(tables, **found), counts
 
 
 def stage_task(stage: Stage, params: Any, store: ArtifactStore) -> Any:

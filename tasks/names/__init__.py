@@ -43,7 +43,7 @@ import pandas as pd
 from ..core.artifacts import REPO_ROOT, StageOutput, count_reasons, sha256_bytes
 from ..core.inputs import TEMPLATES
 from ..core.schemas import EXAMPLE, EXAMPLE_DROPPED, OPTIONS
-from ..core.stage import SEED, Client, Input, Resource, Separable, Stage, Table, listed
+from ..core.stage import SEED, Client, Input, Resource, Stage, Table, listed
 from ..llm import LLMClient, LLMRequest
 from ..text.cues import NONE, entity_age_band
 from .draw import Drawn, PairRequest, Pools, TooFewPairs, draw_variants, name_pools, pair_eras, sub_seeds
@@ -87,9 +87,6 @@ class Unmapped(Exception):
     def __init__(self, reason: str, entities: Sequence[str] = ("",), detail: str = "") -> None:
         super().__init__(reason)
         self.reason, self.entities, self.detail = reason, tuple(entities), detail
-
-    def __reduce__(self) -> tuple[type[Unmapped], tuple[str, tuple[str, ...], str]]:
-        return Unmapped, (self.reason, self.entities, self.detail)  # kept whole in a template's stored part
 
 
 @dataclass
@@ -300,33 +297,6 @@ def draw_all(
     return drawn, short
 
 
-def prepared_examples(
-    examples: pd.DataFrame,
-    name_table: pd.DataFrame,
-    params: NamesParams,
-    client: LLMClient | None = None,
-    prompt: str = "",
-) -> dict[str, pd.DataFrame]:
-    """The work of the stage per example, hence per template: each example rewritten with slots for the names
-    (:func:`prepare`) or the reason it cannot be, and, with ``gender_llm``, the LLM's label of each gender its
-    cues leave undecided (one request per example and entity). Table ``prepared``: per example its template, id,
-    row and result (a :class:`Prepared` or an :class:`Unmapped`), in the order of ``examples``."""
-    if params.gender_llm and (client is None or not prompt):
-        raise ValueError("names: gender_llm is on; give the LLM client and load_gender_prompt()")
-    words_by_lang = group_words(name_table)
-    rows = examples.to_dict("records")
-    results: list[Prepared | Unmapped] = []
-    for row in rows:
-        try:
-            results.append(prepare(row, words_by_lang))
-        except Unmapped as unmapped:
-            results.append(unmapped)
-    if params.gender_llm and client is not None:
-        label_undecided([result for result in results if isinstance(result, Prepared)], client, prompt)
-    columns = {"template_id": examples["template_id"].tolist(), "example_id": examples["example_id"].tolist()}
-    return {"prepared": pd.DataFrame(columns | {"row": rows, "result": results})}
-
-
 def names(
     examples: pd.DataFrame,
     name_table: pd.DataFrame,
@@ -336,30 +306,22 @@ def names(
 ) -> StageOutput:
     """The name-proxy variants of every mappable example, one per sub-seed, and every unmapped example with its
     reason (§4.1.1, Appendix C). ``client`` and ``prompt`` are needed only when ``params.gender_llm`` is on."""
-    parts = prepared_examples(examples, name_table, params, client, prompt)
-    return named_variants(parts, examples, name_table, params, client, prompt)
-
-
-def named_variants(
-    parts: Mapping[str, pd.DataFrame],
-    examples: pd.DataFrame,
-    name_table: pd.DataFrame,
-    params: NamesParams,
-    client: LLMClient | None = None,
-    prompt: str = "",
-) -> StageOutput:
-    """The stage's output from every example's :func:`prepared_examples`: what needs every example (the proxy
-    strength of each category's groups, the draws of pairs that read alike, which may cross templates, and the
-    variants one sub-seed after the other) and the report."""
-    table = parts["prepared"]
-    if table["example_id"].tolist() != examples["example_id"].tolist():  # several templates' parts: as examples are
-        table = table.iloc[pd.Index(table["example_id"]).get_indexer(examples["example_id"])]
+    if params.gender_llm and (client is None or not prompt):
+        raise ValueError("names: gender_llm is on; give the LLM client and load_gender_prompt()")
     seeds = sub_seeds(params.seed, params.n_seeds)
     pools = name_pools(name_table)
-    prepared = [result for result in table["result"] if isinstance(result, Prepared)]
-    failures: list[tuple[dict[str, Any], Unmapped]] = [
-        (row, result) for row, result in zip(table["row"], table["result"], strict=True) if isinstance(result, Unmapped)
-    ]
+    words_by_lang = group_words(name_table)
+    prepared: list[Prepared] = []
+    failures: list[tuple[dict[str, Any], Unmapped]] = []
+    for row in examples.to_dict("records"):
+        try:
+            prepared.append(prepare(row, words_by_lang))
+        except Unmapped as unmapped:
+            failures.append((row, unmapped))
+    if params.gender_llm:
+        if client is None:
+            raise ValueError("names: gender_llm is on but no LLM client was given")
+        label_undecided(prepared, client, prompt)
     for item in [p for p in prepared if UNDECIDED in p.genders]:
         entity = item.row[ENTITY_COLUMNS[item.genders.index(UNDECIDED)]]
         failures.append((item.row, Unmapped("gender_undecided", [entity], "contradicting cues")))
@@ -511,5 +473,4 @@ STAGE = Stage(
     },
     counts=lambda out: {"names_weak_proxy": len(out["weak_proxy"])},
     request_ids=lambda out: listed(out["examples"]["llm_request_ids"]),
-    per=Separable("template_id", ("examples",), prepared_examples, named_variants),
 )
