@@ -88,8 +88,9 @@ FILE_MODE = 0o666 & ~_umask()
 not ``mkstemp``'s private 0600, so another user or a web server can read a published folder."""
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file in the same folder and an atomic rename."""
+def atomic_write_bytes(path: Path, data: bytes, sync: bool = True) -> None:
+    """Write ``data`` to ``path`` through a temporary file in the same folder and an atomic rename; ``sync``: on
+    disk before the rename (off only for a file whose loss in a crash costs nothing but time)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -97,7 +98,8 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         with os.fdopen(handle, "wb") as stream:
             stream.write(data)
             stream.flush()
-            os.fsync(stream.fileno())
+            if sync:
+                os.fsync(stream.fileno())
         os.replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
@@ -216,16 +218,17 @@ class ArtifactStore:
         known = note.read_text(encoding="ascii") if note.is_file() else ""
         return known if known and self.has(known) else None
 
-    def remember(self, key: str, data: bytes) -> str:
-        """Keep ``data`` under ``key``, a key that determines its content; returns its sha256."""
-        digest = self.put(data)
-        atomic_write_bytes(self._note(key), digest.encode("ascii"))
+    def remember(self, key: str, digest: str) -> str:
+        """Note that ``key``, a key that determines the content of the stored file ``digest``, names it; returns
+        ``digest``. The note is not synced to disk: one a crash loses or leaves empty only means making the file
+        again, and :meth:`recall` checks the file it names."""
+        atomic_write_bytes(self._note(key), digest.encode("ascii"), sync=False)
         return digest
 
     def memo(self, key: str, make: Callable[[], bytes]) -> str:
         """The sha256 of the file ``make()`` gives, made and kept the first time ``key`` is asked for: a file whose
         content ``key`` determines but which costs to make (a large report's JSON)."""
-        return self.recall(key) or self.remember(key, make())
+        return self.recall(key) or self.remember(key, self.put(make()))
 
     def place(self, sha256: str, target: Path) -> None:
         """Put the stored file ``sha256`` at ``target`` as one atomic rename: a hard link to it, or a copy on

@@ -319,12 +319,12 @@ def separated(per: Separable, arguments: Mapping[str, Any], store: ArtifactStore
         }
         tables = per.part(**found | subset)
         computed = _by_key(tables, per.key, missing)
+        batch = store.put(pickle.dumps(computed, PICKLE))  # one file (one sync) for the keys of one call
         for value in missing:
-            store.remember(part_keys[value], pickle.dumps(computed[value], PICKLE))
+            store.remember(part_keys[value], batch)
     if len(missing) < len(keys):  # some kept: every key's part, in key order
-        tables = _stacked(
-            [computed[v] if v in computed else pickle.loads(store.file(str(kept[v])).read_bytes()) for v in keys]
-        )
+        batches = {digest: pickle.loads(store.file(digest).read_bytes()) for digest in set(kept.values()) if digest}
+        tables = _stacked([computed[v] if v in computed else batches[str(kept[v])][v] for v in keys])
     first = next(iter(tables))
     done = sum(len(computed[value][first]) for value in missing)
     counts = {
