@@ -34,7 +34,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -52,7 +52,7 @@ from .core.schemas import (
     UNKNOWN_GROUP,
     group_tag,
 )
-from .core.stage import SEED, Stage, Table
+from .core.stage import SEED, Separable, Stage, Table
 from .text.cues import (
     entity_age_band,
     entity_maturity,
@@ -295,21 +295,44 @@ def template_examples(
     return rows
 
 
-def instantiate(templates: pd.DataFrame, stereotypes: pd.DataFrame, params: InstantiateParams) -> StageOutput:
-    """Examples of every gated template that has both disambiguated continuations, from the pairs the confound
-    gate builds. Templates without continuations, confounded pairs, exact duplicate examples and (a check of
-    the build) any example with a placeholder left unfilled are dropped, each with its reason."""
-    complete = (templates["disambiguated_fa"] != "") & (templates["disambiguated_counter_biased_fa"] != "")
-    dropped_templates = templates[~complete].assign(kept=False, reason="no_disambiguated_context")
+ALLOWED_PAIR = ["template_id", "stereo_entity", "nonstereo_entity", "confound", "reason"]
+"""A confounded pair a template's ``allowed_pairs`` keeps, and why (the report's ``allowed_pairs``)."""
+
+
+def _complete(templates: pd.DataFrame) -> pd.Series:
+    """The templates with both disambiguated continuations: those that are instantiated."""
+    return (templates["disambiguated_fa"] != "") & (templates["disambiguated_counter_biased_fa"] != "")
+
+
+def template_tables(
+    templates: pd.DataFrame, stereotypes: pd.DataFrame, params: InstantiateParams
+) -> dict[str, pd.DataFrame]:
+    """The work of the stage per template, in template order: every example of the pairs the confound gate builds,
+    the pairs it drops and those ``allowed_pairs`` keeps. A template's rows depend on it alone (its own random
+    stream, :func:`_template_rng`), so the rows of several templates are the concatenation of each one's."""
     groups = {row.stereotype_id: Groups.of(row) for row in stereotypes.itertuples()}
     rows, dropped_pairs, allowed_pairs = [], [], []
-    for _, template in templates[complete].sort_values("template_id").iterrows():
+    for _, template in templates[_complete(templates)].sort_values("template_id").iterrows():
         pairs, dropped, kept = template_pairs(template)
         dropped_pairs += dropped
         allowed_pairs += kept
         rows += template_examples(template, pairs, groups[template.stereotype_id], params)
-    examples = pd.DataFrame(rows, columns=EXAMPLE.names)
-    pairs_table = pd.DataFrame(dropped_pairs, columns=DROPPED_PAIR.names)
+    return {
+        "examples": pd.DataFrame(rows, columns=EXAMPLE.names),
+        "dropped_pairs": pd.DataFrame(dropped_pairs, columns=DROPPED_PAIR.names),
+        "allowed_pairs": pd.DataFrame(allowed_pairs, columns=ALLOWED_PAIR),
+    }
+
+
+def checked_examples(
+    parts: Mapping[str, pd.DataFrame], templates: pd.DataFrame, stereotypes: pd.DataFrame, params: InstantiateParams
+) -> StageOutput:
+    """The stage's output from every template's tables (:func:`template_tables`): the checks across templates
+    (exact duplicate examples, and any example with a placeholder left unfilled, dropped with their reason), the
+    templates without continuations and the report."""
+    complete = _complete(templates)
+    dropped_templates = templates[~complete].assign(kept=False, reason="no_disambiguated_context")
+    examples, pairs_table = parts["examples"], parts["dropped_pairs"]
     unfilled = (
         examples[["context", "question", *OPTIONS]].apply(lambda column: column.str.contains(_UNFILLED)).any(axis=1)
     )
@@ -345,7 +368,7 @@ def instantiate(templates: pd.DataFrame, stereotypes: pd.DataFrame, params: Inst
             {"example_id": e, "reason": r}
             for e, r in zip(dropped_examples["example_id"], dropped_examples["reason"], strict=True)
         ],
-        "allowed_pairs": allowed_pairs,
+        "allowed_pairs": parts["allowed_pairs"].to_dict(orient="records"),
         "examples_per_template": {str(k): int(v) for k, v in per_template.items()},
     }
     return StageOutput(
@@ -363,6 +386,13 @@ def instantiate(templates: pd.DataFrame, stereotypes: pd.DataFrame, params: Inst
         },
         report=report,
     )
+
+
+def instantiate(templates: pd.DataFrame, stereotypes: pd.DataFrame, params: InstantiateParams) -> StageOutput:
+    """Examples of every gated template that has both disambiguated continuations, from the pairs the confound
+    gate builds. Templates without continuations, confounded pairs, exact duplicate examples and (a check of
+    the build) any example with a placeholder left unfilled are dropped, each with its reason."""
+    return checked_examples(template_tables(templates, stereotypes, params), templates, stereotypes, params)
 
 
 STAGE = Stage(
@@ -388,4 +418,5 @@ STAGE = Stage(
         "pairs_without_confound": "Pairs built (differ only in the stereotype's attribute)",
         "examples": "Examples (`fa`)",
     },
+    per=Separable("template_id", ("templates",), template_tables, checked_examples),
 )

@@ -11,7 +11,9 @@ it lives, invalidates exactly the stages that use it.
 What the cache keeps of a stage is a small record (:class:`StoredStage`): its files sit in a content-addressed
 :class:`~.artifacts.ArtifactStore` and a run takes them by reference, their hashes and rows from the record; its
 frames are read from the store only when a stage that runs asks for them (:class:`StoredInput`). So a rebuild
-with nothing changed reads and writes no table of a cached stage.
+with nothing changed reads and writes no table of a cached stage. A stage whose work splits by template
+(:class:`~.stage.Separable`) keeps each template's part there too, so a rebuild in which one template changed
+computes that template's rows only (:func:`separated`).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 from prefect import task
@@ -37,7 +40,7 @@ from prefect.cache_policies import NO_CACHE, CachePolicy
 from prefect.context import TaskRunContext
 
 from .artifacts import REPO_ROOT, ArtifactStore, StageOutput, StoredFile, parquet_bytes, sha256_file, stage_files
-from .stage import Stage, finish
+from .stage import Separable, Stage, finish
 
 PROJECT_PACKAGE = "pbbq"
 """The package whose modules are the project's own code (the rest is libraries, pinned by version); its
@@ -252,16 +255,103 @@ class StageInputsAndCode(CachePolicy):
         return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 
 
+def _row_hashes(frame: pd.DataFrame, key: str) -> dict[str, str]:
+    """Per value of ``key``: a sha256 of its rows of ``frame`` (Arrow IPC of them, in their order). The table is
+    sorted by key once and each key's rows taken from their slice: a ``take`` gives the same buffers wherever the
+    rows were (a slice alone keeps its offsets into the table), and taking from a slice costs what it holds."""
+    if frame.empty:
+        return {}
+    keys = frame[key].astype(str).to_numpy()
+    order = np.argsort(keys, kind="stable")
+    table = pa.Table.from_pandas(frame, preserve_index=False).replace_schema_metadata(None).take(order)
+    starts = np.flatnonzero(np.r_[True, keys[order][1:] != keys[order][:-1]])
+    digests = {}
+    for start, end in zip(starts, [*starts[1:], len(keys)], strict=True):
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, table.schema) as writer:
+            writer.write_table(table.slice(start, end - start).take(np.arange(end - start)))
+        digests[str(keys[order[start]])] = hashlib.sha256(sink.getvalue()).hexdigest()
+    return digests
+
+
+def _by_key(tables: Mapping[str, pd.DataFrame], key: str, keys: list[str]) -> dict[str, dict[str, pd.DataFrame]]:
+    """Each key's rows of every table (none for a key a table does not hold)."""
+    found: dict[str, dict[str, pd.DataFrame]] = {value: {} for value in keys}
+    for name, frame in tables.items():
+        indices = frame.groupby(frame[key].astype(str), sort=False).indices
+        for value in keys:
+            found[value][name] = frame.iloc[indices.get(value, [])].reset_index(drop=True)
+    return found
+
+
+def _stacked(parts: list[dict[str, pd.DataFrame]]) -> dict[str, pd.DataFrame]:
+    """The parts' tables concatenated, table by table (an empty part adds no rows, nor its columns' dtypes)."""
+    stacked = {}
+    for name in parts[0]:
+        frames = [part[name] for part in parts]
+        filled = [frame for frame in frames if len(frame)] or frames[:1]
+        stacked[name] = pd.concat(filled, ignore_index=True)
+    return stacked
+
+
+def separated(per: Separable, arguments: Mapping[str, Any], store: ArtifactStore) -> tuple[StageOutput, dict[str, Any]]:
+    """A :class:`~.stage.Separable` stage run by key: each key's part taken from ``store`` when its rows of the
+    split tables, the stage's other arguments (its parameters among them) and its code are those it was made from,
+    the others computed in one call of ``part`` on their rows and kept; then ``whole`` on every part (``part``'s
+    own tables when it computed every key). Returns the output and what was computed: how many keys, and how many
+    rows of the part's first table, of how many."""
+    found = {name: v.load() if isinstance(v, StoredInput) else v for name, v in arguments.items()}
+    others = {name: value for name, value in arguments.items() if name not in per.split}
+    common = json.dumps(
+        {"code": stage_code_hash(per.part), "others": input_digest(others)}, sort_keys=True, default=str
+    )
+    hashes = {name: _row_hashes(found[name], per.key) for name in per.split}
+    keys = sorted(set().union(*hashes.values()))
+    part_keys = {value: json.dumps([common, value, [hashes[name].get(value) for name in per.split]]) for value in keys}
+    kept = {value: store.recall(part_key) for value, part_key in part_keys.items()}
+    missing = [value for value in keys if kept[value] is None]
+    computed: dict[str, dict[str, pd.DataFrame]] = {}
+    tables: Mapping[str, pd.DataFrame] = {}
+    if missing or not keys:  # no key at all: ``part`` gives the tables, empty
+        subset = {
+            name: found[name][found[name][per.key].astype(str).isin(missing)].reset_index(drop=True)
+            for name in per.split
+        }
+        tables = per.part(**found | subset)
+        computed = _by_key(tables, per.key, missing)
+        batch = store.put(pickle.dumps(computed, PICKLE))  # one file (one sync) for the keys of one call
+        for value in missing:
+            store.remember(part_keys[value], batch)
+    if len(missing) < len(keys):  # some kept: every key's part, in key order
+        batches = {digest: pickle.loads(store.file(digest).read_bytes()) for digest in set(kept.values()) if digest}
+        tables = _stacked([computed[v] if v in computed else batches[str(kept[v])][v] for v in keys])
+    first = next(iter(tables))
+    done = sum(len(computed[value][first]) for value in missing)
+    counts = {
+        "key": per.key,
+        "computed": len(missing),
+        "of": len(keys),
+        "table": first,
+        "rows": [done, len(tables[first])],
+    }
+    return per.whole(tables, **found), counts
+
+
 def stage_task(stage: Stage, params: Any, store: ArtifactStore) -> Any:
     """The thin Prefect task around a stage: it loads the tables its :class:`StoredInput` arguments name, runs the
-    stage function, completes its output by the contract (:func:`.stage.finish`) and, for a cached stage, keeps it
+    stage function (a stage that splits by key, by :func:`separated`, its report's ``parts`` saying what it
+    computed), completes its output by the contract (:func:`.stage.finish`) and, for a cached stage, keeps it
     in ``store`` and returns the :class:`StoredStage` that Prefect persists, keyed on the stage's code, declared
     outputs and inputs. A stage with side effects (publish) runs every time (Prefect's ``NO_CACHE``) and returns its
     :class:`StageOutput`."""
 
     def run(**arguments: Any) -> StoredStage | StageOutput:
-        found = {name: v.load() if isinstance(v, StoredInput) else v for name, v in arguments.items()}
-        output = finish(stage, stage.run(**found), params)
+        if stage.per is not None:
+            computed, parts = separated(stage.per, arguments, store)
+            output = finish(stage, dataclasses.replace(computed, report={**computed.report, "parts": parts}), params)
+        else:
+            found = {name: v.load() if isinstance(v, StoredInput) else v for name, v in arguments.items()}
+            output = finish(stage, stage.run(**found), params)
         return StoredStage.keep(output, store) if stage.cached else output
 
     functools.update_wrapper(run, stage.run)  # Prefect binds the stage function's own parameters

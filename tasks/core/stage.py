@@ -77,6 +77,26 @@ class Report:
     compute: Callable[[Mapping[str, Any]], Any]
 
 
+@dataclass(frozen=True)
+class Separable:
+    """How a stage's work splits by a key column (a template's rows are made from that template alone), so that a
+    build in which one template changed computes that template's rows only (docs/architecture.md §9). The stage
+    is ``whole(part(**arguments), **arguments)``: ``part`` does the work per key, ``whole`` what needs every row
+    (a check across templates, the report). The runner keeps each key's part in the content store, by the hash
+    of that key's rows of the split tables, the other arguments and the code, and calls ``part`` once, on the
+    rows of the keys it has not kept (:func:`pbbq.tasks.core.caching.separated`)."""
+
+    key: str
+    """The column the split tables and every table of a part hold: ``template_id``."""
+    split: tuple[str, ...]
+    """The arguments (tables of earlier stages) split by ``key``; the others go whole to every part."""
+    part: Callable[..., Mapping[str, pd.DataFrame]]
+    """The tables of the keys its split arguments hold, each row with its key."""
+    whole: Callable[..., StageOutput]
+    """``whole(parts, **arguments)``: the stage's output from the parts of every key, each table concatenated in
+    key order; the same as from ``part`` of every key at once (the tests hold each stage to it)."""
+
+
 def _always(params: Any) -> bool:
     return True
 
@@ -167,6 +187,8 @@ class Stage:
     """The LLM requests its output used, for the run's transcript."""
     artifacts: Mapping[str, tuple[str, tuple[str, ...] | None, str]] = field(default_factory=dict)
     """Prefect table artifacts: key → (table, its columns or None for all, description)."""
+    per: Separable | None = None
+    """How its work splits by a key (None: it runs on whole tables)."""
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.drops) - set(self.outputs))
@@ -245,6 +267,11 @@ class Pipeline:
             if not stage.upstream <= seen:
                 later = ", ".join(sorted(stage.upstream - seen))
                 raise ValueError(f"pipeline: stage {stage.folder} reads {later}, not a stage before it")
+            unsplit = (
+                [name for name in stage.per.split if not isinstance(stage.inputs.get(name), Table)] if stage.per else []
+            )
+            if unsplit:
+                raise ValueError(f"pipeline: stage {stage.folder} splits {', '.join(unsplit)}, not a table it reads")
             seen.add(stage.folder)
 
     def __iter__(self) -> Iterator[Stage]:
