@@ -5,6 +5,7 @@ publish does not upload it."""
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import json
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import pytest
 
 from pbbq.flows.cli import main
 from pbbq.flows.config import load_config
+from pbbq.tasks.core.artifacts import REPO_ROOT
 from pbbq.tasks.core.inputs import load_inputs
 from pbbq.tasks.disambiguate import Prompts, disambiguate
 from pbbq.tasks.instantiate import instantiate
@@ -91,3 +93,15 @@ def test_a_survey_change_builds_with_stand_in_answers_only(
     error = capsys.readouterr().err.strip().splitlines()[-1]
     assert "STAND-IN placeholders (--stand-in) and it is not uploaded" in error
     assert (outputs / "upload" / "10_publish" / "hub" / "README.md").is_file()
+
+
+def test_the_stand_in_checker_passes_on_the_bundled_stand_ins(capsys: pytest.CaptureFixture[str]) -> None:
+    """``prompts/transcripts/stand_ins/check_stand_ins.py``, the development check of the stand-in files, holds for
+    the files bundled with the sample: it fails (AssertionError) as soon as a file or the design drifts from it."""
+    path = REPO_ROOT / "prompts" / "transcripts" / "stand_ins" / "check_stand_ins.py"
+    spec = importlib.util.spec_from_file_location("check_stand_ins", path)
+    assert spec is not None and spec.loader is not None
+    checker = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(checker)
+    checker.main()
+    assert capsys.readouterr().out.splitlines()[-1] == "OK"
