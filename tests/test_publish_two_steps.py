@@ -1,4 +1,4 @@
-"""Publish in two steps: the release's data part as a cached stage (``10_release``) and the per-run publish that
+"""Publish in two steps: the release's data part as a cached stage (``10_data``) and the per-run publish that
 places its files by reference, with the same release as publishing in one call."""
 
 import json
@@ -63,3 +63,4 @@ def test_publish_reads_no_examples_and_its_data_stage_is_cached() -> None:
         assert "examples" not in stages[STAGE.folder].inputs
         folders = list(stages)
         assert folders.index(RELEASE_DATA.folder) == folders.index(STAGE.folder) - 1
+        assert folders == sorted(folders)  # a run's folders sort in pipeline order

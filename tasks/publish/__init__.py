@@ -543,7 +543,7 @@ def release_data_stage(examples: pd.DataFrame, configs: Sequence[str] = ()) -> S
     their ids. What depends on the run (the card, the manifest, the transcript) is :func:`publish_release`'s."""
     data = release_data(split_configs(examples, configs))
     report: dict[str, Any] = {
-        "stage": "release",
+        "stage": "release_data",
         "counts": {"in": len(examples), "out": sum(info.rows for info in data.infos)},
         "dropped": {"total": 0, "by_reason": {}},
         "configs": [asdict(info) for info in data.infos],
@@ -767,8 +767,8 @@ def create_release_artifact(report: Mapping[str, Any]) -> UUID:
 
 
 RELEASE_DATA = Stage(
-    "10_release",
-    "release",
+    "10_data",
+    "release_data",
     release_data_stage,
     inputs={"examples": Configs(), "configs": Configs(names=True)},
     outputs={"release_files": RELEASE_FILES},
