@@ -74,6 +74,7 @@ def pbbq_pipeline(targets: Sequence[str] = TARGETS) -> Pipeline:
             *stages.values(),
             diversity.STAGE,
             statistics.STAGE,
+            publish.RELEASE_DATA,
             publish.STAGE,
         ),
         configs={
@@ -128,6 +129,7 @@ def adapt_pipeline(targets: Sequence[str] = ()) -> Pipeline:
                 crawl=None,
                 categories=Resource(tuple),  # Table 1 lists the categories of the sheet's templates, not PBBQ's 16
             ),
+            publish.RELEASE_DATA,
             reading(publish.STAGE, card_body=Resource(adapt_card_body)),
         ),
         configs={

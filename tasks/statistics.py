@@ -129,6 +129,12 @@ def distribution(examples: pd.DataFrame) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True)[DISTRIBUTION.names]
 
 
+def python_strings(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with its text columns as Python strings (``object``): the checks and counts read them row by row,
+    several times, and pandas' Arrow-backed strings make a Python string of a value anew on every read."""
+    return frame.astype({name: object for name, dtype in frame.dtypes.items() if isinstance(dtype, pd.StringDtype)})
+
+
 def statistics(
     templates: pd.DataFrame,
     examples: pd.DataFrame,
@@ -139,6 +145,7 @@ def statistics(
     categories: Sequence[str] = CATEGORIES,
 ) -> StageOutput:
     """Table 1 over ``categories`` (:func:`table1`), the funnel, the distribution and the soundness checks."""
+    examples = python_strings(examples)
     tables = {
         "table1": table1(examples, categories),
         "funnel": funnel(stereotypes, templates, examples, dropped_pairs, crawl, extra_funnel),

@@ -24,7 +24,7 @@ from pbbq.tasks.core.stage import Sources, arguments, finish
 from pbbq.tasks.kappa_gate import GateParams
 from pbbq.tasks.llm import LLMConfig, open_llm
 from pbbq.tasks.names import load_name_table
-from pbbq.tasks.publish import RELEASE
+from pbbq.tasks.publish import RELEASE, RELEASE_DATA
 from pbbq.tasks.translate.glossary import load_glossary
 
 AFTER_THE_GATES = [stage.folder for stage in PIPELINE if stage.folder >= "04"]
@@ -84,7 +84,15 @@ def test_every_stage_after_the_gates_turns_empty_tables_into_empty_tables_of_its
         "gate": GateParams,
         "extra_funnel": list,
     }
-    found = arguments(stage, params, Sources(sample_tables, _empty_outputs(), lambda: client, run_values))
+    outputs = _empty_outputs()
+    if RELEASE_DATA.folder in stage.upstream:  # publish places the files its data stage wrote beside it
+        release = stage_by_folder()[RELEASE_DATA.folder]
+        found = arguments(release, None, Sources(sample_tables, outputs, lambda: client, run_values))
+        outputs[release.folder] = finish(release, release.run(**found), None)
+        for name, data in outputs[release.folder].files.items():
+            (tmp_path / release.folder / name).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / release.folder / name).write_bytes(data)
+    found = arguments(stage, params, Sources(sample_tables, outputs, lambda: client, run_values))
     output = finish(stage, stage.run(**found), params)
     for name, frame in output.tables.items():
         assert to_arrow(frame, output.schemas[name], name).schema == stage.outputs[name]
@@ -121,7 +129,11 @@ def test_a_gate_that_keeps_nothing_is_named_with_its_drops(sample_tables: dict[s
 def _declared_schemas() -> dict[str, pa.Schema]:
     return {
         f"{stage.folder}/{name}.parquet": schema for stage in PIPELINE for name, schema in stage.outputs.items()
-    } | {f"10_publish/hub/data/{config}/test-00000-of-00001.parquet": RELEASE for config in published_configs()}
+    } | {
+        f"{folder}/data/{config}/test-00000-of-00001.parquet": RELEASE
+        for config in published_configs()
+        for folder in ("10_publish/hub", RELEASE_DATA.folder)
+    }
 
 
 @pytest.mark.parametrize(

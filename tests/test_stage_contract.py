@@ -101,7 +101,7 @@ def test_without_the_entry_its_section_and_input_are_typos(sample_copy: Path) ->
 
 
 def test_a_pipeline_is_a_value_its_stages_in_order() -> None:
-    assert len(PIPELINE) == 10 and STAGE not in PIPELINE.stages  # adding a stage made a new value
+    assert len(PIPELINE) == 11 and STAGE not in PIPELINE.stages  # adding a stage made a new value
     assert [s.folder for s in WITH_EXTRA][7:10] == ["08_diversity", "08_context_length", "09_statistics"]
     assert {source.name for source in WITH_EXTRA.inputs()} - {s.name for s in PIPELINE.inputs()} == {"context_limits"}
     with pytest.raises(ValueError, match="stage 06_names reads 05_instantiate, not a stage before it"):

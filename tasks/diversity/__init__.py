@@ -55,8 +55,15 @@ from .homogenization import (
     homogenization_with_scorer,
     load_scorer,
 )
-from .ngrams import NGRAM_ORDER, ngram_diversity, type_token_ratio
-from .self_bleu import self_bleu_of_tokens
+from .ngrams import (
+    NGRAM_ORDER,
+    CodedTexts,
+    code_texts,
+    joined_codes,
+    ngram_diversity_of_codes,
+    type_token_ratio_of_codes,
+)
+from .self_bleu import self_bleu_of_codes
 
 CONFIGS = ("fa", "fa-names", "en")
 """The configs of the instance-level table in its order; a further target language's (``ur``) follows them."""
@@ -173,25 +180,18 @@ def template_units(templates: pd.DataFrame) -> pd.DataFrame:
 # ----------------------------------------------------------------------------------------------- the tables
 
 
-def _metric_row(
-    units: list[str],
-    tokens: Mapping[str, list[str]],
-    unit_words: Mapping[str, list[str]],
-    ttr_stop_words: frozenset[str],
-    homogenization: Homogenizer,
-) -> dict[str, object]:
+def _metric_row(units: list[str], coded: CodedTexts, homogenization: Homogenizer) -> dict[str, object]:
     """The four metrics of one group of distinct, sorted units (and NGD on Table 2's scale, ``ngd_mean``), from
-    each unit's tokens and words."""
-    token_lists = [tokens[unit] for unit in units]
-    word_lists = [unit_words[unit] for unit in units]
+    each unit's coded tokens and words."""
+    words = [coded.words[unit] for unit in units]
     hom = homogenization(units)
-    ngd = ngram_diversity(word_lists)
+    ngd = ngram_diversity_of_codes(joined_codes(words)[0])
     return {
         "n_units": len(units),
         "ngd": ngd,
         "ngd_mean": ngd / NGRAM_ORDER,
-        "ttr": type_token_ratio(word_lists, ttr_stop_words),
-        "self_bleu": self_bleu_of_tokens(token_lists),
+        "ttr": type_token_ratio_of_codes(words, coded.stop),
+        "self_bleu": self_bleu_of_codes(*joined_codes([coded.tokens[unit] for unit in units])),
         "homogenization": hom.value,
         "homogenization_note": hom.note,
     }
@@ -228,22 +228,25 @@ def _group_rows(
     if groups.empty:
         return []
     unit_language = language(lang)
-    tokens = {unit: unit_language.tokenize(unit) for unit in groups[text].unique()}
-    unit_words = {unit: unit_language.words(unit_tokens) for unit, unit_tokens in tokens.items()}  # Overall reuses them
+    unit_ids, distinct = pd.factorize(groups[text].to_numpy(dtype=object))
+    rank = np.empty(len(distinct), dtype=np.int64)
+    rank[sorted(range(len(distinct)), key=distinct.__getitem__)] = np.arange(len(distinct))
+    coded = code_texts(distinct, unit_language.tokenize, unit_language.words, ttr_stop_words)  # Overall reuses them
 
-    def row(part: pd.DataFrame) -> dict[str, object]:
-        units = sorted(part[text].unique())
+    def row(part: pd.DataFrame, positions: np.ndarray) -> dict[str, object]:
+        ids = np.unique(unit_ids[positions])
+        units = [distinct[i] for i in ids[np.argsort(rank[ids])]]
         return {
             **{name: count(part) for name, count in counts.items()},
-            **_metric_row(units, tokens, unit_words, ttr_stop_words, homogenization),
+            **_metric_row(units, coded, homogenization),
         }
 
     categories = [
-        {"category": str(category), **row(part)}
-        for category, part in sorted(groups.groupby("category"), key=lambda item: str(item[0]))
+        {"category": str(category), **row(groups.iloc[positions], positions)}
+        for category, positions in sorted(groups.groupby("category").indices.items(), key=lambda item: str(item[0]))
     ]
     average = {"category": "Average", **_average_row(categories, [*counts, "n_units"])}
-    return [*categories, average, {"category": "Overall", **row(groups)}]
+    return [*categories, average, {"category": "Overall", **row(groups, np.arange(len(groups)))}]
 
 
 def _homogenizers(params: DiversityParams, langs: Iterable[str], device: str) -> dict[str, Homogenizer]:

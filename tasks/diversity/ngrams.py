@@ -7,8 +7,10 @@ are counted on integer codes, not on strings.
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -16,10 +18,65 @@ import pandas as pd
 NGRAM_ORDER = 4  # n = 1..4 for NGD (Appendix C.3) and BLEU's default maximum order
 
 
+@dataclass(frozen=True)
+class CodedTexts:
+    """Texts each tokenised once and coded by one vocabulary, so that every group a table measures (a category,
+    then all of them) takes its units' codes instead of tokenising and comparing strings again."""
+
+    tokens: Mapping[str, np.ndarray]
+    """Per text, the vocabulary code of each of its tokens (BLEU's tokens, punctuation included)."""
+    words: Mapping[str, np.ndarray]
+    """Per text, the code of each of its words (the lexical metrics' tokens); equal words, equal codes."""
+    stop: np.ndarray
+    """Per word code, whether the word is a stop word (TTR leaves those out)."""
+
+
+def code_texts(
+    texts: Iterable[str],
+    tokenize: Callable[[str], list[str]],
+    words: Callable[[Sequence[str]], list[str]],
+    stop_words: frozenset[str],
+) -> CodedTexts:
+    """Each distinct text tokenised once (``tokenize``, a language's), its tokens coded; each distinct token read
+    as a word once (``words``, a language's: a token gives one word or, punctuation, none)."""
+    distinct = list(dict.fromkeys(texts))
+    token_lists = [tokenize(text) for text in distinct]
+    codes, vocabulary, lengths = _vocabulary_codes(token_lists)
+    word_codes: dict[str, int] = {}
+    word_of_token = np.array(
+        [word_codes.setdefault(word[0], len(word_codes)) if (word := words([token])) else -1 for token in vocabulary],
+        dtype=np.int64,
+    )
+    pieces = np.split(codes, np.cumsum(lengths)[:-1]) if distinct else []
+    tokens = dict(zip(distinct, pieces, strict=True))
+    unit_words = {}
+    for text, text_codes in tokens.items():
+        coded = word_of_token[text_codes]
+        unit_words[text] = coded[coded >= 0]
+    stop = np.array([word in stop_words for word in word_codes], dtype=bool)
+    return CodedTexts(tokens, unit_words, stop)
+
+
+def _vocabulary_codes(token_lists: Sequence[Sequence[str]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The integer code of every token of the concatenated lists (numbered in order of first appearance), the
+    distinct tokens by code, and the length of each list."""
+    lengths = np.fromiter((len(tokens) for tokens in token_lists), dtype=np.int64, count=len(token_lists))
+    flat = np.array(list(itertools.chain.from_iterable(token_lists)), dtype=object)
+    codes, vocabulary = pd.factorize(flat)
+    return codes.astype(np.int64), vocabulary, lengths
+
+
 def token_codes(token_lists: Sequence[Sequence[str]]) -> tuple[np.ndarray, np.ndarray]:
     """The integer code of every token of the concatenated lists, and the length of each list."""
-    lengths = np.fromiter((len(tokens) for tokens in token_lists), dtype=np.int64, count=len(token_lists))
-    flat = np.array([token for tokens in token_lists for token in tokens], dtype=object)
+    codes, _, lengths = _vocabulary_codes(token_lists)
+    return codes, lengths
+
+
+def joined_codes(units: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`token_codes` of units already coded (:class:`CodedTexts`): the same compact codes, numbered in order of
+    first appearance, from integers instead of strings."""
+    lengths = np.fromiter((len(unit) for unit in units), dtype=np.int64, count=len(units))
+    flat = np.concatenate(units) if units else np.zeros(0, dtype=np.int64)
     return pd.factorize(flat)[0].astype(np.int64), lengths
 
 
@@ -43,7 +100,11 @@ def ngram_diversity(token_lists: Sequence[Sequence[str]]) -> float:
     the distinct contexts of a group, tokens their words (punctuation out, stop words kept:
     a language's ``words``). Ranges over (0, 4]. NaN when D⊕ has fewer than 4 tokens (a ratio is 0/0).
     """
-    codes, _ = token_codes(token_lists)
+    return ngram_diversity_of_codes(token_codes(token_lists)[0])
+
+
+def ngram_diversity_of_codes(codes: np.ndarray) -> float:
+    """:func:`ngram_diversity` of the units' compact codes (:func:`token_codes`, :func:`joined_codes`)."""
     if len(codes) < NGRAM_ORDER:
         return math.nan
     return float(sum((grams.max() + 1) / len(grams) for grams in ngram_codes(codes)))
@@ -57,3 +118,11 @@ def type_token_ratio(token_lists: Sequence[Sequence[str]], stop_words: frozenset
     """
     kept = [token for tokens in token_lists for token in tokens if token not in stop_words]
     return len(set(kept)) / len(kept) if kept else math.nan
+
+
+def type_token_ratio_of_codes(units: Sequence[np.ndarray], stop: np.ndarray) -> float:
+    """:func:`type_token_ratio` of a group's units as their words' vocabulary codes (:attr:`CodedTexts.words`),
+    ``stop`` marking the codes of stop words (:attr:`CodedTexts.stop`)."""
+    words = np.concatenate(units) if units else np.zeros(0, dtype=np.int64)
+    kept = words[~stop[words]]
+    return len(np.unique(kept)) / len(kept) if len(kept) else math.nan

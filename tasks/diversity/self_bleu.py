@@ -59,8 +59,13 @@ def _sentence_bleu_scores(token_lists: Sequence[Sequence[str]]) -> np.ndarray:
     defaults (exp smoothing, effective order); the statistics are counted here, the score is sacrebleu's own
     ``BLEU.compute_bleu``. Needs at least 2 units.
     """
-    n_units = len(token_lists)
-    codes, lengths = token_codes(token_lists)
+    return _bleu_scores(*token_codes(token_lists))
+
+
+def _bleu_scores(codes: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """:func:`_sentence_bleu_scores` of the units' compact codes and lengths (:func:`.ngrams.token_codes`); units
+    with the same statistics share one ``compute_bleu`` call."""
+    n_units = len(lengths)
     unit_of = np.repeat(np.arange(n_units, dtype=np.int64), lengths)
     correct = np.zeros((n_units, NGRAM_ORDER), dtype=np.int64)
     for n, grams in enumerate(ngram_codes(codes), start=1):
@@ -68,20 +73,22 @@ def _sentence_bleu_scores(token_lists: Sequence[Sequence[str]]) -> np.ndarray:
         inside = owner == unit_of[n - 1 :]  # the n-gram starts and ends in the same unit
         correct[:, n - 1] = _clipped_matches(grams[inside], owner[inside], n_units)
     totals = np.maximum(lengths[:, None] - np.arange(NGRAM_ORDER)[None, :], 0)
-    ref_lengths = _closest_other_lengths(lengths)
-    return np.array(
+    statistics = np.column_stack([correct, totals, lengths, _closest_other_lengths(lengths)])
+    distinct, which = np.unique(statistics, axis=0, return_inverse=True)
+    scores = np.array(
         [
             BLEU.compute_bleu(
-                correct=correct[i].tolist(),
-                total=totals[i].tolist(),
-                sys_len=int(lengths[i]),
-                ref_len=int(ref_lengths[i]),
+                correct=row[:NGRAM_ORDER].tolist(),
+                total=row[NGRAM_ORDER : 2 * NGRAM_ORDER].tolist(),
+                sys_len=int(row[-2]),
+                ref_len=int(row[-1]),
                 smooth_method="exp",
                 effective_order=True,
             ).score
-            for i in range(n_units)
+            for row in distinct
         ]
     )
+    return scores[which.reshape(-1)]
 
 
 def self_bleu(sentences: Sequence[str], tokenize: Callable[[str], list[str]] = tokenize_en) -> float:
@@ -101,6 +108,11 @@ def self_bleu(sentences: Sequence[str], tokenize: Callable[[str], list[str]] = t
 
 def self_bleu_of_tokens(token_lists: Sequence[Sequence[str]]) -> float:
     """:func:`self_bleu` of already tokenised units."""
-    if len(token_lists) < 2:
+    return self_bleu_of_codes(*token_codes(token_lists))
+
+
+def self_bleu_of_codes(codes: np.ndarray, lengths: np.ndarray) -> float:
+    """:func:`self_bleu` of units already coded: their compact codes and lengths (:func:`.ngrams.joined_codes`)."""
+    if len(lengths) < 2:
         return math.nan
-    return float(np.mean(_sentence_bleu_scores(token_lists))) / 100
+    return float(np.mean(_bleu_scores(codes, lengths))) / 100

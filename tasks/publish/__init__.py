@@ -44,7 +44,7 @@ import os
 import re
 import shutil
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -57,10 +57,10 @@ from huggingface_hub.hf_api import RepoFile
 from huggingface_hub.utils.sha import git_hash
 from prefect.artifacts import create_link_artifact
 
-from ..core.artifacts import StageOutput, atomic_write_bytes, parquet_bytes, sha256_bytes, sha256_file
+from ..core.artifacts import FILE_MODE, StageOutput, atomic_write_bytes, parquet_bytes, sha256_bytes, sha256_file
 from ..core.redaction import REDACTED
 from ..core.schemas import EXAMPLE, example_configs, to_arrow
-from ..core.stage import Configs, RunValue, Stage, Table
+from ..core.stage import Configs, Report, RunValue, Stage, Table
 from ..evaluation.lm_eval_task import task_files
 from ..kappa_gate import GateParams
 from ..llm import transcript_header
@@ -119,9 +119,12 @@ class ReleaseFolder:
 
     def file_table(self) -> pd.DataFrame:
         """One row per file (path, sha256, bytes, rows), for the stage's table and the audit."""
-        return pd.DataFrame([asdict(file) for file in self.files], columns=RELEASE_FILES.names).astype(
-            {"rows": "Int64"}
-        )
+        return file_table(self.files)
+
+
+def file_table(files: Sequence[ReleaseFile]) -> pd.DataFrame:
+    """One row per release file (path, sha256, bytes, rows): :data:`RELEASE_FILES`."""
+    return pd.DataFrame([asdict(file) for file in files], columns=RELEASE_FILES.names).astype({"rows": "Int64"})
 
 
 @dataclass(frozen=True)
@@ -207,6 +210,67 @@ def _swap_in(staging: Path, target: Path) -> None:
         os.replace(staging, target)
 
 
+@dataclass(frozen=True)
+class ReleaseData:
+    """What of a release depends only on the example tables: its data files (the parquet shards of every config and
+    the lm-eval task) by path, listed in ``files``, and each config as the card describes it."""
+
+    data: dict[str, bytes]
+    files: tuple[ReleaseFile, ...]
+    infos: tuple[ConfigInfo, ...]
+
+
+def release_data(configs: Mapping[str, pd.DataFrame], shard_rows: int = SHARD_ROWS) -> ReleaseData:
+    """The data part of a release: each config's rows as parquet shards of at most ``shard_rows`` rows
+    (``data/<config>/test-…``) and the lm-eval task of the configs with examples (``lm_eval/``; no build id in it)."""
+    if not configs:
+        raise ReleaseError("nothing to publish: no config has examples")
+    if shard_rows < 1:
+        raise ReleaseError(f"shard_rows must be at least 1, not {shard_rows}")
+    data: dict[str, bytes] = {}
+    files: list[ReleaseFile] = []
+    infos: list[ConfigInfo] = []
+    for name in sorted(configs, key=_config_key):
+        table = _config_table(name, configs[name])
+        shards = _shards(table, shard_rows)
+        for index, shard in enumerate(shards):
+            path = f"data/{name}/test-{index:05d}-of-{len(shards):05d}.parquet"
+            data[path] = parquet_bytes(shard)
+            files.append(ReleaseFile(path, sha256_bytes(data[path]), len(data[path]), shard.num_rows))
+        frame = configs[name]
+        infos.append(
+            ConfigInfo(
+                name=name,
+                rows=len(frame),
+                data_files=f"data/{name}/test-*.parquet",
+                langs=tuple(sorted(frame["lang"].unique())),
+                variants=tuple(sorted(frame["variant"].unique())),
+                num_bytes=table.nbytes,
+                download_size=sum(file.bytes for file in files if file.path.startswith(f"data/{name}/")),
+            )
+        )
+    categories = {
+        name: sorted(configs[name]["category"].unique())
+        for name in sorted(configs, key=_config_key)
+        if not configs[name].empty  # an empty config has nothing to score: no task
+    }
+    for name, task in (task_files(categories) if categories else {}).items():
+        path = f"{TASK_FOLDER}/{name}"
+        data[path] = task
+        files.append(ReleaseFile(path, sha256_bytes(task), len(task), None))
+    return ReleaseData(data, tuple(files), tuple(infos))
+
+
+def link_or_copy(source: Path, target: Path) -> None:
+    """Put the file ``source`` at ``target`` by reference: a hard link, or a copy on another file system."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copyfile(source, target)
+        os.chmod(target, FILE_MODE)
+
+
 def build_release(
     out_dir: Path,
     configs: Mapping[str, pd.DataFrame],
@@ -224,58 +288,61 @@ def build_release(
 ) -> ReleaseFolder:
     """Write the release folder ``out_dir/hub/`` (parquet per config, the lm-eval task, manifest, transcript,
     dataset card; a ``synthetic`` build's card opens with :data:`SYNTHETIC_NOTE`, a ``stand_in`` one's with
-    :data:`~pbbq.tasks.publish.dataset_card.STAND_IN_NOTE`)."""
-    if not configs:
-        raise ReleaseError("nothing to publish: no config has examples")
-    if shard_rows < 1:
-        raise ReleaseError(f"shard_rows must be at least 1, not {shard_rows}")
+    :data:`~pbbq.tasks.publish.dataset_card.STAND_IN_NOTE`): :func:`release_data`, then :func:`write_release`."""
+    data = release_data(configs, shard_rows)
+    return write_release(
+        out_dir,
+        data.files,
+        data.infos,
+        lambda path, target: atomic_write_bytes(target, data.data[path]),
+        table1=table1,
+        table2=table2,
+        funnel=funnel,
+        manifest_path=manifest_path,
+        transcript_path=transcript_path,
+        card=card,
+        synthetic=synthetic,
+        stand_in=stand_in,
+        proxy_strength=proxy_strength,
+    )
+
+
+def write_release(
+    out_dir: Path,
+    files: Sequence[ReleaseFile],
+    infos: Sequence[ConfigInfo],
+    place: Callable[[str, Path], None],
+    *,
+    table1: pd.DataFrame,
+    table2: pd.DataFrame | None,
+    funnel: pd.DataFrame,
+    manifest_path: Path | None,
+    transcript_path: Path | None,
+    card: CardParams,
+    synthetic: bool = False,
+    stand_in: bool = False,
+    proxy_strength: pd.DataFrame | None = None,
+) -> ReleaseFolder:
+    """Write the release folder ``out_dir/hub/`` from its data part (``files``, each put at its path by ``place``,
+    and ``infos``, :func:`release_data`), the run's manifest and transcript (each placed by reference) and the
+    dataset card, under a temporary name swapped in whole."""
     out_dir.mkdir(parents=True, exist_ok=True)
     staging = out_dir / f".hub-{uuid.uuid4().hex[:12]}"
     staging.mkdir()  # under the umask like the files in it (mkdtemp's 0700 would keep the release private)
     try:
-        files: list[ReleaseFile] = []
-        infos: list[ConfigInfo] = []
-        for name in sorted(configs, key=_config_key):
-            table = _config_table(name, configs[name])
-            shards = _shards(table, shard_rows)
-            size = 0
-            for index, shard in enumerate(shards):
-                path = f"data/{name}/test-{index:05d}-of-{len(shards):05d}.parquet"
-                data = parquet_bytes(shard)
-                atomic_write_bytes(staging / path, data)
-                files.append(ReleaseFile(path, sha256_bytes(data), len(data), shard.num_rows))
-                size += len(data)
-            frame = configs[name]
-            infos.append(
-                ConfigInfo(
-                    name=name,
-                    rows=len(frame),
-                    data_files=f"data/{name}/test-*.parquet",
-                    langs=tuple(sorted(frame["lang"].unique())),
-                    variants=tuple(sorted(frame["variant"].unique())),
-                    num_bytes=table.nbytes,
-                    download_size=size,
-                )
-            )
-        categories = {
-            name: sorted(configs[name]["category"].unique())
-            for name in sorted(configs, key=_config_key)
-            if not configs[name].empty  # an empty config has nothing to score: no task
-        }
-        for name, data in (task_files(categories) if categories else {}).items():  # no build id: data only
-            path = f"{TASK_FOLDER}/{name}"
-            atomic_write_bytes(staging / path, data)
-            files.append(ReleaseFile(path, sha256_bytes(data), len(data), None))
+        listed = list(files)
+        for file in files:
+            place(file.path, staging / file.path)
         manifest_sha256 = None
         for source, path in ((manifest_path, "manifest.json"), (transcript_path, "transcript.jsonl")):
             if source is not None:
-                data = source.read_bytes()
-                atomic_write_bytes(staging / path, data)
-                files.append(ReleaseFile(path, sha256_bytes(data), len(data), None))
+                link_or_copy(source, staging / path)
+                digest = sha256_file(staging / path)
+                listed.append(ReleaseFile(path, digest, (staging / path).stat().st_size, None))
                 if path == "manifest.json":
-                    manifest_sha256 = sha256_bytes(data)
+                    manifest_sha256 = digest
         readme = render_card(
-            infos,
+            list(infos),
             RELEASE,
             table1=table1,
             table2=table2,
@@ -288,14 +355,14 @@ def build_release(
         text = synthetic_card(str(readme)) if synthetic else str(readme)
         data = (card_with_note(text, STAND_IN_NOTE) if stand_in else text).encode("utf-8")
         atomic_write_bytes(staging / "README.md", data)
-        files.append(ReleaseFile("README.md", sha256_bytes(data), len(data), None))
+        listed.append(ReleaseFile("README.md", sha256_bytes(data), len(data), None))
         _swap_in(staging, out_dir / "hub")
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return ReleaseFolder(
         path=out_dir / "hub",
-        files=tuple(sorted(files, key=lambda file: file.path)),
+        files=tuple(sorted(listed, key=lambda file: file.path)),
         configs={info.name: info.rows for info in infos},
         manifest_sha256=manifest_sha256,
     )
@@ -464,6 +531,82 @@ BUILD_NAMED_FILES = ("README.md", "manifest.json")
 ``release_files`` table, whose bytes then depend only on the data, as every stage's tables do."""
 
 
+def _synthetic_ids(examples: pd.DataFrame) -> bool:
+    """Whether any example comes from a synthetic stereotype (``pbbq synth``'s ids)."""
+    return bool(examples["stereotype_id"].astype(str).str.startswith(SYNTHETIC_ID_PREFIX).any())
+
+
+def release_data_stage(examples: pd.DataFrame, configs: Sequence[str] = ()) -> StageOutput:
+    """The release's data part as a cached stage (:func:`release_data` of :func:`split_configs`): its files in its
+    folder at their paths in the release, so that a rebuild takes them by reference from the cache; its table
+    lists them, its report holds each config as the card describes it and whether the examples are synthetic by
+    their ids. What depends on the run (the card, the manifest, the transcript) is :func:`publish_release`'s."""
+    data = release_data(split_configs(examples, configs))
+    report: dict[str, Any] = {
+        "stage": "release_data",
+        "counts": {"in": len(examples), "out": sum(info.rows for info in data.infos)},
+        "dropped": {"total": 0, "by_reason": {}},
+        "configs": [asdict(info) for info in data.infos],
+        "synthetic_ids": _synthetic_ids(examples),
+    }
+    return StageOutput(
+        tables={"release_files": file_table(data.files)},
+        schemas={"release_files": RELEASE_FILES},
+        report=report,
+        files=dict(data.data),
+    )
+
+
+def publish_release(
+    out_dir: Path,
+    release: Mapping[str, Any],
+    release_files: pd.DataFrame,
+    *,
+    table1: pd.DataFrame,
+    table2: pd.DataFrame | None,
+    funnel: pd.DataFrame,
+    manifest_path: Path | None,
+    transcript_path: Path | None,
+    build_id: str,
+    build_config: str,
+    params: PublishParams,
+    funnel_labels: Mapping[str, str] | None = None,
+    gate: GateParams | None = None,
+    endpoint: str | None = None,
+    proxy_strength: pd.DataFrame | None = None,
+    card_body: CardBody | None = None,
+) -> StageOutput:
+    """The publish stage of a build: the release folder under ``out_dir`` from the data part that
+    :data:`RELEASE_DATA` wrote in its folder beside ``out_dir`` in the same run (``release``: its report,
+    ``release_files``: its table), each file taken by reference, with this run's manifest, transcript and card;
+    uploaded unless ``params.dry_run`` (:func:`publish_stage` says the rest)."""
+    folder = out_dir.parent / RELEASE_DATA.folder
+    files = tuple(
+        ReleaseFile(row.path, row.sha256, int(row.bytes), None if pd.isna(row.rows) else int(row.rows))
+        for row in release_files.itertuples(index=False)
+    )
+    infos = tuple(
+        ConfigInfo(**{**info, "langs": tuple(info["langs"]), "variants": tuple(info["variants"])})
+        for info in release["configs"]
+    )
+    return _publish(
+        out_dir,
+        (files, infos, lambda path, target: link_or_copy(folder / path, target)),
+        int(release["counts"]["in"]),
+        bool(release["synthetic_ids"]),
+        table1=table1,
+        table2=table2,
+        funnel=funnel,
+        manifest_path=manifest_path,
+        transcript_path=transcript_path,
+        card=_card(build_id, build_config, params, funnel_labels, gate, transcript_path, card_body),
+        params=params,
+        build_id=build_id,
+        endpoint=endpoint,
+        proxy_strength=proxy_strength,
+    )
+
+
 def publish_stage(
     out_dir: Path,
     examples: pd.DataFrame,
@@ -483,13 +626,42 @@ def publish_stage(
     proxy_strength: pd.DataFrame | None = None,
     card_body: CardBody | None = None,
 ) -> StageOutput:
-    """The publish stage: write the release folder under ``out_dir`` and, unless ``params.dry_run``, upload it.
+    """Publish in one call: write the release folder under ``out_dir`` and, unless ``params.dry_run``, upload it
+    (a build runs the same in two stages, :func:`release_data_stage` and :func:`publish_release`).
 
     ``examples`` holds the examples of every config (split by :func:`split_configs`); each of ``configs`` is
     published even when the build kept none of its examples. Not a cached task: the upload has side effects, and
     the folder belongs to this run. Returns the release's file table and a report whose ``link`` is the release
     on the Hub, or the local folder in a dry run."""
-    card = CardParams(
+    data = release_data(split_configs(examples, configs))
+    return _publish(
+        out_dir,
+        (data.files, data.infos, lambda path, target: atomic_write_bytes(target, data.data[path])),
+        len(examples),
+        _synthetic_ids(examples),
+        table1=table1,
+        table2=table2,
+        funnel=funnel,
+        manifest_path=manifest_path,
+        transcript_path=transcript_path,
+        card=_card(build_id, build_config, params, funnel_labels, gate, transcript_path, card_body),
+        params=params,
+        build_id=build_id,
+        endpoint=endpoint,
+        proxy_strength=proxy_strength,
+    )
+
+
+def _card(
+    build_id: str,
+    build_config: str,
+    params: PublishParams,
+    funnel_labels: Mapping[str, str] | None,
+    gate: GateParams | None,
+    transcript_path: Path | None,
+    card_body: CardBody | None,
+) -> CardParams:
+    return CardParams(
         build_id=build_id,
         build_config=build_config,
         repo_id=params.repo_id,
@@ -500,13 +672,32 @@ def publish_stage(
         **({"pretty_name": card_body.pretty_name} if card_body else {}),
         **({"min_kappa": gate.min_kappa, "min_relevance": gate.min_relevance} if gate else {}),
     )
-    synthetic = params.synthetic or bool(
-        examples["stereotype_id"].astype(str).str.startswith(SYNTHETIC_ID_PREFIX).any()
-    )
+
+
+def _publish(
+    out_dir: Path,
+    data: tuple[Sequence[ReleaseFile], Sequence[ConfigInfo], Callable[[str, Path], None]],
+    examples_in: int,
+    synthetic_ids: bool,
+    *,
+    table1: pd.DataFrame,
+    table2: pd.DataFrame | None,
+    funnel: pd.DataFrame,
+    manifest_path: Path | None,
+    transcript_path: Path | None,
+    card: CardParams,
+    params: PublishParams,
+    build_id: str,
+    endpoint: str | None,
+    proxy_strength: pd.DataFrame | None,
+) -> StageOutput:
+    """The release folder from its data part (``data``: files, configs and how to place a file, as
+    :func:`write_release` takes them), the upload and the stage's output."""
+    synthetic = params.synthetic or synthetic_ids
     stand_in = card.transcript_header is not None and card.transcript_header.get("stand_in") is True
-    release = build_release(
+    release = write_release(
         out_dir,
-        split_configs(examples, configs),
+        *data,
         table1=table1,
         table2=table2,
         funnel=funnel,
@@ -546,7 +737,7 @@ def publish_stage(
     report: dict[str, Any] = {
         "stage": "publish",
         "parameters": asdict(params),
-        "counts": {"in": len(examples), "out": published},
+        "counts": {"in": examples_in, "out": published},
         "dropped": {"total": 0, "by_reason": {}},
         "configs": release.configs,
         "folder": str(release.path),
@@ -575,12 +766,23 @@ def create_release_artifact(report: Mapping[str, Any]) -> UUID:
     )
 
 
+RELEASE_DATA = Stage(
+    "10_data",
+    "release_data",
+    release_data_stage,
+    inputs={"examples": Configs(), "configs": Configs(names=True)},
+    outputs={"release_files": RELEASE_FILES},
+    words=("examples", "released rows", "not released"),
+)
+"""The release's data part, cached on the example tables (the publish stage places its files by reference)."""
+
 STAGE = Stage(
     "10_publish",
     "publish",
-    publish_stage,
+    publish_release,
     inputs={
-        "examples": Configs(),
+        "release": Report(RELEASE_DATA.folder, dict),
+        "release_files": Table(RELEASE_DATA.folder, "release_files"),
         "table1": Table("09_statistics", "table1"),
         "table2": Table("08_diversity", "table2"),
         "funnel": Table("09_statistics", "funnel"),
@@ -592,7 +794,6 @@ STAGE = Stage(
         "manifest_path": RunValue("manifest_path"),
         "build_id": RunValue("build_id"),
         "build_config": RunValue("build_config"),
-        "configs": Configs(names=True),
     },
     outputs={"release_files": RELEASE_FILES},
     params=PublishParams,
