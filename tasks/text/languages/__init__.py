@@ -116,6 +116,9 @@ class Language:
     find_mention: Callable[[str], re.Pattern[str]] | None = None
     """How a phrase is found in a text where its words inflect (Urdu's oblique form); None: as written
     (:meth:`mention`)."""
+    prompts: Path | None = None
+    """The folder of the translate prompts into it (``translate.fa-<code>.txt``, …), for a language whose module lives
+    outside the builder (:func:`add_modules`); None: the builder's ``prompts/``."""
 
     @cached_property
     def stop_words(self) -> frozenset[str]:
@@ -188,8 +191,36 @@ class UnknownLanguageError(ValueError):
     """A ``lang`` code no language module defines."""
 
 
-LANGUAGES: Mapping[str, Language] = discover()
-"""Every language by its code."""
+LANGUAGES: dict[str, Language] = discover()
+"""Every language by its code: this package's, and those of the folders :func:`add_modules` added."""
+
+
+def add_modules(folders: Iterable[Path]) -> dict[str, Language]:
+    """Language modules kept outside this package (a build's ``[languages] modules``, so that a team adds a language
+    without forking): each folder joins the package's search path, so its modules import as this package's and the
+    stages' cache keys hash them (:func:`pbbq.tasks.core.caching.module_closure`), and their languages join
+    :data:`LANGUAGES`. Returns the languages defined in ``folders``; a folder that does not exist, holds no language
+    module, or defines a code another module defines raises one line naming it."""
+    found: dict[str, Language] = {}
+    for folder in (Path(f).resolve() for f in folders):
+        if not folder.is_dir():
+            raise UnknownLanguageError(f"language module folder {folder} does not exist")
+        if str(folder) not in __path__:
+            __path__.append(str(folder))
+        try:
+            defined = discover([str(folder)])
+        except (ImportError, SyntaxError) as exc:
+            raise UnknownLanguageError(
+                f"language module folder {folder}: a module cannot be imported ({exc})"
+            ) from None
+        if not defined:
+            raise UnknownLanguageError(f"language module folder {folder} holds no module defining LANGUAGE")
+        for code, lang in defined.items():
+            if LANGUAGES.get(code, lang) is not lang or found.get(code, lang) is not lang:
+                raise UnknownLanguageError(f"language module folder {folder}: language {code!r} is defined already")
+        found |= defined
+    LANGUAGES.update(found)
+    return found
 
 
 def language(code: str) -> Language:
