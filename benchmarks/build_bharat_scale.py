@@ -131,6 +131,13 @@ def main() -> None:
             print(f"cold build: {name} ...", file=sys.stderr, flush=True)
             builds[name] = build_sampled(config, work / f"outputs-{number}", "cold", url, options)
             builds[name]["side_by_side"] = side_by_side(url)
+            done = builds[name]
+            print(
+                f"  flow {done['timings']['flow_seconds']:.0f} s, process {done['process_seconds']:.0f} s, "
+                f"peak {_mb(done['tree_peak_rss'])} MB, translate {done['side_by_side'][2]:.1f} × at once",
+                file=sys.stderr,
+                flush=True,
+            )
     finally:
         server.terminate()
         server.wait(timeout=30)
