@@ -1,6 +1,6 @@
 """``pbbq synth``: SYNTHETIC inputs for a build at the PBBQ paper's scale, offline (the scale benchmark's inputs).
 
-pbbq synth --scale bharat|paper|half|quarter --out DIR [--seed N] [--targets N]
+pbbq synth --scale paper|half|quarter --out DIR [--seed N] [--targets N]
 
 Writes into ``DIR`` (new or empty) every input a build reads, a transcript answering every LLM request the build
 makes, and ``DIR/build.toml``; with ``--targets N`` the examples are translated into English and N - 1 synthetic
@@ -16,7 +16,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-SCALES = ("bharat", "paper", "half", "quarter")
+SCALES = ("paper", "half", "quarter")
 """The scales offered (``pbbq.tasks.synth.SCALES`` also has ``tiny``, one template per category, for tests; not
 imported here, so that ``pbbq --help`` stays fast)."""
 HIDDEN_SCALES = ("tiny",)
@@ -38,7 +38,7 @@ def add_synth_command(subparsers: Any) -> argparse.ArgumentParser:
         type=_scale,
         default="paper",
         metavar="{" + ",".join(SCALES) + "}",
-        help="share of the paper's Table 1; bharat: BharatBBQ's size, 1.25 × (default: paper)",
+        help="share of the paper's Table 1 (default: paper)",
     )
     parser.add_argument("--out", type=Path, required=True, help="folder to write (must not exist, or be empty)")
     parser.add_argument("--seed", type=int, default=0, help="seed of every draw (default: 0)")

@@ -104,9 +104,10 @@ RESPONDENTS = 250
 """Survey respondents (PBBQ §3.2, Appendix E)."""
 EXAMPLES_PER_UNIT = 12
 """Examples of one entity pair and lexical variant: 2 orders × (2 ambiguous + 4 disambiguated), instantiate."""
-SCALES: dict[str, float] = {"bharat": 1.25, "paper": 1.0, "half": 0.5, "quarter": 0.25, "tiny": 0.01}
-"""Share of the paper's templates, stereotypes and examples; ``bharat`` is BharatBBQ's size (49,108 source examples,
-1.25 × PBBQ's 39,276); ``tiny`` (a template per category) is for tests."""
+SCALES: dict[str, float] = {"paper": 1.0, "half": 0.5, "quarter": 0.25, "tiny": 0.01}
+"""Share of the paper's templates, stereotypes and examples; ``tiny`` (a template per category) is for tests. No
+scale above the paper's: the phrase book gives a category as many stereotypes as it has groups × traits (Gender: 40,
+which the paper's 39 nearly fills), so BharatBBQ's 49,108 source examples (1.25 ×) would need a larger one."""
 MAX_TARGETS = 27
 """English and the 26 synthetic languages ``xa`` … ``xz``."""
 DEMOGRAPHICS: dict[str, dict[str, int]] = {
@@ -420,10 +421,17 @@ def plan(scale: str) -> list[CategoryPlan]:
         else:
             failing[by_size[turn["all"] % len(by_size)]].append(kind)
             turn["all"] += 1
-    return [
+    plans = [
         CategoryPlan(c, accepted[i], rejected[i], templates[i], tuple(failing[i]), units[i])
         for i, c in enumerate(names)
     ]
+    for p in plans:
+        combos = len(CATEGORY_SPECS[p.category].groups) * len(TRAITS)
+        if p.stereotypes > combos:  # found now, not after the stages have run on the written inputs
+            raise SynthError(
+                f"scale {scale!r}: {p.category} needs {p.stereotypes} stereotypes; the phrase book makes {combos}"
+            )
+    return plans
 
 
 def _caps(spec: Category) -> tuple[int, int]:
