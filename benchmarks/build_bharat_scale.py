@@ -11,7 +11,7 @@ folder each):
 - with ``--task-runner dask --dask-workers N``: a local cluster of N worker processes, for each N of ``--workers``.
 
 Per build: wall time of the flow and of the process, peak RSS of the whole process tree (the build, its Dask
-workers; sampled every 0.2 s), the release's rows, whether its dataset is the thread build's (the parquet files'
+workers; sampled every 0.2 s, and at least the largest process's own peak), the release's rows, whether its dataset is the thread build's (the parquet files'
 bytes), and how far the translate stages ran side by side: the sum of their task runs' durations over the span
 from the first one's start to the last one's end (the task runs the Prefect server recorded; 1.0: one after the
 other, N: N at once).
@@ -64,7 +64,8 @@ def build_sampled(config: Path, outputs: Path, run_id: str, api_url: str, option
     runner.join()
     if not result:
         raise SystemExit(f"pbbq build {run_id} failed")
-    return result | {"tree_peak_rss": peak, "run": outputs / run_id}
+    # a short peak between two samples is still the largest process's own (its ru_maxrss)
+    return result | {"tree_peak_rss": max(peak, result["process_peak_rss"]), "run": outputs / run_id}
 
 
 def _post(api_url: str, path: str, body: dict[str, Any]) -> Any:
