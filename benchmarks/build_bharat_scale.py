@@ -11,10 +11,10 @@ folder each):
 - with ``--task-runner dask --dask-workers N``: a local cluster of N worker processes, for each N of ``--workers``.
 
 Per build: wall time of the flow and of the process, peak RSS of the whole process tree (the build, its Dask
-workers; sampled every 0.2 s, and at least the largest process's own peak), the release's rows, whether its dataset is the thread build's (the parquet files'
-bytes), and how far the translate stages ran side by side: the sum of their task runs' durations over the span
-from the first one's start to the last one's end (the task runs the Prefect server recorded; 1.0: one after the
-other, N: N at once).
+workers; sampled every 0.2 s, and at least the largest process's own peak), the release's rows, whether its
+dataset is the thread build's (the parquet files' bytes), and how far the translate stages ran side by side: the
+sum of their task runs' durations over the span from the first one's start to the last one's end (the task runs
+the Prefect server recorded; 1.0: one after the other, N: N at once).
 The goals (docs/scale.md): a cold build ≤ 8 min and peak RSS ≤ 4 GiB on this machine.
 """
 
