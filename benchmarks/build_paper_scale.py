@@ -41,6 +41,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Sequence
 from operator import itemgetter
 from pathlib import Path
 from typing import Any
@@ -227,13 +228,16 @@ def start_server(home: Path) -> tuple[subprocess.Popen[bytes], str, float]:
             time.sleep(0.2)
 
 
-def build(config: Path, outputs: Path, run_id: str, api_url: str) -> dict[str, Any]:
-    """``pbbq build`` as a user runs it: the process's wall time and peak RSS, and the run's own timings."""
+def build(config: Path, outputs: Path, run_id: str, api_url: str, options: Sequence[str] = ()) -> dict[str, Any]:
+    """``pbbq build`` as a user runs it (with ``options``, ``--task-runner dask``): the process's wall time and peak
+    RSS, and the run's own timings."""
     env = {**os.environ, "PREFECT_API_URL": api_url}
     command = [sys.executable, "-m", "pbbq.flows.cli", "build", "--config", str(config), "--outputs", str(outputs)]
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     started = time.perf_counter()
-    done = subprocess.run([*command, "--run-id", run_id], env=env, capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        [*command, "--run-id", run_id, *options], env=env, capture_output=True, text=True, check=False
+    )
     seconds = time.perf_counter() - started
     if done.returncode != 0:
         raise SystemExit(f"pbbq build {run_id} failed:\n{done.stderr[-3000:]}")

@@ -14,12 +14,14 @@ import json
 import resource
 import time
 from collections.abc import Callable, Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.client.orchestration import get_client
+from prefect.context import FlowRunContext
 from prefect.exceptions import ObjectNotFound
 from prefect.futures import PrefectFuture
 from prefect.runtime import flow_run
@@ -55,6 +57,7 @@ from ..tasks.core.stage import (
 from ..tasks.crawl import fetch_sources
 from ..tasks.llm import LLMClient, open_llm, usage_summary
 from ..tasks.publish import create_release_artifact
+from ..tasks.text.languages import add_modules
 from .audit.diff import changes_since_previous
 from .audit.runs import mark_killed_runs, outputs_folder, previous_completed
 from .config import BuildConfig, check_store_path, load_config
@@ -329,21 +332,41 @@ def _table_artifacts(runner: PipelineRunner) -> None:
 TASK_RUNNERS = ("threads", "dask")
 
 
-def task_runner(name: str = "threads", address: str | None = None) -> TaskRunner[Any]:
+def task_runner(name: str = "threads", address: str | None = None, workers: int | None = None) -> TaskRunner[Any]:
     """Where the stages run: Prefect's thread pool (the default; one paper-scale build fits one machine), or
-    Dask (``pip install -e ".[dask]"``): the cluster at ``address``, or a local one of two single-threaded
-    workers in this process, since the stages share the build's LLM client and its response store."""
+    Dask (``pip install -e ".[dask]"``): the cluster at ``address``; a local cluster of ``workers`` worker
+    processes of one thread each (the stages' LLM client goes to a worker as its configuration and response store
+    file, :meth:`pbbq.tasks.llm.LLMClient.__getstate__`); or, without either, a local one of two single-threaded
+    workers in this process."""
     if name == "threads":
+        if workers is not None:
+            raise ValueError("--dask-workers needs --task-runner dask")
         return ThreadPoolTaskRunner()
     if name != "dask":
         raise ValueError(f"task runner {name!r} is not one of {', '.join(TASK_RUNNERS)}")
+    if address and workers is not None:
+        raise ValueError("--dask-workers makes a local cluster: leave it out with --dask-address")
+    if workers is not None and workers < 1:
+        raise ValueError(f"--dask-workers {workers} must be at least 1")
     try:
         from prefect_dask import DaskTaskRunner
     except ImportError:
         raise ValueError('task runner dask needs the dask extra: pip install -e ".[dask]"') from None
     if address:
         return DaskTaskRunner(address=address)
+    if workers is not None:
+        return DaskTaskRunner(cluster_kwargs={"n_workers": workers, "threads_per_worker": 1, "processes": True})
     return DaskTaskRunner(cluster_kwargs={"n_workers": 2, "threads_per_worker": 1, "processes": False})
+
+
+def share_languages(folders: tuple[Path, ...]) -> None:
+    """The build's own language modules (``[languages] modules``) on the flow's Dask workers too: every worker, and
+    every one that joins later, adds their folders (:func:`add_modules`) before it runs a stage, since a worker in
+    another process knows only the builder's languages (a remote cluster needs the folders at the same paths)."""
+    runner = FlowRunContext.get().task_runner if FlowRunContext.get() else None
+    client = getattr(runner, "client", None)  # a DaskTaskRunner's (the thread pool has none)
+    if folders and client is not None:
+        client.register_worker_callbacks(partial(add_modules, folders))
 
 
 @flow(name="build-pbbq", task_runner=ThreadPoolTaskRunner())
@@ -366,6 +389,7 @@ def build_pbbq(
     build = load_config(Path(config) if config else None, pipeline).with_publish(repo_id, dry_run, force_synthetic)
     if stand_in:
         build = build.with_stand_in()
+    share_languages(build.languages)
     root = outputs_folder(outputs)
     mark_crashed(mark_killed_runs(root))
     run = RunFolder.create(root, run_id, build.parameters(), process={"flow_run_id": str(flow_run.id)})

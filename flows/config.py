@@ -19,7 +19,7 @@ from ..tasks.core.artifacts import REPO_ROOT, display_path
 from ..tasks.core.inputs import load_unknown_phrases
 from ..tasks.core.stage import Input, Pipeline
 from ..tasks.llm import STAND_IN_MODE, LLMConfig
-from ..tasks.text.languages import LANGUAGES
+from ..tasks.text.languages import LANGUAGES, UnknownLanguageError, add_modules
 from .pipeline import PIPELINE, pipeline_for, source_of
 
 SAMPLE_CONFIG = REPO_ROOT / "configs" / "sample.toml"
@@ -32,7 +32,7 @@ def stage_params(pipeline: Pipeline = PIPELINE) -> dict[str, type]:
 
 def sections(pipeline: Pipeline = PIPELINE) -> tuple[str, ...]:
     """The top-level sections a build configuration may have; anything else is a typo, never ignored."""
-    return ("input", "inputs", "llm", *stage_params(pipeline))
+    return ("input", "inputs", "llm", "languages", *stage_params(pipeline))
 
 
 def ranges(pipeline: Pipeline = PIPELINE) -> dict[str, dict[str, tuple[float | None, float | None]]]:
@@ -91,6 +91,8 @@ class BuildConfig:
     """Each stage's parameters by its section name (``build.names`` reads ``stages["names"]``)."""
     pipeline: Pipeline = PIPELINE
     """The stages it runs (:func:`pbbq.flows.pipeline.pipeline_for`)."""
+    languages: tuple[Path, ...] = ()
+    """``[languages] modules``: folders of language modules beyond the builder's own (added to its languages)."""
 
     def __getattr__(self, name: str) -> Any:
         stages = self.__dict__.get("stages", {})
@@ -208,6 +210,25 @@ def _section(
         raise ConfigError(f"{path}: [{name}] {exc}") from None
 
 
+def _language_modules(path: Path, raw: dict[str, Any]) -> tuple[Path, ...]:
+    """``[languages] modules``: folders of language modules (each a ``LANGUAGE = Language(...)`` module, as
+    ``tasks/text/languages/`` holds), relative to the file, added to the builder's languages before the targets are
+    checked and the pipeline chosen (:func:`pbbq.tasks.text.languages.add_modules`)."""
+    section = _table(path, raw, "languages")
+    unknown = sorted(set(section) - {"modules"})
+    if unknown:
+        raise ConfigError(f"{path}: [languages] has unknown key(s) {_names(unknown)}; known: modules")
+    modules = section.get("modules", [])
+    if not isinstance(modules, list):
+        raise ConfigError(f"{path}: [languages] modules = {modules!r} is not a list of folders")
+    folders = tuple(_file(path, "languages", "modules", folder) for folder in modules)
+    try:
+        add_modules(folders)
+    except UnknownLanguageError as exc:
+        raise ConfigError(f"{path}: [languages] modules: {exc}") from None
+    return folders
+
+
 def _targets(path: Path, raw: dict[str, Any], source: str) -> dict[str, Any]:
     """``[translate] targets`` checked (a non-empty list of distinct language codes other than ``source``, the input
     path's language), and
@@ -258,6 +279,7 @@ def load_config(path: Path | None = None, pipeline: Pipeline | None = None) -> B
     the one the configuration chooses, :func:`pipeline_for`)."""
     path = (path or SAMPLE_CONFIG).resolve()
     raw = _read(path)
+    languages = _language_modules(path, raw)
     try:
         source = source_of(raw)  # checks [input] path, which pipeline_for reads too
     except ValueError as exc:
@@ -304,4 +326,5 @@ def load_config(path: Path | None = None, pipeline: Pipeline | None = None) -> B
             for name, params in stages.items()
         },
         pipeline=pipeline,
+        languages=languages,
     )

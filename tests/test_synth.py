@@ -200,3 +200,10 @@ def test_the_command_line_refuses_a_folder_in_use_with_one_line(tmp_path: Path, 
         plan("double")
     with pytest.raises(SystemExit):
         main(["synth", "--scale", "double", "--out", str(tmp_path / "x")])
+
+
+def test_a_scale_the_phrase_book_cannot_make_fails_before_anything_is_written(monkeypatch: pytest.MonkeyPatch) -> None:
+    """BharatBBQ's size (1.25 × the paper's) asks more Gender stereotypes than the phrase book's groups × traits."""
+    monkeypatch.setitem(SCALES, "bharat", 1.25)
+    with pytest.raises(SynthError, match="scale 'bharat': Gender needs 49 stereotypes; the phrase book makes 40"):
+        plan("bharat")

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from pbbq.flows.build_pbbq import build_pbbq, task_runner
+from pbbq.tasks.core.artifacts import REPO_ROOT
 
 
 def _stages(run: Path) -> list[dict]:
@@ -26,15 +27,23 @@ def _stages(run: Path) -> list[dict]:
     ]
 
 
-def test_a_dask_build_gives_the_thread_builds_dataset_and_manifest(
-    two_builds: tuple[Path, Path], tmp_path: Path
+def test_a_dask_build_on_worker_processes_gives_the_thread_builds_dataset_and_manifest(
+    prefect_server: None, tmp_path: Path
 ) -> None:
+    """The sample translated into two targets (English and Urdu): built on a local Dask cluster of two worker
+    processes (each stage's LLM client reopened in its worker, the translate branches side by side) and on threads,
+    each with a fresh cache, it gives the same manifest and the same dataset."""
     pytest.importorskip("prefect_dask")
-    threads, _ = two_builds
-    flow = build_pbbq.with_options(task_runner=task_runner("dask"))
-    dask = Path(flow(run_id=threads.name, outputs=str(tmp_path / "outputs")))  # a fresh cache: every stage runs
+    config = str(REPO_ROOT / "configs" / "sample-ur.toml")
+    threads = Path(build_pbbq(config=config, run_id="built", outputs=str(tmp_path / "threads")))
+    flow = build_pbbq.with_options(task_runner=task_runner("dask", workers=2))
+    dask = Path(flow(config=config, run_id="built", outputs=str(tmp_path / "dask")))
     assert _stages(dask) == _stages(threads)
-    for name in ("fa", "fa-names", "en"):
+    assert [s["folder"] for s in json.loads((dask / "manifest.json").read_text())["stages"]][6:8] == [
+        "07_translate",
+        "07_translate_ur",
+    ]
+    for name in ("fa", "fa-names", "en", "ur"):
         release = f"10_publish/hub/data/{name}/test-00000-of-00001.parquet"
         assert (dask / release).read_bytes() == (threads / release).read_bytes()
 
@@ -43,3 +52,15 @@ def test_the_task_runner_setting_is_checked() -> None:
     with pytest.raises(ValueError, match="not one of threads, dask"):
         task_runner("ray")
     assert type(task_runner()).__name__ == "ThreadPoolTaskRunner"
+    with pytest.raises(ValueError, match="--dask-workers needs --task-runner dask"):
+        task_runner("threads", workers=2)
+    with pytest.raises(ValueError, match="--dask-workers 0 must be at least 1"):
+        task_runner("dask", workers=0)
+    with pytest.raises(ValueError, match="leave it out with --dask-address"):
+        task_runner("dask", "tcp://127.0.0.1:8786", 2)
+
+
+def test_dask_workers_make_a_local_cluster_of_worker_processes() -> None:
+    pytest.importorskip("prefect_dask")
+    runner = task_runner("dask", workers=3)
+    assert runner.cluster_kwargs == {"n_workers": 3, "threads_per_worker": 1, "processes": True}

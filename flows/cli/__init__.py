@@ -1,6 +1,7 @@
 """The ``pbbq`` command.
 
 pbbq build --sample [adapt] | --config FILE [--run-id ID] [--outputs DIR] [--verbose]
+           [--task-runner threads|dask [--dask-address ADDR | --dask-workers N]]
 pbbq serve            # serve the build-pbbq deployment (prefect.yaml) for `prefect deployment run`
 pbbq evaluate --release RUN_OR_REPO --model SPEC [--config fa,fa-names,en] [--limit N]   # score models
 """
@@ -118,6 +119,12 @@ def _parser() -> argparse.ArgumentParser:
         help="where stages run: Prefect's thread pool (default) or Dask (the dask extra)",
     )
     build.add_argument("--dask-address", help="a running Dask scheduler (default: a local cluster)")
+    build.add_argument(
+        "--dask-workers",
+        type=int,
+        metavar="N",
+        help="a local Dask cluster of N worker processes (default: two thread workers in this process)",
+    )
     build.add_argument("--verbose", action="store_true", help="show Prefect's own line for every task run too")
     commands.add_parser("serve", help="serve the build-pbbq deployment with its weekly schedule")
     add_audit_commands(commands)
@@ -137,7 +144,7 @@ def _build(args: argparse.Namespace) -> int:
     from ..build_pbbq import build_pbbq, task_runner
     from ..server import startup_timeout, temporary_server
 
-    flow = build_pbbq.with_options(task_runner=task_runner(args.task_runner, args.dask_address))
+    flow = build_pbbq.with_options(task_runner=task_runner(args.task_runner, args.dask_address, args.dask_workers))
     with temporary_server(startup_timeout()):
         folder = flow(
             config=str(config),

@@ -1,9 +1,11 @@
 """``pbbq synth``: SYNTHETIC inputs for a build at the PBBQ paper's scale, offline (the scale benchmark's inputs).
 
-pbbq synth --scale paper|half|quarter --out DIR [--seed N]
+pbbq synth --scale paper|half|quarter --out DIR [--seed N] [--targets N]
 
 Writes into ``DIR`` (new or empty) every input a build reads, a transcript answering every LLM request the build
-makes, and ``DIR/build.toml``; ``pbbq build --config DIR/build.toml`` then builds offline (replay mode, no crawl
+makes, and ``DIR/build.toml``; with ``--targets N`` the examples are translated into English and N - 1 synthetic
+languages (``xa``, ``xb``, …: English under other codes, their modules in ``DIR/languages``), each answered in the
+transcript; ``pbbq build --config DIR/build.toml`` then builds offline (replay mode, no crawl
 sources, BERTScore homogenization off). Every file is marked synthetic, and the build's publish stage refuses to
 upload it (:mod:`pbbq.tasks.synth`, :mod:`pbbq.tasks.publish`). The same scale and seed give the same bytes.
 """
@@ -40,6 +42,12 @@ def add_synth_command(subparsers: Any) -> argparse.ArgumentParser:
     )
     parser.add_argument("--out", type=Path, required=True, help="folder to write (must not exist, or be empty)")
     parser.add_argument("--seed", type=int, default=0, help="seed of every draw (default: 0)")
+    parser.add_argument(
+        "--targets",
+        type=int,
+        default=1,
+        help="target languages: English and N - 1 SYNTHETIC ones (xa, xb, …; default: 1, English only)",
+    )
     parser.set_defaults(handler=synth_command)
     return parser
 
@@ -49,7 +57,14 @@ def synth_command(args: argparse.Namespace) -> int:
     from ...tasks.synth import summary, synthesize
     from ..config import load_config
 
-    result = synthesize(args.out, args.scale, args.seed, lambda line: print(f"synth: {line}"), read_config=load_config)
+    result = synthesize(
+        args.out,
+        args.scale,
+        args.seed,
+        lambda line: print(f"synth: {line}"),
+        read_config=load_config,
+        targets=args.targets,
+    )
     print("\n".join(summary(result)))
     print(f"{result.requests:,} LLM answers in the transcript; {result.seconds['total']:.1f} s")
     print(

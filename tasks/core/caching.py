@@ -25,6 +25,7 @@ import glob
 import hashlib
 import json
 import pickle
+import sys
 import threading
 import uuid
 from collections.abc import Callable, Iterator, Mapping
@@ -74,7 +75,8 @@ def _module_file(name: str, root: Path) -> Path | None:
     for candidate in (base.with_suffix(".py"), base / "__init__.py"):
         if candidate.is_file():
             return candidate
-    return None
+    loaded = getattr(sys.modules.get(name), "__file__", None)  # found on a package's added folder (a language's)
+    return Path(loaded) if loaded else None
 
 
 _FINDS_MODULES = "<iter_modules>"
@@ -83,7 +85,8 @@ _FINDS_MODULES = "<iter_modules>"
 
 def _imports(path: Path, name: str) -> frozenset[str]:
     """The modules a source file imports (``from a import b`` counts ``a`` and ``a.b``, which may be a module); a
-    package that finds its modules at run time (pkgutil.iter_modules: the languages) uses them all."""
+    package that finds its modules at run time (pkgutil.iter_modules: the languages) uses them all, those of the
+    folders added to its search path too (:func:`pbbq.tasks.text.languages.add_modules`)."""
     package = name.rsplit(".", 1)[0] if path.name != "__init__.py" else name
     found = _imports_of(path.read_text(encoding="utf-8"), package)
     if _FINDS_MODULES not in found:
@@ -91,7 +94,9 @@ def _imports(path: Path, name: str) -> frozenset[str]:
     found = found - {_FINDS_MODULES}
     if path.name != "__init__.py":
         return found
-    return found | {f"{name}.{module.stem}" for module in path.parent.glob("*.py") if module.name != "__init__.py"}
+    folders = [str(path.parent), *getattr(sys.modules.get(name), "__path__", [])[1:]]  # its own, then those added
+    modules = (module for folder in folders for module in Path(folder).glob("*.py"))
+    return found | {f"{name}.{module.stem}" for module in modules if module.name != "__init__.py"}
 
 
 @functools.lru_cache(maxsize=1024)

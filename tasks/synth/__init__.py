@@ -67,8 +67,9 @@ from ..llm import InProcessTransport, LLMClient, LLMConfig, LLMRequest, Response
 from ..names.tables import NAME_COLUMNS, load_name_table
 from ..publish import SYNTHETIC_ID_PREFIX
 from ..survey_filter import survey_filter
+from ..text.languages import language
 from ..text.languages.fa import normalize_fa
-from ..translate import Pair, TranslatePrompts, translate
+from ..translate import PROMPTS, Pair, prompt_files, translate_stage
 from ..translate.glossary import GLOSSARY_COLUMNS, load_glossary
 
 # ------------------------------------------------------------------------------------------- the paper's counts
@@ -104,7 +105,11 @@ RESPONDENTS = 250
 EXAMPLES_PER_UNIT = 12
 """Examples of one entity pair and lexical variant: 2 orders × (2 ambiguous + 4 disambiguated), instantiate."""
 SCALES: dict[str, float] = {"paper": 1.0, "half": 0.5, "quarter": 0.25, "tiny": 0.01}
-"""Share of the paper's templates, stereotypes and examples; ``tiny`` (a template per category) is for tests."""
+"""Share of the paper's templates, stereotypes and examples; ``tiny`` (a template per category) is for tests. No
+scale above the paper's: the phrase book gives a category as many stereotypes as it has groups × traits (Gender: 40,
+which the paper's 39 nearly fills), so BharatBBQ's 49,108 source examples (1.25 ×) would need a larger one."""
+MAX_TARGETS = 27
+"""English and the 26 synthetic languages ``xa`` … ``xz``."""
 DEMOGRAPHICS: dict[str, dict[str, int]] = {
     "gender": {"male": 140, "female": 110},
     "age_band": {"18-24": 85, "25-34": 68, "35-44": 52, "45-54": 27, "55+": 18},
@@ -141,6 +146,58 @@ TRANSCRIPT_NOTE = (
     "Persian continuations and English translations from a small phrase book; a few first answers break a rule "
     "on purpose, so retries are recorded too)."
 )
+
+
+def target_codes(count: int) -> tuple[str, ...]:
+    """The ``count`` target languages of a synthetic build: English, then synthetic languages ``xa``, ``xb``, …
+    (:func:`_language_module`: English under another code, answered from the English phrase book). Not Urdu:
+    its checks (script, gendered verbs) need real Urdu, and the phrase book has none."""
+    if not 1 <= count <= MAX_TARGETS:
+        raise SynthError(f"--targets {count} must be between 1 and {MAX_TARGETS}")
+    return ("en", *(f"x{chr(ord('a') + n)}" for n in range(count - 1)))
+
+
+LANGUAGE_MODULES = "languages"
+"""The folder of a synthetic build's own language modules (``[languages] modules``), with their prompts."""
+
+
+def _language_module(code: str) -> str:
+    """A synthetic language's module: English's rules and checks under the code ``code``, its own glossary and
+    'unknown' columns (``term_xa``, ``phrase_xa``) and its prompts beside it."""
+    return f'''"""SYNTHETIC language {code!r}, written by `pbbq synth`: English under another code, so that a
+synthetic build translates into several target languages. It is no language: its examples are the English phrase
+book's placeholders, labelled synthetic like everything of the build."""
+
+from dataclasses import replace
+from pathlib import Path
+
+from pbbq.tasks.text.languages import en
+
+LANGUAGE = replace(
+    en.LANGUAGE,
+    code="{code}",
+    name="Synthetic-{code.upper()}",
+    glossary_column="term_{code}",
+    unknown_column="phrase_{code}",
+    prompts=Path(__file__).parent / "prompts",
+)
+'''
+
+
+def _language_files(codes: Sequence[str]) -> dict[str, bytes]:
+    """The modules of the synthetic languages among ``codes`` and their prompts: the builder's Persian → English
+    prompts, each under the language's pair name and marked synthetic in its first line."""
+    files: dict[str, bytes] = {}
+    english = prompt_files(language("fa"), language("en"))
+    for code in codes[1:]:
+        files[f"{LANGUAGE_MODULES}/{code}.py"] = _language_module(code).encode("utf-8")
+        for name in english:
+            renamed = name.replace("fa-en", f"fa-{code}").replace("en-fa", f"{code}-fa")
+            text = (PROMPTS / name).read_text(encoding="utf-8")
+            marked = f"SYNTHETIC prompt (pbbq synth): prompts/{name} for the synthetic language {code}.\n{text}"
+            files[f"{LANGUAGE_MODULES}/prompts/{renamed}"] = marked.encode("utf-8")
+    return files
+
 
 # ------------------------------------------------------------------------------------------------ phrase book
 
@@ -364,10 +421,17 @@ def plan(scale: str) -> list[CategoryPlan]:
         else:
             failing[by_size[turn["all"] % len(by_size)]].append(kind)
             turn["all"] += 1
-    return [
+    plans = [
         CategoryPlan(c, accepted[i], rejected[i], templates[i], tuple(failing[i]), units[i])
         for i, c in enumerate(names)
     ]
+    for p in plans:
+        combos = len(CATEGORY_SPECS[p.category].groups) * len(TRAITS)
+        if p.stereotypes > combos:  # found now, not after the stages have run on the written inputs
+            raise SynthError(
+                f"scale {scale!r}: {p.category} needs {p.stereotypes} stereotypes; the phrase book makes {combos}"
+            )
+    return plans
 
 
 def _caps(spec: Category) -> tuple[int, int]:
@@ -709,7 +773,7 @@ class StandInModel(InProcessTransport):
     - back-translation: the Persian the English was translated from, so chrF is 100.
     """
 
-    def __init__(self, templates: Sequence[SynthTemplate], seed: int) -> None:
+    def __init__(self, templates: Sequence[SynthTemplate], seed: int, targets: Sequence[str] = ("en",)) -> None:
         self.seed = seed
         self.traits = {t.negative.fa: t for t in TRAITS}
         self.phrases: dict[str, dict[str, str]] = {"entity": {}, "lex": {}, "question": {}, "context": {}}
@@ -732,7 +796,7 @@ class StandInModel(InProcessTransport):
                     self.phrases["context"][ambiguous[0]] = ambiguous[1]
                     for c_fa, c_en in ((cont.fa, cont.en), (swap_roles(cont.fa), swap_roles(cont.en))):
                         self.phrases["context"][f"{ambiguous[0]} {c_fa}"] = f"{ambiguous[1]} {c_en}"
-        self.kinds = {text: kind for kind, text in Pair().instructions.items()}
+        self.kinds = {text: kind for code in targets for kind, text in Pair("fa", code).instructions.items()}
         self.sources: dict[str, set[str]] = {}
 
     def text(self, request: LLMRequest) -> str:
@@ -747,12 +811,13 @@ class StandInModel(InProcessTransport):
                 if _fails_first(self.seed, request, FIRST_FAILURES["disambiguate"])
                 else text
             )
-        if request.stage == "translate" and request.context.startswith("back "):
+        translating = request.stage.split("_")[0] == "translate"  # translate, translate_xa
+        if translating and request.context.startswith("back "):
             english = _tag(first, "english_text")
             if english not in self.sources:
                 raise SynthError(f"the synthetic stand-in translated nothing into {english[:60]!r}")
             return min(self.sources[english])
-        if request.stage == "translate":
+        if translating:
             kind = next((k for text, k in self.kinds.items() if text in (request.system or "")), None)
             persian = _tag(first, "persian_text")
             english = self._english(str(kind), persian, _tag(first, "phrases"))
@@ -811,10 +876,24 @@ FILES = {
 TRANSCRIPT = "transcript.jsonl.gz"
 
 
-def _build_toml(scale: str, seed: int) -> str:
+def _targets_toml(targets: Sequence[str]) -> str:
+    """build.toml's sections for more than one target: the synthetic languages' folder and the targets."""
+    if len(targets) == 1:
+        return ""
+    return f"""
+[languages]
+modules = ["{LANGUAGE_MODULES}"]   # SYNTHETIC languages {", ".join(targets[1:])}: English under other codes
+
+[translate]
+targets = {json.dumps(list(targets))}
+"""
+
+
+def _build_toml(scale: str, seed: int, targets: Sequence[str]) -> str:
     inputs = "\n".join(f'{name} = "{path}"' for name, path in FILES.items())
     llm = "\n".join(f'{key} = "{value}"' for key, value in LLM_SECTION.items())
-    return f"""# SYNTHETIC build configuration, written by `pbbq synth --scale {scale} --seed {seed}`.
+    called = f"--scale {scale} --seed {seed}" + (f" --targets {len(targets)}" if len(targets) > 1 else "")
+    return f"""# SYNTHETIC build configuration, written by `pbbq synth {called}`.
 # Every input below is SYNTHETIC: placeholder stereotypes, survey answers, templates, annotator ratings and LLM
 # answers (a deterministic stand-in wrote them, no model). It builds PBBQ at the paper's scale offline, to measure
 # the builder; its examples say nothing about any group or model. Publish refuses to upload it (synthetic = true).
@@ -840,7 +919,7 @@ min_relevance = {MIN_RELEVANCE}
 
 [names]
 gender_llm = false        # the rule table decides every reference: the transcript holds no gender answers
-
+{_targets_toml(targets)}
 [diversity]
 # no homogenization_model: BERTScore homogenization is off (reported as not computed)
 
@@ -900,6 +979,7 @@ def _label(stereotype: Stereotype) -> Term:
 def _input_files(
     scale: str,
     seed: int,
+    targets: Sequence[str],
     plans: Sequence[CategoryPlan],
     stereotypes: Sequence[Stereotype],
     templates: Sequence[SynthTemplate],
@@ -948,7 +1028,11 @@ def _input_files(
         ["template_id", "item_id", "annotator_id", "target_label", "relevance"],
         (row for t in templates for row in _ratings(t, rng)),
     )
-    files[FILES["unknown_phrases"]] = _csv(["phrase_fa", "phrase_en"], ([p.fa, p.en] for p in UNKNOWN_PHRASES))
+    copies = targets[1:]  # the synthetic languages' columns: the English again
+    files[FILES["unknown_phrases"]] = _csv(
+        ["phrase_fa", "phrase_en", *(f"phrase_{code}" for code in copies)],
+        ([p.fa, p.en, *(p.en for _ in copies)] for p in UNKNOWN_PHRASES),
+    )
     files[FILES["disambiguation_overrides"]] = _csv(
         OVERRIDE_COLUMNS,
         (
@@ -959,10 +1043,12 @@ def _input_files(
     )
     terms = {w.fa: w.en for spec in CATEGORY_SPECS.values() if spec.glossary for g in spec.groups for w in g.words}
     files[FILES["glossary"]] = _csv(
-        GLOSSARY_COLUMNS, ([fa, en, f"{NOTE} Placeholder group term."] for fa, en in terms.items())
+        [*GLOSSARY_COLUMNS, *(f"term_{code}" for code in copies)],
+        ([fa, en, f"{NOTE} Placeholder group term.", *(en for _ in copies)] for fa, en in terms.items()),
     )
     files[FILES["names"]] = _name_rows(templates)
-    files["build.toml"] = _build_toml(scale, seed).encode("utf-8")
+    files |= _language_files(targets)
+    files["build.toml"] = _build_toml(scale, seed, targets).encode("utf-8")
     files["README.md"] = _readme(scale, seed, plans).encode("utf-8")
     return files
 
@@ -989,10 +1075,16 @@ caller (a task does not import the flows, which sit above it: docs/architecture.
 
 
 def _record(
-    folder: Path, templates: Sequence[SynthTemplate], seed: int, log: Callable[[str], None], read_config: ReadConfig
+    folder: Path,
+    templates: Sequence[SynthTemplate],
+    seed: int,
+    targets: Sequence[str],
+    log: Callable[[str], None],
+    read_config: ReadConfig,
 ) -> tuple[pd.DataFrame, int, dict[str, float]]:
-    """Run the build's stages on the written inputs with the stand-in, check what they found against the plan,
-    and write the transcript of every request they made. Returns the counts per category and the requests."""
+    """Run the build's stages on the written inputs with the stand-in (reading build.toml adds the synthetic
+    languages), translating into every target as the build's translate stages do, and write the transcript of
+    every request they made. Returns the counts per category (a column per target) and the requests."""
     seconds: dict[str, float] = {}
     clock = time.perf_counter()
     build = read_config(folder / "build.toml")
@@ -1002,7 +1094,7 @@ def _record(
     seconds["load"] = time.perf_counter() - clock
     config = dataclasses.replace(LLMConfig.from_mapping(LLM_SECTION, env={}), mode="live", store_path=MEMORY)
     store = ResponseStore(MEMORY)
-    client = LLMClient(config, store, transport=StandInModel(templates, seed))
+    client = LLMClient(config, store, transport=StandInModel(templates, seed, targets))
     clock = time.perf_counter()
     survey = survey_filter(tables["questionnaire"], tables["responses"], build.survey_filter)
     gate = kappa_gate(tables["templates"], tables["ratings"], survey["stereotypes"], build.kappa_gate)
@@ -1017,13 +1109,21 @@ def _record(
     seconds["stages to instantiate"] = time.perf_counter() - clock
     log(f"disambiguate: {len(disambiguated['attempts'])} answers; instantiate: {len(examples):,} fa examples")
     clock = time.perf_counter()
-    english = translate(examples, tables["unknown_phrases"], glossary, TranslatePrompts.load(), client, build.translate)
+    used = set(disambiguated["attempts"]["request_id"])
+    translated: dict[str, pd.DataFrame] = {}
+    for number, code in enumerate(targets):
+        stage = translate_stage(code, first=number == 0)
+        resources = {name: source.load() for name, source in stage.inputs.items() if name in ("prompts", "pair")}
+        output = stage.run(
+            examples, tables["unknown_phrases"], glossary, client=client, **resources, params=build.params(stage.name)
+        )
+        translated[code] = output["examples"]
+        used |= set(output["segments"]["request_ids"].explode().dropna())
+        log(
+            f"{stage.name}: {len(output['segments']):,} segments, {len(output['attempts']):,} answers; "
+            f"{len(output['examples']):,} {code} examples"
+        )
     seconds["translate"] = time.perf_counter() - clock
-    log(
-        f"translate: {len(english['segments']):,} segments, {len(english['attempts']):,} answers; "
-        f"{len(english['examples']):,} en examples"
-    )
-    used = {*disambiguated["attempts"]["request_id"], *english["segments"]["request_ids"].explode().dropna()}
     clock = time.perf_counter()
     with ResponseStore(MEMORY) as final:
         for key in sorted(used):
@@ -1044,7 +1144,7 @@ def _record(
                 "templates": gate["templates"].groupby("category").size(),
                 "gated": gate["gated"].groupby("category").size(),
                 "fa": examples.groupby("category").size(),
-                "en": english["examples"].groupby("category").size(),
+                **{code: frame.groupby("category").size() for code, frame in translated.items()},
             }
         )
         .reindex(list(TABLE1))
@@ -1063,8 +1163,7 @@ def _check(counts: pd.DataFrame, plans: Sequence[CategoryPlan]) -> None:
             "accepted": p.accepted,
             "templates": p.templates + len(p.failing),
             "gated": p.templates,
-            "fa": p.examples,
-            "en": p.examples,
+            **{code: p.examples for code in counts.columns[counts.columns.get_loc("fa") :]},
         }
         wrong = {k: (int(found[k]), v) for k, v in wanted.items() if int(found[k]) != v}
         if wrong:
@@ -1072,13 +1171,21 @@ def _check(counts: pd.DataFrame, plans: Sequence[CategoryPlan]) -> None:
 
 
 def synthesize(
-    out: Path, scale: str = "paper", seed: int = 0, log: Callable[[str], None] | None = None, *, read_config: ReadConfig
+    out: Path,
+    scale: str = "paper",
+    seed: int = 0,
+    log: Callable[[str], None] | None = None,
+    *,
+    read_config: ReadConfig,
+    targets: int = 1,
 ) -> SynthResult:
     """Write a synthetic build into ``out`` (which must not exist or be empty): inputs, build.toml, README.md,
-    synth.json and the transcript. The folder appears complete or not at all. ``read_config`` reads the build.toml
-    written, whose stages run to record the transcript."""
+    synth.json and the transcript; translated into ``targets`` languages (:func:`target_codes`). The folder
+    appears complete or not at all. ``read_config`` reads the build.toml written, whose stages run to record the
+    transcript."""
     say = log or (lambda _: None)
     plans = plan(scale)
+    codes = target_codes(targets)
     if seed < 0:
         raise SynthError(f"seed {seed} must be >= 0")
     out = Path(out)
@@ -1088,7 +1195,7 @@ def synthesize(
     rng = np.random.default_rng(seed)
     stereotypes = _stereotypes(plans, rng)
     templates = _templates(plans, stereotypes, rng)
-    files = _input_files(scale, seed, plans, stereotypes, templates, rng)
+    files = _input_files(scale, seed, codes, plans, stereotypes, templates, rng)
     generated = time.perf_counter() - started
     say(f"generated {len(stereotypes)} stereotypes and {len(templates)} templates in {generated:.1f} s")
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -1098,7 +1205,7 @@ def synthesize(
         for name, data in files.items():
             (staging / name).parent.mkdir(parents=True, exist_ok=True)
             (staging / name).write_bytes(data)
-        counts, requests, seconds = _record(staging, templates, seed, say, read_config)
+        counts, requests, seconds = _record(staging, templates, seed, codes, say, read_config)
         _check(counts, plans)
         written = sorted(p for p in staging.rglob("*") if p.is_file())
         meta = {
@@ -1107,6 +1214,7 @@ def synthesize(
             "note": NOTE,
             "scale": scale,
             "seed": seed,
+            "targets": list(codes),
             "requests": requests,
             "counts": {c: {k: int(v) for k, v in row.items()} for c, row in counts.iterrows()},
             "files": {p.relative_to(staging).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest() for p in written},
@@ -1125,15 +1233,14 @@ def synthesize(
 
 
 def summary(result: SynthResult) -> list[str]:
-    """The counts per category and in all, for the terminal."""
+    """The counts per category and in all (the examples per language: ``fa`` and each target), for the terminal."""
     c = result.counts
-    lines = [f"{'category':<24}{'stereotypes':>12}{'accepted':>10}{'templates':>10}{'gated':>7}{'fa':>8}{'en':>8}"]
-    for category, row in c.iterrows():
-        lines.append(
-            f"{category:<24}{row.stereotypes:>12}{row.accepted:>10}{row.templates:>10}{row.gated:>7}{row.fa:>8,}{row.en:>8,}"
-        )
-    total = c.sum()
-    lines.append(
-        f"{'total':<24}{total.stereotypes:>12}{total.accepted:>10}{total.templates:>10}{total.gated:>7}{total.fa:>8,}{total.en:>8,}"
-    )
-    return lines
+    widths = {"stereotypes": 12, "accepted": 10, "templates": 10, "gated": 7} | {
+        column: 8 for column in c.columns[c.columns.get_loc("fa") :]
+    }
+
+    def line(name: str, row: pd.Series) -> str:
+        return f"{name:<24}" + "".join(f"{row[column]:>{width},}" for column, width in widths.items())
+
+    header = f"{'category':<24}" + "".join(f"{column:>{width}}" for column, width in widths.items())
+    return [header, *(line(str(category), row) for category, row in c.iterrows()), line("total", c.sum())]

@@ -782,7 +782,9 @@ def translate_stage(target: str = TARGET.code, first: bool = True, source: str =
             "examples": Table("05_instantiate", "examples"),
             "unknown_phrases": UNKNOWN_PHRASES,
             "glossary": GLOSSARY,
-            "prompts": Resource(partial(TranslatePrompts.load, PROMPTS, pair.source, pair.target)),
+            "prompts": Resource(
+                partial(TranslatePrompts.load, pair.target.prompts or PROMPTS, pair.source, pair.target)
+            ),
             "client": Client(),
             "pair": Resource(lambda: pair),
         },

@@ -35,8 +35,14 @@ SOURCE = language("fa")
 TARGET = language("en")
 """The first target language: the glossary's required column, and the translation the default build makes."""
 GLOSSARY_COLUMNS = [SOURCE.glossary_column, TARGET.glossary_column, "note"]
-OTHER_TARGETS = tuple(lang for lang in LANGUAGES.values() if lang not in (SOURCE, TARGET))
-"""The languages whose glossary column is optional (``term_ur``): filled in every row when present."""
+
+
+def other_targets() -> tuple[Language, ...]:
+    """The languages whose glossary column is optional (``term_ur``): filled in every row when present; asked at
+    load, since a build may add languages (``[languages] modules``)."""
+    return tuple(lang for lang in LANGUAGES.values() if lang not in (SOURCE, TARGET))
+
+
 _NOT_PERSIAN_TERM = re.compile(rf"[^\u0600-\u06ff{ZWNJ} ]")
 _PLURALS = (f"{ZWNJ}ها", f"{ZWNJ}های")
 
@@ -51,7 +57,7 @@ def load_glossary(path: Path, templates: pd.DataFrame | None = None) -> pd.DataF
     (:func:`check_opposed_terms`).
     """
     raw = read_csv_checked(path, GLOSSARY_COLUMNS)
-    others = [lang for lang in OTHER_TARGETS if lang.glossary_column in raw.columns]
+    others = [lang for lang in other_targets() if lang.glossary_column in raw.columns]
     frame = raw[[*GLOSSARY_COLUMNS, *(lang.glossary_column for lang in others)]]
     if frame.empty:
         raise InputError(path, None, "no glossary entries")
@@ -98,7 +104,7 @@ def load_english_glossary(path: Path) -> pd.DataFrame:
     path's BBQ groups), one row per English group term, sorted as in the file. Every cell of a term or rendering is
     filled, and a term appears once, whatever its case."""
     raw = read_csv_checked(path, [TARGET.glossary_column, "note"])
-    targets = [lang for lang in OTHER_TARGETS if lang.glossary_column in raw.columns]
+    targets = [lang for lang in other_targets() if lang.glossary_column in raw.columns]
     frame = raw[[TARGET.glossary_column, "note", *(lang.glossary_column for lang in targets)]]
     if frame.empty:
         raise InputError(path, None, "no glossary entries")

@@ -11,13 +11,16 @@ lowest layer); the cue rules built on these members live in :mod:`pbbq.tasks.tex
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import pkgutil
 import re
+import sys
 import tomllib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache, cached_property
 from pathlib import Path
+from types import ModuleType
 from typing import Any, Literal, NamedTuple
 
 NONE = "none"
@@ -120,6 +123,9 @@ class Language:
     find_mention: Callable[[str], re.Pattern[str]] | None = None
     """How a phrase is found in a text where its words inflect (Urdu's oblique form); None: as written
     (:meth:`mention`)."""
+    prompts: Path | None = None
+    """The folder of the translate prompts into it (``translate.fa-<code>.txt``, …), for a language whose module lives
+    outside the builder (:func:`add_modules`); None: the builder's ``prompts/``."""
 
     @cached_property
     def stop_words(self) -> frozenset[str]:
@@ -192,8 +198,65 @@ class UnknownLanguageError(ValueError):
     """A ``lang`` code no language module defines."""
 
 
-LANGUAGES: Mapping[str, Language] = discover()
-"""Every language by its code."""
+LANGUAGES: dict[str, Language] = discover()
+"""Every language by its code: this package's, and those of the folders :func:`add_modules` added."""
+
+
+def _import_file(name: str, file: Path) -> ModuleType:
+    """The module ``name`` from ``file``: the one loaded already if it came from that file, else imported again (a
+    folder written anew elsewhere, as ``pbbq synth`` moves its folder into place)."""
+    loaded = sys.modules.get(name)
+    if loaded is not None and loaded.__file__ is not None and Path(loaded.__file__) == file:
+        return loaded
+    spec = importlib.util.spec_from_file_location(name, file)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"{file} is not a Python module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module
+
+
+def add_modules(folders: Iterable[Path]) -> dict[str, Language]:
+    """Language modules kept outside this package (a build's ``[languages] modules``, so that a team adds a language
+    without forking): each folder joins the package's search path and its modules import as this package's, so the
+    stages' cache keys hash them (:func:`pbbq.tasks.core.caching.module_closure`), and their languages join
+    :data:`LANGUAGES`. Returns the languages defined in ``folders``; a folder that does not exist, holds no language
+    module or a module named as one of the builder's, or defines a code another module defines, raises one line
+    naming it."""
+    own = {module.name for module in pkgutil.iter_modules(__path__[:1])}
+    found: dict[str, Language] = {}
+    for folder in (Path(f).resolve() for f in folders):
+        if not folder.is_dir():
+            raise UnknownLanguageError(f"language module folder {folder} does not exist")
+        if str(folder) not in __path__:
+            __path__.append(str(folder))
+        defined: dict[str, Language] = {}
+        for module in (m for m in pkgutil.iter_modules([str(folder)]) if not m.ispkg):
+            if module.name in own:
+                raise UnknownLanguageError(f"{folder / module.name}.py is named as one of the builder's languages")
+            name = f"{__name__}.{module.name}"
+            previous = getattr(sys.modules.get(name), "LANGUAGE", None)
+            try:
+                candidate = getattr(_import_file(name, folder / f"{module.name}.py"), "LANGUAGE", None)
+            except (ImportError, SyntaxError) as exc:
+                raise UnknownLanguageError(f"{folder / module.name}.py cannot be imported ({exc})") from None
+            if isinstance(previous, Language) and previous is not candidate:
+                LANGUAGES.pop(previous.code, None)  # its module was imported again from this folder
+            if isinstance(candidate, Language):
+                defined[candidate.code] = candidate
+        if not defined:
+            raise UnknownLanguageError(f"language module folder {folder} holds no module defining LANGUAGE")
+        for code, lang in defined.items():
+            if LANGUAGES.get(code, lang) is not lang or found.get(code, lang) is not lang:
+                raise UnknownLanguageError(f"language module folder {folder}: language {code!r} is defined already")
+        found |= defined
+    LANGUAGES.update(found)
+    return found
 
 
 def language(code: str) -> Language:

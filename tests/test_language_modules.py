@@ -1,0 +1,119 @@
+"""A build's own language modules (``[languages] modules``): a team adds a language without forking the builder.
+
+The folders a configuration names join the languages before its targets are checked, a stage's cache key hashes
+their modules as it hashes the builder's own, and a folder that is missing or holds no language is one line.
+``pbbq synth --targets N`` writes such a folder of synthetic languages and answers every target in its transcript.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pbbq.flows.cli import main
+from pbbq.flows.config import ConfigError, load_config
+from pbbq.tasks.core.caching import stage_code_hash
+from pbbq.tasks.synth import SynthError, synthesize, target_codes
+from pbbq.tasks.text import languages
+from pbbq.tasks.translate import translate
+
+SEED = 7
+MODULE = '''"""A test language: English under the code {code}."""
+from dataclasses import replace
+
+from pbbq.tasks.text.languages import en
+
+LANGUAGE = replace(en.LANGUAGE, code="{code}", name="Testish", glossary_column="term_{code}",
+                   unknown_column="phrase_{code}")
+'''
+
+
+@pytest.fixture
+def registry() -> Iterator[None]:
+    """The languages and their search path as they were before the test, afterwards (adding modules is global)."""
+    path, known, modules = list(languages.__path__), dict(languages.LANGUAGES), set(sys.modules)
+    yield
+    languages.__path__[:] = path
+    languages.LANGUAGES.clear()
+    languages.LANGUAGES.update(known)
+    for name in set(sys.modules) - modules:
+        if name.startswith(f"{languages.__name__}."):
+            del sys.modules[name]
+
+
+def _config(sample_copy: Path, modules: str, targets: str = '["en", "xq"]') -> Path:
+    """The sample's configuration (a copy, in its ``configs`` folder, which the module folders are relative to) with
+    ``[languages] modules`` and ``[translate] targets``."""
+    path = sample_copy / "configs" / "mine.toml"
+    text = f'inherit = "sample.toml"\n\n[languages]\nmodules = {modules}\n\n[translate]\ntargets = {targets}\n'
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_a_configuration_adds_its_own_languages_and_their_modules_key_the_stages(
+    sample_copy: Path, registry: None
+) -> None:
+    (sample_copy / "configs" / "mine").mkdir()
+    module = sample_copy / "configs" / "mine" / "xq.py"
+    module.write_text(MODULE.format(code="xq"), encoding="utf-8")
+    before = stage_code_hash(translate)
+    build = load_config(_config(sample_copy, '["mine"]'))
+    assert build.languages == (sample_copy / "configs" / "mine",)
+    assert [s.folder for s in build.pipeline if s.name.startswith("translate")] == ["07_translate", "07_translate_xq"]
+    assert languages.language("xq").name == "Testish"
+    added = stage_code_hash(translate)
+    assert added != before  # the stage's key hashes the added module
+    module.write_text(MODULE.format(code="xq") + "# edited\n", encoding="utf-8")
+    assert stage_code_hash(translate) != added  # and its edits
+
+
+@pytest.mark.parametrize(
+    ("modules", "message"),
+    [
+        ('["absent"]', r"\[languages\] modules: language module folder .*absent does not exist"),
+        ('["empty"]', r"\[languages\] modules: language module folder .*empty holds no module defining LANGUAGE"),
+        ('"mine"', r"\[languages\] modules = 'mine' is not a list of folders"),
+    ],
+)
+def test_a_missing_or_empty_module_folder_is_one_line(
+    sample_copy: Path, registry: None, modules: str, message: str
+) -> None:
+    (sample_copy / "configs" / "empty").mkdir()
+    (sample_copy / "configs" / "empty" / "notes.py").write_text("X = 1\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=message):
+        load_config(_config(sample_copy, modules))
+
+
+def test_a_target_no_module_defines_is_named_with_the_known_ones(sample_copy: Path, registry: None) -> None:
+    with pytest.raises(ConfigError, match=r"targets = \['en', 'xq'\]: 'xq' is not one of en, ur"):
+        load_config(_config(sample_copy, "[]"))
+
+
+def test_synth_translates_into_english_and_synthetic_languages(tmp_path: Path, registry: None) -> None:
+    assert target_codes(3) == ("en", "xa", "xb")
+    with pytest.raises(SynthError, match="--targets 0 must be between 1 and 27"):
+        target_codes(0)
+    result = synthesize(tmp_path / "tiny", "tiny", SEED, read_config=load_config, targets=3)
+    assert list(result.counts.columns[-4:]) == ["fa", "en", "xa", "xb"]
+    assert (result.counts["xb"] == result.counts["fa"]).all() and result.counts["fa"].sum() > 0
+    module = (tmp_path / "tiny" / "languages" / "xa.py").read_text(encoding="utf-8")
+    assert module.startswith('"""SYNTHETIC language')
+    prompt = (tmp_path / "tiny" / "languages" / "prompts" / "translate.fa-xa.txt").read_text(encoding="utf-8")
+    assert prompt.startswith("SYNTHETIC prompt")
+    build = load_config(tmp_path / "tiny" / "build.toml")
+    assert build.languages == (tmp_path / "tiny" / "languages",)
+    assert languages.language("xb").prompts == tmp_path / "tiny" / "languages" / "prompts"
+    assert [s.name for s in build.pipeline if s.name.startswith("translate")] == [
+        "translate",
+        "translate_xa",
+        "translate_xb",
+    ]
+
+
+def test_synth_refuses_a_count_of_targets_it_cannot_write(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["synth", "--scale", "tiny", "--targets", "28", "--out", str(tmp_path / "x")]) == 1
+    assert capsys.readouterr().err.strip() == "pbbq: error: --targets 28 must be between 1 and 27"
+    assert not (tmp_path / "x").exists()
