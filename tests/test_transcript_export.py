@@ -103,3 +103,24 @@ def test_the_header_is_read_alone(tmp_path: Path) -> None:
     assert transcript_header(plain) == transcript_header(packed) == json.loads(header)
     with pytest.raises(ValueError, match=r"t.jsonl:2: not UTF-8 text"):
         read_transcript(plain)
+
+
+def test_a_transcript_is_imported_a_line_at_a_time_and_a_bad_line_keeps_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A 400,000-answer transcript is over half a gigabyte: it is hashed and parsed as a stream, never read whole;
+    its records still go in as one transaction, so a bad last line leaves the store as it was."""
+    store, records = _store(tmp_path / "store.sqlite")
+    store.export_jsonl(tmp_path / "t.jsonl.gz", {})
+    monkeypatch.setattr(Path, "read_bytes", lambda self: pytest.fail(f"{self} read whole"))
+    monkeypatch.setattr("pbbq.tasks.llm.store.read_transcript", lambda *a, **k: pytest.fail("transcript read whole"))
+    imported = ResponseStore(tmp_path / "imported.sqlite")
+    assert imported.import_jsonl(tmp_path / "t.jsonl.gz") == len(records)
+    with gzip.open(tmp_path / "t.jsonl.gz", "rt", encoding="utf-8") as file:
+        source = file.read()
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text(source + '{"key": "no record"}\n', encoding="utf-8")
+    fresh = ResponseStore(tmp_path / "fresh.sqlite")
+    with pytest.raises(ValueError, match=r"broken.jsonl:5: record is missing"):
+        fresh.import_jsonl(broken)
+    assert fresh.get_many(record.key for record in records) == {}

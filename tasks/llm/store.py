@@ -18,7 +18,7 @@ import os
 import sqlite3
 import threading
 import zlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from json.encoder import encode_basestring
 from pathlib import Path
@@ -78,11 +78,28 @@ def read_transcript(path: Path, lines: int | None = None) -> str:
         raise ValueError(f"{path}:{line}: not UTF-8 text") from None
 
 
+def transcript_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """A transcript's lines with their numbers, read one at a time (a transcript of 400,000 answers is over half
+    a gigabyte of JSON), gzip-decoded for a ``.gz`` path; the ``ValueError`` of :func:`read_transcript`."""
+    if not path.is_file():
+        raise ValueError(f"{path}: transcript not found")
+    try:
+        with gzip.open(path, "rb") if path.suffix == ".gz" else path.open("rb") as file:
+            for number, raw in enumerate(file, 1):
+                try:
+                    yield number, raw.decode("utf-8").rstrip("\r\n")
+                except UnicodeDecodeError:
+                    raise ValueError(f"{path}:{number}: not UTF-8 text") from None
+    except (OSError, EOFError, zlib.error) as err:
+        raise ValueError(f"{path}: not a readable {'gzip ' if path.suffix == '.gz' else ''}file ({err})") from None
+
+
 def transcript_source(path: str | Path) -> str:
     """The source a transcript's answers are stored under: the sha256 of the file's bytes (the hash the run's
     manifest records for its transcript); "" for a file that cannot be read (its loader then says why)."""
     try:
-        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+        with Path(path).open("rb") as file:
+            return hashlib.file_digest(file, "sha256").hexdigest()
     except OSError:
         return ""
 
@@ -185,7 +202,7 @@ class ResponseStore(Closing):
         """Record (or replace) an answer of ``source``."""
         if self.read_only:
             raise LLMError(f"response store {self.path} is a read-only transcript; import it into a SQLite store")
-        with self._lock:
+        with self._lock, self._db:
             self._insert([record], source)
 
     def export_jsonl(
@@ -272,51 +289,71 @@ class ResponseStore(Closing):
         return count
 
     def _load_jsonl(self, path: Path, source: str) -> tuple[dict[str, Any], int]:
-        """Validate a transcript and insert its records under ``source`` in one transaction; returns (header,
-        count)."""
-        header, records = parse_transcript(path)
-        with self._lock:
-            self._insert(records, source)
-        return header, len(records)
+        """Validate a transcript and insert its records under ``source`` in one transaction, read and inserted a
+        record at a time (a bad line rolls every record back); returns (header, count)."""
+        header, records = transcript_records(path)
+        inserted = 0
 
-    def _insert(self, records: Sequence[StoredResponse], source: str) -> None:
-        with self._db:
-            self._db.executemany(
-                f"INSERT OR REPLACE INTO answers (source, {', '.join(_RECORD_FIELDS)}) VALUES ({_PLACEHOLDERS})",
-                [
-                    (
-                        source,
-                        r.key,
-                        r.provider,
-                        r.model,
-                        canonical_json(r.request),
-                        r.text,
-                        r.tokens_in,
-                        r.tokens_out,
-                        r.created_at,
-                    )
-                    for r in records
-                ],
-            )
+        def counted() -> Iterator[StoredResponse]:
+            nonlocal inserted
+            for record in records:
+                inserted += 1
+                yield record
+
+        with self._lock, self._db:
+            self._insert(counted(), source)
+        return header, inserted
+
+    def _insert(self, records: Iterable[StoredResponse], source: str) -> None:
+        """Insert ``records`` in the open transaction (the caller's ``with self._db``)."""
+        self._db.executemany(
+            f"INSERT OR REPLACE INTO answers (source, {', '.join(_RECORD_FIELDS)}) VALUES ({_PLACEHOLDERS})",
+            (
+                (
+                    source,
+                    r.key,
+                    r.provider,
+                    r.model,
+                    canonical_json(r.request),
+                    r.text,
+                    r.tokens_in,
+                    r.tokens_out,
+                    r.created_at,
+                )
+                for r in records
+            ),
+        )
 
 
-def parse_transcript(path: Path) -> tuple[dict[str, Any], list[StoredResponse]]:
-    """A transcript's header and records, every line checked; a ``ValueError`` naming the file and line."""
-    lines = read_transcript(path).splitlines()
-    if not lines:
+def transcript_records(path: Path) -> tuple[dict[str, Any], Iterator[StoredResponse]]:
+    """A transcript's header, checked, and its records, each line checked as it is read; a ``ValueError`` naming
+    the file and line (the record count the header announces is checked when the records run out)."""
+    lines = transcript_lines(path)
+    first = next(lines, None)
+    if first is None:
         raise ValueError(f"{path}: empty file, expected a PBBQ transcript header on line 1")
-    header = _parse_line(path, 1, lines[0])
+    header = _parse_line(path, 1, first[1])
     if header.get("transcript") != TRANSCRIPT_FORMAT or header.get("version") != TRANSCRIPT_VERSION:
         raise ValueError(
             f"{path}:1: not a PBBQ transcript header (expected transcript={TRANSCRIPT_FORMAT!r}, "
             f"version={TRANSCRIPT_VERSION})"
         )
-    records = [
-        _json_to_record(path, number, _parse_line(path, number, line)) for number, line in enumerate(lines[1:], 2)
-    ]
-    if header.get("records") != len(records):
-        raise ValueError(f"{path}: header announces {header.get('records')!r} records, the file holds {len(records)}")
-    return header, records
+
+    def records() -> Iterator[StoredResponse]:
+        count = 0
+        for number, line in lines:
+            count += 1
+            yield _json_to_record(path, number, _parse_line(path, number, line))
+        if header.get("records") != count:
+            raise ValueError(f"{path}: header announces {header.get('records')!r} records, the file holds {count}")
+
+    return header, records()
+
+
+def parse_transcript(path: Path) -> tuple[dict[str, Any], list[StoredResponse]]:
+    """A transcript's header and records, every line checked; a ``ValueError`` naming the file and line."""
+    header, records = transcript_records(path)
+    return header, list(records)
 
 
 def open_store(path: str | Path) -> ResponseStore:
