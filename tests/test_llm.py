@@ -296,7 +296,7 @@ def test_a_transcript_is_imported_once_per_store(server: FakeLLMServer, tmp_path
     client.store.export_jsonl(transcript, {"note": "n"})
     inserted: list[int] = []
     with ResponseStore(tmp_path / "fresh.sqlite") as fresh:
-        monkeypatch.setattr(fresh, "_insert", lambda records, source: inserted.append(len(records)))
+        monkeypatch.setattr(fresh, "_insert", lambda records, source: inserted.append(len(list(records))))
         assert fresh.import_jsonl(transcript) == 5 and inserted == [5]
         assert fresh.import_jsonl(transcript) == 5 and inserted == [5]  # skipped
         client.store.export_jsonl(transcript, {"note": "another recording"})
