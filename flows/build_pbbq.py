@@ -303,9 +303,9 @@ def _input_keys(declared: Sequence[Input], hashes: Mapping[str, str]) -> dict[st
 def release_values(
     run: RunFolder, build: BuildConfig, client: LLMClient, runner: Callable[[], PipelineRunner]
 ) -> dict[str, Callable[[], Any]]:
-    """What the publish stage gets from the run: its folder, the run's transcript and the release's copy of
-    the manifest (written when publish asks for them, after every other stage); and the funnel's extra steps
-    and labels, from the stages' declarations."""
+    """What the publish stage gets from the run: its folder, the run's transcript (and its hash, as the run recorded
+    it) and the release's copy of the manifest (written when publish asks for them, after every other stage); and
+    the funnel's extra steps and labels, from the stages' declarations."""
     folder = run.path / build.pipeline.folder("publish")
 
     def transcript() -> Path:
@@ -331,6 +331,7 @@ def release_values(
     return {
         "out_dir": lambda: folder,
         "transcript_path": transcript,
+        "transcript_sha256": lambda: run.sha256_of(transcript()),
         "manifest_path": manifest,
         "build_id": lambda: run.run_id,
         "build_config": lambda: display_path(build.path),
