@@ -13,7 +13,7 @@ import dataclasses
 import json
 import resource
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -35,9 +35,10 @@ from ..tasks.core.artifacts import (
     atomic_write_bytes,
     display_path,
     json_text,
+    sha256_bytes,
     sha256_file,
 )
-from ..tasks.core.caching import StoredInput, StoredStage, stage_task
+from ..tasks.core.caching import StoredInput, StoredStage, code_hashes_kept, stage_code_hash, stage_task
 from ..tasks.core.inputs import instruction_like
 from ..tasks.core.progress import StageProgress
 from ..tasks.core.stage import (
@@ -99,7 +100,7 @@ class PipelineRunner:
         self.progress = progress
         self.outputs: dict[str, StageOutput] = {}
         self.reports: dict[str, dict[str, Any]] = {}
-        self.store = ArtifactStore(cache.parent / "stage-files")
+        self.store = ArtifactStore(cache.parent / STAGE_FILES)
         """Where the cached stages' files and frames are kept (beside Prefect's results in ``cache``)."""
         self._pending: dict[str, tuple[Any, dict[str, Any], PrefectFuture[Any], dict[str, str], float]] = {}
         self.timings: list[dict[str, Any]] = []
@@ -210,7 +211,7 @@ class PipelineRunner:
                 case Resource(_, when) if when(params):
                     recorded[name] = resource_hash(arguments[name])
                 case RunValue() if isinstance(arguments[name], Path) and arguments[name].is_file():
-                    recorded[name] = sha256_file(arguments[name])
+                    recorded[name] = self.run.sha256_of(arguments[name])
         return recorded
 
 
@@ -256,6 +257,9 @@ class BuildInputs:
     fetch_report: dict[str, Any]
 
 
+STAGE_FILES = "stage-files"
+"""The folder of ``<outputs>/.cache/`` that is the build's content store (:class:`ArtifactStore`): the cached
+stages' files and frames, and the instruction-like scan's verdicts on the inputs."""
 CRAWLED = "posts"
 """The input the build makes itself when its pipeline declares it: the posts the crawl's sources give (fetched)."""
 
@@ -277,16 +281,31 @@ def load_build_inputs(build: BuildConfig, root: Path, log: Callable[[str], None]
         files |= {name: (path, None) for name, path in crawled.files.items()}
         hashes |= {name: sha256_file(path) for name, path in crawled.files.items()} | {CRAWLED: crawled.sha256}
         tables[CRAWLED], fetch_report = crawled.posts, crawled.report
-    warnings = instruction_like(tables, paths)
+    warnings = instruction_like(
+        tables, paths, ArtifactStore(root / ".cache" / STAGE_FILES), _input_keys(declared, hashes)
+    )
     return BuildInputs(tables, hashes, files, warnings, fetch_report)
+
+
+def _input_keys(declared: Sequence[Input], hashes: Mapping[str, str]) -> dict[str, str]:
+    """Per input: what determines its table (its file's hash, or the fetched posts' own; the keys of the inputs
+    its loader reads; the loader's code) and the scan's code, keying the instruction-like scan's kept verdict."""
+    scan = stage_code_hash(instruction_like)
+    keys: dict[str, str] = {}
+    for source in declared:  # an input's needs come before it
+        if source.name in hashes:
+            loader = None if source.load is None else stage_code_hash(source.load)
+            payload = [scan, loader, hashes[source.name], [keys.get(need.name) for need in source.needs]]
+            keys[source.name] = sha256_bytes(json_text(payload).encode("utf-8"))
+    return keys
 
 
 def release_values(
     run: RunFolder, build: BuildConfig, client: LLMClient, runner: Callable[[], PipelineRunner]
 ) -> dict[str, Callable[[], Any]]:
-    """What the publish stage gets from the run: its folder, the run's transcript and the release's copy of
-    the manifest (written when publish asks for them, after every other stage); and the funnel's extra steps
-    and labels, from the stages' declarations."""
+    """What the publish stage gets from the run: its folder, the run's transcript (and its hash, as the run recorded
+    it) and the release's copy of the manifest (written when publish asks for them, after every other stage); and
+    the funnel's extra steps and labels, from the stages' declarations."""
     folder = run.path / build.pipeline.folder("publish")
 
     def transcript() -> Path:
@@ -312,6 +331,7 @@ def release_values(
     return {
         "out_dir": lambda: folder,
         "transcript_path": transcript,
+        "transcript_sha256": lambda: run.sha256_of(transcript()),
         "manifest_path": manifest,
         "build_id": lambda: run.run_id,
         "build_config": lambda: display_path(build.path),
@@ -319,6 +339,13 @@ def release_values(
         "gate": lambda: build.params(gate_section(build.pipeline)),
         "extra_funnel": lambda: extra_funnel(runner().outputs, runner().pipeline),
     }
+
+
+def release_hashes(published: StageOutput) -> dict[str, str]:
+    """The hashes publish took of the release's files, by path in the release folder: the data files' from the
+    content store's names, the manifest's and the card's as written, the transcript's as the run recorded it."""
+    files = [*published["release_files"].to_dict(orient="records"), *published.report["build_named_files"]]
+    return {str(file["path"]): str(file["sha256"]) for file in files}
 
 
 def _table_artifacts(runner: PipelineRunner) -> None:
@@ -398,7 +425,7 @@ def build_pbbq(
         llm = dataclasses.replace(llm, store_path=root / ".cache" / "llm" / "responses.sqlite")
     get_run_logger().info("run %s → %s", run.run_id, run.path)
     started = time.perf_counter()
-    with run.recording(), StageProgress(last_computed(run.path)) as progress:
+    with run.recording(), StageProgress(last_computed(run.path)) as progress, code_hashes_kept():
         check_store_path(llm.store_path, build.path)  # this run's own folder is a run folder now
         client = open_llm(llm, build.transcript)  # a damaged transcript stops the build here, before stage 01
         if client.stand_in:
@@ -409,7 +436,7 @@ def build_pbbq(
         for warning in inputs.warnings:
             get_run_logger().warning("input: %s", warning)
         for name, (path, rows) in inputs.files.items():
-            run.record_input(name, path, rows)
+            run.record_input(name, path, rows, sha256=inputs.hashes[name])
         runner = PipelineRunner(
             run,
             root / ".cache" / "prefect-results",
@@ -423,8 +450,9 @@ def build_pbbq(
         if CRAWLED in inputs.tables:
             runner.reports[build.pipeline.folder("crawl")] = inputs.fetch_report
         runner.run_all()
-        release = runner.outputs[build.pipeline.folder("publish")].report
-        run.record_tree(Path(release["folder"]))
+        published = runner.outputs[build.pipeline.folder("publish")]
+        release = published.report
+        run.record_tree(Path(release["folder"]), known=release_hashes(published))
         create_release_artifact(release)
         logger = get_run_logger()
         for line in usage_summary({r.folder: r.report for r in run.stages}):

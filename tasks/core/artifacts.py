@@ -449,9 +449,10 @@ class RunFolder:
         run.write_manifest("running")
         return run
 
-    def record_input(self, name: str, path: Path, rows: int | None) -> str:
-        """Note an input file of the run with its hash; returns the hash."""
-        digest = sha256_file(path)
+    def record_input(self, name: str, path: Path, rows: int | None, sha256: str | None = None) -> str:
+        """Note an input file of the run with its hash (``sha256`` when known already, else it is read); returns
+        the hash."""
+        digest = sha256 or sha256_file(path)
         self.inputs[name] = {"path": display_path(path), "sha256": digest, "rows": rows}
         return digest
 
@@ -462,9 +463,22 @@ class RunFolder:
         self.files.append(artifact)
         return artifact
 
-    def record_tree(self, folder: Path) -> list[Artifact]:
-        """Note every file under ``folder`` (written by a stage outside its tables, e.g. a release folder)."""
-        return [self.record_file(path) for path in sorted(folder.rglob("*")) if path.is_file()]
+    def record_tree(self, folder: Path, known: Mapping[str, str] | None = None) -> list[Artifact]:
+        """Note every file under ``folder`` (written by a stage outside its tables, e.g. a release folder);
+        ``known``: the hashes the stage had already, by path under ``folder`` (files it placed by reference), so
+        those files are not read again."""
+        known = known or {}
+        return [
+            self.record_file(path, sha256=known.get(path.relative_to(folder).as_posix()))
+            for path in sorted(folder.rglob("*"))
+            if path.is_file()
+        ]
+
+    def sha256_of(self, path: Path) -> str:
+        """The hash of a file: the one this run recorded for it (a run-level file, e.g. its transcript, whose
+        hash the run took from the artifact store), else read."""
+        where = path.relative_to(self.path).as_posix() if path.is_relative_to(self.path) else None
+        return next((file.sha256 for file in reversed(self.files) if file.path == where), None) or sha256_file(path)
 
     def write_stage(
         self,

@@ -29,6 +29,8 @@ import sys
 import threading
 import uuid
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -99,11 +101,25 @@ def _imports(path: Path, name: str) -> frozenset[str]:
     return found | {f"{name}.{module.stem}" for module in modules if module.name != "__init__.py"}
 
 
+def _statements(tree: ast.AST) -> Iterator[ast.AST]:
+    """The statements of a parsed source, nested ones too (an import may sit in a function), not their expressions:
+    all :func:`_imports_of` needs of a source that does not name ``iter_modules``, at a fraction of ``ast.walk``."""
+    pending = [tree]
+    while pending:
+        node = pending.pop()
+        yield node
+        for block in ("body", "orelse", "finalbody", "handlers", "cases"):
+            children = getattr(node, block, None)
+            if isinstance(children, list):
+                pending += children
+
+
 @functools.lru_cache(maxsize=1024)
 def _imports_of(source: str, package: str) -> frozenset[str]:
     """:func:`_imports` of a source text, parsed once per process (every stage's key walks the shared modules)."""
     found: set[str] = set()
-    for node in ast.walk(ast.parse(source)):
+    tree = ast.parse(source)
+    for node in ast.walk(tree) if "iter_modules" in source else _statements(tree):
         if isinstance(node, ast.Import):
             found |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom):
@@ -141,14 +157,35 @@ def module_closure(name: str, root: Path = REPO_ROOT) -> dict[str, Path]:
     return dict(sorted(closure.items()))
 
 
+_KEPT_CODE: ContextVar[dict[tuple[str, Path], str] | None] = ContextVar("kept_code_hashes", default=None)
+"""The code hashes of the build that runs in this context (:func:`code_hashes_kept`), by module and root."""
+
+
+@contextmanager
+def code_hashes_kept() -> Iterator[None]:
+    """Within it (a build), each module's :func:`stage_code_hash` is computed once and kept for every stage that
+    asks again: the code does not change while a build runs, and every stage's key walks the shared modules.
+    Prefect's thread runner copies the context into the threads that compute the stages' keys."""
+    token = _KEPT_CODE.set({})
+    try:
+        yield
+    finally:
+        _KEPT_CODE.reset(token)
+
+
 def stage_code_hash(fn: Callable[..., Any], root: Path = REPO_ROOT) -> str:
     """sha256 of the source of the module that defines ``fn`` and of every project module it imports, each with
-    its :func:`data_files` (a language's word lists)."""
+    its :func:`data_files` (a language's word lists); kept for the build inside :func:`code_hashes_kept`."""
+    kept = _KEPT_CODE.get()
+    if kept is not None and (fn.__module__, root) in kept:
+        return kept[fn.__module__, root]
     digest = hashlib.sha256()
     for name, path in module_closure(fn.__module__, root).items():
         digest.update(name.encode() + b"\0" + path.read_bytes())
         for data in data_files(path):
             digest.update(data.relative_to(path.parent).as_posix().encode() + b"\0" + data.read_bytes())
+    if kept is not None:
+        kept[fn.__module__, root] = digest.hexdigest()
     return digest.hexdigest()
 
 

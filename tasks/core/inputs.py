@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ import pandas as pd
 
 from ..text.languages import LANGUAGES
 from ..text.languages.fa import normalize_fa
+from .artifacts import ArtifactStore, json_text
 from .schemas import CATEGORIES
 from .stage import Input
 from .stage import load_inputs as load_declared
@@ -62,24 +64,49 @@ INSTRUCTION_LIKE = re.compile(
 """Text that reads like an instruction to a model (prompt injection), in English or Persian."""
 
 
-def instruction_like(tables: dict[str, pd.DataFrame], paths: dict[str, Path]) -> list[str]:
+def instruction_like(
+    tables: dict[str, pd.DataFrame],
+    paths: dict[str, Path],
+    kept: ArtifactStore | None = None,
+    keys: Mapping[str, str] | None = None,
+) -> list[str]:
     """Cells of the inputs that reach a prompt and read like instructions to a model: one warning each, naming
     the file, the row and the column. They are not refused (a template may quote such a sentence), but a
     person should look; the prompt keeps them inside delimited data blocks and the validators stay the last
-    line of defence."""
+    line of defence.
+
+    ``keys``: per input, a key that determines its table (its file's hash, those of the inputs its loader reads,
+    the loader's and this scan's code); the verdict on an input with a key is kept in ``kept`` under it and its
+    file name, so an unchanged input is not scanned again (docs/architecture.md §5)."""
     warnings = []
     for name, frame in tables.items():
-        for column in frame.columns:
-            cells = frame[column].map(lambda v: " ".join(v) if isinstance(v, list) else v)
-            if not (pd.api.types.is_object_dtype(cells) or pd.api.types.is_string_dtype(cells)):
-                continue
-            for index, text in cells.items():
-                if isinstance(text, str) and INSTRUCTION_LIKE.search(text):
-                    where = paths.get(name, Path(name))
-                    warnings.append(
-                        f"{where}, row {spreadsheet_row(index)}: {column} reads like an instruction to a model "
-                        f"(«{INSTRUCTION_LIKE.search(text).group(0)}»)"
-                    )
+        where = paths.get(name, Path(name))
+        key = (keys or {}).get(name)
+        if kept is None or key is None:
+            warnings += _instruction_like(frame, where)
+            continue
+        verdict = kept.memo(
+            json_text(["instruction_like", key, str(where)]),
+            lambda frame=frame, where=where: json_text(_instruction_like(frame, where)).encode("utf-8"),
+        )
+        warnings += json.loads(kept.file(verdict).read_bytes())
+    return warnings
+
+
+def _instruction_like(frame: pd.DataFrame, where: Path) -> list[str]:
+    """:func:`instruction_like` of one input's table, scanned."""
+    warnings = []
+    for column in frame.columns:
+        cells = frame[column].map(lambda v: " ".join(v) if isinstance(v, list) else v)
+        if not (pd.api.types.is_object_dtype(cells) or pd.api.types.is_string_dtype(cells)):
+            continue
+        for index, text in cells.items():
+            found = INSTRUCTION_LIKE.search(text) if isinstance(text, str) else None
+            if found:
+                warnings.append(
+                    f"{where}, row {spreadsheet_row(index)}: {column} reads like an instruction to a model "
+                    f"(«{found.group(0)}»)"
+                )
     return warnings
 
 

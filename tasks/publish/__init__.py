@@ -322,10 +322,12 @@ def write_release(
     synthetic: bool = False,
     stand_in: bool = False,
     proxy_strength: pd.DataFrame | None = None,
+    transcript_sha256: str | None = None,
 ) -> ReleaseFolder:
     """Write the release folder ``out_dir/hub/`` from its data part (``files``, each put at its path by ``place``,
-    and ``infos``, :func:`release_data`), the run's manifest and transcript (each placed by reference) and the
-    dataset card, under a temporary name swapped in whole."""
+    and ``infos``, :func:`release_data`), the run's manifest and transcript (each placed by reference;
+    ``transcript_sha256``: the transcript's hash when the run has it, else it is read) and the dataset card, under a
+    temporary name swapped in whole."""
     out_dir.mkdir(parents=True, exist_ok=True)
     staging = out_dir / f".hub-{uuid.uuid4().hex[:12]}"
     staging.mkdir()  # under the umask like the files in it (mkdtemp's 0700 would keep the release private)
@@ -334,10 +336,11 @@ def write_release(
         for file in files:
             place(file.path, staging / file.path)
         manifest_sha256 = None
+        known = {"transcript.jsonl": transcript_sha256}
         for source, path in ((manifest_path, "manifest.json"), (transcript_path, "transcript.jsonl")):
             if source is not None:
                 link_or_copy(source, staging / path)
-                digest = sha256_file(staging / path)
+                digest = known.get(path) or sha256_file(staging / path)
                 listed.append(ReleaseFile(path, digest, (staging / path).stat().st_size, None))
                 if path == "manifest.json":
                     manifest_sha256 = digest
@@ -575,11 +578,13 @@ def publish_release(
     endpoint: str | None = None,
     proxy_strength: pd.DataFrame | None = None,
     card_body: CardBody | None = None,
+    transcript_sha256: str | None = None,
 ) -> StageOutput:
     """The publish stage of a build: the release folder under ``out_dir`` from the data part that
     :data:`RELEASE_DATA` wrote in its folder beside ``out_dir`` in the same run (``release``: its report,
-    ``release_files``: its table), each file taken by reference, with this run's manifest, transcript and card;
-    uploaded unless ``params.dry_run`` (:func:`publish_stage` says the rest)."""
+    ``release_files``: its table), each file taken by reference, with this run's manifest, transcript (its hash
+    ``transcript_sha256`` as the run recorded it) and card; uploaded unless ``params.dry_run`` (:func:`publish_stage`
+    says the rest)."""
     folder = out_dir.parent / RELEASE_DATA.folder
     files = tuple(
         ReleaseFile(row.path, row.sha256, int(row.bytes), None if pd.isna(row.rows) else int(row.rows))
@@ -604,6 +609,7 @@ def publish_release(
         build_id=build_id,
         endpoint=endpoint,
         proxy_strength=proxy_strength,
+        transcript_sha256=transcript_sha256,
     )
 
 
@@ -690,6 +696,7 @@ def _publish(
     build_id: str,
     endpoint: str | None,
     proxy_strength: pd.DataFrame | None,
+    transcript_sha256: str | None = None,
 ) -> StageOutput:
     """The release folder from its data part (``data``: files, configs and how to place a file, as
     :func:`write_release` takes them), the upload and the stage's output."""
@@ -707,6 +714,7 @@ def _publish(
         synthetic=synthetic,
         stand_in=stand_in,
         proxy_strength=proxy_strength,
+        transcript_sha256=transcript_sha256,
     )
     upload = None
     if not params.dry_run:
@@ -791,6 +799,7 @@ STAGE = Stage(
         "gate": RunValue("gate"),
         "out_dir": RunValue("out_dir"),
         "transcript_path": RunValue("transcript_path"),
+        "transcript_sha256": RunValue("transcript_sha256"),
         "manifest_path": RunValue("manifest_path"),
         "build_id": RunValue("build_id"),
         "build_config": RunValue("build_config"),
