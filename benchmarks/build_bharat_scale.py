@@ -36,7 +36,7 @@ from typing import Any
 import psutil
 import pyarrow.parquet as pq
 
-from benchmarks.build_paper_scale import GIB, _mb, build, start_server
+from benchmarks.build_paper_scale import GIB, _mb, build, start_server, synthesize_apart
 from pbbq.tasks.core.markdown import markdown_table
 
 GOAL_SECONDS = 8 * 60
@@ -110,16 +110,13 @@ def main() -> None:
     parser.add_argument("--work", type=Path, help="where the inputs and runs go (default: a temporary folder)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    from pbbq.flows.config import load_config
-    from pbbq.tasks.synth import synthesize
-
     work = args.work or Path(tempfile.mkdtemp(prefix="pbbq-bharat-scale-"))
     inputs = work / f"{args.scale}-{args.targets}"
     if (inputs / "build.toml").is_file():
         print(f"the synthetic inputs of {inputs} again", file=sys.stderr, flush=True)
     else:
         print(f"writing the synthetic inputs into {inputs} ...", file=sys.stderr, flush=True)
-        synthesize(inputs, scale=args.scale, seed=args.seed, read_config=load_config, targets=args.targets)
+        synthesize_apart(inputs, args.scale, args.seed, args.targets)
     config = inputs / "build.toml"
     runners = {"threads": []} | {
         f"dask, {n} worker process{'es' if int(n) > 1 else ''}": ["--task-runner", "dask", "--dask-workers", n]
