@@ -77,6 +77,7 @@ def test_every_stage_after_the_gates_turns_empty_tables_into_empty_tables_of_its
     run_values = {
         "out_dir": lambda: tmp_path / "10_publish",
         "transcript_path": lambda: None,
+        "transcript_sha256": lambda: None,
         "manifest_path": lambda: None,
         "build_id": lambda: "empty",
         "build_config": lambda: "configs/sample.toml",
