@@ -121,3 +121,20 @@ def llm_config(server: FakeLLMServer, store_path: Path, provider: str = "openai"
     base_url = server.openai_base_url if provider == "openai" else server.anthropic_base_url
     values = {"provider": provider, "model": "fake-model", "base_url": base_url, "store_path": store_path}
     return LLMConfig(**values | settings)
+
+
+def write_module(root: Path, name: str, source: str) -> None:
+    """A module ``name`` (``pbbq.tasks.x``) written under ``root`` as the package lays it out (``tasks/x.py``)."""
+    path = root.joinpath(*name.split(".")[1:]).with_suffix(".py")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    (path.parent / "__init__.py").touch()
+    path.write_text(source, encoding="utf-8")
+
+
+def stage_function(module: str) -> object:
+    """A function that says it was defined in ``module``: what a stage's code hash starts from."""
+
+    def fn() -> None: ...
+
+    fn.__module__ = module
+    return fn

@@ -26,28 +26,15 @@ from pbbq.tasks.core.caching import (
     stage_code_hash,
 )
 from pbbq.tasks.survey_filter import survey_filter
-
-
-def _module(root: Path, name: str, source: str) -> None:
-    path = root.joinpath(*name.split(".")[1:]).with_suffix(".py")  # pbbq.tasks.x is tasks/x.py
-    path.parent.mkdir(parents=True, exist_ok=True)
-    (path.parent / "__init__.py").touch()
-    path.write_text(source, encoding="utf-8")
-
-
-def _stage(module: str) -> object:
-    def fn() -> None: ...
-
-    fn.__module__ = module
-    return fn
+from tests.helpers import stage_function, write_module
 
 
 def test_editing_a_helper_recomputes_the_dependent_stage_only(tmp_path: Path) -> None:
-    _module(tmp_path, "pbbq.tasks.text", "def tokens(s):\n    return s.split()\n")
-    _module(tmp_path, "pbbq.tasks.metric", "from pbbq.tasks.text import tokens\n")
-    _module(tmp_path, "pbbq.tasks.diversity", "import numpy\nfrom pbbq.tasks import metric\n")
-    _module(tmp_path, "pbbq.tasks.survey", "from .core.schemas import X\n")
-    _module(tmp_path, "pbbq.tasks.core.schemas", "X = 1\n")
+    write_module(tmp_path, "pbbq.tasks.text", "def tokens(s):\n    return s.split()\n")
+    write_module(tmp_path, "pbbq.tasks.metric", "from pbbq.tasks.text import tokens\n")
+    write_module(tmp_path, "pbbq.tasks.diversity", "import numpy\nfrom pbbq.tasks import metric\n")
+    write_module(tmp_path, "pbbq.tasks.survey", "from .core.schemas import X\n")
+    write_module(tmp_path, "pbbq.tasks.core.schemas", "X = 1\n")
     assert list(module_closure("pbbq.tasks.diversity", tmp_path)) == [
         "pbbq.tasks",
         "pbbq.tasks.diversity",
@@ -55,12 +42,12 @@ def test_editing_a_helper_recomputes_the_dependent_stage_only(tmp_path: Path) ->
         "pbbq.tasks.text",
     ]
     assert list(module_closure("pbbq.tasks.survey", tmp_path)) == ["pbbq.tasks.core.schemas", "pbbq.tasks.survey"]
-    diversity, survey = _stage("pbbq.tasks.diversity"), _stage("pbbq.tasks.survey")
+    diversity, survey = stage_function("pbbq.tasks.diversity"), stage_function("pbbq.tasks.survey")
     before = stage_code_hash(diversity, tmp_path), stage_code_hash(survey, tmp_path)
-    _module(tmp_path, "pbbq.tasks.text", "def tokens(s):\n    return s.lower().split()\n")  # two modules away
+    write_module(tmp_path, "pbbq.tasks.text", "def tokens(s):\n    return s.lower().split()\n")  # two modules away
     after = stage_code_hash(diversity, tmp_path), stage_code_hash(survey, tmp_path)
     assert after[0] != before[0] and after[1] == before[1]
-    _module(tmp_path, "pbbq.tasks.core.schemas", "X = 2\n")  # reached by a relative import
+    write_module(tmp_path, "pbbq.tasks.core.schemas", "X = 2\n")  # reached by a relative import
     assert stage_code_hash(survey, tmp_path) != after[1]
 
 
@@ -72,9 +59,9 @@ def test_a_package_that_finds_its_modules_uses_them_all_and_their_data_files(tmp
     (package / "__init__.py").write_text("import pkgutil\n\nFOUND = [m.name for m in pkgutil.iter_modules(__path__)]\n")
     (package / "xx.py").write_text("WORDS = 'xx.toml'\n")
     (package / "xx.toml").write_text('words = ["a"]\n')
-    _module(tmp_path, "pbbq.tasks.stage", "from .langs import FOUND\n")
+    write_module(tmp_path, "pbbq.tasks.stage", "from .langs import FOUND\n")
     assert "pbbq.tasks.langs.xx" in module_closure("pbbq.tasks.stage", tmp_path)
-    stage = _stage("pbbq.tasks.stage")
+    stage = stage_function("pbbq.tasks.stage")
     before = stage_code_hash(stage, tmp_path)
     (package / "xx.toml").write_text('words = ["b"]\n')
     assert stage_code_hash(stage, tmp_path) != before
