@@ -167,13 +167,13 @@ EXAMPLE = pa.schema(
         ("llm_request_ids", _strings),
     ]
 )
-
-EXAMPLE_DROPPED = EXAMPLE.append(pa.field("reason", pa.string()))
-"""An example a stage did not keep, with its reason: the drop table of every stage that drops examples."""
 """BBQ-compatible example (docs/architecture.md, the example table): BBQ's own fields, so lm-evaluation-harness's
 BBQ task reads it as it is (``answer_info`` as ``[text, group_tag]`` pairs, ``additional_metadata``), and the
 project's: ``answer_roles``, stored when the example is made and never recovered by matching strings (nyu-mll/BBQ
 issue 17); ``target_loc``, the option of the stereotyped entity; ``label``, the correct option."""
+
+EXAMPLE_DROPPED = EXAMPLE.append(pa.field("reason", pa.string()))
+"""An example a stage did not keep, with its reason: the drop table of every stage that drops examples."""
 
 
 def config_name(lang: str, variant: str) -> str:
