@@ -3,7 +3,7 @@
 Run from the repository root: ``python -m benchmarks.build_bharat_scale [--scale paper] [--targets 8]
 [--workers 1,2,4] [--work DIR]``. It writes the synthetic inputs (``pbbq synth --scale paper --targets 8``: 39,276
 Persian examples translated into English and seven synthetic languages, not timed; BharatBBQ has 49,108, more than
-the synthetic phrase book makes: ``pbbq.tasks.synth.SCALES``) and, against a local
+the synthetic phrase book makes: ``pbbq.tasks.synth.scale.SCALES``) and, against a local
 Prefect server it starts (:func:`benchmarks.build_paper_scale.start_server`), builds them cold (an empty outputs
 folder each):
 

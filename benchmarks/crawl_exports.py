@@ -6,7 +6,7 @@ Each size is a generated Telegram Desktop ``result.json`` (SYNTHETIC: forwarded 
 channel, statements about groups of the lexicon, chatter, personal data in entities and text). Three timings per
 size, in one run, side by side:
 
-- **fetch**: :func:`pbbq.tasks.crawl.fetch_sources` on a fresh store (read, scrub, store the parquet);
+- **fetch**: :func:`pbbq.tasks.crawl.fetch.fetch_sources` on a fresh store (read, scrub, store the parquet);
 - **floor**: ``json.load`` of the file and :func:`pbbq.tasks.crawl.scrub.scrub_segments` of every message alone, what
   any reader of the export must do at least;
 - **stage**: :func:`pbbq.tasks.crawl.crawl` on the fetched posts (candidates, near-duplicate clusters, review).
@@ -25,8 +25,9 @@ import time
 from pathlib import Path
 
 from pbbq.tasks.core.markdown import markdown_table
-from pbbq.tasks.crawl import CrawlParams, crawl, fetch_sources
+from pbbq.tasks.crawl import CrawlParams, crawl
 from pbbq.tasks.crawl.candidates import load_lexicon
+from pbbq.tasks.crawl.fetch import fetch_sources
 from pbbq.tasks.crawl.scrub import scrub_segments
 from pbbq.tasks.crawl.telegram import export_segments
 

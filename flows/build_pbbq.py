@@ -55,7 +55,7 @@ from ..tasks.core.stage import (
     load_inputs,
     resource_hash,
 )
-from ..tasks.crawl import fetch_sources
+from ..tasks.crawl.fetch import fetch_sources
 from ..tasks.llm import LLMClient, open_llm, usage_summary
 from ..tasks.publish import create_release_artifact
 from ..tasks.text.languages import add_modules

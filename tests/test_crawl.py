@@ -18,8 +18,10 @@ import pytest
 from pbbq.flows.cli import main
 from pbbq.tasks.core.artifacts import REPO_ROOT
 from pbbq.tasks.core.inputs import InputError
-from pbbq.tasks.crawl import CrawlParams, fetch_sources, load_sources
+from pbbq.tasks.crawl import CrawlParams
+from pbbq.tasks.crawl.fetch import fetch_sources
 from pbbq.tasks.crawl.scrub import scrub_segments
+from pbbq.tasks.crawl.sources import load_sources
 from pbbq.tasks.crawl.telegram import USER_AGENT, parse_preview_page, parse_views, read_manual_export
 from pbbq.tasks.text.languages.fa import normalize_fa
 from tests.fakes.telegram_server import FakeChannel, FakePost, FakeTelegram, render_page

@@ -16,7 +16,7 @@ import pytest
 
 from pbbq.tasks.core.artifacts import REPO_ROOT
 from pbbq.tasks.core.inputs import InputError
-from pbbq.tasks.crawl import CrawlParams, crawl, fetch_sources
+from pbbq.tasks.crawl import CrawlParams, crawl
 from pbbq.tasks.crawl.candidates import (
     REVIEW_COLUMNS,
     GroupMatcher,
@@ -27,6 +27,7 @@ from pbbq.tasks.crawl.candidates import (
     restore_cell,
     sentences,
 )
+from pbbq.tasks.crawl.fetch import fetch_sources
 from pbbq.tasks.llm import LLMClient, LLMConfig, ResponseStore
 from tests.fakes.llm_servers import FakeLLMServer
 from tests.helpers import llm_config

@@ -16,7 +16,9 @@ import pytest
 
 from pbbq.flows.cli import main
 from pbbq.tasks.core.inputs import InputError
-from pbbq.tasks.crawl import CrawlParams, fetch_sources, load_sources
+from pbbq.tasks.crawl import CrawlParams
+from pbbq.tasks.crawl.fetch import fetch_sources
+from pbbq.tasks.crawl.sources import load_sources
 from tests.fakes.telegram_server import FakeChannel, FakePost, FakeTelegram
 
 

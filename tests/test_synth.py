@@ -27,15 +27,9 @@ from pbbq.tasks.names.tables import load_name_table
 from pbbq.tasks.publish import PublishError, UploadResult, publish_stage
 from pbbq.tasks.statistics import table1
 from pbbq.tasks.survey_filter import survey_filter
-from pbbq.tasks.synth import (
-    LLM_SECTION,
-    SCALES,
-    TABLE1,
-    TRANSCRIPT,
-    SynthError,
-    plan,
-    synthesize,
-)
+from pbbq.tasks.synth import SynthError, plan, synthesize
+from pbbq.tasks.synth.files import LLM_SECTION, TRANSCRIPT
+from pbbq.tasks.synth.scale import SCALES, TABLE1
 from pbbq.tasks.translate import TranslatePrompts, translate
 from pbbq.tasks.translate.glossary import load_glossary
 

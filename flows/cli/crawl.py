@@ -91,17 +91,10 @@ def crawl_command(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
     from ...tasks.core.artifacts import RunFolder
-    from ...tasks.crawl import (
-        DEFAULT_SOURCES,
-        CrawlParams,
-        configured_sources,
-        crawl,
-        fetch_sources,
-        fetch_summary,
-        load_prompt,
-        with_fetch_report,
-    )
+    from ...tasks.crawl import CrawlParams, crawl, load_prompt, with_fetch_report
     from ...tasks.crawl.candidates import load_lexicon
+    from ...tasks.crawl.fetch import fetch_sources, fetch_summary
+    from ...tasks.crawl.sources import DEFAULT_SOURCES, configured_sources
     from ..audit.runs import outputs_folder
 
     llm_section: dict[str, Any] = {}

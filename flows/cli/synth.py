@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 SCALES = ("paper", "half", "quarter")
-"""The scales offered (``pbbq.tasks.synth.SCALES`` also has ``tiny``, one template per category, for tests; not
+"""The scales offered (``pbbq.tasks.synth.scale.SCALES`` also has ``tiny``, one template per category, for tests; not
 imported here, so that ``pbbq --help`` stays fast)."""
 HIDDEN_SCALES = ("tiny",)
 

@@ -46,7 +46,7 @@ USER_AGENT = (
 
 @dataclass(frozen=True)
 class RawPost:
-    """A post as read, before scrubbing. Never written: :func:`pbbq.tasks.crawl.scrub_post` makes the row."""
+    """A post as read, before scrubbing. Never written: :func:`pbbq.tasks.crawl.fetch.scrub_post` makes the row."""
 
     post_id: int | str
     date: str
