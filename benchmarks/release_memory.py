@@ -17,8 +17,9 @@ every millisecond while it makes the data part (:func:`pbbq.tasks.publish.releas
   the release data was made one config at a time), loaded beside today's modules.
 
 It prints the peak above the loaded examples (RSS and Arrow) and the time, and checks every way gives the same
-files, byte for byte. On the 2-core machine (examples loaded: 1.2 GB RSS), 9cadcb6 peaked 435 MB above them (Arrow
-333 MB), every config at once 341 MB (304), one config at a time 140 MB (104).
+files, byte for byte. On the 2-core machine (examples loaded: 1.2 GB RSS), over four runs, 9cadcb6 peaked 398-458 MB
+above them (Arrow 333 MB), every config at once 339-361 MB (295-304), one config at a time 140-212 MB (95-104): RSS
+varies with what the allocators keep, Arrow's count hardly.
 """
 
 from __future__ import annotations
