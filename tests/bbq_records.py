@@ -232,8 +232,8 @@ def write_run(run: Path, specs: tuple[Spec, ...] = SPECS) -> Path:
     """A build's run folder as the evaluation reads it: ``10_publish/hub`` written by the publish stage's own
     code from :func:`make_records`, ``02_survey/stereotypes.parquet`` and ``manifest.json``; returns ``run``."""
     from pbbq.tasks.core.artifacts import atomic_write_bytes, parquet_bytes
-    from pbbq.tasks.publish import build_release
     from pbbq.tasks.publish.dataset_card import CardParams
+    from pbbq.tasks.publish.release import build_release
     from pbbq.tasks.statistics import table1
 
     configs = make_records(specs)

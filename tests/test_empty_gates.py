@@ -24,7 +24,8 @@ from pbbq.tasks.core.stage import Sources, arguments, finish
 from pbbq.tasks.kappa_gate import GateParams
 from pbbq.tasks.llm import LLMConfig, open_llm
 from pbbq.tasks.names import load_name_table
-from pbbq.tasks.publish import RELEASE, RELEASE_DATA
+from pbbq.tasks.publish import RELEASE_DATA
+from pbbq.tasks.publish.release import RELEASE
 from pbbq.tasks.translate.glossary import load_glossary
 
 AFTER_THE_GATES = [stage.folder for stage in PIPELINE if stage.folder >= "04"]
@@ -176,8 +177,8 @@ def test_a_build_whose_gate_keeps_nothing_completes_empty_and_says_so(
 
 
 def test_a_config_a_stage_emptied_is_published_empty_beside_the_others(tmp_path: Path) -> None:
-    from pbbq.tasks.publish import build_release, split_configs
     from pbbq.tasks.publish.dataset_card import CardParams
+    from pbbq.tasks.publish.release import build_release, split_configs
     from pbbq.tasks.statistics import table1
     from tests.bbq_records import make_records
 

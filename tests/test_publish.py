@@ -25,20 +25,10 @@ from pbbq.flows.cli import main
 from pbbq.flows.pipeline import funnel_labels
 from pbbq.tasks.core.artifacts import REPO_ROOT, StageOutput
 from pbbq.tasks.evaluation.lm_eval_task import task_name
-from pbbq.tasks.publish import (
-    ARTIFACT_KEY,
-    RELEASE,
-    PublishError,
-    PublishParams,
-    ReleaseError,
-    ReleaseFolder,
-    build_release,
-    create_release_artifact,
-    publish_stage,
-    split_configs,
-    upload_release,
-)
+from pbbq.tasks.publish import ARTIFACT_KEY, PublishParams, create_release_artifact, publish_stage
 from pbbq.tasks.publish.dataset_card import CardParams, features_yaml, size_category
+from pbbq.tasks.publish.hub import PublishError, upload_release
+from pbbq.tasks.publish.release import RELEASE, ReleaseError, ReleaseFolder, build_release, split_configs
 from pbbq.tasks.statistics import table1
 from tests.fakes.hub_server import FakeHub
 from tests.helpers import load_release_offline

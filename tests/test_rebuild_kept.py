@@ -10,11 +10,10 @@ import pytest
 
 from pbbq.flows.build_pbbq import load_build_inputs, release_hashes
 from pbbq.flows.config import load_config
-from pbbq.tasks import publish
 from pbbq.tasks.core import artifacts, caching, inputs
 from pbbq.tasks.core.artifacts import RunFolder, StageOutput, sha256_bytes
 from pbbq.tasks.core.caching import code_hashes_kept, stage_code_hash
-from pbbq.tasks.publish import PublishParams, publish_release, release_data_stage
+from pbbq.tasks.publish import PublishParams, publish_release, release, release_data_stage
 from pbbq.tasks.statistics import table1
 from tests.helpers import stage_function, write_module
 from tests.release_support import BUILD, FUNNEL, make_configs
@@ -164,8 +163,8 @@ def test_publish_takes_the_transcript_hash_the_run_recorded(tmp_path: Path, monk
     transcript.write_text('{"records": 1, "transcript": "pbbq", "version": 1}\n{"key": "req-1"}\n', encoding="utf-8")
     manifest.write_text("{}\n", encoding="utf-8")
     read: list[str] = []
-    real = publish.sha256_file
-    monkeypatch.setattr(publish, "sha256_file", lambda path: read.append(Path(path).name) or real(path))
+    real = release.sha256_file
+    monkeypatch.setattr(release, "sha256_file", lambda path: read.append(Path(path).name) or real(path))
     output = publish_release(
         run / "10_publish",
         data.report,

@@ -10,8 +10,8 @@ from pathlib import Path
 import pandas as pd
 
 from pbbq.tasks.core.artifacts import FILE_MODE
-from pbbq.tasks.publish import build_release
 from pbbq.tasks.publish.dataset_card import CardParams
+from pbbq.tasks.publish.release import build_release
 from pbbq.tasks.statistics import table1
 from tests.bbq_records import make_records
 

@@ -24,7 +24,8 @@ from pbbq.tasks.instantiate import instantiate
 from pbbq.tasks.kappa_gate import kappa_gate
 from pbbq.tasks.llm import LLMClient, LLMConfig, ResponseStore
 from pbbq.tasks.names.tables import load_name_table
-from pbbq.tasks.publish import PublishError, UploadResult, publish_stage
+from pbbq.tasks.publish import publish_stage
+from pbbq.tasks.publish.hub import PublishError, UploadResult
 from pbbq.tasks.statistics import table1
 from pbbq.tasks.survey_filter import survey_filter
 from pbbq.tasks.synth import SynthError, plan, synthesize

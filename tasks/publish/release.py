@@ -1,0 +1,341 @@
+"""A release's data and its folder on disk (docs/architecture.md §1, publish).
+
+The release folder (``<out_dir>/hub/``) is what the Hub repository will hold:
+
+- ``data/<config>/test-0000i-of-0000N.parquet`` per config (``fa``, ``fa-names``, ``en``, ...), rows sorted by
+  ``example_id``, split into N files of at most ``shard_rows`` rows. The schema is explicit and is
+  :data:`RELEASE`: every column of the example table (``pbbq.tasks.core.schemas.EXAMPLE``), typed, ``answer_info`` a
+  struct, categories plain strings. No column is held back: ``llm_request_ids`` and ``source_example_id`` are
+  provenance that the shipped transcript and the other configs resolve, and ``stereo_entity`` /
+  ``nonstereo_entity`` let a user analyse by group without parsing text.
+- ``lm_eval/``: the release's lm-evaluation-harness task (:mod:`pbbq.tasks.evaluation.lm_eval_task`), a YAML per config
+  and category and the ``utils.py`` they name, so ``lm_eval --include_path <release>/lm_eval --tasks pbbq_fa`` scores
+  a model on this folder as the PBBQ paper did (§4).
+- ``manifest.json`` (the run's manifest) and ``transcript.jsonl`` (the recorded LLM answers), when given.
+- ``README.md``, the dataset card (:mod:`pbbq.tasks.publish.dataset_card`).
+
+The same inputs give the same bytes (parquet as :func:`pbbq.tasks.core.artifacts.parquet_bytes` writes it, without the
+pandas metadata; no timestamp in the card). The folder is written under a temporary name and swapped in, so a
+killed run never leaves a half-written release.
+
+The data part is made one config at a time (:func:`release_data` over the lazy :func:`split_configs`): a config's
+frame and Arrow table are freed once its shards are written, so at BharatBBQ's size (ten configs, 362,736 rows) the
+peak is one config's, not every config's (``benchmarks/release_memory.py`` measures it).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import shutil
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+
+from ..core.artifacts import FILE_MODE, atomic_write_bytes, parquet_bytes, sha256_bytes, sha256_file
+from ..core.schemas import EXAMPLE, example_configs, to_arrow
+from ..evaluation.lm_eval_task import task_files
+from .dataset_card import STAND_IN_NOTE, CardParams, ConfigInfo, card_with_note, render_card
+
+RELEASE: pa.Schema = EXAMPLE
+"""The schema of every published parquet file: the example table as it is (see the module docstring)."""
+
+RELEASE_FILES = pa.schema([("path", pa.string()), ("sha256", pa.string()), ("bytes", pa.int64()), ("rows", pa.int64())])
+SHARD_ROWS = 100_000
+CONFIG_ORDER = ("fa", "fa-names", "en", "en-names")
+CONFIG_NAME = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*")
+TASK_FOLDER = "lm_eval"
+SYNTHETIC_NOTE = (
+    "> **SYNTHETIC — NOT PBBQ DATA.** This build was made from synthetic inputs (`pbbq synth`): placeholder\n"
+    "> stereotypes, survey answers, templates, ratings and LLM answers. Its examples say nothing about any group\n"
+    "> or model; do not publish, cite or evaluate with it.\n"
+)
+
+
+class ReleaseError(ValueError):
+    """The tables cannot be made into a release (no config, a bad config name, an empty config, duplicate ids)."""
+
+
+@dataclass(frozen=True)
+class ReleaseFile:
+    path: str
+    sha256: str
+    bytes: int
+    rows: int | None
+
+
+@dataclass(frozen=True)
+class ReleaseFolder:
+    """A written release: its folder (the future repository root), its files and the rows per config."""
+
+    path: Path
+    files: tuple[ReleaseFile, ...]
+    configs: dict[str, int]
+    manifest_sha256: str | None
+
+    def file_table(self) -> pd.DataFrame:
+        """One row per file (path, sha256, bytes, rows), for the stage's table and the audit."""
+        return file_table(self.files)
+
+
+def file_table(files: Sequence[ReleaseFile]) -> pd.DataFrame:
+    """One row per release file (path, sha256, bytes, rows): :data:`RELEASE_FILES`."""
+    return pd.DataFrame([asdict(file) for file in files], columns=RELEASE_FILES.names).astype({"rows": "Int64"})
+
+
+class ConfigFrames(Mapping[str, pd.DataFrame]):
+    """The examples of each published config, by name, each frame cut from the stacked examples only when asked for:
+    a reader going through the configs one by one holds one config's frame at a time, not a copy of every one."""
+
+    def __init__(self, examples: pd.DataFrame, configs: Sequence[str] = ()) -> None:
+        names = example_configs(examples)
+        self._examples = examples
+        self._rows: dict[str, Sequence[int]] = {
+            str(name): rows for name, rows in names.groupby(names, sort=False).indices.items()
+        }
+        self._order = tuple(sorted({*self._rows, *configs}))
+
+    def __getitem__(self, name: str) -> pd.DataFrame:
+        if name not in self._order:
+            raise KeyError(name)
+        return self._examples.take(self._rows.get(name, [])).reset_index(drop=True)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._order
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._order)
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+
+def split_configs(examples: pd.DataFrame, configs: Sequence[str] = ()) -> ConfigFrames:
+    """The examples of each published config (``fa``, ``fa-names``, ``en``, ...), by language and variant; each of
+    ``configs`` is there even with no examples (a stage that kept nothing gives an empty config)."""
+    return ConfigFrames(examples, configs)
+
+
+def config_key(name: str) -> tuple[int, str]:
+    """The order of configs in a release: :data:`CONFIG_ORDER`, then any other by name."""
+    return (CONFIG_ORDER.index(name) if name in CONFIG_ORDER else len(CONFIG_ORDER), name)
+
+
+def _config_table(name: str, frame: pd.DataFrame) -> pa.Table:
+    """The config's rows as an Arrow table of the release schema, sorted by example_id."""
+    if not CONFIG_NAME.fullmatch(name):
+        raise ReleaseError(f"config name {name!r}: use lowercase letters, digits and single dashes")
+    duplicated = frame["example_id"][frame["example_id"].duplicated()]
+    if not duplicated.empty:
+        raise ReleaseError(f"config {name!r}: duplicate example_id(s) {sorted(duplicated.unique())[:5]}")
+    ordered = frame.sort_values("example_id", kind="stable").reset_index(drop=True)
+    return to_arrow(ordered, RELEASE, f"release config {name}").replace_schema_metadata(None)
+
+
+def _shards(table: pa.Table, shard_rows: int) -> list[pa.Table]:
+    """``table`` cut into the fewest slices of at most ``shard_rows`` rows, of (nearly) equal size; an empty table
+    is one empty shard, so that its config loads (with no rows)."""
+    count = max(1, math.ceil(table.num_rows / shard_rows))
+    size = math.ceil(table.num_rows / count)
+    return [table.slice(index * size, size) for index in range(count)]
+
+
+def _swap_in(staging: Path, target: Path) -> None:
+    """Replace ``target`` by the complete folder ``staging``: at every moment one complete version is there."""
+    if target.exists():
+        retired = target.with_name(f".{target.name}-old-{uuid.uuid4().hex[:8]}")
+        os.replace(target, retired)
+        os.replace(staging, target)
+        shutil.rmtree(retired)
+    else:
+        os.replace(staging, target)
+
+
+@dataclass(frozen=True)
+class ReleaseData:
+    """What of a release depends only on the example tables: its data files (the parquet shards of every config and
+    the lm-eval task) by path, listed in ``files``, and each config as the card describes it."""
+
+    data: dict[str, bytes]
+    files: tuple[ReleaseFile, ...]
+    infos: tuple[ConfigInfo, ...]
+
+
+@dataclass(frozen=True)
+class _ConfigPart:
+    """One config's share of a release: its shards (bytes by path, and as files), its card entry and categories."""
+
+    data: dict[str, bytes]
+    files: tuple[ReleaseFile, ...]
+    info: ConfigInfo
+    categories: list[str]
+
+
+def _config_part(name: str, frame: pd.DataFrame, shard_rows: int) -> _ConfigPart:
+    """The shards of one config and what the card and the lm-eval task say of it. Its frame and Arrow table live
+    only in this call, so that :func:`release_data` holds one config's at a time."""
+    table = _config_table(name, frame)
+    shards = _shards(table, shard_rows)
+    data = {
+        f"data/{name}/test-{index:05d}-of-{len(shards):05d}.parquet": parquet_bytes(shard)
+        for index, shard in enumerate(shards)
+    }
+    files = tuple(
+        ReleaseFile(path, sha256_bytes(content), len(content), shard.num_rows)
+        for (path, content), shard in zip(data.items(), shards, strict=True)
+    )
+    info = ConfigInfo(
+        name=name,
+        rows=len(frame),
+        data_files=f"data/{name}/test-*.parquet",
+        langs=tuple(sorted(frame["lang"].unique())),
+        variants=tuple(sorted(frame["variant"].unique())),
+        num_bytes=table.nbytes,
+        download_size=sum(file.bytes for file in files),
+    )
+    return _ConfigPart(data, files, info, sorted(frame["category"].unique()))
+
+
+def release_data(configs: Mapping[str, pd.DataFrame], shard_rows: int = SHARD_ROWS) -> ReleaseData:
+    """The data part of a release: each config's rows as parquet shards of at most ``shard_rows`` rows
+    (``data/<config>/test-…``) and the lm-eval task of the configs with examples (``lm_eval/``; no build id in it).
+    Each config's frame is taken from ``configs`` once and freed with its table before the next is taken."""
+    if not configs:
+        raise ReleaseError("nothing to publish: no config has examples")
+    if shard_rows < 1:
+        raise ReleaseError(f"shard_rows must be at least 1, not {shard_rows}")
+    data: dict[str, bytes] = {}
+    files: list[ReleaseFile] = []
+    infos: list[ConfigInfo] = []
+    categories: dict[str, list[str]] = {}
+    for name in sorted(configs, key=config_key):
+        part = _config_part(name, configs[name], shard_rows)
+        data |= part.data
+        files += part.files
+        infos.append(part.info)
+        if part.info.rows:  # an empty config has nothing to score: no task
+            categories[name] = part.categories
+    for name, task in (task_files(categories) if categories else {}).items():
+        path = f"{TASK_FOLDER}/{name}"
+        data[path] = task
+        files.append(ReleaseFile(path, sha256_bytes(task), len(task), None))
+    return ReleaseData(data, tuple(files), tuple(infos))
+
+
+def link_or_copy(source: Path, target: Path) -> None:
+    """Put the file ``source`` at ``target`` by reference: a hard link, or a copy on another file system."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copyfile(source, target)
+        os.chmod(target, FILE_MODE)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunInputs:
+    """What a release folder takes from its run besides the data part: the tables its card reports and the run's
+    manifest and transcript (each placed by reference; ``transcript_sha256``: the transcript's hash when the run
+    has it, else it is read)."""
+
+    table1: pd.DataFrame
+    table2: pd.DataFrame | None
+    funnel: pd.DataFrame
+    manifest_path: Path | None
+    transcript_path: Path | None
+    proxy_strength: pd.DataFrame | None = None
+    transcript_sha256: str | None = None
+
+
+def build_release(
+    out_dir: Path,
+    configs: Mapping[str, pd.DataFrame],
+    *,
+    card: CardParams,
+    shard_rows: int = SHARD_ROWS,
+    synthetic: bool = False,
+    stand_in: bool = False,
+    **run: Any,
+) -> ReleaseFolder:
+    """Write the release folder ``out_dir/hub/`` (parquet per config, the lm-eval task, manifest, transcript,
+    dataset card; a ``synthetic`` build's card opens with :data:`SYNTHETIC_NOTE`, a ``stand_in`` one's with
+    :data:`~pbbq.tasks.publish.dataset_card.STAND_IN_NOTE`; ``run``: the fields of :class:`RunInputs`):
+    :func:`release_data`, then :func:`write_release`."""
+    data = release_data(configs, shard_rows)
+    place = partial(_write_data, data.data)
+    return write_release(
+        out_dir, data.files, data.infos, place, RunInputs(**run), card=card, synthetic=synthetic, stand_in=stand_in
+    )
+
+
+def _write_data(data: Mapping[str, bytes], path: str, target: Path) -> None:
+    atomic_write_bytes(target, data[path])
+
+
+def write_release(
+    out_dir: Path,
+    files: Sequence[ReleaseFile],
+    infos: Sequence[ConfigInfo],
+    place: Callable[[str, Path], None],
+    run: RunInputs,
+    *,
+    card: CardParams,
+    synthetic: bool = False,
+    stand_in: bool = False,
+) -> ReleaseFolder:
+    """Write the release folder ``out_dir/hub/`` from its data part (``files``, each put at its path by ``place``,
+    and ``infos``, :func:`release_data`), the run's tables, manifest and transcript (``run``) and the dataset card,
+    under a temporary name swapped in whole."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    staging = out_dir / f".hub-{uuid.uuid4().hex[:12]}"
+    staging.mkdir()  # under the umask like the files in it (mkdtemp's 0700 would keep the release private)
+    try:
+        listed = list(files)
+        for file in files:
+            place(file.path, staging / file.path)
+        manifest_sha256 = None
+        known = {"transcript.jsonl": run.transcript_sha256}
+        for source, path in ((run.manifest_path, "manifest.json"), (run.transcript_path, "transcript.jsonl")):
+            if source is not None:
+                link_or_copy(source, staging / path)
+                digest = known.get(path) or sha256_file(staging / path)
+                listed.append(ReleaseFile(path, digest, (staging / path).stat().st_size, None))
+                if path == "manifest.json":
+                    manifest_sha256 = digest
+        readme = render_card(
+            list(infos),
+            RELEASE,
+            table1=run.table1,
+            table2=run.table2,
+            funnel=run.funnel,
+            manifest_sha256=manifest_sha256,
+            has_transcript=run.transcript_path is not None,
+            card=card,
+            proxy_strength=run.proxy_strength,
+        )
+        text = synthetic_card(str(readme)) if synthetic else str(readme)
+        data = (card_with_note(text, STAND_IN_NOTE) if stand_in else text).encode("utf-8")
+        atomic_write_bytes(staging / "README.md", data)
+        listed.append(ReleaseFile("README.md", sha256_bytes(data), len(data), None))
+        _swap_in(staging, out_dir / "hub")
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return ReleaseFolder(
+        path=out_dir / "hub",
+        files=tuple(sorted(listed, key=lambda file: file.path)),
+        configs={info.name: info.rows for info in infos},
+        manifest_sha256=manifest_sha256,
+    )
+
+
+def synthetic_card(card: str) -> str:
+    """The dataset card with :data:`SYNTHETIC_NOTE` first after its YAML header."""
+    return card_with_note(card, SYNTHETIC_NOTE)
