@@ -2,7 +2,8 @@
 
 The stages are the pipeline the configuration chooses (``flows/pipeline.py``); :class:`PipelineRunner` runs it:
 each stage a cached Prefect task (inputs + code) submitted as soon as the stages it reads have finished, so
-independent stages (names and translate) run side by side on Prefect's thread runner. Each stage writes
+independent stages (names and translate) run side by side on Prefect's thread runner, at most as many at once as
+the task runner has workers (:func:`parallel_stages`). Each stage writes
 ``outputs/<run_id>/NN_<stage>/`` and adds itself to the run's manifest, in pipeline order whatever order they
 finish in. This module only wires.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import resource
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -23,7 +25,7 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.client.orchestration import get_client
 from prefect.context import FlowRunContext
 from prefect.exceptions import ObjectNotFound
-from prefect.futures import PrefectFuture
+from prefect.futures import PrefectFuture, as_completed
 from prefect.runtime import flow_run
 from prefect.states import Crashed
 from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
@@ -89,15 +91,18 @@ class PipelineRunner:
         run_values: Mapping[str, Callable[[], Any]],
         pipeline: Pipeline,
         progress: StageProgress | None = None,
+        max_parallel: int | None = None,
     ) -> None:
         """``build``: the stages' parameters; ``client``: the build's LLM client, for every stage that asks (None for a
         pipeline with no LLM stage); ``inputs``: the loaded build inputs;
         ``run_values``: the values :class:`RunValue` names, each made when a stage asks for it; ``pipeline``: the
         stages it runs; ``progress``:
-        where the running stages are shown (default: nowhere)."""
+        where the running stages are shown (default: nowhere); ``max_parallel``: how many stages may run at once
+        (default: as many as the flow's task runner has workers, :func:`parallel_stages`)."""
         self.run, self.cache, self.build, self._client = run, cache, build, client
         self.inputs, self.run_values, self.pipeline = inputs, run_values, pipeline
         self.progress = progress
+        self.max_parallel = max_parallel or parallel_stages()
         self.outputs: dict[str, StageOutput] = {}
         self.reports: dict[str, dict[str, Any]] = {}
         self.store = ArtifactStore(cache.parent / STAGE_FILES)
@@ -134,6 +139,7 @@ class PipelineRunner:
         task = stage_task(stage, params, self.store)
         if stage.cached:
             task = task.with_options(result_storage=self.cache)
+        self.free_slot()
         self._pending[stage.folder] = (task, found, task.submit(**found), recorded, time.time())
         if self.progress is not None:
             self.progress.start(stage.folder, self._pending[stage.folder][2].wrapped_future.done)
@@ -150,6 +156,7 @@ class PipelineRunner:
         result = future.result()
         if stage.cached and not (isinstance(result, StoredStage) and result.complete(self.store)):
             # a cache entry of an older format, or whose files were removed from the store: computed again
+            self.free_slot()
             future = task.with_options(refresh_cache=True).submit(**found)
             result = future.result()
         if self.progress is not None:
@@ -186,6 +193,16 @@ class PipelineRunner:
             logger.warning(emptied)
         self.outputs[folder] = output
         return output
+
+    def free_slot(self) -> None:
+        """Wait until fewer than ``max_parallel`` submitted stages are still running. Each running stage holds its
+        input frames and what it computes, so a stage waits for a slot before it is submitted: on a 2-core
+        machine eight translate stages at once (GIL-bound) take as long as two at a time, with four times the
+        memory."""
+        running = [future for *_, future, _, _ in self._pending.values() if not future.wrapped_future.done()]
+        while len(running) >= self.max_parallel:
+            finished = next(as_completed(running))
+            running = [future for future in running if future is not finished and not future.wrapped_future.done()]
 
     def stored_input(self, source: Table | Tables, recorded: Mapping[str, str], name: str) -> StoredInput:
         """A stage's argument of earlier stages' tables, by the hashes of their files in this run (the cache key
@@ -359,6 +376,17 @@ def _table_artifacts(runner: PipelineRunner) -> None:
 TASK_RUNNERS = ("threads", "dask")
 
 
+def parallel_stages() -> int:
+    """How many stages run at once by default on the running flow's task runner: a Dask cluster's worker threads,
+    otherwise this machine's CPUs (Prefect's thread pool has no bound of its own, and a stage's pandas work holds the
+    GIL, so more stages than CPUs only hold more frames at once)."""
+    context = FlowRunContext.get()
+    client = getattr(context.task_runner, "client", None) if context else None  # a DaskTaskRunner's, started
+    if client is not None:
+        return max(1, sum(client.nthreads().values()))
+    return os.cpu_count() or 1
+
+
 def task_runner(name: str = "threads", address: str | None = None, workers: int | None = None) -> TaskRunner[Any]:
     """Where the stages run: Prefect's thread pool (the default; one paper-scale build fits one machine), or
     Dask (``pip install -e ".[dask]"``): the cluster at ``address``; a local cluster of ``workers`` worker
@@ -446,6 +474,7 @@ def build_pbbq(
             release_values(run, build, client, lambda: runner),
             build.pipeline,
             progress=progress,
+            max_parallel=build.running.max_parallel_stages,
         )
         if CRAWLED in inputs.tables:
             runner.reports[build.pipeline.folder("crawl")] = inputs.fetch_report

@@ -32,7 +32,7 @@ def stage_params(pipeline: Pipeline = PIPELINE) -> dict[str, type]:
 
 def sections(pipeline: Pipeline = PIPELINE) -> tuple[str, ...]:
     """The top-level sections a build configuration may have; anything else is a typo, never ignored."""
-    return ("input", "inputs", "llm", "languages", *stage_params(pipeline))
+    return ("input", "inputs", "llm", "languages", "build", *stage_params(pipeline))
 
 
 def ranges(pipeline: Pipeline = PIPELINE) -> dict[str, dict[str, tuple[float | None, float | None]]]:
@@ -81,6 +81,19 @@ def _check_value(
 
 
 @dataclass(frozen=True)
+class RunOptions:
+    """``[build]``: how the build runs, not what it builds (the dataset and manifest are the same at any value, so
+    the manifest does not list them)."""
+
+    max_parallel_stages: int | None = None
+    """How many stages may run at once (None: as many as the task runner has workers,
+    :func:`pbbq.flows.build_pbbq.parallel_stages`); each running stage holds its input frames and results."""
+
+
+RUN_OPTION_RANGES: dict[str, tuple[float | None, float | None]] = {"max_parallel_stages": (1, None)}
+
+
+@dataclass(frozen=True)
 class BuildConfig:
     path: Path
     inputs: dict[str, Path]
@@ -93,6 +106,8 @@ class BuildConfig:
     """The stages it runs (:func:`pbbq.flows.pipeline.pipeline_for`)."""
     languages: tuple[Path, ...] = ()
     """``[languages] modules``: folders of language modules beyond the builder's own (added to its languages)."""
+    running: RunOptions = RunOptions()
+    """``[build]``: how the stages run (:class:`RunOptions`)."""
 
     def __getattr__(self, name: str) -> Any:
         stages = self.__dict__.get("stages", {})
@@ -316,6 +331,7 @@ def load_config(path: Path | None = None, pipeline: Pipeline | None = None) -> B
         raise ConfigError(f"{path}: [llm] {exc}") from None
     limits = ranges(pipeline)
     stages = {name: _section(path, raw, name, kind, limits.get(name, {})) for name, kind in kinds.items()}
+    running = _section(path, raw, "build", RunOptions, RUN_OPTION_RANGES)
     return BuildConfig(
         path=path,
         inputs={key: _file(path, "inputs", key, declared[key]) for key in files if key in declared},
@@ -327,4 +343,5 @@ def load_config(path: Path | None = None, pipeline: Pipeline | None = None) -> B
         },
         pipeline=pipeline,
         languages=languages,
+        running=running,
     )

@@ -11,7 +11,7 @@ import pyarrow as pa
 
 from .core.artifacts import StageOutput
 from .core.schemas import CATEGORIES, empty_frame, example_configs
-from .core.soundness import SOUNDNESS, soundness
+from .core.soundness import SOUNDNESS, soundness, source_entities
 from .core.stage import Configs, Report, RunValue, Stage, Table
 from .crawl import crawl_counts
 from .text.cues import CONFOUNDS
@@ -32,13 +32,18 @@ DISTRIBUTION = pa.schema(
 DIMENSIONS = ("context_condition", "question_polarity", "assignment", "label", "target_loc", "entity_order")
 
 
+def listed_categories(examples: pd.DataFrame, categories: Sequence[str] = CATEGORIES) -> list[str]:
+    """Table 1's categories: ``categories`` (all 16 of the paper, in its order), then any other category of the
+    examples, sorted."""
+    return [*categories, *sorted(set(examples["category"]) - set(categories))]
+
+
 def table1(examples: pd.DataFrame, categories: Sequence[str] = CATEGORIES) -> pd.DataFrame:
-    """Templates and samples per category of every config (Table 1): ``categories`` (all 16 of the paper, in its
-    order), then any other category of the examples, sorted, and a Total row per config. A template counts when it
-    yields examples of the config. No examples: no rows."""
+    """Templates and samples per category of every config (Table 1): :func:`listed_categories` and a Total row
+    per config. A template counts when it yields examples of the config. No examples: no rows."""
     parts = []
     frame = examples.assign(config=example_configs(examples))
-    listed = [*categories, *sorted(set(frame["category"]) - set(categories))]
+    listed = listed_categories(frame, categories)
     for config in dict.fromkeys(frame["config"]):
         part = frame[frame["config"] == config]
         table = pd.DataFrame({"config": config, "category": listed})
@@ -129,6 +134,14 @@ def distribution(examples: pd.DataFrame) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True)[DISTRIBUTION.names]
 
 
+def by_dimension(distributions: Sequence[pd.DataFrame]) -> pd.DataFrame:
+    """The :func:`distribution` tables of some configs as one, in the order the whole table has: dimension by
+    dimension (:data:`DIMENSIONS`), configs sorted within each (each config's values in their own order)."""
+    frame = pd.concat(distributions, ignore_index=True)
+    rank = frame["dimension"].map(DIMENSIONS.index)
+    return frame.assign(rank=rank).sort_values(["rank", "config"], kind="stable").drop(columns="rank")
+
+
 def python_strings(frame: pd.DataFrame) -> pd.DataFrame:
     """``frame`` with its text columns as Python strings (``object``): the checks and counts read them row by row,
     several times, and pandas' Arrow-backed strings make a Python string of a value anew on every read."""
@@ -144,13 +157,24 @@ def statistics(
     extra_funnel: Sequence[tuple[str, int]] = (),
     categories: Sequence[str] = CATEGORIES,
 ) -> StageOutput:
-    """Table 1 over ``categories`` (:func:`table1`), the funnel, the distribution and the soundness checks."""
-    examples = python_strings(examples)
+    """Table 1 over ``categories`` (:func:`table1`), the funnel, the distribution and the soundness checks.
+
+    Each config is counted and checked on its own rows, as Python strings (:func:`python_strings`) one config at a
+    time: the stage holds one config's copy beside the stacked examples, not a copy of all of them."""
+    configs = example_configs(examples)
+    listed = listed_categories(examples, categories)
+    sources = source_entities(examples)
+    parts: dict[str, list[pd.DataFrame]] = {"table1": [], "distribution": [], "soundness": []}
+    for config in dict.fromkeys(configs) or [None]:  # None: no examples, the tables of an empty one
+        part = python_strings(examples if config is None else examples[(configs == config).to_numpy()])
+        parts["table1"].append(table1(part, listed))
+        parts["distribution"].append(distribution(part))
+        parts["soundness"].append(soundness(part, templates, sources))
     tables = {
-        "table1": table1(examples, categories),
+        "table1": pd.concat(parts["table1"], ignore_index=True),
         "funnel": funnel(stereotypes, templates, examples, dropped_pairs, crawl, extra_funnel),
-        "distribution": distribution(examples),
-        "soundness": soundness(examples, templates),
+        "distribution": by_dimension(parts["distribution"]).reset_index(drop=True),
+        "soundness": pd.concat(parts["soundness"], ignore_index=True),
     }
     broken = tables["soundness"].query("violations > 0")
     report = {

@@ -230,6 +230,21 @@ class ArtifactStore:
         content ``key`` determines but which costs to make (a large report's JSON)."""
         return self.recall(key) or self.remember(key, self.put(make()))
 
+    def memo_written(self, key: str, name: str, write: Callable[[Path], str]) -> str:
+        """:meth:`memo` of a file too large to hold in memory: ``write(path)`` writes it at ``path`` (a scratch path
+        in the store ending in ``name``) and returns its sha256; the file is then renamed to that name."""
+        known = self.recall(key)
+        if known:
+            return known
+        scratch = self.path / f".{uuid.uuid4().hex[:8]}.{name}"
+        try:
+            digest = write(scratch)
+            os.chmod(scratch, FILE_MODE)
+            os.replace(scratch, self.file(digest))
+        finally:
+            scratch.unlink(missing_ok=True)
+        return self.remember(key, digest)
+
     def place(self, sha256: str, target: Path) -> None:
         """Put the stored file ``sha256`` at ``target`` as one atomic rename: a hard link to it, or a copy on
         another file system (or one that has no hard links)."""

@@ -110,21 +110,30 @@ def row_violations(
     }
 
 
-def soundness(examples: pd.DataFrame, templates: pd.DataFrame) -> pd.DataFrame:
-    """Violations of every check per config (a row per config and check; 0 is sound)."""
-    allowed = {
-        (template_id, *item.split(PAIR_SEPARATOR)[:2])
-        for template_id, items in zip(templates["template_id"], templates["allowed_pairs"], strict=True)
-        for item in items
-    }
+def source_entities(examples: pd.DataFrame) -> dict[str, tuple[str, str]]:
+    """The Persian (stereotyped, non-stereotyped) entities of each original Persian example, by id: what a
+    translated row is checked against."""
     originals = examples[(examples["lang"] == "fa") & (examples["variant"] == "original")]
-    sources = dict(
+    return dict(
         zip(
             originals["example_id"],
             zip(originals["stereo_entity"], originals["nonstereo_entity"], strict=True),
             strict=True,
         )
     )
+
+
+def soundness(
+    examples: pd.DataFrame, templates: pd.DataFrame, sources: Mapping[str, tuple[str, str]] | None = None
+) -> pd.DataFrame:
+    """Violations of every check per config (a row per config and check; 0 is sound); ``sources``: the originals'
+    entities (:func:`source_entities`), given when ``examples`` holds only some configs."""
+    allowed = {
+        (template_id, *item.split(PAIR_SEPARATOR)[:2])
+        for template_id, items in zip(templates["template_id"], templates["allowed_pairs"], strict=True)
+        for item in items
+    }
+    sources = source_entities(examples) if sources is None else sources
     rows = []
     configs = example_configs(examples)
     for config in dict.fromkeys(configs):

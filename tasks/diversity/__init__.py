@@ -310,11 +310,11 @@ def _instance_table(examples: pd.DataFrame, homogenizers: Mapping[str, Homogeniz
     missing = {"category", "lang", "variant", "context"} - set(examples.columns)
     if missing:
         raise ValueError(f"diversity: the example table lacks the columns {sorted(missing)}")
-    frame = examples.assign(config=example_configs(examples))
+    configs = example_configs(examples)
     rows = []
-    present = dict.fromkeys(frame["config"])
+    present = dict.fromkeys(configs)
     for config in [*(name for name in CONFIGS if name in present), *(name for name in present if name not in CONFIGS)]:
-        part = frame[frame["config"] == config]
+        part = examples.loc[(configs == config).to_numpy(), ["category", "lang", "context"]]  # one config's units
         lang = part["lang"].iloc[0]
         rows += [
             {"config": config, **row}

@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..core.artifacts import ArtifactStore, sha256_file
+from ..core.artifacts import ArtifactStore
 from ..core.progress import RequestProgress
 from .config import (
     BATCH_DISCOUNT,
@@ -201,10 +201,11 @@ class LLMClient:
         wanted = sorted(set(keys))
         replayed = self.transcript_sha256
         if kept is None or not replayed or sources[0] != replayed or not self.store.holds(wanted, replayed):
-            self.store.export_jsonl(path, header=header, keys=wanted, sources=sources)
-            return sha256_file(path)
+            return self.store.write_transcript(path, header, wanted, sources)[0]
         identity = canonical_json({"header": header, "answers": replayed, "keys": wanted, "gzip": path.suffix})
-        digest = kept.memo(identity, lambda: self.store.transcript_data(path, header, wanted, sources)[0])
+        digest = kept.memo_written(
+            identity, path.name, lambda scratch: self.store.write_transcript(scratch, header, wanted, sources)[0]
+        )
         kept.place(digest, path)
         return digest
 

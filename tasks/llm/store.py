@@ -54,12 +54,6 @@ class StoredResponse:
     created_at: str
 
 
-def _encode_transcript(path: Path, text: str) -> bytes:
-    """A transcript's bytes: gzip for a ``.gz`` path (no timestamp in the header, so deterministic)."""
-    data = text.encode("utf-8")
-    return gzip.compress(data, mtime=0) if path.suffix == ".gz" else data
-
-
 def read_transcript(path: Path, lines: int | None = None) -> str:
     """A transcript's text (its first ``lines`` lines only, if given), gzip-decoded for a ``.gz`` path (as
     ``export_jsonl`` writes it); a ``ValueError`` naming the file if it is missing, not gzip (a ``.gz`` path), or
@@ -219,52 +213,59 @@ class ResponseStore(Closing):
         the transcript could not replay the build. The same store and keys always give the same bytes; the file
         is written to a temporary name and renamed.
         """
-        target = Path(path)
-        data, count = self.transcript_data(target, header, keys, sources)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(target.name + ".tmp")
-        tmp.write_bytes(data)
-        os.replace(tmp, target)
-        return count
+        return self.write_transcript(Path(path), header, keys, sources)[1]
 
-    def transcript_data(
+    def write_transcript(
         self,
         path: Path,
         header: Mapping[str, Any],
         keys: Iterable[str] | None = None,
         sources: Sequence[str] = (RECORDED,),
-    ) -> tuple[bytes, int]:
-        """The bytes :meth:`export_jsonl` writes at ``path`` (gzip for ``.gz``) and the count of records. Each line
-        is made from the row's stored text (the request is kept as canonical JSON already: :func:`_record_line`),
-        so no request is decoded and encoded again."""
+    ) -> tuple[str, int]:
+        """Write what :meth:`export_jsonl` describes at ``path`` (gzip for ``.gz``, no timestamp in its header, so
+        deterministic) a record at a time, in key order from the store: an eight-target build's 330,000 answers are
+        620 MB of JSON, never held whole. Each line is made from the row's stored text (the request is kept as
+        canonical JSON already: :func:`_record_line`). Returns the file's sha256 and the count of records."""
         marks = ", ".join("?" * len(sources))
-        with self._lock:
-            rows = self._db.execute(
-                f"SELECT source, {', '.join(_RECORD_FIELDS)} FROM answers WHERE source IN ({marks})", tuple(sources)
-            ).fetchall()
         rank = {source: index for index, source in enumerate(sources)}
-        chosen: dict[str, tuple[Any, ...]] = {}
-        for row in rows:
-            held = chosen.get(row[1])
-            if held is None or rank[row[0]] < rank[held[0]]:
-                chosen[row[1]] = row
-        if keys is not None:
-            wanted = set(keys)
-            missing = wanted - chosen.keys()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_name(path.name + ".tmp")
+        digest = hashlib.sha256()
+        packer = zlib.compressobj(9, zlib.DEFLATED, 31) if path.suffix == ".gz" else None  # as gzip.compress(mtime=0)
+        with self._lock:
+            held = {row[0] for row in self._db.execute(f"SELECT key FROM answers WHERE source IN ({marks})", sources)}
+            wanted = held if keys is None else set(keys)
+            missing = wanted - held
             if missing:
                 raise LLMError(
                     f"response store {self.path} lacks {len(missing)} answer(s) of this build, e.g. {min(missing)[:12]}"
                 )
-            chosen = {key: chosen[key] for key in wanted}
-        head = {
-            **header,
-            "transcript": TRANSCRIPT_FORMAT,
-            "version": TRANSCRIPT_VERSION,
-            "records": len(chosen),
-        }
-        lines = [canonical_json(head)]
-        lines.extend(_record_line(chosen[key][1:]) for key in sorted(chosen))
-        return _encode_transcript(path, "\n".join(lines) + "\n"), len(chosen)
+            head = {**header, "transcript": TRANSCRIPT_FORMAT, "version": TRANSCRIPT_VERSION, "records": len(wanted)}
+            rows = self._db.execute(
+                f"SELECT source, {', '.join(_RECORD_FIELDS)} FROM answers WHERE source IN ({marks}) ORDER BY key",
+                sources,
+            )
+            lines = (
+                _record_line(min(held_by, key=lambda row: rank[row[0]])[1:])
+                for key, held_by in itertools.groupby(rows, key=lambda row: row[1])
+                if key in wanted
+            )
+            try:
+                with temporary.open("wb") as file:
+                    for line in itertools.chain([canonical_json(head)], lines):
+                        data = (line + "\n").encode("utf-8")
+                        data = packer.compress(data) if packer is not None else data
+                        digest.update(data)
+                        file.write(data)
+                    if packer is not None:
+                        data = packer.flush()
+                        digest.update(data)
+                        file.write(data)
+                os.replace(temporary, path)
+            except BaseException:
+                temporary.unlink(missing_ok=True)
+                raise
+        return digest.hexdigest(), len(wanted)
 
     def holds(self, keys: Iterable[str], source: str) -> bool:
         """Whether ``source`` has an answer for every one of ``keys``."""

@@ -1,0 +1,100 @@
+"""How many stages run at once (docs/scale.md, "Memory"): the pipeline runner submits a stage only when fewer than
+its bound are running, the bound follows the task runner unless ``[build] max_parallel_stages`` sets it, and a bad
+value is refused in one line."""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+import pytest
+from prefect import flow
+
+from pbbq.flows.build_pbbq import BuildInputs, PipelineRunner, parallel_stages, task_runner
+from pbbq.flows.config import SAMPLE_CONFIG, ConfigError, load_config
+from pbbq.tasks.core.artifacts import RunFolder, StageOutput
+from pbbq.tasks.core.stage import Parameters, Pipeline, Stage
+
+INDEPENDENT = 5
+"""Stages that read nothing: without a bound, all of them are submitted at once."""
+
+
+class Overlap:
+    """A stage function that counts how many of its calls run at the same time. Each call waits until a third
+    call runs beside it (or a second passes), so that unbounded stages are seen side by side."""
+
+    def __init__(self) -> None:
+        self.changed = threading.Condition()
+        self.running = 0
+        self.most = 0
+
+    def __call__(self) -> StageOutput:
+        with self.changed:
+            self.running += 1
+            self.most = max(self.most, self.running)
+            self.changed.notify_all()
+            self.changed.wait_for(lambda: self.running > 2, timeout=1.0)
+            self.running -= 1
+        return StageOutput({}, {}, {})
+
+
+def _run(tmp_path: Path, max_parallel: int | None) -> tuple[int, int]:
+    """The most stages that ran at once in a pipeline of :data:`INDEPENDENT` stages, and the runner's bound."""
+    overlap = Overlap()
+    overlap.__name__ = "overlap"  # type: ignore[attr-defined]  # the Prefect task's name
+    stages = tuple(
+        Stage(f"{n:02d}_s{n}", f"s{n}", overlap, inputs={}, outputs={}, cached=False) for n in range(INDEPENDENT)
+    )
+
+    @flow
+    def pipeline() -> int:
+        run = RunFolder.create(tmp_path, "run", {})
+        inputs = BuildInputs({}, {}, {}, [], {})
+        runner = PipelineRunner(
+            run, tmp_path / "cache", Parameters({}), None, inputs, {}, Pipeline(stages), max_parallel=max_parallel
+        )
+        assert len(runner.run_all()) == INDEPENDENT
+        return runner.max_parallel
+
+    bound = pipeline()
+    return overlap.most, bound
+
+
+def test_no_more_stages_run_at_once_than_the_bound(prefect_server: None, tmp_path: Path) -> None:
+    most, bound = _run(tmp_path, 2)
+    assert bound == 2
+    assert most == 2
+
+
+def test_the_bound_follows_the_task_runner(prefect_server: None, tmp_path: Path) -> None:
+    """Prefect's thread pool: this machine's CPUs; a Dask cluster: its worker threads."""
+    most, bound = _run(tmp_path, None)
+    assert bound == (os.cpu_count() or 1)
+    assert most <= bound
+    pytest.importorskip("prefect_dask")
+
+    @flow(task_runner=task_runner("dask"))  # two single-threaded workers in this process
+    def on_dask() -> int:
+        return parallel_stages()
+
+    assert on_dask() == 2
+
+
+def test_the_bound_is_a_build_setting(sample_copy: Path) -> None:
+    config = sample_copy / "configs" / "bounded.toml"
+    config.write_text('inherit = "sample.toml"\n[build]\nmax_parallel_stages = 3\n', encoding="utf-8")
+    assert load_config(config).running.max_parallel_stages == 3
+    assert load_config(SAMPLE_CONFIG).running.max_parallel_stages is None
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [("0", "= 0 is outside 1 … ∞"), ("2.5", "= 2.5 is not int"), ('"two"', "= 'two' is not int")],
+)
+def test_a_bad_bound_is_refused_naming_the_key(sample_copy: Path, value: str, problem: str) -> None:
+    config = sample_copy / "configs" / "bounded.toml"
+    config.write_text(f'inherit = "sample.toml"\n[build]\nmax_parallel_stages = {value}\n', encoding="utf-8")
+    with pytest.raises(ConfigError) as refused:
+        load_config(config)
+    assert str(refused.value) == f"{config}: [build] max_parallel_stages {problem}"
