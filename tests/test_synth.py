@@ -36,8 +36,9 @@ from pbbq.tasks.synth import (
     plan,
     synthesize,
 )
-from pbbq.tasks.translate import TranslatePrompts, translate
+from pbbq.tasks.translate import translate
 from pbbq.tasks.translate.glossary import load_glossary
+from pbbq.tasks.translate.requests import TranslatePrompts
 
 SEED = 7
 FUNNEL = pd.DataFrame([("surveyed", 18), ("examples", 384)], columns=["step", "count"])

@@ -69,8 +69,10 @@ from ..publish import SYNTHETIC_ID_PREFIX
 from ..survey_filter import survey_filter
 from ..text.languages import language
 from ..text.languages.fa import normalize_fa
-from ..translate import PROMPTS, Pair, prompt_files, translate_stage
+from ..translate import translate_stage
 from ..translate.glossary import GLOSSARY_COLUMNS, load_glossary
+from ..translate.pair import Pair
+from ..translate.requests import PROMPTS, prompt_files
 
 # ------------------------------------------------------------------------------------------- the paper's counts
 
