@@ -70,11 +70,12 @@ def translate(
     """The target's config of the source's original examples, with the segment table, every attempt, the
     review table (segments that failed validation or were flagged) and what was dropped."""
     originals = examples[(examples["lang"] == pair.source.code) & (examples["variant"] == "original")]
+    roles = originals["answer_roles"].tolist()
     phrasings = {
         text
         for option in OPTIONS
-        for text, roles in zip(originals[option], originals["answer_roles"], strict=True)
-        if roles[option] == "unknown"
+        for text, role in zip(originals[option].tolist(), roles, strict=True)
+        if role[option] == "unknown"
     }
     if pair.target.unknown_column not in unknown_phrases.columns:
         raise ValueError(f"the 'unknown' phrase list has no column {pair.target.unknown_column} ({pair.target.name})")

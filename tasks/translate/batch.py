@@ -12,6 +12,7 @@ from ..llm import LLMClient, LLMRequest, LLMResponse
 from ..text.languages import Language
 from .checks import Failure, lost_group_terms, translation_failures
 from .chrf import chrf_scores
+from .frames import records
 from .glossary import Glossary
 from .pair import PERSIAN_ENGLISH, Pair, TranslateParams, attempt_schema, segment_schema
 from .requests import TranslatePrompts, back_request, follow_up, forward_request
@@ -29,12 +30,13 @@ def _translate_batch(
     prompts: TranslatePrompts,
     client: LLMClient,
     params: TranslateParams,
-    log: list[dict[str, Any]],
+    log: list[tuple[Any, ...]],
     pair: Pair,
 ) -> dict[str, tuple[str, list[Failure], list[str]]]:
     """Translate, validate and retry one batch of segments; per segment id its last translation (normalised by
-    the target's ``normalize``), the rules that answer broke and every request id."""
-    rows = {row["segment_id"]: row for row in batch.to_dict(orient="records")}
+    the target's ``normalize``), the rules that answer broke and every request id. Each answer goes to ``log`` as a
+    row of :func:`~pbbq.tasks.translate.pair.attempt_schema`."""
+    rows = {row["segment_id"]: row for row in records(batch)}
     entities = {
         sid: {e: translations[e] for e in row["entities"]} if row["kind"] in ("question", "context") else {}
         for sid, row in rows.items()
@@ -44,6 +46,7 @@ def _translate_batch(
         for sid, row in rows.items()
     }
     results: dict[str, tuple[str, list[Failure], list[str]]] = {}
+    target, source_column = pair.target, pair.source_column
     for attempt in range(1, params.max_attempts + 1):
         if not pending:
             break
@@ -51,24 +54,14 @@ def _translate_batch(
         still: dict[str, LLMRequest] = {}
         for (sid, request), answer in zip(pending.items(), answers, strict=True):
             row = rows[sid]
-            written = _clean(answer.text, row["kind"], pair.target)
-            failures = translation_failures(
-                row["kind"], row[pair.source_column], written, entities[sid], row["glossary"], pair
-            )
-            text = pair.target.normalize(written)
+            kind = row["kind"]
+            written = _clean(answer.text, kind, target)
+            failures = translation_failures(kind, row[source_column], written, entities[sid], row["glossary"], pair)
+            text = target.normalize(written)
             ids = [*results.get(sid, ("", [], []))[2], answer.request_id]
             results[sid] = (text, failures, ids)
-            log.append(
-                {
-                    "segment_id": sid,
-                    "kind": row["kind"],
-                    "attempt": attempt,
-                    pair.target_column: text,
-                    "failures": ";".join(f.code for f in failures),
-                    "messages": " ".join(f.message for f in failures),
-                    "request_id": answer.request_id,
-                }
-            )
+            codes, messages = ";".join(f.code for f in failures), " ".join(f.message for f in failures)
+            log.append((sid, kind, attempt, text, codes, messages, answer.request_id))
             if failures:
                 still[sid] = follow_up(request, answer.text, failures, row["kind"], prompts)
         pending = still
@@ -90,47 +83,38 @@ def translate_segments(
     Entity phrases, lexical variants and groups go first: a context's request holds its entities' translation."""
     translations: dict[str, str] = {}
     results: dict[str, tuple[str, list[Failure], list[str]]] = {}
-    log: list[dict[str, Any]] = []
+    log: list[tuple[Any, ...]] = []
     for kinds in (("entity", "lex", "group"), ("question", "context")):
         batch = table[table["kind"].isin(kinds)]
         done = _translate_batch(batch, translations, prompts, client, params, log, pair)
         results.update(done)
-        translations.update(
-            {text: done[sid][0] for sid, text in zip(batch["segment_id"], batch[pair.source_column], strict=True)}
-        )
-    back_requests = [back_request(sid, results[sid][0], prompts, pair) for sid in table["segment_id"]]
-    answers = client.complete_many(back_requests)
+        sources = zip(batch["segment_id"].tolist(), batch[pair.source_column].tolist(), strict=True)
+        translations.update({text: done[sid][0] for sid, text in sources})
+    ids = table["segment_id"].tolist()
+    source_texts = table[pair.source_column].tolist()
+    answers = client.complete_many([back_request(sid, results[sid][0], prompts, pair) for sid in ids])
     backs = [pair.source.normalize(answer.text) for answer in answers]
-    scores = chrf_scores(backs, table[pair.source_column].tolist())
-    rows = []
-    for sid, kind, agreement, source_text, entries, answer, back, score in zip(
-        table["segment_id"],
-        table["kind"],
-        table["agreement"],
-        table[pair.source_column],
-        table["glossary"],
-        answers,
-        backs,
-        scores,
-        strict=True,
-    ):
-        text, failures, ids = results[sid]
-        failures = [*failures, *lost_group_terms(entries, back, glossary)]
-        rows.append(
-            {
-                "segment_id": sid,
-                "kind": kind,
-                "agreement": agreement,
-                pair.source_column: source_text,
-                "glossary": [f"{fa} → {term}" for fa, term in entries],
-                pair.target_column: text,
-                "attempts": len(ids),
-                "failures": ";".join(dict.fromkeys(f.code for f in failures)),
-                f"back_{pair.source.code}": back,
-                "chrf": score,
-                "flagged": score < params.min_chrf,
-                "request_ids": [*ids, answer.request_id],
-            }
-        )
+    scores = chrf_scores(backs, source_texts)
+    failures = [
+        [*results[sid][1], *lost_group_terms(entries, back, glossary)]
+        for sid, entries, back in zip(ids, table["glossary"].tolist(), backs, strict=True)
+    ]
+    columns = {
+        "segment_id": ids,
+        "kind": table["kind"].tolist(),
+        "agreement": table["agreement"].tolist(),
+        pair.source_column: source_texts,
+        "glossary": [[f"{fa} → {term}" for fa, term in entries] for entries in table["glossary"].tolist()],
+        pair.target_column: [results[sid][0] for sid in ids],
+        "attempts": [len(results[sid][2]) for sid in ids],
+        "failures": [";".join(dict.fromkeys(f.code for f in broken)) for broken in failures],
+        f"back_{pair.source.code}": backs,
+        "chrf": scores,
+        "flagged": [score < params.min_chrf for score in scores],
+        "request_ids": [[*results[sid][2], answer.request_id] for sid, answer in zip(ids, answers, strict=True)],
+    }
     segment, attempt = segment_schema(pair.source, pair.target), attempt_schema(pair.target)
-    return pd.DataFrame(rows, columns=segment.names), pd.DataFrame(log, columns=attempt.names)
+    return (
+        pd.DataFrame({name: columns[name] for name in segment.names}),
+        pd.DataFrame(log, columns=attempt.names),
+    )

@@ -4,8 +4,8 @@ is translated once however many examples hold it."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable
+from functools import cache
 
 import pandas as pd
 
@@ -40,40 +40,38 @@ def segments(examples: pd.DataFrame, glossary: Glossary, column: str = "text_fa"
     two) and lexical variant (a question names no entity, so it has none). In a target whose verbs agree with
     their subject's gender, a question is one segment per ``agreement`` of its pairs (:func:`question_agreement`),
     its entities those of those pairs."""
-    rows: list[dict[str, Any]] = []
-    entities = sorted(set(examples["stereo_entity"]) | set(examples["nonstereo_entity"]))
-    rows += [{"kind": "entity", column: e, "entities": (e,), "lexicals": ()} for e in entities]
-    variants = sorted(set(examples["lexical_variant"]) - {""})
-    rows += [{"kind": "lex", column: v, "entities": (), "lexicals": (v,)} for v in variants]
-    rows += [{"kind": "group", column: g, "entities": (), "lexicals": (g,)} for g in sorted(_groups(examples))]
-    agreements = [
-        question_agreement(pair, glossary.source, glossary.target)
-        for pair in zip(examples["stereo_entity"], examples["nonstereo_entity"], strict=True)
-    ]
-    for (question, agreement), group in examples.assign(agreement=agreements).groupby(["question", "agreement"]):
-        asked = sorted(set(group["stereo_entity"]) | set(group["nonstereo_entity"]))
-        rows.append(
-            {"kind": "question", column: question, "entities": tuple(asked), "lexicals": (), "agreement": agreement}
-        )
-    contexts = examples.groupby("context", sort=True).agg(
-        stereo=("stereo_entity", "first"), nonstereo=("nonstereo_entity", "first"), lex=("lexical_variant", "first")
-    )
-    for context, row in contexts.iterrows():
-        lexicals = (row.lex,) if row.lex else ()
-        named = (row.stereo, row.nonstereo)
-        held = tuple(e for e in named if glossary.source.mention(e).search(context))
-        rows.append({"kind": "context", column: context, "entities": held, "named": named, "lexicals": lexicals})
-    frame = pd.DataFrame(rows, columns=["kind", column, "entities", "lexicals", "agreement"]).fillna({"agreement": ""})
-    frame.insert(
-        0,
-        "segment_id",
-        [_segment_id(*key) for key in zip(frame["kind"], frame[column], frame["agreement"], strict=True)],
-    )
-    frame["glossary"] = [
-        () if row["kind"] == "question" else _entries(glossary, (*row.get("named", row["entities"]), *row["lexicals"]))
-        for row in rows
-    ]
-    return frame
+    stereo, nonstereo = examples["stereo_entity"].tolist(), examples["nonstereo_entity"].tolist()
+    lexical = examples["lexical_variant"].tolist()
+    entities = sorted(set(stereo) | set(nonstereo))
+    rows: list[tuple[str, str, tuple[str, ...], tuple[str, ...], str, tuple[str, ...]]] = []
+    """Per segment: kind, source text, entities, lexicals, agreement, and the phrases its glossary entries are of."""
+    rows += [("entity", e, (e,), (), "", (e,)) for e in entities]
+    rows += [("lex", v, (), (v,), "", (v,)) for v in sorted(set(lexical) - {""})]
+    rows += [("group", g, (), (g,), "", (g,)) for g in sorted(_groups(examples))]
+
+    @cache
+    def agreement(stereo: str, nonstereo: str) -> str:
+        return question_agreement((stereo, nonstereo), glossary.source, glossary.target)
+
+    asked: dict[tuple[str, str], set[str]] = {}
+    for question, one, other in zip(examples["question"].tolist(), stereo, nonstereo, strict=True):
+        asked.setdefault((question, agreement(one, other)), set()).update((one, other))
+    rows += [("question", q, tuple(sorted(asked[q, a])), (), a, ()) for q, a in sorted(asked)]
+    first: dict[str, tuple[str, str, str]] = {}
+    """Each context's entities and lexical variant, as its first example gives them."""
+    for context, *named in zip(examples["context"].tolist(), stereo, nonstereo, lexical, strict=True):
+        first.setdefault(context, tuple(named))
+    mention = cache(glossary.source.mention)
+    for context in sorted(first):
+        one, other, variant = first[context]
+        held = tuple(e for e in (one, other) if mention(e).search(context))
+        lexicals = (variant,) if variant else ()
+        rows.append(("context", context, held, lexicals, "", (one, other, *lexicals)))
+    frame = pd.DataFrame(rows, columns=["kind", column, "entities", "lexicals", "agreement", "named"])
+    frame.insert(0, "segment_id", [_segment_id(kind, text, agreement) for kind, text, _, _, agreement, _ in rows])
+    terms_in = cache(glossary.terms_in)
+    frame["glossary"] = [_entries(terms_in, named) for *_, named in rows]
+    return frame.drop(columns="named")
 
 
 def group_name(tag: str) -> str:
@@ -85,14 +83,15 @@ def _groups(examples: pd.DataFrame) -> set[str]:
     """The Persian names of the groups the examples' entity options are tagged with."""
     return {
         group_name(str(list(info[option])[1]))
-        for info, roles in zip(examples["answer_info"], examples["answer_roles"], strict=True)
+        for info, roles in zip(examples["answer_info"].tolist(), examples["answer_roles"].tolist(), strict=True)
         for option in OPTIONS
         if roles[option] != "unknown"
     }
 
 
-def _entries(glossary: Glossary, phrases: Iterable[str]) -> tuple[tuple[str, str], ...]:
+def _entries(terms_in: Callable[[str], list[tuple[str, str]]], phrases: Iterable[str]) -> tuple[tuple[str, str], ...]:
+    """The ``(term, rendering)`` entries of the glossary terms in the phrases (:meth:`Glossary.terms_in`)."""
     found: dict[str, str] = {}
     for phrase in phrases:
-        found.update(glossary.terms_in(phrase))
+        found.update(terms_in(phrase))
     return tuple(sorted(found.items()))
