@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from functools import lru_cache
 from typing import NamedTuple
 
+from ..text.languages import Language
 from .glossary import Glossary, rendered
 from .pair import PERSIAN_ENGLISH, Pair
 
@@ -27,6 +29,12 @@ group term is found in the back-translation, after the last attempt: it names no
 the target language is recorded as ``not_<target name>`` (``not_english``, ``not_urdu``)."""
 
 _PUNCTUATION = re.compile(r"[^\w\u200c\s]")
+
+
+@lru_cache(maxsize=4096)
+def _mention(language: Language, phrase: str) -> re.Pattern[str]:
+    """:meth:`Language.mention`, compiled once per phrase: a context's check looks up each of its entities."""
+    return language.mention(phrase)
 
 
 class Failure(NamedTuple):
@@ -82,7 +90,7 @@ def translation_failures(
         failures += [
             _failure("entity_missing", phrase=phrase)
             for phrase in entities.values()
-            if not target.mention(phrase).search(text)
+            if not _mention(target, phrase).search(text)
         ]
     if kind in ("context", "question"):
         failures += [Failure(*found) for found in target.gender_failures(text, list(entities.values()), kind)]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cached_property
 from string import Template
 
 import pyarrow as pa
@@ -61,9 +62,9 @@ class Pair:
     def target_column(self) -> str:
         return f"text_{self.target.code}"
 
-    @property
+    @cached_property
     def instructions(self) -> dict[str, str]:
-        """:data:`KIND_INSTRUCTIONS` with the pair's names."""
+        """:data:`KIND_INSTRUCTIONS` with the pair's names (once per pair: every request reads them)."""
         name = self.target.name
         words = {"source": self.source.name, "target": name, "an": "an" if name[0] in "AEIOU" else "a"}
         return {kind: Template(text).substitute(words) for kind, text in KIND_INSTRUCTIONS.items()}
