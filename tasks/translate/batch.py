@@ -12,7 +12,7 @@ from ..llm import LLMClient, LLMRequest, LLMResponse
 from ..text.languages import Language
 from .checks import Failure, lost_group_terms, translation_failures
 from .chrf import chrf_scores
-from .frames import records
+from .frames import from_columns, records
 from .glossary import Glossary
 from .pair import PERSIAN_ENGLISH, Pair, TranslateParams, attempt_schema, segment_schema
 from .requests import TranslatePrompts, back_request, follow_up, forward_request
@@ -114,7 +114,4 @@ def translate_segments(
         "request_ids": [[*results[sid][2], answer.request_id] for sid, answer in zip(ids, answers, strict=True)],
     }
     segment, attempt = segment_schema(pair.source, pair.target), attempt_schema(pair.target)
-    return (
-        pd.DataFrame({name: columns[name] for name in segment.names}),
-        pd.DataFrame(log, columns=attempt.names),
-    )
+    return from_columns(columns, segment.names), pd.DataFrame(log, columns=attempt.names)

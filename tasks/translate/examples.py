@@ -10,7 +10,7 @@ import pandas as pd
 
 from ..core.schemas import EXAMPLE, OPTIONS, UNKNOWN_GROUP, group_tag
 from ..text.languages import Language
-from .frames import records
+from .frames import from_columns, records
 from .pair import PERSIAN_ENGLISH, Pair, TranslateParams
 from .segments import group_name, question_agreement
 
@@ -123,7 +123,7 @@ def translated_examples(
     ]
     source_ids = examples["example_id"].tolist()
     frame = examples.reset_index(drop=True).assign(**changed, lang=target.code, source_example_id=source_ids)
-    frame = frame.reindex(columns=EXAMPLE.names)
+    frame = frame.reindex(columns=EXAMPLE.names) if len(frame) else from_columns({}, EXAMPLE.names)
     reason_series = pd.Series(reasons, index=frame.index, dtype="object")
     kept = frame[reason_series == ""].reset_index(drop=True)
     dropped = frame[reason_series != ""].assign(reason=reason_series[reason_series != ""]).reset_index(drop=True)
