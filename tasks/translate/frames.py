@@ -1,6 +1,6 @@
-"""Reading a frame's rows as Python values, column by column: what ``DataFrame.to_dict(orient="records")`` gives,
-without its per-cell boxing, and only the columns a loop reads (the translate stage loops over its segments and
-examples once each)."""
+"""Frames read and built column by column: a frame's rows as Python values (what ``DataFrame.to_dict(orient=
+"records")`` gives, without its per-cell boxing, and only the columns a loop reads), and a frame from its columns'
+lists. The translate stage loops over its segments and examples once each."""
 
 from __future__ import annotations
 
