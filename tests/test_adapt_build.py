@@ -23,7 +23,8 @@ from pbbq.tasks.core.stage import Table
 from pbbq.tasks.names import load_name_table
 from pbbq.tasks.names.draw import sub_seeds
 from pbbq.tasks.text.languages import language
-from pbbq.tasks.translate import AGREEMENT_INSTRUCTIONS, OWN_LETTERS
+from pbbq.tasks.translate.pair import OWN_LETTERS
+from pbbq.tasks.translate.requests import AGREEMENT_INSTRUCTIONS
 from tests.adapt_support import SAMPLE_SHEET, SAMPLE_VOCABULARY, VOCABULARY
 
 NO_NAME_STANDS_FOR = {"Atheist", "Ahmadi"}

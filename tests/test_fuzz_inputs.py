@@ -68,8 +68,8 @@ from pbbq.tasks.names import NamesParams
 from pbbq.tasks.names.tables import GENDERS, LANGUAGES, NAME_COLUMNS, load_name_table, parse_eras
 from pbbq.tasks.publish import PublishParams
 from pbbq.tasks.survey_filter import SurveyParams
-from pbbq.tasks.translate import TranslateParams
 from pbbq.tasks.translate.glossary import GLOSSARY_COLUMNS, load_glossary
+from pbbq.tasks.translate.pair import TranslateParams
 
 SCALE = max(1, int(os.environ.get("PBBQ_FUZZ_SCALE", "1")))
 settings.register_profile(

@@ -35,8 +35,11 @@ from pbbq.tasks.llm import (
     request_payload,
     rule_for,
 )
-from pbbq.tasks.translate import TranslateParams, TranslatePrompts, segments, translate_segments
+from pbbq.tasks.translate.batch import translate_segments
 from pbbq.tasks.translate.glossary import GLOSSARY_COLUMNS, Glossary
+from pbbq.tasks.translate.pair import TranslateParams
+from pbbq.tasks.translate.requests import TranslatePrompts
+from pbbq.tasks.translate.segments import segments
 from tests.fakes.llm_servers import FakeLLMServer
 from tests.helpers import llm_config
 

@@ -21,8 +21,9 @@ from pbbq.tasks.instantiate import instantiate
 from pbbq.tasks.kappa_gate import kappa_gate
 from pbbq.tasks.llm import LLMClient
 from pbbq.tasks.survey_filter import survey_filter
-from pbbq.tasks.translate import TranslatePrompts, translate
+from pbbq.tasks.translate import translate
 from pbbq.tasks.translate.glossary import load_glossary
+from pbbq.tasks.translate.requests import TranslatePrompts
 from tests.fakes.hub_server import FakeHub
 
 TOKEN = "hf_test-TOKEN-secret-stand-in"  # fake, shaped unlike a real token

@@ -14,7 +14,8 @@ import pandas as pd
 import pytest
 
 from pbbq.tasks.core.artifacts import REPO_ROOT
-from pbbq.tasks.translate import KIND_INSTRUCTIONS, KIND_NAMES, delimited
+from pbbq.tasks.translate.pair import KIND_INSTRUCTIONS
+from pbbq.tasks.translate.requests import KIND_NAMES, delimited
 from tests.fakes.stand_in_adapt import (
     STAND_INS,
     StandInAdapt,

@@ -31,8 +31,9 @@ from pbbq.tasks.survey_filter import survey_filter
 from pbbq.tasks.synth import SynthError, plan, synthesize
 from pbbq.tasks.synth.files import LLM_SECTION, TRANSCRIPT
 from pbbq.tasks.synth.scale import SCALES, TABLE1
-from pbbq.tasks.translate import TranslatePrompts, translate
+from pbbq.tasks.translate import translate
 from pbbq.tasks.translate.glossary import load_glossary
+from pbbq.tasks.translate.requests import TranslatePrompts
 
 SEED = 7
 FUNNEL = pd.DataFrame([("surveyed", 18), ("examples", 384)], columns=["step", "count"])

@@ -24,18 +24,11 @@ from pbbq.tasks.evaluation.lm_eval_utils import SCAFFOLD
 from pbbq.tasks.llm import LLMClient, ResponseStore
 from pbbq.tasks.text.languages import language
 from pbbq.tasks.text.languages.ur import VERB_GENDER
-from pbbq.tasks.translate import (
-    AGREEMENT_INSTRUCTIONS,
-    STAGE,
-    Pair,
-    TranslateParams,
-    TranslatePrompts,
-    question_agreement,
-    segment_schema,
-    translate,
-    translate_stage,
-)
+from pbbq.tasks.translate import STAGE, translate, translate_stage
 from pbbq.tasks.translate.glossary import load_glossary
+from pbbq.tasks.translate.pair import Pair, TranslateParams, segment_schema
+from pbbq.tasks.translate.requests import AGREEMENT_INSTRUCTIONS, TranslatePrompts
+from pbbq.tasks.translate.segments import question_agreement
 from tests.fakes.llm_servers import FakeLLMServer
 from tests.fakes.stand_in_model import StandInModel, _tagged, disambiguated_sample
 from tests.fakes.tiny_lm import build_tiny_causal_lm

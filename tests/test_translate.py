@@ -20,20 +20,13 @@ from pbbq.tasks.instantiate import InstantiateParams, instantiate
 from pbbq.tasks.llm import LLMClient, ResponseStore
 from pbbq.tasks.text.languages import language
 from pbbq.tasks.text.languages.en import pronoun_failures
-from pbbq.tasks.translate import (
-    FAILURES,
-    Pair,
-    TranslateParams,
-    TranslatePrompts,
-    entity_gender_failures,
-    load_english_unknown_phrases,
-    lost_group_terms,
-    translate,
-    translate_segments,
-    translation_failures,
-    with_option_entities,
-)
+from pbbq.tasks.translate import load_english_unknown_phrases, translate
+from pbbq.tasks.translate.batch import translate_segments
+from pbbq.tasks.translate.checks import FAILURES, entity_gender_failures, lost_group_terms, translation_failures
+from pbbq.tasks.translate.examples import with_option_entities
 from pbbq.tasks.translate.glossary import Glossary, load_english_glossary, load_glossary, rendered
+from pbbq.tasks.translate.pair import Pair, TranslateParams
+from pbbq.tasks.translate.requests import TranslatePrompts
 from tests.fakes.llm_servers import FakeLLMServer
 from tests.fakes.stand_in_model import POOR_BACK_TRANSLATION, PRONOUN_BREAKERS, StandInModel, paraphrase_fa
 from tests.helpers import llm_config

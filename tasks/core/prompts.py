@@ -4,6 +4,7 @@ goes into every request key, and the follow-up request that names the rules an a
 from __future__ import annotations
 
 from dataclasses import astuple, dataclass, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Protocol, Self
 
@@ -25,9 +26,9 @@ class PromptBundle:
     def read(cls, paths: tuple[Path, ...]) -> Self:
         return cls(*(path.read_text(encoding="utf-8") for path in paths))
 
-    @property
+    @cached_property
     def sha256(self) -> str:
-        """The bundle's hash: every file's text, in field order, joined by NUL."""
+        """The bundle's hash: every file's text, in field order, joined by NUL (once: every request carries it)."""
         return sha256_bytes("\0".join(astuple(self)).encode("utf-8"))
 
 

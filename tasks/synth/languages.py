@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..text.languages import language
-from ..translate import PROMPTS, prompt_files
+from ..translate.requests import PROMPTS, prompt_files
 from .scale import SynthError
 
 MAX_TARGETS = 27

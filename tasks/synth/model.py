@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from ..core.inputs import swap_roles
 from ..instantiate import NOT_TARGET
 from ..llm import InProcessTransport, LLMRequest
-from ..translate import Pair
+from ..translate.pair import Pair
 from .generate import SynthTemplate
 from .phrases import CATEGORY_SPECS, TRAITS, Group, Term
 from .scale import SynthError

@@ -7,7 +7,7 @@ Called with a request body (OpenAI chat messages, as the fake server passes them
   adapted templates' English (every template the sample sheet builds: DT, TM, NA), with their slots ``{{NAME1}}``,
   ``{{NAME2}}``, ``{{WORD1}}`` as captures and BBQ's 'a' → 'an' allowed; its Urdu is the template's
   ``translations.ur.csv`` text with the slots filled (:func:`fill_urdu`), a question's ``NAMES`` slots in the
-  feminine when its request says both people are women (:data:`pbbq.tasks.translate.AGREEMENT_INSTRUCTIONS`).
+  feminine when its request says both people are women (:data:`pbbq.tasks.translate.requests.AGREEMENT_INSTRUCTIONS`).
   Any other segment (an entity phrase,
   with or without BBQ's article, a group name, a lexical variant as ``WORD1: house`` or bare, an 'unknown'
   phrasing) is looked up in ``phrases.ur.csv``. A follow-up (retry) gets the same answer;
@@ -37,7 +37,7 @@ from pbbq.tasks.core.inputs import load_ratings
 from pbbq.tasks.core.schemas import OPTIONS
 from pbbq.tasks.kappa_gate import GateParams
 from pbbq.tasks.text.languages import language
-from pbbq.tasks.translate import AGREEMENT_INSTRUCTIONS
+from pbbq.tasks.translate.requests import AGREEMENT_INSTRUCTIONS
 from tests.adapt_support import SAMPLE_RATINGS as RATINGS
 from tests.adapt_support import SAMPLE_SHEET as SHEET
 from tests.adapt_support import SAMPLE_VOCABULARY as VOCABULARY

@@ -19,7 +19,7 @@ mode. It answers
 - a translation request into Urdu (its system prompt names Urdu) with Urdu composed the same way from
   ``translations.ur.csv`` and ``phrases.ur.csv``, their slots filled as ``README.ur.md`` says (:func:`fill_urdu`);
   a question's agreement is the feminine when its request says both people are women
-  (:data:`pbbq.tasks.translate.AGREEMENT_INSTRUCTIONS`), else the masculine; and its back-translation
+  (:data:`pbbq.tasks.translate.requests.AGREEMENT_INSTRUCTIONS`), else the masculine; and its back-translation
   (``<urdu_text>``) with the Persian it came from;
 - a back-translation request with the Persian it came from, except that the segments whose paraphrase
   reads like a real model's (:data:`PARAPHRASE_CHRF`) get it (:func:`paraphrase_fa`: synonyms, the two clauses of a
@@ -49,7 +49,7 @@ from pbbq.tasks.survey_filter import survey_filter
 from pbbq.tasks.text.languages import NONE, language
 from pbbq.tasks.text.languages.fa import normalize_fa
 from pbbq.tasks.text.languages.ur import normalize_ur
-from pbbq.tasks.translate import AGREEMENT_INSTRUCTIONS
+from pbbq.tasks.translate.requests import AGREEMENT_INSTRUCTIONS
 
 STAND_INS = REPO_ROOT / "prompts" / "transcripts" / "stand_ins"
 POOR_BACK_TRANSLATION = "متن ترجمه شده با متن اصلی هیچ ربطی ندارد."

@@ -119,7 +119,7 @@ class Language:
     marks_gender_on_verbs: bool = False
     """Whether its verbs agree with the gender of their subject (Urdu's سکا/سکی): a question about which of two
     people then reads one way for two women and another for anyone else, so it is translated once per pair's
-    gender (:func:`pbbq.tasks.translate.question_agreement`)."""
+    gender (:func:`pbbq.tasks.translate.segments.question_agreement`)."""
     find_mention: Callable[[str], re.Pattern[str]] | None = None
     """How a phrase is found in a text where its words inflect (Urdu's oblique form); None: as written
     (:meth:`mention`)."""

@@ -1,0 +1,97 @@
+"""The distinct source segments of a stage's examples (entity phrases, lexical variants, groups, questions,
+contexts), each with the entities, lexical variants and glossary entries that validate its translation; a segment
+is translated once however many examples hold it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from functools import cache
+
+import pandas as pd
+
+from ..core.artifacts import sha256_bytes
+from ..core.schemas import OPTIONS
+from ..text.languages import Language
+from .glossary import Glossary
+
+GROUP_SEPARATOR = "-"
+"""How a group tag joins the words of its group's name (:func:`pbbq.tasks.core.schemas.group_tag`)."""
+
+
+def _segment_id(kind: str, text: str, agreement: str = "") -> str:
+    return f"{kind}-{sha256_bytes(text.encode('utf-8'))[:12]}" + (f"-{agreement}" if agreement else "")
+
+
+def question_agreement(entities: Iterable[str], source: Language, target: Language) -> str:
+    """The agreement of a question's translation about the ``entities`` (source phrases) of one pair, in a target
+    whose verbs agree with their subject's gender (:attr:`~pbbq.tasks.text.languages.Language.marks_gender_on_verbs`;
+    else ``""``: one translation for every pair): ``feminine`` when the source gives both as women, else
+    ``masculine``, the form for anyone ('کون نہیں سنبھال سکی؟' asks about two women, 'سکا' about anyone else)."""
+    if not target.marks_gender_on_verbs:
+        return ""
+    return "feminine" if all(source.entity_gender(e) == "female" for e in entities) else "masculine"
+
+
+def segments(examples: pd.DataFrame, glossary: Glossary, column: str = "text_fa") -> pd.DataFrame:
+    """The distinct source segments of the examples with what validates them: ``entities`` (those of a context's two
+    that its text holds, as BBQ's "two friends, one Afghan and the other Nigerian" holds no "Afghan friend"; a
+    question's every entity it is asked about; an entity phrase itself), ``lexicals`` (a context's lexical
+    variant; a variant itself) and ``glossary``, the ``(term, rendering)`` entries of its entities (a context's
+    two) and lexical variant (a question names no entity, so it has none). In a target whose verbs agree with
+    their subject's gender, a question is one segment per ``agreement`` of its pairs (:func:`question_agreement`),
+    its entities those of those pairs."""
+    stereo, nonstereo = examples["stereo_entity"].tolist(), examples["nonstereo_entity"].tolist()
+    lexical = examples["lexical_variant"].tolist()
+    entities = sorted(set(stereo) | set(nonstereo))
+    rows: list[tuple[str, str, tuple[str, ...], tuple[str, ...], str, tuple[str, ...]]] = []
+    """Per segment: kind, source text, entities, lexicals, agreement, and the phrases its glossary entries are of."""
+    rows += [("entity", e, (e,), (), "", (e,)) for e in entities]
+    rows += [("lex", v, (), (v,), "", (v,)) for v in sorted(set(lexical) - {""})]
+    rows += [("group", g, (), (g,), "", (g,)) for g in sorted(_groups(examples))]
+
+    @cache
+    def agreement(stereo: str, nonstereo: str) -> str:
+        return question_agreement((stereo, nonstereo), glossary.source, glossary.target)
+
+    asked: dict[tuple[str, str], set[str]] = {}
+    for question, one, other in zip(examples["question"].tolist(), stereo, nonstereo, strict=True):
+        asked.setdefault((question, agreement(one, other)), set()).update((one, other))
+    rows += [("question", q, tuple(sorted(asked[q, a])), (), a, ()) for q, a in sorted(asked)]
+    first: dict[str, tuple[str, str, str]] = {}
+    """Each context's entities and lexical variant, as its first example gives them."""
+    for context, *named in zip(examples["context"].tolist(), stereo, nonstereo, lexical, strict=True):
+        first.setdefault(context, tuple(named))
+    mention = cache(glossary.source.mention)
+    for context in sorted(first):
+        one, other, variant = first[context]
+        held = tuple(e for e in (one, other) if mention(e).search(context))
+        lexicals = (variant,) if variant else ()
+        rows.append(("context", context, held, lexicals, "", (one, other, *lexicals)))
+    frame = pd.DataFrame(rows, columns=["kind", column, "entities", "lexicals", "agreement", "named"])
+    frame.insert(0, "segment_id", [_segment_id(kind, text, agreement) for kind, text, _, _, agreement, _ in rows])
+    terms_in = cache(glossary.terms_in)
+    frame["glossary"] = [_entries(terms_in, named) for *_, named in rows]
+    return frame.drop(columns="named")
+
+
+def group_name(tag: str) -> str:
+    """The Persian name of the group a tag names (its words joined by spaces again)."""
+    return tag.replace(GROUP_SEPARATOR, " ")
+
+
+def _groups(examples: pd.DataFrame) -> set[str]:
+    """The Persian names of the groups the examples' entity options are tagged with."""
+    return {
+        group_name(str(list(info[option])[1]))
+        for info, roles in zip(examples["answer_info"].tolist(), examples["answer_roles"].tolist(), strict=True)
+        for option in OPTIONS
+        if roles[option] != "unknown"
+    }
+
+
+def _entries(terms_in: Callable[[str], list[tuple[str, str]]], phrases: Iterable[str]) -> tuple[tuple[str, str], ...]:
+    """The ``(term, rendering)`` entries of the glossary terms in the phrases (:meth:`Glossary.terms_in`)."""
+    found: dict[str, str] = {}
+    for phrase in phrases:
+        found.update(terms_in(phrase))
+    return tuple(sorted(found.items()))
