@@ -23,7 +23,6 @@ from pbbq.tasks.core.stage import Table
 from pbbq.tasks.names import load_name_table
 from pbbq.tasks.names.draw import sub_seeds
 from pbbq.tasks.text.languages import language
-from pbbq.tasks.translate.pair import OWN_LETTERS
 from pbbq.tasks.translate.requests import AGREEMENT_INSTRUCTIONS
 from tests.adapt_support import SAMPLE_SHEET, SAMPLE_VOCABULARY, VOCABULARY
 
@@ -109,7 +108,7 @@ def test_the_urdu_examples_are_urdu_with_each_option_in_its_context(adapt_run: P
     source = _released(adapt_run, "en").set_index("example_id")
     examples = _released(adapt_run, "ur")
     assert len(examples) > 0.9 * len(source)
-    assert examples["context"].str.contains(f"[{OWN_LETTERS['ur']}]").all()
+    assert examples["context"].str.contains(f"[{language('ur').own_letters}]").all()
     assert not examples["context"].str.contains("[A-Za-z]").any()
     held = 0
     for row in examples.itertuples():

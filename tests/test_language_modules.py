@@ -19,6 +19,7 @@ from pbbq.tasks.core.caching import stage_code_hash
 from pbbq.tasks.synth import SynthError, synthesize, target_codes
 from pbbq.tasks.text import languages
 from pbbq.tasks.translate import translate
+from pbbq.tasks.translate.pair import Pair
 
 SEED = 7
 MODULE = '''"""A test language: English under the code {code}."""
@@ -68,6 +69,28 @@ def test_a_configuration_adds_its_own_languages_and_their_modules_key_the_stages
     assert added != before  # the stage's key hashes the added module
     module.write_text(MODULE.format(code="xq") + "# edited\n", encoding="utf-8")
     assert stage_code_hash(translate) != added  # and its edits
+
+
+SINDHI_LIKE = '''"""A test language sharing Urdu's script, told from Persian and Urdu by letters of its own."""
+from dataclasses import replace
+
+from pbbq.tasks.text.languages import ur
+
+LANGUAGE = replace(ur.LANGUAGE, code="xs", name="Testish", own_letters="\u067b\u0684", option_article="Ye ")
+'''
+
+
+def test_a_language_module_brings_its_own_letters_and_option_article(tmp_path: Path, registry: None) -> None:
+    """What tells a language's text apart in a shared script, and the article before an option, are the language
+    module's: the translate stage keeps no table of them."""
+    (tmp_path / "xs.py").write_text(SINDHI_LIKE, encoding="utf-8")
+    languages.add_modules([tmp_path])
+    into_xs, into_ur = Pair("fa", "xs"), Pair("fa", "ur")
+    sentence = "یہ ایک لمبا جملہ ہے جس میں آٹھ سے زیادہ الفاظ ہیں"  # Urdu letters, none of xs's own
+    assert into_xs.foreign(sentence) and not into_ur.foreign(sentence)
+    assert not into_xs.foreign(sentence + " ٻ")
+    assert languages.language("xs").option_article == "Ye "
+    assert languages.language("en").option_article == "The " and languages.language("ur").option_article == ""
 
 
 @pytest.mark.parametrize(

@@ -45,6 +45,7 @@ LANGUAGE = replace(
     name="Synthetic-{code.upper()}",
     glossary_column="term_{code}",
     unknown_column="phrase_{code}",
+    option_article="",
     prompts=Path(__file__).parent / "prompts",
 )
 '''

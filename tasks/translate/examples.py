@@ -42,9 +42,6 @@ _READ = (
     "llm_request_ids",
 )
 """The columns of a source example that :func:`translated_examples` reads."""
-OPTION_ARTICLE = {"en": "The "}
-"""The article before an entity option, as BBQ writes it in English ("The taxi driver"); a language without one
-(Urdu) gives the bare phrase."""
 
 
 def translated_examples(
@@ -77,7 +74,7 @@ def translated_examples(
         )
     )
     tags = {text: group_tag(rendered) for (kind, text, _), rendered in rendering.items() if kind == "group"}
-    article = OPTION_ARTICLE.get(target.code, "")
+    article = target.option_article
     changed: dict[str, list[Any]] = {name: [] for name in (*OPTIONS, *_CHANGED)}
     """The columns whose target value differs from the source's, row by row."""
     reasons, pairs = [], []

@@ -27,13 +27,10 @@ KIND_INSTRUCTIONS = {
 }
 """The instructions of each kind of segment, with the source's and the target's names (``$source``, ``$target``,
 ``$an``: the target name's article)."""
-OWN_LETTERS = {"fa": "\u0647\u06c0", "ur": "\u0679\u0688\u0691\u06ba\u06be\u06c1\u06c2\u06d2\u06d3"}
-"""Letters that one language of the Perso-Arabic script writes and the other does not, the only sign of which
-language a text of that script is in: Persian's ه and ۀ (Urdu writes ہ and ھ); Urdu's retroflex ٹ ڈ ڑ, its nasal ں,
-ھ ہ ۂ and its ے ۓ."""
 MIN_WORDS_WITH_OWN_LETTER = 8
-"""A sentence of this many words in a language of :data:`OWN_LETTERS` holds one of its own letters (Urdu's ہے، نے،
-کے، میں); a phrase may not (نرس, مخالف جنس پرست مرد اداکار), so a short one is told only by the source's letters."""
+"""A sentence of this many words in a language with :attr:`~pbbq.tasks.text.languages.Language.own_letters` holds
+one of them (Urdu's ہے، نے، کے، میں); a phrase may not (نرس, مخالف جنس پرست مرد اداکار), so a short one is told
+only by the source's letters."""
 
 
 @dataclass(frozen=True)
@@ -77,10 +74,9 @@ class Pair:
     def foreign(self, text: str) -> bool:
         """Whether a translation is (partly) not in the target language: it holds a letter of the source's script,
         or, where both write one script (Persian and Urdu), a letter only the source writes, or none that only the
-        target writes in a text of :data:`MIN_WORDS_WITH_OWN_LETTER` words (:data:`OWN_LETTERS`)."""
-        own = {code: OWN_LETTERS.get(code) for code in (self.source.code, self.target.code)}
-        source_own, target_own = own[self.source.code], own[self.target.code]
-        if source_own is None or target_own is None:
+        target writes in a text of :data:`MIN_WORDS_WITH_OWN_LETTER` words (``Language.own_letters``)."""
+        source_own, target_own = self.source.own_letters, self.target.own_letters
+        if not source_own or not target_own:
             return self.source.script.search(text) is not None
         if re.search(f"[{source_own}]", text):
             return True

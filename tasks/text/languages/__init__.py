@@ -109,6 +109,13 @@ class Language:
     """The gender one head word gives; None: read ``person_gender`` then ``kin_gender``."""
     article: re.Pattern[str] | None = None
     """A phrase's leading article ('the', 'a'), which a bare phrase and a mention leave out; None: it has none."""
+    option_article: str = ""
+    """The article before an entity option, as BBQ writes it in English ("The taxi driver"); empty: the bare phrase
+    (Persian, Urdu)."""
+    own_letters: str = ""
+    """Letters of its script that another language of the same script does not write, the only sign of which
+    language a text of a shared script is in (Persian's ه and ۀ, where Urdu writes ہ and ھ); empty: its script
+    alone tells it (:meth:`pbbq.tasks.translate.pair.Pair.foreign`)."""
     gender_failures: Callable[[str, Sequence[str], str], list[GenderFailure]] = _no_gender_failures
     """The gender rules a translation into the language breaks: ``(text, its entities' phrases in the language,
     kind)`` → failures; ``kind`` is ``context`` or ``question``. English checks pronouns; a language that marks gender

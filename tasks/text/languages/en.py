@@ -179,4 +179,5 @@ LANGUAGE = Language(
     word_gender=english_word_gender,
     gender_failures=pronoun_failures,
     article=re.compile(r"^(the|a|an)\s+", re.IGNORECASE),
+    option_article="The ",
 )

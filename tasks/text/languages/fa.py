@@ -165,4 +165,5 @@ LANGUAGE = Language(
         for word in entry["words"]
     },
     lemma=lemma,
+    own_letters="\u0647\u06c0",
 )

@@ -273,4 +273,5 @@ LANGUAGE = Language(
     marks_gender_on_verbs=True,
     unmarked=unmarked,
     find_mention=mention_pattern,
+    own_letters="\u0679\u0688\u0691\u06ba\u06be\u06c1\u06c2\u06d2\u06d3",  # ٹ ڈ ڑ ں ھ ہ ۂ ے ۓ
 )
