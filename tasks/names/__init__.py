@@ -36,6 +36,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 from pathlib import Path
 from string import Template
 from typing import Any
@@ -145,8 +146,10 @@ def _texts(row: Mapping[str, Any]) -> dict[str, str]:
     return {f: row[f] for f in TEXT_FIELDS if roles.get(f) != "unknown"}
 
 
+@lru_cache(maxsize=1 << 16)
 def _residue(text: str, surface: str) -> str:
-    """The words around a mention left in ``text`` (''), for the report of an unhandled reference."""
+    """The words around a mention left in ``text`` (''), for the report of an unhandled reference (memoised,
+    as :func:`pbbq.tasks.names.patterns.rewrite`: a rewritten text recurs across an entity pair's examples)."""
     match = re.search(rf"(?<![\w\u200c-]){re.escape(surface)}", text)
     return "" if match is None else text[max(0, match.start() - 30) : match.end() + 30]
 
