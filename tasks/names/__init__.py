@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -92,8 +92,8 @@ class Unmapped(Exception):
         self.reason, self.entities, self.detail = reason, tuple(entities), detail
 
 
-Failure = tuple[int, dict[str, Any], Unmapped]
-"""An example the stage cannot map: its row number in the input, its row and why."""
+Failure = tuple[int, str, Unmapped]
+"""An example the stage cannot map: its row number in the input, its ``example_id`` and why."""
 
 DrawKey = tuple[str, tuple[str, ...]]
 """An entity pair (:meth:`Prepared.pair_key`) and the genders of its two entities' names."""
@@ -274,13 +274,13 @@ def agree_pair_genders(prepared: Sequence[Prepared]) -> None:
                     item.genders[index] = next(iter(decided))
 
 
-def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+def _records(frame: pd.DataFrame) -> Iterator[dict[str, Any]]:
     """The rows of ``frame`` as dicts of Python values, what ``to_dict("records")`` gives, a column at a time
-    (``to_dict`` boxes each Arrow-backed string of every row on its own)."""
+    (``to_dict`` boxes each Arrow-backed string of every row on its own), one row at a time: a row the stage
+    does not keep is freed at once."""
     columns = list(frame.columns)
-    return [
-        dict(zip(columns, values, strict=True)) for values in zip(*(frame[c].tolist() for c in columns), strict=True)
-    ]
+    for values in zip(*(frame[c].tolist() for c in columns), strict=True):
+        yield dict(zip(columns, values, strict=True))
 
 
 def _listed(value: Iterable[str] | None) -> list[str]:
@@ -391,7 +391,9 @@ def names(
         try:
             prepared.append(prepare(row, position, lexicon))
         except Unmapped as unmapped:
-            failures.append((position, row, unmapped))
+            # neither its row nor the exception's frames are kept: 30,000 of them at paper scale, each would make
+            # the garbage collector's full passes over the whole process more frequent
+            failures.append((position, row["example_id"], unmapped.with_traceback(None)))
     if params.gender_llm:
         if client is None:
             raise ValueError("names: gender_llm is on but no LLM client was given")
@@ -399,7 +401,7 @@ def names(
     agree_pair_genders(prepared)
     for item in [p for p in prepared if UNDECIDED in p.genders]:
         entity = item.row[ENTITY_COLUMNS[item.genders.index(UNDECIDED)]]
-        failures.append((item.position, item.row, Unmapped("gender_undecided", [entity], "contradicting cues")))
+        failures.append((item.position, item.example_id, Unmapped("gender_undecided", [entity], "contradicting cues")))
     decided = [p for p in prepared if UNDECIDED not in p.genders]
     measured = _category_groups(prepared) if params.drop_weak_proxies else {}
     strength = proxy_strength(name_table, measured, params.min_proxy_margin, params.seed)
@@ -411,7 +413,7 @@ def names(
     weak = [p for p, w in zip(decided, is_weak, strict=True) if w]
     decided = [p for p, w in zip(decided, is_weak, strict=True) if not w]
     drawn, short = draw_all(decided, pools, seeds)
-    failures += [(item.position, item.row, unmapped) for item, unmapped in short]
+    failures += [(item.position, item.example_id, unmapped) for item, unmapped in short]
     mapped = [item for item in decided if item.example_id in drawn]
     gender_of = {(r.lang, r.group, r.name): r.gender for r in name_table.itertuples()}
     changed, per_seed = [], []
@@ -511,8 +513,8 @@ def _report(
         "counts": {"in": len(examples), "out": len(mapped) * len(seeds), "mapped": len(mapped)},
         "not_covered": {"total": len(unmapped), "by_reason": count_reasons(unmapped["reason"])},
         "not_covered_examples": [
-            {"example_id": str(row["example_id"]), "reason": f.reason, "entity": entity, "detail": f.detail}
-            for _, row, f in failures
+            {"example_id": str(example_id), "reason": f.reason, "entity": entity, "detail": f.detail}
+            for _, example_id, f in failures
             for entity in f.entities
         ],
         "per_sub_seed": list(per_seed),
