@@ -58,3 +58,21 @@ def test_joined_codes_are_token_codes() -> None:
     expected, expected_lengths = token_codes([english.tokenize(unit) for unit in units])
     assert np.array_equal(joined, expected) and np.array_equal(lengths, expected_lengths)
     assert code_texts([], english.tokenize, english.words, frozenset()).tokens == {}
+
+
+def test_the_persian_tokenizer_reads_no_word_list_and_gives_hazms_tokens() -> None:
+    """The word list of hazm's WordTokenizer serves only to join verb parts, which the diversity tokens leave
+    apart: the tokenizer is built without it, and gives what hazm's own gives."""
+    from hazm import WordTokenizer
+
+    from pbbq.tasks.text.languages.fa import _hazm_tokenizer
+
+    ours, hazms = _hazm_tokenizer(), WordTokenizer(join_verb_parts=False)
+    assert ours.words == {}
+    texts = [
+        "گفته شده است که او فردا خواهد رفت.",
+        "پرستار گفت: «دکتر دیر آمد»؛ آیا درست است؟!",
+        "در سال ۱۴۰۲ و 3.5 درصد (تقریباً) نمی‌دانستند...",
+        "علی و مریم به خانه رفته بودند، اما کسی نبود",
+    ]
+    assert [ours.tokenize(text) for text in texts] == [hazms.tokenize(text) for text in texts]

@@ -7,7 +7,6 @@ are counted on integer codes, not on strings.
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -40,8 +39,7 @@ def code_texts(
     """Each distinct text tokenised once (``tokenize``, a language's), its tokens coded; each distinct token read
     as a word once (``words``, a language's: a token gives one word or, punctuation, none)."""
     distinct = list(dict.fromkeys(texts))
-    token_lists = [tokenize(text) for text in distinct]
-    codes, vocabulary, lengths = _vocabulary_codes(token_lists)
+    codes, vocabulary, lengths = _vocabulary_codes(tokenize(text) for text in distinct)
     word_codes: dict[str, int] = {}
     word_of_token = np.array(
         [word_codes.setdefault(word[0], len(word_codes)) if (word := words([token])) else -1 for token in vocabulary],
@@ -57,13 +55,18 @@ def code_texts(
     return CodedTexts(tokens, unit_words, stop)
 
 
-def _vocabulary_codes(token_lists: Sequence[Sequence[str]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _vocabulary_codes(token_lists: Iterable[Sequence[str]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The integer code of every token of the concatenated lists (numbered in order of first appearance), the
-    distinct tokens by code, and the length of each list."""
-    lengths = np.fromiter((len(tokens) for tokens in token_lists), dtype=np.int64, count=len(token_lists))
-    flat = np.array(list(itertools.chain.from_iterable(token_lists)), dtype=object)
-    codes, vocabulary = pd.factorize(flat)
-    return codes.astype(np.int64), vocabulary, lengths
+    distinct tokens by code, and the length of each list. The lists are read one at a time, so a generator's
+    are freed as they are read: tens of thousands of lists held at once set off the garbage collector's full
+    passes over the whole process."""
+    flat: list[str] = []
+    lengths: list[int] = []
+    for tokens in token_lists:
+        flat.extend(tokens)
+        lengths.append(len(tokens))
+    codes, vocabulary = pd.factorize(np.array(flat, dtype=object))
+    return codes.astype(np.int64), vocabulary, np.array(lengths, dtype=np.int64)
 
 
 def token_codes(token_lists: Sequence[Sequence[str]]) -> tuple[np.ndarray, np.ndarray]:

@@ -34,8 +34,9 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 from pathlib import Path
 from string import Template
 from typing import Any
@@ -91,6 +92,9 @@ class Unmapped(Exception):
         self.reason, self.entities, self.detail = reason, tuple(entities), detail
 
 
+Failure = tuple[int, str, Unmapped]
+"""An example the stage cannot map: its row number in the input, its ``example_id`` and why."""
+
 DrawKey = tuple[str, tuple[str, ...]]
 """An entity pair (:meth:`Prepared.pair_key`) and the genders of its two entities' names."""
 
@@ -101,6 +105,8 @@ class Prepared:
     used and the LLM requests that decided a gender."""
 
     row: dict[str, Any]
+    position: int
+    """The example's row number in the stage's input (its variants and drops are taken from there)."""
     texts: dict[str, str]
     groups: tuple[str, str]
     genders: list[str]
@@ -140,8 +146,10 @@ def _texts(row: Mapping[str, Any]) -> dict[str, str]:
     return {f: row[f] for f in TEXT_FIELDS if roles.get(f) != "unknown"}
 
 
+@lru_cache(maxsize=1 << 16)
 def _residue(text: str, surface: str) -> str:
-    """The words around a mention left in ``text`` (''), for the report of an unhandled reference."""
+    """The words around a mention left in ``text`` (''), for the report of an unhandled reference (memoised,
+    as :func:`pbbq.tasks.names.patterns.rewrite`: a rewritten text recurs across an entity pair's examples)."""
     match = re.search(rf"(?<![\w\u200c-]){re.escape(surface)}", text)
     return "" if match is None else text[max(0, match.start() - 30) : match.end() + 30]
 
@@ -156,14 +164,30 @@ def _age_band(entity: str, surface: str, lang: str) -> str:
     return entity_age_band(entity, lang)
 
 
-def prepare(row: Mapping[str, Any], words_by_lang: Mapping[str, Mapping[str, str]]) -> Prepared:
-    """Rewrite one example, or raise :class:`Unmapped` with the reason."""
+class Lexicon:
+    """Per language, the words that name a group (:func:`pbbq.tasks.names.tables.group_words`), and the groups
+    each entity names, looked up once per entity: an entity pair recurs in every example of its template."""
+
+    def __init__(self, name_table: pd.DataFrame) -> None:
+        self.words = group_words(name_table)
+        self.labels = {lang: tuple(sorted(words)) for lang, words in self.words.items()}
+        self._mentions: dict[tuple[str, str], dict[str, str]] = {}
+
+    def mentions(self, entity: str, lang: str) -> dict[str, str]:
+        """:func:`pbbq.tasks.names.tables.entity_mentions` of ``entity`` in ``lang`` (which has a name table)."""
+        key = (entity, lang)
+        if key not in self._mentions:
+            self._mentions[key] = entity_mentions(entity, self.words[lang])
+        return self._mentions[key]
+
+
+def prepare(row: Mapping[str, Any], position: int, lexicon: Lexicon) -> Prepared:
+    """Rewrite one example (row ``position`` of the input), or raise :class:`Unmapped` with the reason."""
     lang = row["lang"]
-    words = words_by_lang.get(lang)
-    if not words:
+    if not lexicon.words.get(lang):
         raise Unmapped("no_names_for_language", detail=lang)
     entities = (row["stereo_entity"], row["nonstereo_entity"])
-    found = [entity_mentions(entity, words) for entity in entities]
+    found = [lexicon.mentions(entity, lang) for entity in entities]
     nameless = [entity for entity, groups in zip(entities, found, strict=True) if not groups]
     if nameless:
         raise Unmapped("entity_not_in_name_table", nameless)
@@ -174,7 +198,7 @@ def prepare(row: Mapping[str, Any], words_by_lang: Mapping[str, Mapping[str, str
     if first == second:
         raise Unmapped("entities_share_group", entities, first)
     surfaces = (first_word, second_word)
-    labels = tuple(sorted(words))
+    labels = lexicon.labels[lang]
     rewrites = {field: rewrite(text, lang, entities, surfaces, labels) for field, text in _texts(row).items()}
     for field, result in rewrites.items():
         for entity, surface in zip(entities, entities if lang != "en" else surfaces, strict=True):
@@ -191,6 +215,7 @@ def prepare(row: Mapping[str, Any], words_by_lang: Mapping[str, Mapping[str, str
     genders = [reference_gender(g for e, g in found_cues if e == index) for index in range(2)]
     return Prepared(
         row=dict(row),
+        position=position,
         texts={field: result.text for field, result in rewrites.items()},
         groups=(first, second),
         genders=genders,
@@ -249,6 +274,15 @@ def agree_pair_genders(prepared: Sequence[Prepared]) -> None:
                     item.genders[index] = next(iter(decided))
 
 
+def _records(frame: pd.DataFrame) -> Iterator[dict[str, Any]]:
+    """The rows of ``frame`` as dicts of Python values, what ``to_dict("records")`` gives, a column at a time
+    (``to_dict`` boxes each Arrow-backed string of every row on its own), one row at a time: a row the stage
+    does not keep is freed at once."""
+    columns = list(frame.columns)
+    for values in zip(*(frame[c].tolist() for c in columns), strict=True):
+        yield dict(zip(columns, values, strict=True))
+
+
 def _listed(value: Iterable[str] | None) -> list[str]:
     """A list column's value as a list (parquet gives arrays, hand-made rows lists or None)."""
     return [] if value is None else list(value)
@@ -276,24 +310,36 @@ def _pairs_reading_alike(pairs: Mapping[DrawKey, Sequence[Prepared]]) -> list[li
     return sorted(groups.values())
 
 
-def _variant_row(item: Prepared, names: Sequence[str], sub_seed: int) -> dict[str, Any]:
-    """The variant of ``item`` with ``names``: new texts, ``answer_info`` texts rewritten with the options, tags
-    kept (the BBQ record format lm-evaluation-harness reads)."""
-    row = dict(item.row)
-    texts = {field: fill(text, names) for field, text in item.texts.items()}
+def _variant_fields(item: Prepared, names: Sequence[str], sub_seed: int) -> dict[str, Any]:
+    """What the variant of ``item`` with ``names`` changes in its row: new texts, ``answer_info`` texts rewritten
+    with the options, tags kept (the BBQ record format lm-evaluation-harness reads)."""
+    texts = {field: fill(item.texts[field], names) if field in item.texts else item.row[field] for field in TEXT_FIELDS}
     info = {option: _listed(item.row["answer_info"][option]) for option in OPTIONS}
     for option in OPTIONS:
-        if option in texts:
+        if option in item.texts:
             info[option] = [texts[option], info[option][1]]
-    row.update(texts)
-    row.update(
-        answer_info=info,
-        example_id=f"{item.example_id}-names-{sub_seed}",
-        variant=f"names-{sub_seed}",
-        source_example_id=item.row["example_id"],
-        llm_request_ids=[*_listed(item.row["llm_request_ids"]), *item.request_ids],
-    )
-    return row
+    return {
+        **texts,
+        "answer_info": info,
+        "example_id": f"{item.example_id}-names-{sub_seed}",
+        "variant": f"names-{sub_seed}",
+        "source_example_id": item.row["example_id"],
+        "llm_request_ids": [*_listed(item.row["llm_request_ids"]), *item.request_ids],
+    }
+
+
+def _rows_at(
+    examples: pd.DataFrame, positions: Sequence[int], columns: Sequence[str], values: Sequence[Mapping[str, Any]]
+) -> pd.DataFrame:
+    """The input's rows at ``positions`` (repeats allowed), in that order, as ``columns`` (a column the input
+    lacks is empty), each row's ``values`` (one mapping per row, the same keys) put in; no row: the empty frame
+    of ``columns``."""
+    if not positions:
+        return pd.DataFrame(columns=list(columns))
+    frame = examples.take(list(positions)).reset_index(drop=True).reindex(columns=list(columns))
+    for column in values[0]:
+        frame[column] = [row[column] for row in values]
+    return frame
 
 
 def draw_all(
@@ -338,14 +384,16 @@ def names(
         raise ValueError("names: gender_llm is on; give the LLM client and load_gender_prompt()")
     seeds = sub_seeds(params.seed, params.n_seeds)
     pools = name_pools(name_table)
-    words_by_lang = group_words(name_table)
+    lexicon = Lexicon(name_table)
     prepared: list[Prepared] = []
-    failures: list[tuple[dict[str, Any], Unmapped]] = []
-    for row in examples.to_dict("records"):
+    failures: list[Failure] = []
+    for position, row in enumerate(_records(examples)):
         try:
-            prepared.append(prepare(row, words_by_lang))
+            prepared.append(prepare(row, position, lexicon))
         except Unmapped as unmapped:
-            failures.append((row, unmapped))
+            # neither its row nor the exception's frames are kept: 30,000 of them at paper scale, each would make
+            # the garbage collector's full passes over the whole process more frequent
+            failures.append((position, row["example_id"], unmapped.with_traceback(None)))
     if params.gender_llm:
         if client is None:
             raise ValueError("names: gender_llm is on but no LLM client was given")
@@ -353,7 +401,7 @@ def names(
     agree_pair_genders(prepared)
     for item in [p for p in prepared if UNDECIDED in p.genders]:
         entity = item.row[ENTITY_COLUMNS[item.genders.index(UNDECIDED)]]
-        failures.append((item.row, Unmapped("gender_undecided", [entity], "contradicting cues")))
+        failures.append((item.position, item.example_id, Unmapped("gender_undecided", [entity], "contradicting cues")))
     decided = [p for p in prepared if UNDECIDED not in p.genders]
     measured = _category_groups(prepared) if params.drop_weak_proxies else {}
     strength = proxy_strength(name_table, measured, params.min_proxy_margin, params.seed)
@@ -365,10 +413,10 @@ def names(
     weak = [p for p, w in zip(decided, is_weak, strict=True) if w]
     decided = [p for p, w in zip(decided, is_weak, strict=True) if not w]
     drawn, short = draw_all(decided, pools, seeds)
-    failures += [(item.row, unmapped) for item, unmapped in short]
+    failures += [(item.position, item.example_id, unmapped) for item, unmapped in short]
     mapped = [item for item in decided if item.example_id in drawn]
     gender_of = {(r.lang, r.group, r.name): r.gender for r in name_table.itertuples()}
-    rows, per_seed = [], []
+    changed, per_seed = [], []
     for k, sub_seed in enumerate(seeds):
         names_drawn: set[str] = set()
         eras: Counter[str] = Counter()
@@ -382,7 +430,7 @@ def names(
             genders = [gender_of[(lang, g, n)] for g, n in zip(item.groups, result.names, strict=True)]
             pair_genders["/".join(genders)] += 1
             redraws += attempts - 1
-            rows.append(_variant_row(item, result.names, sub_seed))
+            changed.append(_variant_fields(item, result.names, sub_seed))
         per_seed.append(
             {
                 "sub_seed": sub_seed,
@@ -395,11 +443,16 @@ def names(
                 "pair_genders": dict(sorted(pair_genders.items())),
             }
         )
-    variants = pd.DataFrame(rows, columns=EXAMPLE.names)
-    unmapped = pd.DataFrame(
-        [{**row, "reason": failure.reason} for row, failure in failures], columns=EXAMPLE_DROPPED.names
+    variants = _rows_at(examples, [item.position for _ in seeds for item in mapped], EXAMPLE.names, changed)
+    unmapped = _rows_at(
+        examples,
+        [position for position, _, _ in failures],
+        EXAMPLE_DROPPED.names,
+        [{"reason": failure.reason} for _, _, failure in failures],
     )
-    weak_rows = pd.DataFrame([{**p.row, "reason": "weak_proxy"} for p in weak], columns=EXAMPLE_DROPPED.names)
+    weak_rows = _rows_at(
+        examples, [p.position for p in weak], EXAMPLE_DROPPED.names, [{"reason": "weak_proxy"}] * len(weak)
+    )
     report = _report(examples, mapped, unmapped, failures, per_seed, params)
     report["proxy_strength"] = {
         "measure": MEASURE,
@@ -433,7 +486,7 @@ def _report(
     examples: pd.DataFrame,
     mapped: Sequence[Prepared],
     unmapped: pd.DataFrame,
-    failures: Sequence[tuple[dict[str, Any], Unmapped]],
+    failures: Sequence[Failure],
     per_seed: Sequence[dict[str, Any]],
     params: NamesParams,
 ) -> dict[str, Any]:
@@ -460,8 +513,8 @@ def _report(
         "counts": {"in": len(examples), "out": len(mapped) * len(seeds), "mapped": len(mapped)},
         "not_covered": {"total": len(unmapped), "by_reason": count_reasons(unmapped["reason"])},
         "not_covered_examples": [
-            {"example_id": str(row["example_id"]), "reason": f.reason, "entity": entity, "detail": f.detail}
-            for row, f in failures
+            {"example_id": str(example_id), "reason": f.reason, "entity": entity, "detail": f.detail}
+            for _, example_id, f in failures
             for entity in f.entities
         ],
         "per_sub_seed": list(per_seed),

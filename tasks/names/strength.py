@@ -55,6 +55,7 @@ PROXY_STRENGTH = pa.schema(
 def _recalls(names: pd.Series, groups: pd.Series, seed: int) -> pd.Series:
     """Per group, the cross-validated recall of its names, averaged over the repeats (module docstring)."""
     with one_import_at_a_time():
+        from sklearn import config_context
         from sklearn.feature_extraction.text import TfidfVectorizer  # scikit-learn loads only when strength is measured
         from sklearn.linear_model import LogisticRegression
         from sklearn.model_selection import RepeatedStratifiedKFold
@@ -67,7 +68,10 @@ def _recalls(names: pd.Series, groups: pd.Series, seed: int) -> pd.Series:
     splits = RepeatedStratifiedKFold(n_splits=folds, n_repeats=REPEATS, random_state=seed)
     # A fit is small (about 100 names by 1,000 n-grams): BLAS threads would only wait for each other, and on a
     # busy machine they cost several times the fit itself.
-    with threadpool_limits(limits=1, user_api="blas"):
+    with (
+        threadpool_limits(limits=1, user_api="blas"),
+        config_context(assume_finite=True, skip_parameter_validation=True),
+    ):
         for train, test in splits.split(texts, labels):
             model = make_pipeline(
                 TfidfVectorizer(analyzer="char_wb", ngram_range=(2, 4)), LogisticRegression(C=10.0, max_iter=1000)
