@@ -30,19 +30,11 @@ from prefect.runtime import flow_run
 from prefect.states import Crashed
 from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 
-from ..tasks.core.artifacts import (
-    ArtifactStore,
-    RunFolder,
-    StageOutput,
-    atomic_write_bytes,
-    display_path,
-    json_text,
-    sha256_bytes,
-    sha256_file,
-)
+from ..tasks.core.artifacts import ArtifactStore, StageOutput, atomic_write_bytes, json_text, sha256_bytes, sha256_file
 from ..tasks.core.caching import StoredInput, StoredStage, code_hashes_kept, stage_code_hash, stage_task
 from ..tasks.core.inputs import instruction_like
 from ..tasks.core.progress import StageProgress
+from ..tasks.core.run_folder import RunFolder, display_path
 from ..tasks.core.stage import (
     Input,
     Parameters,

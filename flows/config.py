@@ -15,8 +15,9 @@ from functools import partial
 from pathlib import Path
 from typing import Any, get_args, get_type_hints
 
-from ..tasks.core.artifacts import REPO_ROOT, display_path
+from ..tasks.core.artifacts import REPO_ROOT
 from ..tasks.core.inputs import load_unknown_phrases
+from ..tasks.core.run_folder import display_path
 from ..tasks.core.stage import Input, Pipeline
 from ..tasks.llm import STAND_IN_MODE, LLMConfig
 from ..tasks.text.languages import LANGUAGES, UnknownLanguageError, add_modules

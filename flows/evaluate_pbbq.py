@@ -33,7 +33,8 @@ import pandas as pd
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_table_artifact
 
-from ..tasks.core.artifacts import RunFolder, new_run_id, sha256_file
+from ..tasks.core.artifacts import sha256_file
+from ..tasks.core.run_folder import RunFolder, new_run_id
 from ..tasks.core.stage import Parameters
 from ..tasks.evaluation.evaluate import (
     EvaluateError,

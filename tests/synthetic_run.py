@@ -13,7 +13,8 @@ import pandas as pd
 import pyarrow as pa
 
 from pbbq.flows.pipeline import stage_by_folder
-from pbbq.tasks.core.artifacts import RunFolder, StageOutput
+from pbbq.tasks.core.artifacts import StageOutput
+from pbbq.tasks.core.run_folder import RunFolder
 from pbbq.tasks.core.schemas import EXAMPLE, EXAMPLE_DROPPED, RECORD_VERSION
 from pbbq.tasks.core.soundness import CELL_ROLE
 

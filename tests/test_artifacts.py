@@ -16,16 +16,8 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from pbbq.tasks.core.artifacts import (
-    FILE_MODE,
-    RunFolder,
-    StageOutput,
-    atomic_write_bytes,
-    check_run_id,
-    from_spreadsheet,
-    run_status,
-    spreadsheet_safe,
-)
+from pbbq.tasks.core.artifacts import FILE_MODE, StageOutput, atomic_write_bytes, from_spreadsheet, spreadsheet_safe
+from pbbq.tasks.core.run_folder import RunFolder, check_run_id, run_status
 
 
 @pytest.mark.parametrize("run_id", ["", "../x", "/etc", "a/b", ".hidden", "a b", "x" * 129, "..", "a\\b"])
@@ -77,7 +69,7 @@ def test_a_killed_run_reads_incomplete(tmp_path: Path) -> None:
         import os, signal, sys
         sys.path.insert(0, {str(Path(__file__).resolve().parents[1])!r})
         from pathlib import Path
-        from pbbq.tasks.core.artifacts import RunFolder
+        from pbbq.tasks.core.run_folder import RunFolder
         RunFolder.create(Path({str(tmp_path)!r}), "killed", {{}})
         os.kill(os.getpid(), signal.SIGKILL)
         """

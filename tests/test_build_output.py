@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from pbbq.flows.pipeline import PIPELINE
-from pbbq.tasks.core.artifacts import REPO_ROOT, StageRecord
+from pbbq.tasks.core.artifacts import REPO_ROOT
+from pbbq.tasks.core.run_folder import StageRecord
 
 FLOW = """
 import sys

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from pbbq.flows.cli import main
-from pbbq.tasks.core.artifacts import RunFolder
+from pbbq.tasks.core.run_folder import RunFolder
 from tests.synthetic_run import make_run
 
 

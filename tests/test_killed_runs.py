@@ -20,7 +20,8 @@ import httpx
 import pytest
 
 from pbbq.flows.audit.audit import audit_text
-from pbbq.tasks.core.artifacts import KILL_HOOK, REPO_ROOT, mark_incomplete, run_status, sha256_file
+from pbbq.tasks.core.artifacts import REPO_ROOT, sha256_file
+from pbbq.tasks.core.run_folder import KILL_HOOK, mark_incomplete, run_status
 
 KILL_POINTS = ("01_crawl", "05_instantiate", "10_publish")
 """The first stage, one in the middle, and publish (the release written, the manifest not yet)."""

@@ -13,7 +13,8 @@ from prefect import flow
 
 from pbbq.flows.build_pbbq import BuildInputs, PipelineRunner, parallel_stages, task_runner
 from pbbq.flows.config import SAMPLE_CONFIG, ConfigError, load_config
-from pbbq.tasks.core.artifacts import RunFolder, StageOutput
+from pbbq.tasks.core.artifacts import StageOutput
+from pbbq.tasks.core.run_folder import RunFolder
 from pbbq.tasks.core.stage import Parameters, Pipeline, Stage
 
 INDEPENDENT = 5

@@ -10,9 +10,10 @@ import pytest
 
 from pbbq.flows.build_pbbq import load_build_inputs, release_hashes
 from pbbq.flows.config import load_config
-from pbbq.tasks.core import artifacts, caching, inputs
-from pbbq.tasks.core.artifacts import RunFolder, StageOutput, sha256_bytes
+from pbbq.tasks.core import artifacts, caching, inputs, run_folder
+from pbbq.tasks.core.artifacts import StageOutput, sha256_bytes
 from pbbq.tasks.core.caching import code_hashes_kept, stage_code_hash
+from pbbq.tasks.core.run_folder import RunFolder
 from pbbq.tasks.publish import PublishParams, publish_release, release, release_data_stage
 from pbbq.tasks.statistics import table1
 from tests.helpers import stage_function, write_module
@@ -129,7 +130,7 @@ def test_a_release_tree_is_recorded_with_the_hashes_publish_had(
         },
     )
     read: list[Path] = []
-    monkeypatch.setattr(artifacts, "sha256_file", lambda path: read.append(path) or sha256_bytes(path.read_bytes()))
+    monkeypatch.setattr(run_folder, "sha256_file", lambda path: read.append(path) or sha256_bytes(path.read_bytes()))
     recorded = run.record_tree(hub, known=release_hashes(published))
     assert read == []
     assert {a.path: a.sha256 for a in recorded} == {
@@ -146,7 +147,7 @@ def test_a_run_file_is_hashed_from_the_run_record_and_any_other_is_read(
     other.write_bytes(b"other\n")
     run.record_file(transcript, rows=1, sha256=sha256_bytes(b"answers\n"))  # as the export gives it
     read: list[Path] = []
-    monkeypatch.setattr(artifacts, "sha256_file", lambda path: read.append(path) or sha256_bytes(path.read_bytes()))
+    monkeypatch.setattr(run_folder, "sha256_file", lambda path: read.append(path) or sha256_bytes(path.read_bytes()))
     assert run.sha256_of(transcript) == sha256_bytes(b"answers\n") and read == []
     assert run.sha256_of(other) == sha256_bytes(b"other\n") and read == [other]
     assert run.record_input("questionnaire", other, 3, sha256="f" * 64) == "f" * 64 and read == [other]

@@ -10,8 +10,9 @@ import pandas as pd
 import pytest
 
 from pbbq.tasks import instantiate
-from pbbq.tasks.core.artifacts import ArtifactStore, StageOutput, StageRecord
+from pbbq.tasks.core.artifacts import ArtifactStore, StageOutput
 from pbbq.tasks.core.caching import StoredStage, separated, stage_task
+from pbbq.tasks.core.run_folder import StageRecord
 from pbbq.tasks.core.stage import Pipeline, Separable, Stage, Table, finish
 from tests.separable_support import sample_arguments
 from tests.templates import STEREOTYPES, template_row

@@ -21,7 +21,7 @@ from typing import Any
 import pandas as pd
 import pyarrow.parquet as pq
 
-from ...tasks.core.artifacts import run_status
+from ...tasks.core.run_folder import run_status
 from .diff import example_status
 from .runs import (
     AuditError,

@@ -21,7 +21,8 @@ from typing import Any
 
 import pandas as pd
 
-from ...tasks.core.artifacts import atomic_write_bytes, run_status
+from ...tasks.core.artifacts import atomic_write_bytes
+from ...tasks.core.run_folder import run_status
 from ...tasks.core.schemas import CATEGORIES
 from ...tasks.imports import one_import_at_a_time
 from .audit import (

@@ -14,7 +14,8 @@ from typing import Any
 
 import pandas as pd
 
-from ...tasks.core.artifacts import REPO_ROOT, mark_incomplete, run_status
+from ...tasks.core.artifacts import REPO_ROOT
+from ...tasks.core.run_folder import mark_incomplete, run_status
 
 CONFIG_STAGES = {"fa": "instantiate", "fa-names": "names", "en": "translate"}
 """The stage whose ``examples`` are each config's, in runs written before the manifest carried the tables a stage

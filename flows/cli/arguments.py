@@ -38,7 +38,7 @@ def integer(low: int, high: int | None = None) -> Callable[[str], int]:
 
 def run_id(text: str) -> str:
     """An argument type: a run id given is not empty (an empty one would silently become a new random id);
-    the run folder checks that it is one safe folder name (``pbbq.tasks.core.artifacts.check_run_id``)."""
+    the run folder checks that it is one safe folder name (``pbbq.tasks.core.run_folder.check_run_id``)."""
     if not text:
         raise argparse.ArgumentTypeError("an empty run id names no folder; leave the option out for a new id")
     return text

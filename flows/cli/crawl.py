@@ -90,7 +90,7 @@ def add_crawl_commands(subparsers: Any) -> None:
 def crawl_command(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
-    from ...tasks.core.artifacts import RunFolder
+    from ...tasks.core.run_folder import RunFolder
     from ...tasks.crawl import CrawlParams, crawl, load_prompt, with_fetch_report
     from ...tasks.crawl.candidates import load_lexicon
     from ...tasks.crawl.fetch import fetch_sources, fetch_summary

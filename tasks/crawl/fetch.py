@@ -16,7 +16,8 @@ import httpx
 import pandas as pd
 import pyarrow as pa
 
-from ..core.artifacts import display_path, parquet_bytes
+from ..core.artifacts import parquet_bytes
+from ..core.run_folder import display_path
 from ..core.schemas import to_arrow
 from .scrub import KINDS, scrub_field, scrub_segments
 from .sources import CrawlParams, Source, configured_sources

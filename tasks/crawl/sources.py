@@ -14,8 +14,9 @@ from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
-from ..core.artifacts import REPO_ROOT, display_path
+from ..core.artifacts import REPO_ROOT
 from ..core.inputs import InputError
+from ..core.run_folder import display_path
 from . import candidates as candidates_module
 from .candidates import ClusterParams
 from .telegram import TELEGRAM_ORIGINS, FetchSettings, host_allowed, preview_url, url_host
