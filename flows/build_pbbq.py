@@ -15,7 +15,7 @@ import json
 import os
 import resource
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -40,7 +40,14 @@ from ..tasks.core.artifacts import (
     sha256_bytes,
     sha256_file,
 )
-from ..tasks.core.caching import StoredInput, StoredStage, code_hashes_kept, stage_code_hash, stage_task
+from ..tasks.core.caching import (
+    KeptInput,
+    StoredInput,
+    StoredStage,
+    code_hashes_kept,
+    stage_code_hash,
+    stage_task,
+)
 from ..tasks.core.inputs import instruction_like
 from ..tasks.core.progress import StageProgress
 from ..tasks.core.stage import (
@@ -54,7 +61,6 @@ from ..tasks.core.stage import (
     Table,
     Tables,
     arguments,
-    load_inputs,
     resource_hash,
 )
 from ..tasks.crawl.fetch import fetch_sources
@@ -132,10 +138,15 @@ class PipelineRunner:
                 self.wait(earlier.folder)
         params = self.build.params(stage.name) if stage.params else None
         tables = {name: source for name, source in stage.inputs.items() if isinstance(source, Table | Tables)}
-        others = dataclasses.replace(stage, inputs={n: s for n, s in stage.inputs.items() if n not in tables})
+        kept = {
+            name: self.inputs.kept[source.name]
+            for name, source in stage.inputs.items()
+            if isinstance(source, Input) and source.name in self.inputs.kept
+        }
+        others = dataclasses.replace(stage, inputs={n: s for n, s in stage.inputs.items() if n not in tables | kept})
         found = arguments(others, params, Sources(self.inputs.tables, self.outputs, self.client, self.run_values))
         recorded = self.recorded(stage, params, found)
-        found |= {name: self.stored_input(source, recorded, name) for name, source in tables.items()}
+        found |= {name: self.stored_input(source, recorded, name) for name, source in tables.items()} | kept
         task = stage_task(stage, params, self.store)
         if stage.cached:
             task = task.with_options(result_storage=self.cache)
@@ -264,14 +275,32 @@ def mark_crashed(killed: list[dict[str, Any]]) -> None:
 
 @dataclasses.dataclass(frozen=True)
 class BuildInputs:
-    """The build's inputs as loaded (:class:`Input` names them), the hash each is recorded by, and what the
-    manifest lists of them: name → (file, rows), with the loaders' warnings and the crawl's fetch report."""
+    """The build's inputs (:class:`Input` names them), the hash each is recorded by, and what the manifest lists of
+    them: name → (file, rows), with the loaders' warnings and the crawl's fetch report; ``kept``: the inputs a
+    loader reads, by the key that determines their tables (a stage taken from the cache never reads them)."""
 
-    tables: dict[str, Any]
+    tables: Mapping[str, Any]
     hashes: dict[str, str]
     files: dict[str, tuple[Path, int | None]]
     warnings: list[str]
     fetch_report: dict[str, Any]
+    kept: Mapping[str, KeptInput] = dataclasses.field(default_factory=dict)
+
+
+class InputTables(Mapping[str, Any]):
+    """The build inputs' tables by name, a kept input's loaded when first read (:meth:`KeptInput.load`)."""
+
+    def __init__(self, kept: Mapping[str, KeptInput], others: Mapping[str, Any]) -> None:
+        self._kept, self._others = kept, others
+
+    def __getitem__(self, name: str) -> Any:
+        return self._kept[name].load() if name in self._kept else self._others[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter([*self._kept, *self._others])
+
+    def __len__(self) -> int:
+        return len(self._kept) + len(self._others)
 
 
 STAGE_FILES = "stage-files"
@@ -282,37 +311,65 @@ CRAWLED = "posts"
 
 
 def load_build_inputs(build: BuildConfig, root: Path, log: Callable[[str], None]) -> BuildInputs:
-    """Every input the build's stages declare, loaded and checked (:func:`pbbq.tasks.core.stage.load_inputs`),
+    """Every input the build's stages declare, checked (its loader, ``Input.load``, and the instruction-like scan),
     and the crawl's sources fetched when a stage reads its posts (the network: never cached; ``log`` says what it
-    fetches)."""
+    fetches). An input whose key (:func:`_input_keys`) an earlier build checked is not read again: its rows and
+    warnings are those kept in the content store under that key, its table loaded only when a stage that runs
+    reads it (:class:`KeptInput`)."""
     paths = build.input_paths()
     declared = build.pipeline.inputs()
-    tables: dict[str, Any] = load_inputs(declared, paths)
-    files: dict[str, tuple[Path, int | None]] = {name: (paths[name], len(tables[name])) for name in paths}
+    files: dict[str, tuple[Path, int | None]] = {name: (path, None) for name, path in paths.items()}
     if build.transcript is not None:
         files["transcript"] = (build.transcript, None)
     hashes = {name: sha256_file(path) for name, (path, _) in files.items()}
+    others: dict[str, Any] = {}
     fetch_report: dict[str, Any] = {}
     if any(source.name == CRAWLED for source in declared):
         crawled = fetch_sources(build.crawl, root / ".crawl", log=log)
         files |= {name: (path, None) for name, path in crawled.files.items()}
         hashes |= {name: sha256_file(path) for name, path in crawled.files.items()} | {CRAWLED: crawled.sha256}
-        tables[CRAWLED], fetch_report = crawled.posts, crawled.report
-    warnings = instruction_like(
-        tables, paths, ArtifactStore(root / ".cache" / STAGE_FILES), _input_keys(declared, hashes)
-    )
-    return BuildInputs(tables, hashes, files, warnings, fetch_report)
+        others[CRAWLED], fetch_report = crawled.posts, crawled.report
+    store = ArtifactStore(root / ".cache" / STAGE_FILES)
+    keys = _input_keys(declared, hashes)
+    kept: dict[str, KeptInput] = {}
+    warnings: list[str] = []
+    for source in declared:  # an input's needs come before it
+        if source.load is None:
+            continue
+        handle = KeptInput(
+            keys[source.name], source.load, paths.get(source.name), tuple(kept[n.name] for n in source.needs)
+        )
+        checked = _checked(handle, source.name, paths, store)
+        kept[source.name] = handle
+        warnings += checked["warnings"]
+        if source.name in paths:
+            files[source.name] = (paths[source.name], checked["rows"])
+    warnings += instruction_like(others, paths, store, keys)
+    return BuildInputs(InputTables(kept, others), hashes, files, warnings, fetch_report, kept)
+
+
+def _checked(handle: KeptInput, name: str, paths: Mapping[str, Path], store: ArtifactStore) -> dict[str, Any]:
+    """What a build keeps of an input it loaded and checked, by the input's key: its rows and the instruction-like
+    scan's warnings; the input is loaded (and a bad one stops the build) only when no build kept them before."""
+
+    def check() -> bytes:
+        table = handle.load()
+        warnings = instruction_like({name: table}, dict(paths), store, {name: handle.key})
+        return json_text({"rows": None if table is None else len(table), "warnings": warnings}).encode("utf-8")
+
+    return dict(json.loads(store.file(store.memo(json_text(["input checked", handle.key]), check)).read_bytes()))
 
 
 def _input_keys(declared: Sequence[Input], hashes: Mapping[str, str]) -> dict[str, str]:
-    """Per input: what determines its table (its file's hash, or the fetched posts' own; the keys of the inputs
-    its loader reads; the loader's code) and the scan's code, keying the instruction-like scan's kept verdict."""
+    """Per input: what determines its table (its file's hash, None for an optional input left out, or the fetched
+    posts' own; the keys of the inputs its loader reads; the loader's code) and the scan's code. It keys the
+    stages' cache on the input (:class:`KeptInput`) and what a build keeps of its check."""
     scan = stage_code_hash(instruction_like)
     keys: dict[str, str] = {}
     for source in declared:  # an input's needs come before it
-        if source.name in hashes:
+        if source.name in hashes or source.load is not None:
             loader = None if source.load is None else stage_code_hash(source.load)
-            payload = [scan, loader, hashes[source.name], [keys.get(need.name) for need in source.needs]]
+            payload = [scan, loader, hashes.get(source.name), [keys.get(need.name) for need in source.needs]]
             keys[source.name] = sha256_bytes(json_text(payload).encode("utf-8"))
     return keys
 

@@ -273,6 +273,48 @@ class StoredInput:
         return pd.concat(frames, ignore_index=True) if self.stacked else frames[0]
 
 
+@dataclass(eq=False)
+class KeptInput:
+    """A build input by the key that determines its table (its file's hash, its loader's code, the keys of the
+    inputs its loader checks it against): the cache key takes the key alone, so a stage taken from the cache never
+    needs the input read, and a stage that runs gets the table (:meth:`load`: read and checked once, then kept).
+    An input a build has not loaded and checked before is loaded when the build starts (:meth:`loaded`), so bad
+    input still stops the build before stage 01 (docs/architecture.md §5)."""
+
+    key: str
+    loader: Callable[..., Any]
+    path: Path | None
+    needs: tuple[KeptInput, ...] = ()
+    _value: tuple[Any, ...] = field(default=(), repr=False)
+    """(its table,) once loaded."""
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def cache_identity(self) -> dict[str, str]:
+        return {"input": self.key}
+
+    def load(self) -> Any:
+        """The input's table: ``loader(path, *the needs' tables)``, called once."""
+        with self._lock:
+            if not self._value:
+                self._value = (self.loader(self.path, *(need.load() for need in self.needs)),)
+            return self._value[0]
+
+    def loaded(self) -> bool:
+        return bool(self._value)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_lock": None}  # to a Dask worker: the table if loaded, and how to load it
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state, _lock=threading.Lock())
+
+
+def loaded(value: Any) -> Any:
+    """A stage's argument as the stage function takes it: the table of a :class:`StoredInput` or
+    :class:`KeptInput`, anything else as it is."""
+    return value.load() if isinstance(value, StoredInput | KeptInput) else value
+
+
 @dataclass
 class StageInputsAndCode(CachePolicy):
     """Cache key = sha256(the stage's code and the contract's, what it declares of its output, the content of
@@ -342,7 +384,7 @@ def separated(per: Separable, arguments: Mapping[str, Any], store: ArtifactStore
     the others computed in one call of ``part`` on their rows and kept; then ``whole`` on every part (``part``'s
     own tables when it computed every key). Returns the output and what was computed: how many keys, and how many
     rows of the part's first table, of how many."""
-    found = {name: v.load() if isinstance(v, StoredInput) else v for name, v in arguments.items()}
+    found = {name: loaded(value) for name, value in arguments.items()}
     others = {name: value for name, value in arguments.items() if name not in per.split}
     common = json.dumps(
         {"code": stage_code_hash(per.part), "others": input_digest(others)}, sort_keys=True, default=str
@@ -392,7 +434,7 @@ def stage_task(stage: Stage, params: Any, store: ArtifactStore) -> Any:
             computed, parts = separated(stage.per, arguments, store)
             output = finish(stage, dataclasses.replace(computed, report={**computed.report, "parts": parts}), params)
         else:
-            found = {name: v.load() if isinstance(v, StoredInput) else v for name, v in arguments.items()}
+            found = {name: loaded(value) for name, value in arguments.items()}
             output = finish(stage, stage.run(**found), params)
         return StoredStage.keep(output, store) if stage.cached else output
 
