@@ -312,16 +312,26 @@ CRAWLED = "posts"
 
 def load_build_inputs(build: BuildConfig, root: Path, log: Callable[[str], None]) -> BuildInputs:
     """Every input the build's stages declare, checked (its loader, ``Input.load``, and the instruction-like scan),
-    and the crawl's sources fetched when a stage reads its posts (the network: never cached; ``log`` says what it
+    then the crawl's sources fetched when a stage reads its posts (the network: never cached; ``log`` says what it
     fetches). An input whose key (:func:`_input_keys`) an earlier build checked is not read again: its rows and
     warnings are those kept in the content store under that key, its table loaded only when a stage that runs
-    reads it (:class:`KeptInput`)."""
+    reads it (:class:`KeptInput`). A bad input stops the build before anything is fetched or written."""
     paths = build.input_paths()
     declared = build.pipeline.inputs()
     files: dict[str, tuple[Path, int | None]] = {name: (path, None) for name, path in paths.items()}
     if build.transcript is not None:
         files["transcript"] = (build.transcript, None)
     hashes = {name: sha256_file(path) for name, (path, _) in files.items()}
+    store = ArtifactStore(root / ".cache" / STAGE_FILES)
+    keys = _input_keys(declared, hashes)
+    kept: dict[str, KeptInput] = {}
+    checks: dict[str, str | None] = {}
+    for source in (source for source in declared if source.load is not None):  # an input's needs come before it
+        needs = tuple(kept[need.name] for need in source.needs)
+        kept[source.name] = KeptInput(keys[source.name], source.load, paths.get(source.name), needs)
+        checks[source.name] = store.recall(_checked_key(kept[source.name]))
+        if checks[source.name] is None:
+            kept[source.name].load()  # not checked before: loaded and checked now
     others: dict[str, Any] = {}
     fetch_report: dict[str, Any] = {}
     if any(source.name == CRAWLED for source in declared):
@@ -329,35 +339,27 @@ def load_build_inputs(build: BuildConfig, root: Path, log: Callable[[str], None]
         files |= {name: (path, None) for name, path in crawled.files.items()}
         hashes |= {name: sha256_file(path) for name, path in crawled.files.items()} | {CRAWLED: crawled.sha256}
         others[CRAWLED], fetch_report = crawled.posts, crawled.report
-    store = ArtifactStore(root / ".cache" / STAGE_FILES)
-    keys = _input_keys(declared, hashes)
-    kept: dict[str, KeptInput] = {}
     warnings: list[str] = []
-    for source in declared:  # an input's needs come before it
-        if source.load is None:
-            continue
-        handle = KeptInput(
-            keys[source.name], source.load, paths.get(source.name), tuple(kept[n.name] for n in source.needs)
-        )
-        checked = _checked(handle, source.name, paths, store)
-        kept[source.name] = handle
+    for name, handle in kept.items():
+        checked = json.loads(store.file(checks[name] or _keep_check(handle, name, paths, store)).read_bytes())
         warnings += checked["warnings"]
-        if source.name in paths:
-            files[source.name] = (paths[source.name], checked["rows"])
-    warnings += instruction_like(others, paths, store, keys)
+        if name in paths:
+            files[name] = (paths[name], checked["rows"])
+    warnings += instruction_like(others, paths, store, _input_keys(declared, hashes))
     return BuildInputs(InputTables(kept, others), hashes, files, warnings, fetch_report, kept)
 
 
-def _checked(handle: KeptInput, name: str, paths: Mapping[str, Path], store: ArtifactStore) -> dict[str, Any]:
-    """What a build keeps of an input it loaded and checked, by the input's key: its rows and the instruction-like
-    scan's warnings; the input is loaded (and a bad one stops the build) only when no build kept them before."""
+def _checked_key(handle: KeptInput) -> str:
+    return json_text(["input checked", handle.key])
 
-    def check() -> bytes:
-        table = handle.load()
-        warnings = instruction_like({name: table}, dict(paths), store, {name: handle.key})
-        return json_text({"rows": None if table is None else len(table), "warnings": warnings}).encode("utf-8")
 
-    return dict(json.loads(store.file(store.memo(json_text(["input checked", handle.key]), check)).read_bytes()))
+def _keep_check(handle: KeptInput, name: str, paths: Mapping[str, Path], store: ArtifactStore) -> str:
+    """Keep what a build needs of an input it loaded and checked, by the input's key (:func:`_checked_key`): its
+    rows and the instruction-like scan's warnings. Returns the kept file's sha256."""
+    table = handle.load()
+    warnings = instruction_like({name: table}, dict(paths), store, {name: handle.key})
+    found = {"rows": None if table is None else len(table), "warnings": warnings}
+    return store.remember(_checked_key(handle), store.put(json_text(found).encode("utf-8")))
 
 
 def _input_keys(declared: Sequence[Input], hashes: Mapping[str, str]) -> dict[str, str]:
@@ -509,8 +511,9 @@ def build_pbbq(
     if not llm.store_path.is_absolute():  # not configured: one response store per outputs folder
         llm = dataclasses.replace(llm, store_path=root / ".cache" / "llm" / "responses.sqlite")
     get_run_logger().info("run %s → %s", run.run_id, run.path)
+    store = ArtifactStore(root / ".cache" / STAGE_FILES)
     started = time.perf_counter()
-    with run.recording(), StageProgress(last_computed(run.path)) as progress, code_hashes_kept():
+    with run.recording(), StageProgress(last_computed(run.path)) as progress, code_hashes_kept(store):
         check_store_path(llm.store_path, build.path)  # this run's own folder is a run folder now
         client = open_llm(llm, build.transcript)  # a damaged transcript stops the build here, before stage 01
         if client.stand_in:

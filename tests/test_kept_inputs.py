@@ -38,7 +38,7 @@ def test_an_input_changed_into_a_bad_one_stops_the_build_though_its_last_version
     load_build_inputs(build, tmp_path / "outputs", log=print)
     templates = sample_copy / "annotations" / "templates.csv"
     templates.write_text(templates.read_text(encoding="utf-8").replace("template_id", "template", 1), "utf-8")
-    with pytest.raises(InputError, match="templates.csv"):
+    with pytest.raises(InputError, match=r"templates\.csv"):
         load_build_inputs(build, tmp_path / "outputs", log=print)
 
 

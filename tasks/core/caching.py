@@ -69,7 +69,17 @@ def input_digest(value: Any) -> Any:
 
 
 def _module_file(name: str, root: Path) -> Path | None:
-    """The source file of a project module ``name`` under ``root`` (None for a library)."""
+    """The source file of a project module ``name`` under ``root`` (None for a library); found once per build
+    (:func:`code_hashes_kept`): every stage's closure asks for the shared modules and their imported names."""
+    kept = _KEPT_CODE.get()
+    if kept is None:
+        return _find_module_file(name, root)
+    if (name, root) not in kept.files:
+        kept.files[name, root] = _find_module_file(name, root)
+    return kept.files[name, root]
+
+
+def _find_module_file(name: str, root: Path) -> Path | None:
     package, *path = name.split(".")
     if package != PROJECT_PACKAGE:
         return None
@@ -90,7 +100,7 @@ def _imports(path: Path, name: str) -> frozenset[str]:
     package that finds its modules at run time (pkgutil.iter_modules: the languages) uses them all, those of the
     folders added to its search path too (:func:`pbbq.tasks.text.languages.add_modules`)."""
     package = name.rsplit(".", 1)[0] if path.name != "__init__.py" else name
-    found = _imports_of(path.read_text(encoding="utf-8"), package)
+    found = _kept_imports(path.read_text(encoding="utf-8"), package)
     if _FINDS_MODULES not in found:
         return found
     found = found - {_FINDS_MODULES}
@@ -133,6 +143,20 @@ def _imports_of(source: str, package: str) -> frozenset[str]:
     return frozenset(found)
 
 
+def _kept_imports(source: str, package: str) -> frozenset[str]:
+    """:func:`_imports_of`, kept in the build's content store (:func:`code_hashes_kept`) by the source's sha256 and
+    its package, so a build parses only the sources no build before it parsed: parsing them was a third of a
+    no-change rebuild's cache keys."""
+    kept = _KEPT_CODE.get()
+    if kept is None or kept.store is None:
+        return _imports_of(source, package)
+    key = json.dumps(["imports of a source", hashlib.sha256(source.encode("utf-8")).hexdigest(), package])
+    if key not in kept.imports:
+        digest = kept.store.memo(key, lambda: json.dumps(sorted(_imports_of(source, package))).encode("utf-8"))
+        kept.imports[key] = frozenset(json.loads(kept.store.file(digest).read_bytes()))
+    return kept.imports[key]
+
+
 def data_files(path: Path) -> list[Path]:
     """The data a module reads beside it, named as the module is: ``fa.toml`` beside ``fa.py``, or the files of a
     ``fa/`` folder that is not a package."""
@@ -157,16 +181,31 @@ def module_closure(name: str, root: Path = REPO_ROOT) -> dict[str, Path]:
     return dict(sorted(closure.items()))
 
 
-_KEPT_CODE: ContextVar[dict[tuple[str, Path], str] | None] = ContextVar("kept_code_hashes", default=None)
-"""The code hashes of the build that runs in this context (:func:`code_hashes_kept`), by module and root."""
+@dataclass
+class _BuildCode:
+    """What a build keeps of its code while it runs (:func:`code_hashes_kept`)."""
+
+    store: ArtifactStore | None
+    hashes: dict[tuple[str, Path], str] = field(default_factory=dict)
+    """:func:`stage_code_hash` by module and root."""
+    files: dict[tuple[str, Path], Path | None] = field(default_factory=dict)
+    """:func:`_module_file` by module name and root."""
+    imports: dict[str, frozenset[str]] = field(default_factory=dict)
+    """:func:`_kept_imports` by its key."""
+
+
+_KEPT_CODE: ContextVar[_BuildCode | None] = ContextVar("kept_code_hashes", default=None)
+"""What the build that runs in this context keeps of its code (:func:`code_hashes_kept`)."""
 
 
 @contextmanager
-def code_hashes_kept() -> Iterator[None]:
-    """Within it (a build), each module's :func:`stage_code_hash` is computed once and kept for every stage that
-    asks again: the code does not change while a build runs, and every stage's key walks the shared modules.
-    Prefect's thread runner copies the context into the threads that compute the stages' keys."""
-    token = _KEPT_CODE.set({})
+def code_hashes_kept(store: ArtifactStore | None = None) -> Iterator[None]:
+    """Within it (a build), each module's :func:`stage_code_hash` and source file are found once and kept for every
+    stage that asks again: the code does not change while a build runs, and every stage's key walks the shared
+    modules; with ``store``, the imports of each source are kept there for the builds after it
+    (:func:`_kept_imports`). Prefect's thread runner copies the context into the threads that compute the stages'
+    keys."""
+    token = _KEPT_CODE.set(_BuildCode(store))
     try:
         yield
     finally:
@@ -177,15 +216,15 @@ def stage_code_hash(fn: Callable[..., Any], root: Path = REPO_ROOT) -> str:
     """sha256 of the source of the module that defines ``fn`` and of every project module it imports, each with
     its :func:`data_files` (a language's word lists); kept for the build inside :func:`code_hashes_kept`."""
     kept = _KEPT_CODE.get()
-    if kept is not None and (fn.__module__, root) in kept:
-        return kept[fn.__module__, root]
+    if kept is not None and (fn.__module__, root) in kept.hashes:
+        return kept.hashes[fn.__module__, root]
     digest = hashlib.sha256()
     for name, path in module_closure(fn.__module__, root).items():
         digest.update(name.encode() + b"\0" + path.read_bytes())
         for data in data_files(path):
             digest.update(data.relative_to(path.parent).as_posix().encode() + b"\0" + data.read_bytes())
     if kept is not None:
-        kept[fn.__module__, root] = digest.hexdigest()
+        kept.hashes[fn.__module__, root] = digest.hexdigest()
     return digest.hexdigest()
 
 
