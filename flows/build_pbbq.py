@@ -15,7 +15,7 @@ import json
 import os
 import resource
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -114,6 +114,8 @@ class PipelineRunner:
         self.store = ArtifactStore(cache.parent / STAGE_FILES)
         """Where the cached stages' files and frames are kept (beside Prefect's results in ``cache``)."""
         self._pending: dict[str, tuple[Any, dict[str, Any], PrefectFuture[Any], dict[str, str], float]] = {}
+        self.requests: dict[str, list[str]] = {}
+        """Per cached stage that sends LLM requests: those its output used, as its cache record kept them."""
         self.timings: list[dict[str, Any]] = []
         """Per stage: wall seconds from its submission to its result, the process's peak RSS once it is
         written, and whether it came from the cache (``timings.json``; not in the manifest: not reproducible)."""
@@ -176,6 +178,9 @@ class PipelineRunner:
         cached, declared = future.state.name == "Cached", stage.audit_view()
         extra = self.reports.get(folder, {})  # this run's own figures (the crawl's fetch), never cached
         if isinstance(result, StoredStage):
+            requests = result.request_ids(self.store)
+            if requests is not None:
+                self.requests[folder] = requests
             report = {**result.report, **extra}
             key = json_text([result.token, extra])
             record = self.run.link_stage(
@@ -204,6 +209,12 @@ class PipelineRunner:
             logger.warning(emptied)
         self.outputs[folder] = output
         return output
+
+    def request_ids(self, stage: Stage) -> Iterable[str]:
+        """The LLM requests a finished stage's output used: as its cache record kept them, else from its tables."""
+        if stage.folder in self.requests:
+            return self.requests[stage.folder]
+        return () if stage.request_ids is None else stage.request_ids(self.outputs[stage.folder])
 
     def free_slot(self) -> None:
         """Wait until fewer than ``max_parallel`` submitted stages are still running. Each running stage holds its
@@ -392,7 +403,7 @@ def release_values(
                 request
                 for stage in runner().pipeline
                 if stage.request_ids is not None and stage.folder in outputs
-                for request in stage.request_ids(outputs[stage.folder])
+                for request in runner().request_ids(stage)
             }
             digest = client.export(used, path, note=TRANSCRIPT_NOTE, kept=runner().store)
             run.record_file(path, rows=len(used), sha256=digest)

@@ -28,7 +28,7 @@ import pickle
 import sys
 import threading
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -167,6 +167,17 @@ def data_files(path: Path) -> list[Path]:
     return sorted(files)
 
 
+def _kept_data_files(path: Path) -> list[Path]:
+    """:func:`data_files`, found once per build (:func:`code_hashes_kept`): every stage's hash reads the modules
+    they share."""
+    kept = _KEPT_CODE.get()
+    if kept is None:
+        return data_files(path)
+    if path not in kept.data:
+        kept.data[path] = data_files(path)
+    return kept.data[path]
+
+
 def module_closure(name: str, root: Path = REPO_ROOT) -> dict[str, Path]:
     """Every project module that module ``name`` imports, directly or indirectly, with itself: name → file."""
     closure: dict[str, Path] = {}
@@ -192,6 +203,8 @@ class _BuildCode:
     """:func:`_module_file` by module name and root."""
     imports: dict[str, frozenset[str]] = field(default_factory=dict)
     """:func:`_kept_imports` by its key."""
+    data: dict[Path, list[Path]] = field(default_factory=dict)
+    """:func:`data_files` by module file."""
 
 
 _KEPT_CODE: ContextVar[_BuildCode | None] = ContextVar("kept_code_hashes", default=None)
@@ -221,7 +234,7 @@ def stage_code_hash(fn: Callable[..., Any], root: Path = REPO_ROOT) -> str:
     digest = hashlib.sha256()
     for name, path in module_closure(fn.__module__, root).items():
         digest.update(name.encode() + b"\0" + path.read_bytes())
-        for data in data_files(path):
+        for data in _kept_data_files(path):
             digest.update(data.relative_to(path.parent).as_posix().encode() + b"\0" + data.read_bytes())
     if kept is not None:
         kept.hashes[fn.__module__, root] = digest.hexdigest()
@@ -270,20 +283,35 @@ class StoredStage:
     frames: dict[str, str]
     """Table name → sha256 of its pickled frame in the store (the frame exactly as the stage returned it)."""
     report: dict[str, Any]
+    requests: str | None = None
+    """sha256 of the JSON list of the LLM requests its output used (:attr:`.stage.Stage.request_ids`) in the store,
+    so a run's transcript is made without its frames; None for a stage that sends none (or a record from before)."""
     token: str = field(default_factory=lambda: uuid.uuid4().hex)
     """This result's own id (the run that computed it made it): what a ``report.json`` made from it is kept by."""
     _tables: LazyTables | None = field(default=None, repr=False, compare=False)
 
     @classmethod
-    def keep(cls, output: StageOutput, store: ArtifactStore) -> StoredStage:
-        """Put a finished stage's files and frames into ``store``; its tables stay in memory for this run."""
+    def keep(cls, output: StageOutput, store: ArtifactStore, requests: Iterable[str] | None = None) -> StoredStage:
+        """Put a finished stage's files and frames into ``store``, and the LLM requests it used (``requests``, None
+        for a stage that sends none); its tables stay in memory for this run."""
         files = tuple(StoredFile(file.name, store.put(file.data()), file.rows) for file in stage_files(output))
         frames = {name: store.put(pickle.dumps(frame, PICKLE)) for name, frame in output.tables.items()}
-        return cls(files, frames, output.report, _tables=LazyTables(frames, store, output.tables))
+        used = None if requests is None else store.put(json.dumps(sorted(set(requests))).encode("utf-8"))
+        return cls(files, frames, output.report, used, _tables=LazyTables(frames, store, output.tables))
 
     def complete(self, store: ArtifactStore) -> bool:
-        """Whether every file and frame it names is in ``store`` (a store cleaned by hand may lack some)."""
-        return all(store.has(digest) for digest in (*(file.sha256 for file in self.files), *self.frames.values()))
+        """Whether every file, frame and request list it names is in ``store`` (a store cleaned by hand may lack
+        some)."""
+        kept = (
+            *(file.sha256 for file in self.files),
+            *self.frames.values(),
+            *([self.requests] if self.requests else []),
+        )
+        return all(store.has(digest) for digest in kept)
+
+    def request_ids(self, store: ArtifactStore) -> list[str] | None:
+        """The LLM requests its output used, as kept (None when it kept none)."""
+        return None if self.requests is None else list(json.loads(store.file(self.requests).read_bytes()))
 
     def tables(self, store: ArtifactStore) -> LazyTables:
         """Its tables, each loaded from ``store`` when first read (those in memory already, as they are)."""
@@ -475,7 +503,9 @@ def stage_task(stage: Stage, params: Any, store: ArtifactStore) -> Any:
         else:
             found = {name: loaded(value) for name, value in arguments.items()}
             output = finish(stage, stage.run(**found), params)
-        return StoredStage.keep(output, store) if stage.cached else output
+        if not stage.cached:
+            return output
+        return StoredStage.keep(output, store, None if stage.request_ids is None else stage.request_ids(output))
 
     functools.update_wrapper(run, stage.run)  # Prefect binds the stage function's own parameters
     name = stage.run.__name__
