@@ -241,16 +241,17 @@ def synthesize_apart(out: Path, scale: str, seed: int, targets: int = 1) -> None
 
 
 def build(config: Path, outputs: Path, run_id: str, api_url: str, options: Sequence[str] = ()) -> dict[str, Any]:
-    """``pbbq build`` as a user runs it (with ``options``, ``--task-runner dask``): the process's wall time and peak
-    RSS, and the run's own timings."""
+    """``pbbq build`` as a user runs it (with ``options``, ``--task-runner dask``): the process's wall time, CPU time
+    (user and system: what the load of a shared machine stretches least) and peak RSS, and the run's own timings."""
     env = {**os.environ, "PREFECT_API_URL": api_url}
     command = [sys.executable, "-m", "pbbq.flows.cli", "build", "--config", str(config), "--outputs", str(outputs)]
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     done = subprocess.run(
         [*command, "--run-id", run_id, *options], env=env, capture_output=True, text=True, check=False
     )
     seconds = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
         raise SystemExit(f"pbbq build {run_id} failed:\n{done.stderr[-3000:]}")
     run = outputs / run_id
@@ -264,7 +265,8 @@ def build(config: Path, outputs: Path, run_id: str, api_url: str, options: Seque
             parts[stage["folder"]] = report["parts"]
     return {
         "process_seconds": seconds,
-        "process_peak_rss": max(before, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) * 1024,
+        "process_cpu_seconds": after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime,
+        "process_peak_rss": max(before.ru_maxrss, after.ru_maxrss) * 1024,
         "timings": timings,
         "recomputed": [s["folder"] for s in manifest["stages"] if not s["cached"]],
         "llm_requests_sent": sent,
@@ -448,8 +450,8 @@ def main() -> None:
     rows.append(["**flow (a) / functions (b)**", f"{cold['timings']['flow_seconds']:.1f}", f"{b['total']:.1f}", "", ""])
     rows.append(
         [
-            "**process**",
-            f"{cold['process_seconds']:.1f}",
+            "**process** (CPU)",
+            f"{cold['process_seconds']:.1f} ({cold['process_cpu_seconds']:.1f})",
             "",
             _mb(cold["process_peak_rss"]),
             _mb(_peak(b)),
@@ -468,7 +470,7 @@ def main() -> None:
     print(f"| (b) peak RSS ≤ 2 GiB | {peak:.2f} GiB | {'yes' if peak <= 2 else 'no'} |")
     flow_warm = warm["timings"]["flow_seconds"]
     print(f"| (c) rebuild: flow ≤ 3 s | {flow_warm:.1f} s | {'yes' if flow_warm <= 3 else 'no'} |")
-    print(f"| (c) rebuild: process ≤ 5 s | {warm['process_seconds']:.1f} s | "
+    print(f"| (c) rebuild: process ≤ 5 s | {warm['process_seconds']:.1f} s ({warm['process_cpu_seconds']:.1f} s CPU) | "
           f"{'yes' if warm['process_seconds'] <= 5 else 'no'} |")  # fmt: skip
     print(
         f"| (c) rebuild: LLM requests 0 | {warm['llm_requests_sent']} | "
