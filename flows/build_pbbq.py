@@ -361,6 +361,7 @@ def load_build_inputs(build: BuildConfig, root: Path, log: Callable[[str], None]
 
 
 def _checked_key(handle: KeptInput) -> str:
+    """What a build's check of an input is kept under in the content store: the input's key."""
     return json_text(["input checked", handle.key])
 
 
