@@ -274,13 +274,17 @@ def build(config: Path, outputs: Path, run_id: str, api_url: str, options: Seque
     }
 
 
-def fail_one_template(folder: Path) -> str:
-    """Change the ratings of the first template the gate keeps so that its annotators disagree (kappa < 0):
-    the template leaves the build. Returns its id."""
+def fail_one_template(folder: Path, run: Path) -> str:
+    """Change the ratings of the first template (in the ratings' order) that ``run`` instantiated, so that its
+    annotators disagree (kappa < 0): the template leaves the build. Returns its id. (The ratings' first template
+    may fail the gate already: in inputs a run before changed.)"""
+    import pyarrow.parquet as pq
+
+    built = set(pq.read_table(run / "05_instantiate" / "examples.parquet", columns=["template_id"])[0].to_pylist())
     path = folder / "annotations" / "ratings.csv"
     with path.open(encoding="utf-8", newline="") as handle:
         rows = list(csv.DictReader(handle))
-    template = rows[0]["template_id"]
+    template = next(row["template_id"] for row in rows if row["template_id"] in built)
     labels = ("stereo", "nonstereo", "neither")  # the target labels of a rating (tasks/core/inputs.py)
     for index, row in enumerate(r for r in rows if r["template_id"] == template):
         row["target_label"] = labels[index % len(labels)]
@@ -424,7 +428,7 @@ def main() -> None:
         warm = build(config, work / "outputs", "warm", url)
         edited = drop_one_variant(work / largest, work / "outputs" / "cold")
         text = build(config, work / "outputs", "one-template-text", url)
-        template = fail_one_template(work / largest)
+        template = fail_one_template(work / largest, work / "outputs" / "one-template-text")
         changed = build(config, work / "outputs", "one-template", url)
     finally:
         server.terminate()
