@@ -241,16 +241,17 @@ def synthesize_apart(out: Path, scale: str, seed: int, targets: int = 1) -> None
 
 
 def build(config: Path, outputs: Path, run_id: str, api_url: str, options: Sequence[str] = ()) -> dict[str, Any]:
-    """``pbbq build`` as a user runs it (with ``options``, ``--task-runner dask``): the process's wall time and peak
-    RSS, and the run's own timings."""
+    """``pbbq build`` as a user runs it (with ``options``, ``--task-runner dask``): the process's wall time, CPU time
+    (user and system: what the load of a shared machine stretches least) and peak RSS, and the run's own timings."""
     env = {**os.environ, "PREFECT_API_URL": api_url}
     command = [sys.executable, "-m", "pbbq.flows.cli", "build", "--config", str(config), "--outputs", str(outputs)]
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     done = subprocess.run(
         [*command, "--run-id", run_id, *options], env=env, capture_output=True, text=True, check=False
     )
     seconds = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
         raise SystemExit(f"pbbq build {run_id} failed:\n{done.stderr[-3000:]}")
     run = outputs / run_id
@@ -264,7 +265,8 @@ def build(config: Path, outputs: Path, run_id: str, api_url: str, options: Seque
             parts[stage["folder"]] = report["parts"]
     return {
         "process_seconds": seconds,
-        "process_peak_rss": max(before, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) * 1024,
+        "process_cpu_seconds": after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime,
+        "process_peak_rss": max(before.ru_maxrss, after.ru_maxrss) * 1024,
         "timings": timings,
         "recomputed": [s["folder"] for s in manifest["stages"] if not s["cached"]],
         "llm_requests_sent": sent,
@@ -272,13 +274,17 @@ def build(config: Path, outputs: Path, run_id: str, api_url: str, options: Seque
     }
 
 
-def fail_one_template(folder: Path) -> str:
-    """Change the ratings of the first template the gate keeps so that its annotators disagree (kappa < 0):
-    the template leaves the build. Returns its id."""
+def fail_one_template(folder: Path, run: Path) -> str:
+    """Change the ratings of the first template (in the ratings' order) that ``run`` instantiated, so that its
+    annotators disagree (kappa < 0): the template leaves the build. Returns its id. (The ratings' first template
+    may fail the gate already: in inputs a run before changed.)"""
+    import pyarrow.parquet as pq
+
+    built = set(pq.read_table(run / "05_instantiate" / "examples.parquet", columns=["template_id"])[0].to_pylist())
     path = folder / "annotations" / "ratings.csv"
     with path.open(encoding="utf-8", newline="") as handle:
         rows = list(csv.DictReader(handle))
-    template = rows[0]["template_id"]
+    template = next(row["template_id"] for row in rows if row["template_id"] in built)
     labels = ("stereo", "nonstereo", "neither")  # the target labels of a rating (tasks/core/inputs.py)
     for index, row in enumerate(r for r in rows if r["template_id"] == template):
         row["target_label"] = labels[index % len(labels)]
@@ -422,7 +428,7 @@ def main() -> None:
         warm = build(config, work / "outputs", "warm", url)
         edited = drop_one_variant(work / largest, work / "outputs" / "cold")
         text = build(config, work / "outputs", "one-template-text", url)
-        template = fail_one_template(work / largest)
+        template = fail_one_template(work / largest, work / "outputs" / "one-template-text")
         changed = build(config, work / "outputs", "one-template", url)
     finally:
         server.terminate()
@@ -448,8 +454,8 @@ def main() -> None:
     rows.append(["**flow (a) / functions (b)**", f"{cold['timings']['flow_seconds']:.1f}", f"{b['total']:.1f}", "", ""])
     rows.append(
         [
-            "**process**",
-            f"{cold['process_seconds']:.1f}",
+            "**process** (CPU)",
+            f"{cold['process_seconds']:.1f} ({cold['process_cpu_seconds']:.1f})",
             "",
             _mb(cold["process_peak_rss"]),
             _mb(_peak(b)),
@@ -468,7 +474,7 @@ def main() -> None:
     print(f"| (b) peak RSS ≤ 2 GiB | {peak:.2f} GiB | {'yes' if peak <= 2 else 'no'} |")
     flow_warm = warm["timings"]["flow_seconds"]
     print(f"| (c) rebuild: flow ≤ 3 s | {flow_warm:.1f} s | {'yes' if flow_warm <= 3 else 'no'} |")
-    print(f"| (c) rebuild: process ≤ 5 s | {warm['process_seconds']:.1f} s | "
+    print(f"| (c) rebuild: process ≤ 5 s | {warm['process_seconds']:.1f} s ({warm['process_cpu_seconds']:.1f} s CPU) | "
           f"{'yes' if warm['process_seconds'] <= 5 else 'no'} |")  # fmt: skip
     print(
         f"| (c) rebuild: LLM requests 0 | {warm['llm_requests_sent']} | "

@@ -15,7 +15,7 @@ import json
 import os
 import resource
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -31,7 +31,7 @@ from prefect.states import Crashed
 from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 
 from ..tasks.core.artifacts import ArtifactStore, StageOutput, atomic_write_bytes, json_text, sha256_bytes, sha256_file
-from ..tasks.core.caching import StoredInput, StoredStage, code_hashes_kept, stage_code_hash, stage_task
+from ..tasks.core.caching import KeptInput, StoredInput, StoredStage, code_hashes_kept, stage_code_hash, stage_task
 from ..tasks.core.inputs import instruction_like
 from ..tasks.core.progress import StageProgress
 from ..tasks.core.run_folder import RunFolder, display_path
@@ -46,7 +46,6 @@ from ..tasks.core.stage import (
     Table,
     Tables,
     arguments,
-    load_inputs,
     resource_hash,
 )
 from ..tasks.crawl.fetch import fetch_sources
@@ -100,6 +99,8 @@ class PipelineRunner:
         self.store = ArtifactStore(cache.parent / STAGE_FILES)
         """Where the cached stages' files and frames are kept (beside Prefect's results in ``cache``)."""
         self._pending: dict[str, tuple[Any, dict[str, Any], PrefectFuture[Any], dict[str, str], float]] = {}
+        self.requests: dict[str, list[str]] = {}
+        """Per cached stage that sends LLM requests: those its output used, as its cache record kept them."""
         self.timings: list[dict[str, Any]] = []
         """Per stage: wall seconds from its submission to its result, the process's peak RSS once it is
         written, and whether it came from the cache (``timings.json``; not in the manifest: not reproducible)."""
@@ -124,10 +125,15 @@ class PipelineRunner:
                 self.wait(earlier.folder)
         params = self.build.params(stage.name) if stage.params else None
         tables = {name: source for name, source in stage.inputs.items() if isinstance(source, Table | Tables)}
-        others = dataclasses.replace(stage, inputs={n: s for n, s in stage.inputs.items() if n not in tables})
+        kept = {
+            name: self.inputs.kept[source.name]
+            for name, source in stage.inputs.items()
+            if isinstance(source, Input) and source.name in self.inputs.kept
+        }
+        others = dataclasses.replace(stage, inputs={n: s for n, s in stage.inputs.items() if n not in tables | kept})
         found = arguments(others, params, Sources(self.inputs.tables, self.outputs, self.client, self.run_values))
         recorded = self.recorded(stage, params, found)
-        found |= {name: self.stored_input(source, recorded, name) for name, source in tables.items()}
+        found |= {name: self.stored_input(source, recorded, name) for name, source in tables.items()} | kept
         task = stage_task(stage, params, self.store)
         if stage.cached:
             task = task.with_options(result_storage=self.cache)
@@ -157,6 +163,9 @@ class PipelineRunner:
         cached, declared = future.state.name == "Cached", stage.audit_view()
         extra = self.reports.get(folder, {})  # this run's own figures (the crawl's fetch), never cached
         if isinstance(result, StoredStage):
+            requests = result.request_ids(self.store)
+            if requests is not None:
+                self.requests[folder] = requests
             report = {**result.report, **extra}
             key = json_text([result.token, extra])
             record = self.run.link_stage(
@@ -185,6 +194,12 @@ class PipelineRunner:
             logger.warning(emptied)
         self.outputs[folder] = output
         return output
+
+    def request_ids(self, stage: Stage) -> Iterable[str]:
+        """The LLM requests a finished stage's output used: as its cache record kept them, else from its tables."""
+        if stage.folder in self.requests:
+            return self.requests[stage.folder]
+        return () if stage.request_ids is None else stage.request_ids(self.outputs[stage.folder])
 
     def free_slot(self) -> None:
         """Wait until fewer than ``max_parallel`` submitted stages are still running. Each running stage holds its
@@ -256,14 +271,32 @@ def mark_crashed(killed: list[dict[str, Any]]) -> None:
 
 @dataclasses.dataclass(frozen=True)
 class BuildInputs:
-    """The build's inputs as loaded (:class:`Input` names them), the hash each is recorded by, and what the
-    manifest lists of them: name → (file, rows), with the loaders' warnings and the crawl's fetch report."""
+    """The build's inputs (:class:`Input` names them), the hash each is recorded by, and what the manifest lists of
+    them: name → (file, rows), with the loaders' warnings and the crawl's fetch report; ``kept``: the inputs a
+    loader reads, by the key that determines their tables (a stage taken from the cache never reads them)."""
 
-    tables: dict[str, Any]
+    tables: Mapping[str, Any]
     hashes: dict[str, str]
     files: dict[str, tuple[Path, int | None]]
     warnings: list[str]
     fetch_report: dict[str, Any]
+    kept: Mapping[str, KeptInput] = dataclasses.field(default_factory=dict)
+
+
+class InputTables(Mapping[str, Any]):
+    """The build inputs' tables by name, a kept input's loaded when first read (:meth:`KeptInput.load`)."""
+
+    def __init__(self, kept: Mapping[str, KeptInput], others: Mapping[str, Any]) -> None:
+        self._kept, self._others = kept, others
+
+    def __getitem__(self, name: str) -> Any:
+        return self._kept[name].load() if name in self._kept else self._others[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter([*self._kept, *self._others])
+
+    def __len__(self) -> int:
+        return len(self._kept) + len(self._others)
 
 
 STAGE_FILES = "stage-files"
@@ -274,37 +307,68 @@ CRAWLED = "posts"
 
 
 def load_build_inputs(build: BuildConfig, root: Path, log: Callable[[str], None]) -> BuildInputs:
-    """Every input the build's stages declare, loaded and checked (:func:`pbbq.tasks.core.stage.load_inputs`),
-    and the crawl's sources fetched when a stage reads its posts (the network: never cached; ``log`` says what it
-    fetches)."""
+    """Every input the build's stages declare, checked (its loader, ``Input.load``, and the instruction-like scan),
+    then the crawl's sources fetched when a stage reads its posts (the network: never cached; ``log`` says what it
+    fetches). An input whose key (:func:`_input_keys`) an earlier build checked is not read again: its rows and
+    warnings are those kept in the content store under that key, its table loaded only when a stage that runs
+    reads it (:class:`KeptInput`). A bad input stops the build before anything is fetched or written."""
     paths = build.input_paths()
     declared = build.pipeline.inputs()
-    tables: dict[str, Any] = load_inputs(declared, paths)
-    files: dict[str, tuple[Path, int | None]] = {name: (paths[name], len(tables[name])) for name in paths}
+    files: dict[str, tuple[Path, int | None]] = {name: (path, None) for name, path in paths.items()}
     if build.transcript is not None:
         files["transcript"] = (build.transcript, None)
     hashes = {name: sha256_file(path) for name, (path, _) in files.items()}
+    store = ArtifactStore(root / ".cache" / STAGE_FILES)
+    keys = _input_keys(declared, hashes)
+    kept: dict[str, KeptInput] = {}
+    checks: dict[str, str | None] = {}
+    for source in (source for source in declared if source.load is not None):  # an input's needs come before it
+        needs = tuple(kept[need.name] for need in source.needs)
+        kept[source.name] = KeptInput(keys[source.name], source.load, paths.get(source.name), needs)
+        checks[source.name] = store.recall(_checked_key(kept[source.name]))
+        if checks[source.name] is None:
+            kept[source.name].load()  # not checked before: loaded and checked now
+    others: dict[str, Any] = {}
     fetch_report: dict[str, Any] = {}
     if any(source.name == CRAWLED for source in declared):
         crawled = fetch_sources(build.crawl, root / ".crawl", log=log)
         files |= {name: (path, None) for name, path in crawled.files.items()}
         hashes |= {name: sha256_file(path) for name, path in crawled.files.items()} | {CRAWLED: crawled.sha256}
-        tables[CRAWLED], fetch_report = crawled.posts, crawled.report
-    warnings = instruction_like(
-        tables, paths, ArtifactStore(root / ".cache" / STAGE_FILES), _input_keys(declared, hashes)
-    )
-    return BuildInputs(tables, hashes, files, warnings, fetch_report)
+        others[CRAWLED], fetch_report = crawled.posts, crawled.report
+    warnings: list[str] = []
+    for name, handle in kept.items():
+        checked = json.loads(store.file(checks[name] or _keep_check(handle, name, paths, store)).read_bytes())
+        warnings += checked["warnings"]
+        if name in paths:
+            files[name] = (paths[name], checked["rows"])
+    warnings += instruction_like(others, paths, store, _input_keys(declared, hashes))
+    return BuildInputs(InputTables(kept, others), hashes, files, warnings, fetch_report, kept)
+
+
+def _checked_key(handle: KeptInput) -> str:
+    """What a build's check of an input is kept under in the content store: the input's key."""
+    return json_text(["input checked", handle.key])
+
+
+def _keep_check(handle: KeptInput, name: str, paths: Mapping[str, Path], store: ArtifactStore) -> str:
+    """Keep what a build needs of an input it loaded and checked, by the input's key (:func:`_checked_key`): its
+    rows and the instruction-like scan's warnings. Returns the kept file's sha256."""
+    table = handle.load()
+    warnings = instruction_like({name: table}, dict(paths), store, {name: handle.key})
+    found = {"rows": None if table is None else len(table), "warnings": warnings}
+    return store.remember(_checked_key(handle), store.put(json_text(found).encode("utf-8")))
 
 
 def _input_keys(declared: Sequence[Input], hashes: Mapping[str, str]) -> dict[str, str]:
-    """Per input: what determines its table (its file's hash, or the fetched posts' own; the keys of the inputs
-    its loader reads; the loader's code) and the scan's code, keying the instruction-like scan's kept verdict."""
+    """Per input: what determines its table (its file's hash, None for an optional input left out, or the fetched
+    posts' own; the keys of the inputs its loader reads; the loader's code) and the scan's code. It keys the
+    stages' cache on the input (:class:`KeptInput`) and what a build keeps of its check."""
     scan = stage_code_hash(instruction_like)
     keys: dict[str, str] = {}
     for source in declared:  # an input's needs come before it
-        if source.name in hashes:
+        if source.name in hashes or source.load is not None:
             loader = None if source.load is None else stage_code_hash(source.load)
-            payload = [scan, loader, hashes[source.name], [keys.get(need.name) for need in source.needs]]
+            payload = [scan, loader, hashes.get(source.name), [keys.get(need.name) for need in source.needs]]
             keys[source.name] = sha256_bytes(json_text(payload).encode("utf-8"))
     return keys
 
@@ -325,7 +389,7 @@ def release_values(
                 request
                 for stage in runner().pipeline
                 if stage.request_ids is not None and stage.folder in outputs
-                for request in stage.request_ids(outputs[stage.folder])
+                for request in runner().request_ids(stage)
             }
             digest = client.export(used, path, note=TRANSCRIPT_NOTE, kept=runner().store)
             run.record_file(path, rows=len(used), sha256=digest)
@@ -444,8 +508,9 @@ def build_pbbq(
     if not llm.store_path.is_absolute():  # not configured: one response store per outputs folder
         llm = dataclasses.replace(llm, store_path=root / ".cache" / "llm" / "responses.sqlite")
     get_run_logger().info("run %s → %s", run.run_id, run.path)
+    store = ArtifactStore(root / ".cache" / STAGE_FILES)
     started = time.perf_counter()
-    with run.recording(), StageProgress(last_computed(run.path)) as progress, code_hashes_kept():
+    with run.recording(), StageProgress(last_computed(run.path)) as progress, code_hashes_kept(store):
         check_store_path(llm.store_path, build.path)  # this run's own folder is a run folder now
         client = open_llm(llm, build.transcript)  # a damaged transcript stops the build here, before stage 01
         if client.stand_in:

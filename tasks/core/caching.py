@@ -28,7 +28,7 @@ import pickle
 import sys
 import threading
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -69,7 +69,17 @@ def input_digest(value: Any) -> Any:
 
 
 def _module_file(name: str, root: Path) -> Path | None:
-    """The source file of a project module ``name`` under ``root`` (None for a library)."""
+    """The source file of a project module ``name`` under ``root`` (None for a library); found once per build
+    (:func:`code_hashes_kept`): every stage's closure asks for the shared modules and their imported names."""
+    kept = _KEPT_CODE.get()
+    if kept is None:
+        return _find_module_file(name, root)
+    if (name, root) not in kept.files:
+        kept.files[name, root] = _find_module_file(name, root)
+    return kept.files[name, root]
+
+
+def _find_module_file(name: str, root: Path) -> Path | None:
     package, *path = name.split(".")
     if package != PROJECT_PACKAGE:
         return None
@@ -90,7 +100,7 @@ def _imports(path: Path, name: str) -> frozenset[str]:
     package that finds its modules at run time (pkgutil.iter_modules: the languages) uses them all, those of the
     folders added to its search path too (:func:`pbbq.tasks.text.languages.add_modules`)."""
     package = name.rsplit(".", 1)[0] if path.name != "__init__.py" else name
-    found = _imports_of(path.read_text(encoding="utf-8"), package)
+    found = _kept_imports(path.read_text(encoding="utf-8"), package)
     if _FINDS_MODULES not in found:
         return found
     found = found - {_FINDS_MODULES}
@@ -133,6 +143,20 @@ def _imports_of(source: str, package: str) -> frozenset[str]:
     return frozenset(found)
 
 
+def _kept_imports(source: str, package: str) -> frozenset[str]:
+    """:func:`_imports_of`, kept in the build's content store (:func:`code_hashes_kept`) by the source's sha256 and
+    its package, so a build parses only the sources no build before it parsed: parsing them was a third of a
+    no-change rebuild's cache keys."""
+    kept = _KEPT_CODE.get()
+    if kept is None or kept.store is None:
+        return _imports_of(source, package)
+    key = json.dumps(["imports of a source", hashlib.sha256(source.encode("utf-8")).hexdigest(), package])
+    if key not in kept.imports:
+        digest = kept.store.memo(key, lambda: json.dumps(sorted(_imports_of(source, package))).encode("utf-8"))
+        kept.imports[key] = frozenset(json.loads(kept.store.file(digest).read_bytes()))
+    return kept.imports[key]
+
+
 def data_files(path: Path) -> list[Path]:
     """The data a module reads beside it, named as the module is: ``fa.toml`` beside ``fa.py``, or the files of a
     ``fa/`` folder that is not a package."""
@@ -141,6 +165,17 @@ def data_files(path: Path) -> list[Path]:
     if folder.is_dir() and not (folder / "__init__.py").exists():
         files += [file for file in folder.rglob("*") if file.is_file() and "__pycache__" not in file.parts]
     return sorted(files)
+
+
+def _kept_data_files(path: Path) -> list[Path]:
+    """:func:`data_files`, found once per build (:func:`code_hashes_kept`): every stage's hash reads the modules
+    they share."""
+    kept = _KEPT_CODE.get()
+    if kept is None:
+        return data_files(path)
+    if path not in kept.data:
+        kept.data[path] = data_files(path)
+    return kept.data[path]
 
 
 def module_closure(name: str, root: Path = REPO_ROOT) -> dict[str, Path]:
@@ -157,16 +192,33 @@ def module_closure(name: str, root: Path = REPO_ROOT) -> dict[str, Path]:
     return dict(sorted(closure.items()))
 
 
-_KEPT_CODE: ContextVar[dict[tuple[str, Path], str] | None] = ContextVar("kept_code_hashes", default=None)
-"""The code hashes of the build that runs in this context (:func:`code_hashes_kept`), by module and root."""
+@dataclass
+class _BuildCode:
+    """What a build keeps of its code while it runs (:func:`code_hashes_kept`)."""
+
+    store: ArtifactStore | None
+    hashes: dict[tuple[str, Path], str] = field(default_factory=dict)
+    """:func:`stage_code_hash` by module and root."""
+    files: dict[tuple[str, Path], Path | None] = field(default_factory=dict)
+    """:func:`_module_file` by module name and root."""
+    imports: dict[str, frozenset[str]] = field(default_factory=dict)
+    """:func:`_kept_imports` by its key."""
+    data: dict[Path, list[Path]] = field(default_factory=dict)
+    """:func:`data_files` by module file."""
+
+
+_KEPT_CODE: ContextVar[_BuildCode | None] = ContextVar("kept_code_hashes", default=None)
+"""What the build that runs in this context keeps of its code (:func:`code_hashes_kept`)."""
 
 
 @contextmanager
-def code_hashes_kept() -> Iterator[None]:
-    """Within it (a build), each module's :func:`stage_code_hash` is computed once and kept for every stage that
-    asks again: the code does not change while a build runs, and every stage's key walks the shared modules.
-    Prefect's thread runner copies the context into the threads that compute the stages' keys."""
-    token = _KEPT_CODE.set({})
+def code_hashes_kept(store: ArtifactStore | None = None) -> Iterator[None]:
+    """Within it (a build), each module's :func:`stage_code_hash` and source file are found once and kept for every
+    stage that asks again: the code does not change while a build runs, and every stage's key walks the shared
+    modules; with ``store``, the imports of each source are kept there for the builds after it
+    (:func:`_kept_imports`). Prefect's thread runner copies the context into the threads that compute the stages'
+    keys."""
+    token = _KEPT_CODE.set(_BuildCode(store))
     try:
         yield
     finally:
@@ -177,15 +229,15 @@ def stage_code_hash(fn: Callable[..., Any], root: Path = REPO_ROOT) -> str:
     """sha256 of the source of the module that defines ``fn`` and of every project module it imports, each with
     its :func:`data_files` (a language's word lists); kept for the build inside :func:`code_hashes_kept`."""
     kept = _KEPT_CODE.get()
-    if kept is not None and (fn.__module__, root) in kept:
-        return kept[fn.__module__, root]
+    if kept is not None and (fn.__module__, root) in kept.hashes:
+        return kept.hashes[fn.__module__, root]
     digest = hashlib.sha256()
     for name, path in module_closure(fn.__module__, root).items():
         digest.update(name.encode() + b"\0" + path.read_bytes())
-        for data in data_files(path):
+        for data in _kept_data_files(path):
             digest.update(data.relative_to(path.parent).as_posix().encode() + b"\0" + data.read_bytes())
     if kept is not None:
-        kept[fn.__module__, root] = digest.hexdigest()
+        kept.hashes[fn.__module__, root] = digest.hexdigest()
     return digest.hexdigest()
 
 
@@ -231,20 +283,35 @@ class StoredStage:
     frames: dict[str, str]
     """Table name → sha256 of its pickled frame in the store (the frame exactly as the stage returned it)."""
     report: dict[str, Any]
+    requests: str | None = None
+    """sha256 of the JSON list of the LLM requests its output used (:attr:`.stage.Stage.request_ids`) in the store,
+    so a run's transcript is made without its frames; None for a stage that sends none (or a record from before)."""
     token: str = field(default_factory=lambda: uuid.uuid4().hex)
     """This result's own id (the run that computed it made it): what a ``report.json`` made from it is kept by."""
     _tables: LazyTables | None = field(default=None, repr=False, compare=False)
 
     @classmethod
-    def keep(cls, output: StageOutput, store: ArtifactStore) -> StoredStage:
-        """Put a finished stage's files and frames into ``store``; its tables stay in memory for this run."""
+    def keep(cls, output: StageOutput, store: ArtifactStore, requests: Iterable[str] | None = None) -> StoredStage:
+        """Put a finished stage's files and frames into ``store``, and the LLM requests it used (``requests``, None
+        for a stage that sends none); its tables stay in memory for this run."""
         files = tuple(StoredFile(file.name, store.put(file.data()), file.rows) for file in stage_files(output))
         frames = {name: store.put(pickle.dumps(frame, PICKLE)) for name, frame in output.tables.items()}
-        return cls(files, frames, output.report, _tables=LazyTables(frames, store, output.tables))
+        used = None if requests is None else store.put(json.dumps(sorted(set(requests))).encode("utf-8"))
+        return cls(files, frames, output.report, used, _tables=LazyTables(frames, store, output.tables))
 
     def complete(self, store: ArtifactStore) -> bool:
-        """Whether every file and frame it names is in ``store`` (a store cleaned by hand may lack some)."""
-        return all(store.has(digest) for digest in (*(file.sha256 for file in self.files), *self.frames.values()))
+        """Whether every file, frame and request list it names is in ``store`` (a store cleaned by hand may lack
+        some)."""
+        kept = (
+            *(file.sha256 for file in self.files),
+            *self.frames.values(),
+            *([self.requests] if self.requests else []),
+        )
+        return all(store.has(digest) for digest in kept)
+
+    def request_ids(self, store: ArtifactStore) -> list[str] | None:
+        """The LLM requests its output used, as kept (None when it kept none)."""
+        return None if self.requests is None else list(json.loads(store.file(self.requests).read_bytes()))
 
     def tables(self, store: ArtifactStore) -> LazyTables:
         """Its tables, each loaded from ``store`` when first read (those in memory already, as they are)."""
@@ -271,6 +338,48 @@ class StoredInput:
     def load(self) -> pd.DataFrame:
         frames = [tables[name] for _, tables, name in self.parts]
         return pd.concat(frames, ignore_index=True) if self.stacked else frames[0]
+
+
+@dataclass(eq=False)
+class KeptInput:
+    """A build input by the key that determines its table (its file's hash, its loader's code, the keys of the
+    inputs its loader checks it against): the cache key takes the key alone, so a stage taken from the cache never
+    needs the input read, and a stage that runs gets the table (:meth:`load`: read and checked once, then kept).
+    An input a build has not loaded and checked before is loaded when the build starts (:meth:`loaded`), so bad
+    input still stops the build before stage 01 (docs/architecture.md §5)."""
+
+    key: str
+    loader: Callable[..., Any]
+    path: Path | None
+    needs: tuple[KeptInput, ...] = ()
+    _value: tuple[Any, ...] = field(default=(), repr=False)
+    """(its table,) once loaded."""
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def cache_identity(self) -> dict[str, str]:
+        return {"input": self.key}
+
+    def load(self) -> Any:
+        """The input's table: ``loader(path, *the needs' tables)``, called once."""
+        with self._lock:
+            if not self._value:
+                self._value = (self.loader(self.path, *(need.load() for need in self.needs)),)
+            return self._value[0]
+
+    def loaded(self) -> bool:
+        return bool(self._value)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_lock": None}  # to a Dask worker: the table if loaded, and how to load it
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state, _lock=threading.Lock())
+
+
+def loaded(value: Any) -> Any:
+    """A stage's argument as the stage function takes it: the table of a :class:`StoredInput` or
+    :class:`KeptInput`, anything else as it is."""
+    return value.load() if isinstance(value, StoredInput | KeptInput) else value
 
 
 @dataclass
@@ -342,7 +451,7 @@ def separated(per: Separable, arguments: Mapping[str, Any], store: ArtifactStore
     the others computed in one call of ``part`` on their rows and kept; then ``whole`` on every part (``part``'s
     own tables when it computed every key). Returns the output and what was computed: how many keys, and how many
     rows of the part's first table, of how many."""
-    found = {name: v.load() if isinstance(v, StoredInput) else v for name, v in arguments.items()}
+    found = {name: loaded(value) for name, value in arguments.items()}
     others = {name: value for name, value in arguments.items() if name not in per.split}
     common = json.dumps(
         {"code": stage_code_hash(per.part), "others": input_digest(others)}, sort_keys=True, default=str
@@ -392,9 +501,11 @@ def stage_task(stage: Stage, params: Any, store: ArtifactStore) -> Any:
             computed, parts = separated(stage.per, arguments, store)
             output = finish(stage, dataclasses.replace(computed, report={**computed.report, "parts": parts}), params)
         else:
-            found = {name: v.load() if isinstance(v, StoredInput) else v for name, v in arguments.items()}
+            found = {name: loaded(value) for name, value in arguments.items()}
             output = finish(stage, stage.run(**found), params)
-        return StoredStage.keep(output, store) if stage.cached else output
+        if not stage.cached:
+            return output
+        return StoredStage.keep(output, store, None if stage.request_ids is None else stage.request_ids(output))
 
     functools.update_wrapper(run, stage.run)  # Prefect binds the stage function's own parameters
     name = stage.run.__name__
