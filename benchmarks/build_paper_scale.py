@@ -78,14 +78,15 @@ def _arrow_tables(output: Any) -> dict[str, Any]:
 
 
 def _digest(tables: dict[str, Any]) -> str:
-    """One sha256 over a stage's tables (name and Arrow IPC stream of each): equal digests, equal tables."""
+    """One sha256 over a stage's tables (name and Arrow IPC stream of each, its chunks combined: a table built in
+    parts holds the same rows in more record batches): equal digests, equal tables."""
     import pyarrow as pa
 
     digest = hashlib.sha256()
     for name, table in tables.items():
         sink = pa.BufferOutputStream()
         with pa.ipc.new_stream(sink, table.schema) as writer:
-            writer.write_table(table)
+            writer.write_table(table.combine_chunks())
         digest.update(name.encode("utf-8") + b"\0" + sink.getvalue().to_pybytes())
     return digest.hexdigest()
 
