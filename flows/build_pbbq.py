@@ -434,12 +434,20 @@ TASK_RUNNERS = ("threads", "dask")
 
 def parallel_stages() -> int:
     """How many stages run at once by default on the running flow's task runner: a Dask cluster's worker threads,
-    otherwise this machine's CPUs (Prefect's thread pool has no bound of its own, and a stage's pandas work holds the
-    GIL, so more stages than CPUs only hold more frames at once)."""
+    otherwise the CPUs this process may run on (Prefect's thread pool has no bound of its own, and a stage's pandas
+    work holds the GIL, so more stages than CPUs only hold more frames at once)."""
     context = FlowRunContext.get()
     client = getattr(context.task_runner, "client", None) if context else None  # a DaskTaskRunner's, started
     if client is not None:
         return max(1, sum(client.nthreads().values()))
+    return usable_cpus()
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on: its affinity where the system has one (a container or ``taskset`` limits
+    it; ``os.cpu_count`` counts the whole machine), else the machine's."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
     return os.cpu_count() or 1
 
 

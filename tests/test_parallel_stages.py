@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from prefect import flow
 
-from pbbq.flows.build_pbbq import BuildInputs, PipelineRunner, parallel_stages, task_runner
+from pbbq.flows.build_pbbq import BuildInputs, PipelineRunner, parallel_stages, task_runner, usable_cpus
 from pbbq.flows.config import SAMPLE_CONFIG, ConfigError, load_config
 from pbbq.tasks.core.artifacts import StageOutput
 from pbbq.tasks.core.run_folder import RunFolder
@@ -69,9 +69,9 @@ def test_no_more_stages_run_at_once_than_the_bound(prefect_server: None, tmp_pat
 
 
 def test_the_bound_follows_the_task_runner(prefect_server: None, tmp_path: Path) -> None:
-    """Prefect's thread pool: this machine's CPUs; a Dask cluster: its worker threads."""
+    """Prefect's thread pool: the CPUs this process may run on; a Dask cluster: its worker threads."""
     most, bound = _run(tmp_path, None)
-    assert bound == (os.cpu_count() or 1)
+    assert bound == usable_cpus()
     assert most <= bound
     pytest.importorskip("prefect_dask")
 
@@ -80,6 +80,13 @@ def test_the_bound_follows_the_task_runner(prefect_server: None, tmp_path: Path)
         return parallel_stages()
 
     assert on_dask() == 2
+
+
+def test_the_default_bound_is_the_cpus_this_process_may_use(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A container or ``taskset`` that gives the build one CPU of a larger machine bounds it to one stage at once."""
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {3}, raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 64)
+    assert parallel_stages() == 1
 
 
 def test_the_bound_is_a_build_setting(sample_copy: Path) -> None:
