@@ -4,6 +4,9 @@ them, a funnel and a build id."""
 from __future__ import annotations
 
 import hashlib
+import json
+from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -84,3 +87,28 @@ FUNNEL = pd.DataFrame(
     ],
     columns=["step", "count"],
 )
+
+
+def write_inputs(tmp_path: Path) -> tuple[Path, Path]:
+    """A run's manifest and transcript under ``tmp_path/run``, as publish reads them."""
+    manifest = tmp_path / "run" / "manifest.json"
+    manifest.parent.mkdir(parents=True, exist_ok=True)
+    manifest.write_text(json.dumps({"run_id": BUILD, "status": "built", "stages": []}) + "\n", encoding="utf-8")
+    transcript = tmp_path / "run" / "transcript.jsonl"
+    transcript.write_text('{"records": 1, "transcript": "pbbq", "version": 1}\n{"key": "req-1"}\n', encoding="utf-8")
+    return manifest, transcript
+
+
+def run_inputs(tmp_path: Path, table1: pd.DataFrame) -> dict[str, Any]:
+    """Publish's per-run inputs (:class:`pbbq.tasks.publish.PublishRun`) for a release whose Table 1 is ``table1``:
+    the run's manifest and transcript (:func:`write_inputs`), the sample's build config, no Table 2."""
+    manifest, transcript = write_inputs(tmp_path)
+    return {
+        "table1": table1,
+        "table2": None,
+        "funnel": FUNNEL,
+        "manifest_path": manifest,
+        "transcript_path": transcript,
+        "build_id": BUILD,
+        "build_config": "configs/sample.toml",
+    }

@@ -32,7 +32,7 @@ from pbbq.tasks.publish.release import RELEASE, ReleaseError, ReleaseFolder, bui
 from pbbq.tasks.statistics import table1
 from tests.fakes.hub_server import FakeHub
 from tests.helpers import load_release_offline
-from tests.release_support import BUILD, FUNNEL, make_configs, make_examples
+from tests.release_support import BUILD, FUNNEL, make_configs, make_examples, run_inputs, write_inputs
 
 # huggingface_hub 2.4 itself uploads LFS files with httpx2's deprecated ``data=`` argument (lfs.py)
 pytestmark = pytest.mark.filterwarnings("ignore:Use 'content=<...>' to upload raw bytes:DeprecationWarning")
@@ -51,15 +51,6 @@ TABLE2 = pd.DataFrame(
         "homogenization_note": ["no homogenization model given for this language"] * 2,
     }
 )
-
-
-def write_inputs(tmp_path: Path) -> tuple[Path, Path]:
-    manifest = tmp_path / "run" / "manifest.json"
-    manifest.parent.mkdir(parents=True, exist_ok=True)
-    manifest.write_text(json.dumps({"run_id": BUILD, "status": "built", "stages": []}) + "\n", encoding="utf-8")
-    transcript = tmp_path / "run" / "transcript.jsonl"
-    transcript.write_text('{"records": 1, "transcript": "pbbq", "version": 1}\n{"key": "req-1"}\n', encoding="utf-8")
-    return manifest, transcript
 
 
 def release(
@@ -380,19 +371,9 @@ def test_the_token_reaches_no_artifact_log_or_error(
 ) -> None:
     caplog.set_level(logging.DEBUG)
     params = PublishParams(repo_id=REPO, dry_run=False, tag="v1")
-    manifest, transcript = write_inputs(tmp_path)
     configs = make_configs()
     examples = pd.concat(configs.values(), ignore_index=True)
-    stage_inputs = {
-        "table1": table1(configs["fa"]),
-        "table2": None,
-        "funnel": FUNNEL,
-        "manifest_path": manifest,
-        "transcript_path": transcript,
-        "build_id": BUILD,
-        "build_config": "configs/sample.toml",
-        "endpoint": hub.url,
-    }
+    stage_inputs = {**run_inputs(tmp_path, table1(configs["fa"])), "endpoint": hub.url}
     output = publish_stage(tmp_path / "ok", examples, params=params, **stage_inputs)
     hub.fail("commit", status=500, message="commit refused", echo_authorization=True)
     with pytest.raises(PublishError) as failure:

@@ -1,7 +1,6 @@
 """Publish in two steps: the release's data part as a cached stage (``10_data``) and the per-run publish that
 places its files by reference, with the same release as publishing in one call."""
 
-import json
 from pathlib import Path
 
 import pandas as pd
@@ -9,24 +8,7 @@ import pandas as pd
 from pbbq.flows.pipeline import ADAPT_PIPELINE, PIPELINE
 from pbbq.tasks.publish import RELEASE_DATA, STAGE, PublishParams, publish_release, publish_stage, release_data_stage
 from pbbq.tasks.statistics import table1
-from tests.release_support import BUILD, FUNNEL, make_configs
-
-
-def _inputs(tmp_path: Path, examples: pd.DataFrame) -> dict[str, object]:
-    manifest = tmp_path / "manifest.json"
-    manifest.write_text(json.dumps({"run_id": BUILD, "status": "built"}) + "\n", encoding="utf-8")
-    transcript = tmp_path / "transcript.jsonl"
-    transcript.write_text('{"records": 1, "transcript": "pbbq", "version": 1}\n{"key": "req-1"}\n', encoding="utf-8")
-    return {
-        "table1": table1(examples),
-        "table2": None,
-        "funnel": FUNNEL,
-        "manifest_path": manifest,
-        "transcript_path": transcript,
-        "build_id": BUILD,
-        "build_config": "configs/sample.toml",
-        "params": PublishParams(synthetic=True),
-    }
+from tests.release_support import make_configs, run_inputs
 
 
 def _files(folder: Path) -> dict[str, bytes]:
@@ -35,7 +17,7 @@ def _files(folder: Path) -> dict[str, bytes]:
 
 def test_two_steps_give_the_release_of_one_call_with_its_data_by_reference(tmp_path: Path) -> None:
     examples = pd.concat(make_configs().values(), ignore_index=True)
-    inputs = _inputs(tmp_path, examples)
+    inputs = {**run_inputs(tmp_path, table1(examples)), "params": PublishParams(synthetic=True)}
     whole = publish_stage(tmp_path / "one" / "10_publish", examples, configs=("fa", "fa-names", "en"), **inputs)
 
     data = release_data_stage(examples, ("fa", "fa-names", "en"))
