@@ -32,6 +32,7 @@ from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 
 from ..tasks.core.artifacts import ArtifactStore, StageOutput, atomic_write_bytes, json_text, sha256_bytes, sha256_file
 from ..tasks.core.caching import KeptInput, StoredInput, StoredStage, code_hashes_kept, stage_code_hash, stage_task
+from ..tasks.core.collector import build_collector
 from ..tasks.core.inputs import instruction_like
 from ..tasks.core.progress import StageProgress
 from ..tasks.core.run_folder import RunFolder, display_path
@@ -110,13 +111,15 @@ class PipelineRunner:
         return self._client
 
     def run_all(self) -> dict[str, StageOutput]:
-        """Every stage, each submitted once the stages it reads are written; returns their outputs by folder."""
-        for stage in self.pipeline:
-            for folder in sorted(stage.upstream):
-                self.wait(folder)
-            self.submit(stage)
-        for stage in self.pipeline:
-            self.wait(stage.folder)
+        """Every stage, each submitted once the stages it reads are written, with the garbage collector set for a
+        build (:func:`~pbbq.tasks.core.collector.build_collector`); returns their outputs by folder."""
+        with build_collector():
+            for stage in self.pipeline:
+                for folder in sorted(stage.upstream):
+                    self.wait(folder)
+                self.submit(stage)
+            for stage in self.pipeline:
+                self.wait(stage.folder)
         return self.outputs
 
     def submit(self, stage: Stage) -> None:

@@ -43,6 +43,7 @@ from prefect.cache_policies import NO_CACHE, CachePolicy
 from prefect.context import TaskRunContext
 
 from .artifacts import REPO_ROOT, ArtifactStore, StageOutput, StoredFile, parquet_bytes, sha256_file, stage_files
+from .collector import keep_long_lived
 from .stage import Separable, Stage, finish
 
 PROJECT_PACKAGE = "pbbq"
@@ -503,6 +504,7 @@ def stage_task(stage: Stage, params: Any, store: ArtifactStore) -> Any:
         else:
             found = {name: loaded(value) for name, value in arguments.items()}
             output = finish(stage, stage.run(**found), params)
+        keep_long_lived()
         if not stage.cached:
             return output
         return StoredStage.keep(output, store, None if stage.request_ids is None else stage.request_ids(output))
