@@ -11,12 +11,15 @@ import re
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from pbbq.flows.audit.diff import changes_since_previous, default_pair, diff_runs
+from pbbq.flows.audit.diff import _arrow_differs, changes_since_previous, compare, default_pair, diff_runs
 from pbbq.flows.audit.runs import AuditError, completed_runs, example_tables, table_path
 from pbbq.flows.cli import main
 from pbbq.tasks.core.artifacts import sha256_file
@@ -273,3 +276,67 @@ def test_a_run_whose_manifest_lists_no_tables_yet_is_compared_by_its_files(
     monkeypatch.setattr("pbbq.flows.audit.diff.read_table", read_table)
     assert not diff_runs(a, b)
     assert sorted(set(read)) == ["diversity/table2", "diversity/table2_instances", "statistics/table1"]
+
+
+_CELL_KINDS = {
+    "text": st.one_of(st.none(), st.sampled_from(["", "a", "b", "زن"])),
+    "number": st.one_of(st.floats(), st.sampled_from([0.0, -0.0, float("nan"), -float("nan")])),
+    "count": st.integers(-3, 3),
+    "texts": st.one_of(st.none(), st.lists(st.sampled_from(["a", "b", ""]), max_size=3)),
+    "numbers": st.lists(st.sampled_from([0.0, -0.0, 1.5, float("nan"), -float("nan")]), max_size=3),
+    "record": st.one_of(
+        st.none(),
+        st.fixed_dictionaries(
+            {"ans0": st.lists(st.sampled_from(["a", "b"]), max_size=2), "version": st.sampled_from(["a", "b"])}
+        ),
+    ),
+    "loose record": st.one_of(
+        st.none(),
+        st.dictionaries(st.sampled_from(["a", "b"]), st.one_of(st.none(), st.sampled_from(["x", ""])), min_size=1),
+    ),
+}
+
+
+@st.composite
+def _two_versions(draw: st.DrawFn, kinds: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Two versions of a table keyed by ``id`` (ids may repeat, or be in one version only); each cell of the
+    second is the first's or another draw."""
+    ids = st.lists(st.sampled_from("pqrst"), min_size=1, max_size=6)
+    old = {"id": draw(ids)}
+    new = {"id": draw(ids)}
+    for n, kind in enumerate(kinds):
+        old[f"{kind}{n}"] = [draw(_CELL_KINDS[kind]) for _ in old["id"]]
+        new[f"{kind}{n}"] = [
+            old[f"{kind}{n}"][i] if i < len(old["id"]) and draw(st.booleans()) else draw(_CELL_KINDS[kind])
+            for i in range(len(new["id"]))
+        ]
+    return pd.DataFrame(old), pd.DataFrame(new)
+
+
+@settings(max_examples=300, deadline=None)
+@given(frames=st.lists(st.sampled_from(sorted(_CELL_KINDS)), min_size=1, max_size=4).flatmap(_two_versions))
+def test_comparing_the_files_arrow_tables_finds_the_same_changes_as_their_canonical_strings(
+    frames: tuple[pd.DataFrame, pd.DataFrame], tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Two versions written as parquet files and read back: the changed cells found on their Arrow tables (what
+    ``pbbq diff`` and the flow's diff do) are exactly those whose canonical strings differ."""
+    folder = tmp_path_factory.mktemp("versions")
+    tables = []
+    for name, frame in zip(("old", "new"), frames, strict=True):
+        pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), folder / f"{name}.parquet")
+        tables.append(pq.read_table(folder / f"{name}.parquet"))
+    old, new = (pd.read_parquet(folder / f"{name}.parquet") for name in ("old", "new"))
+    fast = compare(old, new, ["id"], arrow=(tables[0], tables[1]))
+    slow = compare(old, new, ["id"])
+    assert (fast.added, fast.removed) == (slow.added, slow.removed)
+    assert {i: sorted(fields) for i, fields in fast.changed.items()} == {
+        i: sorted(fields) for i, fields in slow.changed.items()
+    }
+
+
+def test_a_nan_is_the_same_as_any_nan_and_zero_is_not_minus_zero() -> None:
+    """As their canonical strings ('nan', '0.0', '-0.0'): NaNs with other bits are equal, the two zeros are not."""
+    old = pa.array(np.array([np.nan, 0.0, 1.5]))
+    new = pa.array(np.array([-np.nan, -0.0, 1.5]))
+    assert old[0].as_py() != old[0].as_py() and np.signbit(new.to_numpy()[0])  # the bits differ
+    assert _arrow_differs(old, new).tolist() == [False, True, False]
