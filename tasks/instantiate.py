@@ -66,6 +66,10 @@ from .text.languages.fa import normalize_fa
 
 ROLE_NAMES = {"stereo": "stereotyped", "nonstereo": "non-stereotyped", "unknown": "unknown"}
 PERMUTATIONS: tuple[tuple[str, str, str], ...] = tuple(itertools.permutations(("stereo", "nonstereo", "unknown")))
+ANSWER_ROLES = {
+    roles: {option: ROLE_NAMES[role] for option, role in zip(OPTIONS, roles, strict=True)} for roles in PERMUTATIONS
+}
+"""BBQ's ``answer_roles`` record of each order of the three roles (one record, shared by the examples of that order)."""
 DUPLICATE_KEY = ["context", "question", "ans0", "ans1", "ans2"]
 DROPPED_PAIR = pa.schema(
     [
@@ -259,7 +263,9 @@ def template_examples(
     }
     variants = list(template.lexical_variants) or [""]
     orders = [(text, _entity_order(text)) for text in (template.ambiguous_fa, swap_roles(template.ambiguous_fa))]
-    unknowns = iter(rng.choice(np.array(params.unknown_phrases), size=len(pairs) * len(variants) * 2 * len(cells)))
+    unknowns = iter(
+        rng.choice(np.array(params.unknown_phrases), size=len(pairs) * len(variants) * 2 * len(cells)).tolist()
+    )
     tags: dict[str, dict[str, str]] = {}
     rows = []
     for (stereo, nonstereo), lex in itertools.product(pairs, variants):
@@ -276,7 +282,8 @@ def template_examples(
                 order_cycle, start = cycles[cell]
                 roles = PERMUTATIONS[order_cycle[(start + counters[cell]) % len(PERMUTATIONS)]]
                 counters[cell] += 1
-                texts = {"stereo": stereo, "nonstereo": nonstereo, "unknown": str(next(unknowns))}
+                texts = {"stereo": stereo, "nonstereo": nonstereo, "unknown": next(unknowns)}
+                options = [texts[role] for role in roles]
                 key = "|".join([template_id, stereo, nonstereo, lex, order, condition, assignment, polarity])
                 rows.append(
                     {
@@ -286,12 +293,13 @@ def template_examples(
                         "context_condition": condition,
                         "context": context,
                         "question": questions[polarity],
-                        **{option: texts[role] for option, role in zip(OPTIONS, roles, strict=True)},
+                        **dict(zip(OPTIONS, options, strict=True)),
                         "label": roles.index(answer_role(condition, assignment, polarity)),
                         "answer_info": {
-                            option: [texts[role], tag[role]] for option, role in zip(OPTIONS, roles, strict=True)
+                            option: [text, tag[role]]
+                            for option, text, role in zip(OPTIONS, options, roles, strict=True)
                         },
-                        "answer_roles": {option: ROLE_NAMES[role] for option, role in zip(OPTIONS, roles, strict=True)},
+                        "answer_roles": ANSWER_ROLES[roles],
                         "target_loc": roles.index("stereo"),
                         "assignment": assignment,
                         "entity_order": order,
