@@ -57,10 +57,12 @@ SOUNDNESS = pa.schema(
 def _per_distinct(frame: pd.DataFrame, columns: list[str], rows: pd.Series, decide: Callable[..., object]) -> pd.Series:
     """``decide(*values)`` of the ``columns`` of every row where ``rows`` holds, called once per distinct values (an
     entity pair recurs in every example of its template); None for the other rows."""
-    distinct = frame.loc[rows, columns].drop_duplicates()
-    decided = [decide(*values) for values in distinct.itertuples(index=False)]
-    position = pd.MultiIndex.from_frame(distinct).get_indexer(pd.MultiIndex.from_frame(frame[columns]))
-    return pd.Series(np.array([*decided, None], dtype=object)[np.where(rows, position, -1)], index=frame.index)
+    chosen = frame.loc[rows, columns]
+    distinct = chosen.drop_duplicates()
+    decided = np.array([decide(*values) for values in distinct.itertuples(index=False)], dtype=object)
+    every = np.full(len(frame), None, dtype=object)
+    every[rows.to_numpy()] = decided[pd.MultiIndex.from_frame(distinct).get_indexer(pd.MultiIndex.from_frame(chosen))]
+    return pd.Series(every, index=frame.index)
 
 
 def _gender_added(lang: str, stereo: str, nonstereo: str, stereo_fa: str, nonstereo_fa: str) -> bool:
