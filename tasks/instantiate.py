@@ -66,6 +66,10 @@ from .text.languages.fa import normalize_fa
 
 ROLE_NAMES = {"stereo": "stereotyped", "nonstereo": "non-stereotyped", "unknown": "unknown"}
 PERMUTATIONS: tuple[tuple[str, str, str], ...] = tuple(itertools.permutations(("stereo", "nonstereo", "unknown")))
+ANSWER_ROLES = {
+    roles: {option: ROLE_NAMES[role] for option, role in zip(OPTIONS, roles, strict=True)} for roles in PERMUTATIONS
+}
+"""BBQ's ``answer_roles`` record of each order of the three roles (one record, shared by the examples of that order)."""
 DUPLICATE_KEY = ["context", "question", "ans0", "ans1", "ans2"]
 DROPPED_PAIR = pa.schema(
     [
@@ -232,64 +236,76 @@ def template_pairs(template: pd.Series) -> tuple[list[tuple[str, str]], list[dic
 def template_examples(
     template: pd.Series, pairs: list[tuple[str, str]], groups: Groups, params: InstantiateParams
 ) -> list[dict]:
-    """All examples of one template's built pairs, |pairs| × |lex| × 12 of them."""
+    """All examples of one template's built pairs, |pairs| × |lex| × 12 of them. The template's fields, the tags of
+    each non-stereotyped entity and the 'unknown' phrasings (one draw of the template's stream for all its
+    examples, the same phrasings one draw each would give) are taken once, not per example."""
     rng = _template_rng(params.seed, template.template_id)
     cells = _cells(template)
     cycles = {cell[:3]: (rng.permutation(len(PERMUTATIONS)), int(rng.integers(len(PERMUTATIONS)))) for cell in cells}
     counters = dict.fromkeys(cycles, 0)
+    template_id, stereo_entities = template.template_id, template.stereo_entities
     questions = {"neg": template.question_negative_fa, "nonneg": template.question_nonnegative_fa}
-    metadata = {
-        "subcategory": "None",
-        "stereotyped_groups": [group_tag(groups.target)],
-        "version": RECORD_VERSION,
-        "source": groups.source,
+    common = {
+        "template_id": template_id,
+        "stereotype_id": template.stereotype_id,
+        "category": template.category,
+        "question_index": template_id,
+        "additional_metadata": {
+            "subcategory": "None",
+            "stereotyped_groups": [group_tag(groups.target)],
+            "version": RECORD_VERSION,
+            "source": groups.source,
+        },
+        "lang": "fa",
+        "variant": "original",
+        "source_example_id": None,
+        "llm_request_ids": list(template.get("llm_request_ids", []) or []),
     }
     variants = list(template.lexical_variants) or [""]
+    orders = [(text, _entity_order(text)) for text in (template.ambiguous_fa, swap_roles(template.ambiguous_fa))]
+    unknowns = iter(
+        rng.choice(np.array(params.unknown_phrases), size=len(pairs) * len(variants) * 2 * len(cells)).tolist()
+    )
+    tags: dict[str, dict[str, str]] = {}
     rows = []
     for (stereo, nonstereo), lex in itertools.product(pairs, variants):
-        tags = groups.tags(nonstereo, template.stereo_entities)
-        for ambiguous_template in (template.ambiguous_fa, swap_roles(template.ambiguous_fa)):
+        if nonstereo not in tags:
+            tags[nonstereo] = groups.tags(nonstereo, stereo_entities)
+        tag = tags[nonstereo]
+        for ambiguous_template, order in orders:
             ambiguous = _fill(ambiguous_template, stereo, nonstereo, lex)
-            order = _entity_order(ambiguous_template)
             for condition, assignment, polarity, continuation in cells:
                 context = (
                     ambiguous if condition == "ambig" else f"{ambiguous} {_fill(continuation, stereo, nonstereo, lex)}"
                 )
-                order_cycle, start = cycles[(condition, assignment, polarity)]
-                roles = PERMUTATIONS[
-                    order_cycle[(start + counters[(condition, assignment, polarity)]) % len(PERMUTATIONS)]
-                ]
-                counters[(condition, assignment, polarity)] += 1
-                texts = {"stereo": stereo, "nonstereo": nonstereo, "unknown": str(rng.choice(params.unknown_phrases))}
-                key = "|".join([template.template_id, stereo, nonstereo, lex, order, condition, assignment, polarity])
+                cell = (condition, assignment, polarity)
+                order_cycle, start = cycles[cell]
+                roles = PERMUTATIONS[order_cycle[(start + counters[cell]) % len(PERMUTATIONS)]]
+                counters[cell] += 1
+                texts = {"stereo": stereo, "nonstereo": nonstereo, "unknown": next(unknowns)}
+                options = [texts[role] for role in roles]
+                key = "|".join([template_id, stereo, nonstereo, lex, order, condition, assignment, polarity])
                 rows.append(
                     {
-                        "example_id": f"{template.template_id}-{hashlib.sha256(key.encode()).hexdigest()[:12]}",
-                        "template_id": template.template_id,
-                        "stereotype_id": template.stereotype_id,
-                        "category": template.category,
-                        "question_index": template.template_id,
+                        **common,
+                        "example_id": f"{template_id}-{hashlib.sha256(key.encode()).hexdigest()[:12]}",
                         "question_polarity": polarity,
                         "context_condition": condition,
                         "context": context,
                         "question": questions[polarity],
-                        **{option: texts[role] for option, role in zip(OPTIONS, roles, strict=True)},
+                        **dict(zip(OPTIONS, options, strict=True)),
                         "label": roles.index(answer_role(condition, assignment, polarity)),
                         "answer_info": {
-                            option: [texts[role], tags[role]] for option, role in zip(OPTIONS, roles, strict=True)
+                            option: [text, tag[role]]
+                            for option, text, role in zip(OPTIONS, options, roles, strict=True)
                         },
-                        "additional_metadata": metadata,
-                        "answer_roles": {option: ROLE_NAMES[role] for option, role in zip(OPTIONS, roles, strict=True)},
+                        "answer_roles": ANSWER_ROLES[roles],
                         "target_loc": roles.index("stereo"),
                         "assignment": assignment,
                         "entity_order": order,
                         "stereo_entity": stereo,
                         "nonstereo_entity": nonstereo,
                         "lexical_variant": lex,
-                        "lang": "fa",
-                        "variant": "original",
-                        "source_example_id": None,
-                        "llm_request_ids": list(template.get("llm_request_ids", []) or []),
                     }
                 )
     return rows

@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
+import numpy as np
 import pandas as pd
 
 from .core.artifacts import StageOutput, count_reasons
@@ -41,8 +42,8 @@ class RatingsError(ValueError):
     """Ratings from which no kappa can be computed."""
 
 
-def template_kappa(ratings: pd.DataFrame) -> tuple[float, str]:
-    """Fleiss' kappa of one template's ratings (rows: item_id, annotator_id, target_label) and a note."""
+def _check(ratings: pd.DataFrame) -> None:
+    """A ``RatingsError`` when no Fleiss' kappa can be computed from one template's ratings."""
     if ratings.duplicated(["item_id", "annotator_id"]).any():
         raise RatingsError("an annotator rated the same item twice")
     per_item = ratings.groupby("item_id")["annotator_id"].nunique()
@@ -50,7 +51,10 @@ def template_kappa(ratings: pd.DataFrame) -> tuple[float, str]:
         raise RatingsError(f"items rated by different numbers of annotators: {per_item.to_dict()}")
     if per_item.iloc[0] < 2:
         raise RatingsError("each item needs at least 2 annotators")
-    counts = pd.crosstab(ratings["item_id"], ratings["target_label"]).to_numpy()
+
+
+def _kappa(counts: np.ndarray) -> tuple[float, str]:
+    """Fleiss' kappa and its note from a template's item × label counts (the labels it uses, in sorted order)."""
     if counts.shape[1] == 1:
         return 1.0, SINGLE_LABEL
     with one_import_at_a_time():
@@ -59,27 +63,40 @@ def template_kappa(ratings: pd.DataFrame) -> tuple[float, str]:
     return float(fleiss_kappa(counts, method="fleiss")), ""
 
 
+def template_kappa(ratings: pd.DataFrame) -> tuple[float, str]:
+    """Fleiss' kappa of one template's ratings (rows: item_id, annotator_id, target_label) and a note."""
+    _check(ratings)
+    return _kappa(pd.crosstab(ratings["item_id"], ratings["target_label"]).to_numpy())
+
+
+FIGURES = ["template_id", "n_items", "n_annotators", "kappa", "kappa_note", "mean_relevance"]
+
+
 def fleiss_kappa_per_template(ratings: pd.DataFrame) -> pd.DataFrame:
-    """One row per template: items, annotators, Fleiss' kappa (with note) and mean relevance."""
-    rows = []
-    for template_id, group in ratings.groupby("template_id", sort=True):
+    """One row per template: items, annotators, Fleiss' kappa (with note) and mean relevance, as
+    :func:`template_kappa` gives them one template at a time, from one grouping of all the ratings (the first
+    template, in id order, whose ratings give no kappa is named in the error)."""
+    if ratings.empty:
+        return pd.DataFrame(columns=FIGURES)
+    by_template = ratings.groupby("template_id", sort=True)
+    figures = by_template.agg(
+        n_items=("item_id", "nunique"), n_annotators=("annotator_id", "nunique"), mean_relevance=("relevance", "mean")
+    )
+    raters = ratings.groupby(["template_id", "item_id"])["annotator_id"].nunique().groupby(level=0)
+    twice = ratings.duplicated(["template_id", "item_id", "annotator_id"]).groupby(ratings["template_id"]).any()
+    failing = twice | (raters.nunique() != 1) | (raters.min() < 2)
+    for template_id in failing.index[failing]:
         try:
-            kappa, note = template_kappa(group)
+            _check(by_template.get_group(template_id))
         except RatingsError as exc:
             raise RatingsError(f"template {template_id}: {exc}") from None
-        rows.append(
-            {
-                "template_id": template_id,
-                "n_items": int(group["item_id"].nunique()),
-                "n_annotators": int(group["annotator_id"].nunique()),
-                "kappa": kappa,
-                "kappa_note": note,
-                "mean_relevance": float(group["relevance"].mean()),
-            }
-        )
-    return pd.DataFrame(
-        rows, columns=["template_id", "n_items", "n_annotators", "kappa", "kappa_note", "mean_relevance"]
-    )
+    counts = ratings.groupby(["template_id", "item_id", "target_label"]).size().unstack(fill_value=0)
+    sizes = counts.groupby(level="template_id").size()
+    blocks = np.split(counts.to_numpy(), sizes.cumsum().to_numpy()[:-1])
+    kappas = dict(zip(sizes.index, (_kappa(block[:, block.any(axis=0)]) for block in blocks), strict=True))
+    figures["kappa"] = [kappas[t][0] for t in figures.index]
+    figures["kappa_note"] = [kappas[t][1] for t in figures.index]
+    return figures.reset_index()[FIGURES].astype({"n_items": "int64", "n_annotators": "int64"})
 
 
 def _below(value: float, threshold: float) -> bool:

@@ -35,7 +35,7 @@ DIMENSIONS = ("context_condition", "question_polarity", "assignment", "label", "
 def listed_categories(examples: pd.DataFrame, categories: Sequence[str] = CATEGORIES) -> list[str]:
     """Table 1's categories: ``categories`` (all 16 of the paper, in its order), then any other category of the
     examples, sorted."""
-    return [*categories, *sorted(set(examples["category"]) - set(categories))]
+    return [*categories, *sorted(set(examples["category"].unique()) - set(categories))]
 
 
 def table1(examples: pd.DataFrame, categories: Sequence[str] = CATEGORIES) -> pd.DataFrame:

@@ -75,25 +75,29 @@ def acceptance_rates(questionnaire: pd.DataFrame, responses: pd.DataFrame, param
 
 
 def acceptance_by_demographic(questionnaire: pd.DataFrame, responses: pd.DataFrame) -> pd.DataFrame:
-    """Acceptance of every stereotype within each level of each demographic column (Appendix E)."""
-    ids = questionnaire["stereotype_id"].tolist()
-    long = responses.melt(
-        id_vars=list(DEMOGRAPHIC_COLUMNS), value_vars=ids, var_name="stereotype_id", value_name="answer"
-    )
-    long = long[long["answer"] != ""]
-    long["accepted"] = long["answer"] == "yes"
+    """Acceptance of every stereotype within each level of each demographic column (Appendix E): a row per
+    stereotype (in id order) and level (in order) with answers. Counted on the responses as they are, a column per
+    stereotype: per demographic, the respondents of each level (a level × respondent indicator) times their answers."""
+    answers = responses[questionnaire["stereotype_id"].tolist()]
+    order = np.argsort(answers.columns.to_numpy(dtype=object), kind="stable")
+    ids = answers.columns.to_numpy(dtype=object)[order]
+    answered = (answers != "").to_numpy(dtype=np.int64)[:, order]
+    accepting = (answers == "yes").to_numpy(dtype=np.int64)[:, order]
     parts = []
     for column in DEMOGRAPHIC_COLUMNS:
-        grouped = long.groupby(["stereotype_id", column], sort=True)["accepted"].agg(["size", "sum"]).reset_index()
+        codes, levels = pd.factorize(responses[column], sort=True)  # a missing level is -1: in no level
+        members = (codes == np.arange(len(levels))[:, None]).astype(np.int64)
+        sizes, accepted = (members @ answered).T, (members @ accepting).T  # stereotype × level
+        stereotype, level = np.nonzero(sizes)
         parts.append(
             pd.DataFrame(
                 {
-                    "stereotype_id": grouped["stereotype_id"],
+                    "stereotype_id": ids[stereotype],
                     "demographic": column,
-                    "level": grouped[column].astype(str),
-                    "n_respondents": grouped["size"].astype("int64"),
-                    "n_accepting": grouped["sum"].astype("int64"),
-                    "acceptance": grouped["sum"] / grouped["size"],
+                    "level": levels.astype(str)[level],
+                    "n_respondents": sizes[stereotype, level],
+                    "n_accepting": accepted[stereotype, level],
+                    "acceptance": accepted[stereotype, level] / sizes[stereotype, level],
                 }
             )
         )

@@ -140,13 +140,15 @@ def two_builds(prefect_server: None, tmp_path_factory: pytest.TempPathFactory) -
 
 @pytest.fixture
 def fresh_cue_caches() -> Iterator[None]:
-    """entity_gender and entity_age_band are cached: clear them so each test reads the cue table afresh (mutation
-    testing runs each mutant in a process whose caches an earlier test run already filled)."""
-    from pbbq.tasks.text.cues import entity_age_band
+    """entity_gender, entity_age_band and the head lemmas behind role, number and status are cached: clear them so
+    each test reads the cue table afresh (mutation testing runs each mutant in a process whose caches an earlier test
+    run already filled)."""
+    from pbbq.tasks.text import cues
     from pbbq.tasks.text.languages import Language
 
     Language.entity_gender.cache_clear()
-    entity_age_band.cache_clear()
+    cues.entity_age_band.cache_clear()
+    cues._head_lemmas.cache_clear()
     yield
 
 

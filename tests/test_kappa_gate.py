@@ -116,6 +116,33 @@ def test_ratings_no_kappa_can_be_computed_from() -> None:
     assert template_kappa(_ratings("T", [[S, S], [X, S], [X, X]]))[1] == ""  # two annotators are enough
 
 
+def test_the_stage_figures_are_each_templates_own_from_one_grouping() -> None:
+    """All templates' ratings grouped at once give each template the figures it has alone: a template's kappa
+    counts only the labels it uses (T2 never says 'neither'), templates in any row order, items shared by id."""
+    ratings = pd.concat(
+        [
+            _ratings("T3", DISAGREE, relevance=[1, 2, 3, 3, 3, 3, 1, 2, 2]),
+            _ratings("T1", UNEVEN),
+            _ratings("T2", [[S, N], [N, N], [S, S]], relevance=2),
+            _ratings("T4", [[S] * 3] * 4),
+        ]
+    ).sample(frac=1, random_state=3)
+    figures = fleiss_kappa_per_template(ratings).set_index("template_id")
+    assert list(figures.index) == ["T1", "T2", "T3", "T4"]
+    for template_id, group in ratings.groupby("template_id"):
+        kappa, note = template_kappa(group)
+        row = figures.loc[template_id]
+        assert (row.kappa, row.kappa_note) == (kappa, note)
+        assert (row.n_items, row.n_annotators) == (group["item_id"].nunique(), group["annotator_id"].nunique())
+        assert row.mean_relevance == group["relevance"].mean()
+    assert figures.loc["T1", "kappa"] == pytest.approx(KAPPA_UNEVEN)
+    assert figures.loc["T4", "kappa_note"] == SINGLE_LABEL
+    # the first failing template in id order is named, whatever its rows' order
+    broken = pd.concat([_ratings("T9", [[S], [X]]), ratings, _ratings("T5", UNEVEN).iloc[:-1]])
+    with pytest.raises(RatingsError, match=r"^template T5: items rated by different numbers of annotators"):
+        fleiss_kappa_per_template(broken)
+
+
 def test_kappa_at_and_just_past_the_threshold() -> None:
     """Dropped only below 0.2 (PakBBQ §3.2). With four annotators: stereo 0,0,2,2,3,3 times → P_i = 1,1,1/3,1/3,
     1/2,1/2, P̄ = 11/18; shares 10/24, 14/24 → P_e = 37/72; κ = 7/35 = 0.2 exactly. Stereo 0,0,1,1,3 times →

@@ -14,7 +14,7 @@ from pbbq.tasks.core.artifacts import REPO_ROOT
 from pbbq.tasks.core.soundness import soundness
 from pbbq.tasks.evaluation.lm_eval_utils import SCAFFOLD
 from pbbq.tasks.instantiate import InstantiateParams, instantiate
-from pbbq.tasks.text import languages
+from pbbq.tasks.text import cues, languages
 from pbbq.tasks.text.cues import entity_age_band
 from pbbq.tasks.text.languages import LANGUAGES, NONE, Language, UnknownLanguageError, language
 from tests.templates import STEREOTYPES, template_row
@@ -108,16 +108,22 @@ LANGUAGE = Language(
 """
 
 
+def _clear_cues() -> None:
+    """Forget the cues read per entity and language (cached), so none outlives the language that gave it."""
+    entity_age_band.cache_clear()
+    cues._head_lemmas.cache_clear()
+
+
 @pytest.fixture
 def third_language(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Language]:
     """A language module written to a folder outside the package, found as the package finds its own."""
     (tmp_path / "xx.py").write_text(THIRD, encoding="utf-8")
     monkeypatch.setattr(languages, "__path__", [*languages.__path__, str(tmp_path)])
     monkeypatch.setattr(languages, "LANGUAGES", languages.discover())
-    entity_age_band.cache_clear()
+    _clear_cues()
     yield language("xx")
     sys.modules.pop(f"{languages.__name__}.xx", None)
-    entity_age_band.cache_clear()
+    _clear_cues()
 
 
 def test_a_third_language_is_one_module_and_the_stages_use_it(third_language: Language) -> None:

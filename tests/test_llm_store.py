@@ -22,6 +22,7 @@ from pbbq.tasks.llm import (
     open_llm,
     request_key,
     transcript_header,
+    transcript_source,
 )
 from tests.fakes.llm_servers import FakeLLMServer
 from tests.helpers import llm_config
@@ -221,3 +222,22 @@ def test_a_batch_is_looked_up_in_one_query(server: FakeLLMServer, tmp_path: Path
     answers = client.complete_many([req(i) for i in range(50)])
     assert [a.text for a in answers] == [f"echo: question {i}" for i in range(50)]
     assert len([s for s in statements if s.lstrip().upper().startswith("SELECT")]) == 1
+
+
+def test_a_transcript_record_is_made_canonical_once(
+    transcripts: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Importing a transcript makes each request's canonical JSON once: the text its key is checked against is the
+    text stored (a paper-scale transcript holds 41,000 requests); the stored requests read back as written."""
+    import pbbq.tasks.llm.store as store_module
+
+    made: list[object] = []
+    canonical = store_module.canonical_json
+    monkeypatch.setattr(store_module, "canonical_json", lambda value: made.append(value) or canonical(value))
+    first, _ = transcripts
+    records = [json.loads(line) for line in first.read_text(encoding="utf-8").splitlines()[1:]]
+    with ResponseStore(tmp_path / "fresh.sqlite") as fresh:
+        assert fresh.import_jsonl(first) == 3
+        assert made == [record["request"] for record in records]
+        stored = fresh.get_many([record["key"] for record in records], (transcript_source(first),))
+    assert {key: answer.request for key, answer in stored.items()} == {r["key"]: r["request"] for r in records}

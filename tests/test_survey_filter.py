@@ -240,3 +240,21 @@ def test_acceptance_by_each_demographic_column_leaves_blank_answers_out() -> Non
     pd.testing.assert_frame_equal(table, expected)
     output = survey_filter(_questionnaire(["S1", "S2"]), responses, SurveyParams())
     pd.testing.assert_frame_equal(output["acceptance_by_demographic"], expected)
+
+
+def test_acceptance_by_demographic_sorts_stereotypes_by_id_and_a_blank_level_is_a_level() -> None:
+    """Rows in stereotype id order (as text: S1, S10, S9), whatever the questionnaire's order, then level order; a
+    respondent who left a demographic blank counts in the blank level, which sorts first."""
+    answers = {"S9": ["yes", "no", "yes"], "S10": ["no", "", "yes"], "S1": ["", "yes", "no"]}
+    table = acceptance_by_demographic(_questionnaire(list(answers)), _responses(answers, gender=["m", "", "f"]))
+    gender = [["S1", "", 1, 1], ["S1", "f", 1, 0], ["S10", "f", 1, 1], ["S10", "m", 1, 0]]
+    gender += [["S9", "", 1, 0], ["S9", "f", 1, 1], ["S9", "m", 1, 1]]
+    columns = ["stereotype_id", "level", "n_respondents", "n_accepting"]
+    assert table.query("demographic == 'gender'")[columns].values.tolist() == gender
+    religion = table.query("demographic == 'religion'")
+    assert religion[["stereotype_id", "n_respondents", "n_accepting"]].values.tolist() == [
+        ["S1", 2, 1],
+        ["S10", 2, 1],
+        ["S9", 3, 2],
+    ]
+    assert religion["acceptance"].tolist() == [0.5, 0.5, 2 / 3]

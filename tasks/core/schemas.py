@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 
@@ -182,9 +183,11 @@ def config_name(lang: str, variant: str) -> str:
 
 
 def example_configs(examples: pd.DataFrame) -> pd.Series:
-    """:func:`config_name` of every example."""
-    names = [config_name(lang, variant) for lang, variant in zip(examples["lang"], examples["variant"], strict=True)]
-    return pd.Series(names, index=examples.index, dtype="object")
+    """:func:`config_name` of every example, named once per distinct (lang, variant)."""
+    keys = pd.MultiIndex.from_arrays([examples["lang"], examples["variant"]])
+    codes, distinct = keys.factorize(use_na_sentinel=False)
+    names = np.array([config_name(lang, variant) for lang, variant in distinct], dtype=object)
+    return pd.Series(names[codes], index=examples.index, dtype="object")
 
 
 def empty_frame(schema: pa.Schema) -> pd.DataFrame:

@@ -19,8 +19,9 @@ checked on every row of every config in the build, not only in tests.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 
@@ -53,6 +54,26 @@ SOUNDNESS = pa.schema(
 )
 
 
+def _per_distinct(frame: pd.DataFrame, columns: list[str], rows: pd.Series, decide: Callable[..., object]) -> pd.Series:
+    """``decide(*values)`` of the ``columns`` of every row where ``rows`` holds, called once per distinct values (an
+    entity pair recurs in every example of its template); None for the other rows."""
+    chosen = frame.loc[rows, columns]
+    distinct = chosen.drop_duplicates()
+    decided = np.array([decide(*values) for values in distinct.itertuples(index=False)], dtype=object)
+    every = np.full(len(frame), None, dtype=object)
+    every[rows.to_numpy()] = decided[pd.MultiIndex.from_frame(distinct).get_indexer(pd.MultiIndex.from_frame(chosen))]
+    return pd.Series(every, index=frame.index)
+
+
+def _gender_added(lang: str, stereo: str, nonstereo: str, stereo_fa: str, nonstereo_fa: str) -> bool:
+    """Whether a translated pair's entities give a gender their Persian sources do not give, or another."""
+    persian = language("fa")
+    return any(
+        not language(lang).keeps_gender(entity, persian.entity_gender(source))
+        for entity, source in ((stereo, stereo_fa), (nonstereo, nonstereo_fa))
+    )
+
+
 def row_violations(
     frame: pd.DataFrame, allowed: set[tuple[str, str, str]], sources: Mapping[str, tuple[str, str]] | None = None
 ) -> dict[str, pd.Series]:
@@ -63,33 +84,24 @@ def row_violations(
     expected = [CELL_ROLE.get(cell) for cell in cells]
     info_text = pd.Series(
         [
-            any(info[option][0] != getattr(row, option) for option in OPTIONS)
-            for info, row in zip(frame["answer_info"], frame.itertuples(), strict=True)
+            any(info[option][0] != text for option, text in zip(OPTIONS, texts, strict=True))
+            for info, *texts in zip(frame["answer_info"], *(frame[option] for option in OPTIONS), strict=True)
         ],
         index=frame.index,
     )
     original = (frame["lang"] == "fa") & (frame["variant"] == "original")
-    pairs = list(zip(frame["template_id"], frame["stereo_entity"], frame["nonstereo_entity"], strict=True))
-    kept = pd.Series([pair in allowed for pair in pairs], index=frame.index)
-    categories = dict(zip(pairs, frame["category"], strict=True))
-    reasons = {pair: pair_confound(pair[1], pair[2], category, "fa") for pair, category in categories.items()}
-    confound = pd.Series([reasons[pair] for pair in pairs], index=frame.index, dtype=object)
-    persian = [
-        (sources or {}).get(source) if lang != "fa" else None
-        for source, lang in zip(frame["source_example_id"], frame["lang"], strict=True)
-    ]
-    rows = list(zip(pairs, persian, frame["lang"], strict=True))
-    checked = {(lang, (s, n), fa) for (_, s, n), fa, lang in rows if fa is not None}
-    gender_added = {  # once per distinct pair of entities: a pair recurs in every example of its template
-        (lang, translated, fa): any(
-            not language(lang).keeps_gender(entity, language("fa").entity_gender(source))
-            for entity, source in zip(translated, fa, strict=True)
-        )
-        for lang, translated, fa in checked
-    }
-    added = pd.Series(
-        [fa is not None and gender_added[(lang, (s, n), fa)] for (_, s, n), fa, lang in rows],
-        index=frame.index,
+    pair = ["template_id", "stereo_entity", "nonstereo_entity"]
+    kept = pd.Series(pd.MultiIndex.from_frame(frame[pair]).isin(list(allowed)), index=frame.index)
+    confound = _per_distinct(
+        frame, ["stereo_entity", "nonstereo_entity", "category"], original, lambda *key: pair_confound(*key, "fa")
+    )
+    persian = [(sources or {}).get(source, (None, None)) for source in frame["source_example_id"]]
+    sourced = frame.assign(stereo_fa=[s for s, _ in persian], nonstereo_fa=[n for _, n in persian])
+    added = _per_distinct(
+        sourced,
+        ["lang", "stereo_entity", "nonstereo_entity", "stereo_fa", "nonstereo_fa"],
+        (frame["lang"] != "fa") & sourced["stereo_fa"].notna(),
+        _gender_added,
     )
     return {
         "duplicate_example": frame.duplicated(DUPLICATE_KEY, keep="first"),
@@ -106,21 +118,17 @@ def row_violations(
         ),
         "answer_info_text": info_text,
         **{reason: original & (confound == reason) & ~kept for reason in CONFOUNDS},
-        "gender_added": added,
+        "gender_added": added.fillna(False).astype(bool),
     }
 
 
 def source_entities(examples: pd.DataFrame) -> dict[str, tuple[str, str]]:
     """The Persian (stereotyped, non-stereotyped) entities of each original Persian example, by id: what a
     translated row is checked against."""
-    originals = examples[(examples["lang"] == "fa") & (examples["variant"] == "original")]
-    return dict(
-        zip(
-            originals["example_id"],
-            zip(originals["stereo_entity"], originals["nonstereo_entity"], strict=True),
-            strict=True,
-        )
-    )
+    columns = ["example_id", "stereo_entity", "nonstereo_entity"]
+    originals = examples.loc[(examples["lang"] == "fa") & (examples["variant"] == "original"), columns]
+    ids, stereo, nonstereo = (originals[column].to_numpy(dtype=object) for column in columns)
+    return dict(zip(ids, zip(stereo, nonstereo, strict=True), strict=True))
 
 
 def soundness(

@@ -20,6 +20,7 @@ import threading
 import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from json.encoder import encode_basestring
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,12 @@ class StoredResponse:
     tokens_in: int
     tokens_out: int
     created_at: str
+
+    @cached_property
+    def request_json(self) -> str:
+        """The request as canonical JSON, as the store keeps it (its sha256 is the key): made once per record,
+        though a transcript's loader checks the key with it and then stores it."""
+        return canonical_json(self.request)
 
 
 def read_transcript(path: Path, lines: int | None = None) -> str:
@@ -315,7 +322,7 @@ class ResponseStore(Closing):
                     r.key,
                     r.provider,
                     r.model,
-                    canonical_json(r.request),
+                    r.request_json,
                     r.text,
                     r.tokens_in,
                     r.tokens_out,
@@ -408,9 +415,7 @@ def _json_to_record(path: Path, number: int, value: dict[str, Any]) -> StoredRes
     for name in ("tokens_in", "tokens_out"):
         if not 0 <= value[name] < 2**63:  # what SQLite stores
             raise ValueError(f"{path}:{number}: {name} = {value[name]} is not a token count (0 … 2**63 - 1)")
-    if sha256_text(canonical_json(value["request"])) != value["key"]:
-        raise ValueError(f"{path}:{number}: key {value['key']!r} is not the sha256 of the record's request")
-    return StoredResponse(
+    record = StoredResponse(
         key=value["key"],
         provider=str(value["provider"]),
         model=str(value["model"]),
@@ -420,6 +425,9 @@ def _json_to_record(path: Path, number: int, value: dict[str, Any]) -> StoredRes
         tokens_out=value["tokens_out"],
         created_at=str(value["created_at"]),
     )
+    if sha256_text(record.request_json) != record.key:
+        raise ValueError(f"{path}:{number}: key {value['key']!r} is not the sha256 of the record's request")
+    return record
 
 
 def transcript_header(path: Path) -> dict[str, Any]:

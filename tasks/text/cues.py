@@ -97,12 +97,14 @@ ROLE_ATTRIBUTE_OF: dict[str, frozenset[str]] = {"grandparent": frozenset({"Age"}
 """Roles that are themselves an attribute of another category: a grandparent is old."""
 
 
-def _head_lemmas(entity: str, lang: str) -> list[str]:
+@cache
+def _head_lemmas(entity: str, lang: str) -> tuple[str, ...]:
     """The entity's head-phrase words as its language cuts them, a word read as its lemma when that lemma is a role,
-    collective, status or maturity word ('دانشجوی جوان', 'خانواده‌ی مستاجر')."""
+    collective, status or maturity word ('دانشجوی جوان', 'خانواده‌ی مستاجر'); read once per entity (role, number
+    and status all start from them, for every pair the entity is in)."""
     words = language(lang)
     known = {*words.role_nouns, *words.collective_nouns, *words.status_words, *words.maturity}
-    return [words.lemma(word) if words.lemma(word) in known else word for word in words.head_words(entity)]
+    return tuple(words.lemma(word) if words.lemma(word) in known else word for word in words.head_words(entity))
 
 
 def entity_role(entity: str, lang: str) -> str:
