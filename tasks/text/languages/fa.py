@@ -94,7 +94,7 @@ def tokenize_fa(text: str) -> list[str]:
     splitting again gives the same tokens (what sacrebleu's ``tokenize='none'`` sees).
     """
     spaced = _UNSPLIT_PUNCTUATION.sub(r" \g<0> ", text)
-    return [part for token in _hazm_tokenizer().tokenize(spaced) for part in token.split()]
+    return " ".join(_hazm_tokenizer().tokenize(spaced)).split()  # a token holding whitespace split as well
 
 
 def _stop_words() -> Iterable[str]:
