@@ -32,35 +32,36 @@ def chrf_scores(hypotheses: Sequence[str], references: Sequence[str]) -> list[fl
 
 def _chunk_scores(hypotheses: Sequence[str], references: Sequence[str]) -> list[float]:
     """Per pair and order n, sacrebleu's three statistics: the hypothesis's n-grams, the reference's and their
-    matches (Σ over n-grams of the smaller count). An n-gram is numbered within its pair, so that the same n-gram in
-    the hypothesis and in the reference has one number: the (n-1)-gram's number paired with the n-th character,
-    numbered again; one hashing per order counts them. The hypotheses' characters come first, the references'
-    after them, so each side is a slice."""
+    matches (Σ over n-grams of the smaller count). The n-gram at each position is numbered within its pair, so that
+    the same n-gram in the hypothesis and in the reference has one number: the (n-1)-gram's number paired with the
+    n-th character, numbered again (one hashing per order); a position too near its text's end for an n-gram holds
+    -1. The hypotheses' characters come first, the references' after them, so each side is a slice."""
     count = len(hypotheses)
     stripped = ["".join(text.split()) for text in [*hypotheses, *references]]  # chrF reads no whitespace
     lengths = np.fromiter(map(len, stripped), dtype=np.int64, count=len(stripped))
+    size = int(lengths.sum())
     codes = np.frombuffer("".join(stripped).encode("utf-32-le"), dtype=np.uint32).astype(np.int64)
+    codes = np.concatenate([codes, np.zeros(_CHRF.char_order, dtype=np.int64)])  # read past the last text's end
     pair = np.repeat(np.tile(np.arange(count), 2), lengths)
-    left = np.repeat(np.cumsum(lengths), lengths) - np.arange(len(codes))
+    left = np.repeat(np.cumsum(lengths), lengths) - np.arange(size)
     """Characters from each position to the end of its text."""
     hypothesis_end = int(lengths[:count].sum())
     base = int(codes.max(initial=0)) + 1
-    positions, ids = np.arange(len(codes)), pair * base + codes  # ids stay below len(codes) * base: no overflow
+    ids = pair * base + codes[:size]  # below size * base: no overflow
     stats = np.zeros((count, 3 * _CHRF.char_order), dtype=np.int64)
     for n in range(1, _CHRF.char_order + 1):
         if n > 1:
-            keep = left[positions] >= n
-            positions = positions[keep]
-            ids = ids[keep] * base + codes[positions + n - 1]
-        ids = pd.factorize(ids)[0].astype(np.int64)
-        split = int(np.searchsorted(positions, hypothesis_end))
-        size = int(ids.max(initial=-1)) + 1
-        in_hyp, in_ref = np.bincount(ids[:split], minlength=size), np.bincount(ids[split:], minlength=size)
-        pair_of = np.empty(size, dtype=np.int64)
-        pair_of[ids] = pair[positions]
+            ids = np.where(left >= n, ids * base + codes[n - 1 : n - 1 + size], -1)
+        numbers, distinct = pd.factorize(ids)
+        in_hyp = np.bincount(numbers[:hypothesis_end], minlength=len(distinct))
+        in_ref = np.bincount(numbers[hypothesis_end:], minlength=len(distinct))
+        pair_of = np.zeros(len(distinct), dtype=np.int64)
+        pair_of[numbers] = pair
+        matches = np.where(distinct >= 0, np.minimum(in_hyp, in_ref), 0)  # none at a position past its text's end
         totals = np.maximum(lengths - (n - 1), 0)
         hyp_total, ref_total = totals[:count], totals[count:]
         stats[:, 3 * n - 3] = np.where(ref_total > 0, hyp_total, 0)  # sacrebleu counts no hits without a reference
         stats[:, 3 * n - 2] = ref_total
-        stats[:, 3 * n - 1] = np.bincount(pair_of, weights=np.minimum(in_hyp, in_ref), minlength=count)
+        stats[:, 3 * n - 1] = np.bincount(pair_of, weights=matches, minlength=count)
+        ids = numbers.astype(np.int64)  # the next order marks the positions past their text's end again
     return [_CHRF._compute_f_score(row) for row in stats.tolist()]
