@@ -6,7 +6,9 @@ import math
 import numpy as np
 import pytest
 
+from pbbq.tasks.diversity import self_bleu as self_bleu_module
 from pbbq.tasks.diversity.self_bleu import _closest_other_lengths, _sentence_bleu_scores, self_bleu
+from pbbq.tasks.text.languages.en import tokenize_en
 from pbbq.tasks.text.languages.fa import tokenize_fa
 from tests.diversity_support import reference_bleu_scores
 
@@ -69,3 +71,15 @@ def test_self_bleu_equals_sacrebleu_on_english(seed: int) -> None:
     sentences = _random_sentences(vocab, seed)
     reference = reference_bleu_scores(sentences, "13a")  # sacrebleu's default tokenizer on the raw text
     assert self_bleu(sentences) == pytest.approx(reference.mean() / 100, abs=1e-9)
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 40])
+def test_self_bleu_hashed_a_slice_of_units_at_a_time_is_the_same(monkeypatch: pytest.MonkeyPatch, chunk: int) -> None:
+    """The (n-gram, unit) counts are hashed about PAIR_CHUNK n-grams at a time, cut between units: any cut (one
+    unit per slice, slices of several units, a unit longer than a slice) gives sacrebleu's scores."""
+    vocab = ["the", "nurse", "doctor", "said,", "left.", "can't", "It", "was", '"late"', "3.5", "and"]
+    sentences = _random_sentences(vocab, 3)
+    reference = reference_bleu_scores(sentences, "13a")
+    monkeypatch.setattr(self_bleu_module, "PAIR_CHUNK", chunk)
+    tokens = [tokenize_en(sentence) for sentence in sentences]
+    assert np.abs(_sentence_bleu_scores(tokens) - reference).max() < 1e-9

@@ -137,6 +137,21 @@ def test_pronouns_must_agree_with_the_entity_they_refer_to() -> None:
     assert pronoun_failures("Who lost his job?", ["man", "boy"], "question") == []
 
 
+def test_a_pronoun_is_placed_against_the_mentions_around_it() -> None:
+    """A pronoun inside a mention is skipped (its own words: 'his' of a mother's phrase), one right after a mention or
+    between two is checked, in any case ('HE'), and a text with no pronoun outside the mentions has nothing to check."""
+    entities = ["mother of his friend", "girl"]
+
+    def codes(text: str) -> list[str]:
+        return [f.code for f in pronoun_failures(text, entities, "context")]
+
+    assert codes("The mother of his friend met a girl. They talked.") == []
+    assert codes("A girl met the mother of his friend.") == []
+    assert codes("The mother of his friend said he was late.") == ["pronoun_gender"]
+    assert codes("The girl met the mother of his friend, and HE left.") == ["pronoun_gender"]
+    assert codes("The girl and the mother of his friend met. Later his son came.") == ["pronoun_gender"]
+
+
 def test_an_entity_keeps_the_gender_its_persian_gives() -> None:
     assert entity_gender_failures("جوان کم‌درآمد", "low-income young person") == []
     assert [f.code for f in entity_gender_failures("جوان کم‌درآمد", "low-income young man")] == ["entity_gender"]

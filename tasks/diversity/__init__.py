@@ -233,20 +233,18 @@ def _group_rows(
     rank[sorted(range(len(distinct)), key=distinct.__getitem__)] = np.arange(len(distinct))
     coded = code_texts(distinct, unit_language.tokenize, unit_language.words, ttr_stop_words)  # Overall reuses them
 
-    def row(part: pd.DataFrame, positions: np.ndarray) -> dict[str, object]:
+    def row(positions: np.ndarray) -> dict[str, object]:
         ids = np.unique(unit_ids[positions])
         units = [distinct[i] for i in ids[np.argsort(rank[ids])]]
-        return {
-            **{name: count(part) for name, count in counts.items()},
-            **_metric_row(units, coded, homogenization),
-        }
+        part = groups.iloc[positions] if counts else groups  # the rows are taken only for a count of them
+        return {**{name: count(part) for name, count in counts.items()}, **_metric_row(units, coded, homogenization)}
 
     categories = [
-        {"category": str(category), **row(groups.iloc[positions], positions)}
+        {"category": str(category), **row(positions)}
         for category, positions in sorted(groups.groupby("category").indices.items(), key=lambda item: str(item[0]))
     ]
     average = {"category": "Average", **_average_row(categories, [*counts, "n_units"])}
-    return [*categories, average, {"category": "Overall", **row(groups, np.arange(len(groups)))}]
+    return [*categories, average, {"category": "Overall", **row(np.arange(len(groups)))}]
 
 
 def _homogenizers(params: DiversityParams, langs: Iterable[str], device: str) -> dict[str, Homogenizer]:

@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from functools import lru_cache
 from typing import NamedTuple
 
-from ..text.languages import Language
 from .glossary import Glossary, rendered
 from .pair import PERSIAN_ENGLISH, Pair
 
@@ -29,12 +27,6 @@ group term is found in the back-translation, after the last attempt: it names no
 the target language is recorded as ``not_<target name>`` (``not_english``, ``not_urdu``)."""
 
 _PUNCTUATION = re.compile(r"[^\w\u200c\s]")
-
-
-@lru_cache(maxsize=4096)
-def _mention(language: Language, phrase: str) -> re.Pattern[str]:
-    """:meth:`Language.mention`, compiled once per phrase: a context's check looks up each of its entities."""
-    return language.mention(phrase)
 
 
 class Failure(NamedTuple):
@@ -90,7 +82,7 @@ def translation_failures(
         failures += [
             _failure("entity_missing", phrase=phrase)
             for phrase in entities.values()
-            if not _mention(target, phrase).search(text)
+            if not target.mention(phrase).search(text)
         ]
     if kind in ("context", "question"):
         failures += [Failure(*found) for found in target.gender_failures(text, list(entities.values()), kind)]
@@ -100,5 +92,8 @@ def translation_failures(
 def lost_group_terms(entries: Iterable[tuple[str, str]], back: str, glossary: Glossary) -> list[Failure]:
     """The glossary entries of a segment whose group its back-translation does not name: by the term itself or by
     another term of the same rendering ('آذری' for 'ترک'), whatever the chrF."""
+    entries = list(entries)
+    if not entries:
+        return []  # a segment without group terms has none to lose
     named = {rendering for _, rendering in glossary.terms_in(_PUNCTUATION.sub(" ", back))}
     return [_failure("group_term_lost", fa=fa, term=term) for fa, term in entries if term not in named]

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cache, cached_property
 from pathlib import Path
 
 import pandas as pd
@@ -202,6 +202,11 @@ def _same_word(word: str, term_word: str) -> bool:
 def rendered(text: str, term: str, target: Language = TARGET) -> bool:
     """Whether a translation holds a glossary rendering: in English as whole words (case-insensitive, plural ``s``
     too); in a language written without case (Urdu) at the start of a word, whatever ending its inflection adds."""
-    ending = r"(?:s|es)?(?![\w-])" if target.cased else ""
-    pattern = r"(?<![\w-])" + re.escape(term) + ending
-    return re.search(pattern, text, flags=re.IGNORECASE) is not None
+    return _rendering(term, target.cased).search(text) is not None
+
+
+@cache
+def _rendering(term: str, cased: bool) -> re.Pattern[str]:
+    """:func:`rendered`'s pattern of a term, compiled once: every segment naming a group looks for its rendering."""
+    ending = r"(?:s|es)?(?![\w-])" if cased else ""
+    return re.compile(r"(?<![\w-])" + re.escape(term) + ending, flags=re.IGNORECASE)

@@ -150,9 +150,10 @@ class Language:
         """The phrase without its leading article."""
         return self.article.sub("", phrase) if self.article is not None else phrase
 
+    @cache  # noqa: B019 (as entity_gender: a check looks up each of its entities in every segment)
     def mention(self, phrase: str) -> re.Pattern[str]:
         """Finds the phrase (without its article, in any case) as whole words of a text, or as the language's
-        :attr:`find_mention` finds it."""
+        :attr:`find_mention` finds it; compiled once per phrase."""
         if self.find_mention is not None:
             return self.find_mention(phrase)
         core = re.escape(self.without_article(phrase.strip()))

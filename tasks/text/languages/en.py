@@ -4,6 +4,7 @@ pronoun checks a translation into English must pass (PakBBQ §3.3); the word lis
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from functools import cache
 from typing import TYPE_CHECKING
@@ -96,7 +97,7 @@ def _mentions(text: str, entities: Sequence[str]) -> list[tuple[int, int, str]]:
 
 def _sentence_of(text: str) -> Callable[[int], int]:
     ends = [match.end() for match in _SENTENCE_END.finditer(text)]
-    return lambda position: sum(end <= position for end in ends)
+    return lambda position: bisect_right(ends, position)
 
 
 def _antecedents(position: int, mentions: list[tuple[int, int, str]], sentence: Callable[[int], int]) -> list[str]:
@@ -113,6 +114,22 @@ def _antecedents(position: int, mentions: list[tuple[int, int, str]], sentence: 
     return list(dict.fromkeys(entity for index, entity in earlier if index == last))
 
 
+def _pronouns(english: str, mentions: list[tuple[int, int, str]]) -> list[tuple[re.Match[str], str | None]]:
+    """Each pronoun of the text outside the mentions (a person's pronoun, gendered or 'they'), with its gender (None
+    for 'they'). The mentions do not overlap, so the one a word may fall in is the last starting at or before it."""
+    starts = [start for start, _, _ in mentions]
+    found = []
+    for match in _WORD.finditer(english):
+        word = match.group().lower()
+        gender = LANGUAGE.pronoun_gender.get(word)
+        if gender is None and word not in THEY:
+            continue
+        inside = bisect_right(starts, match.start()) - 1
+        if inside < 0 or match.start() >= mentions[inside][1]:
+            found.append((match, gender))
+    return found
+
+
 def pronoun_failures(english: str, entities_en: Sequence[str], kind: str) -> list[GenderFailure]:
     """Pronouns that do not agree with the gender (:meth:`Language.entity_gender`) of the person they refer to.
 
@@ -121,18 +138,17 @@ def pronoun_failures(english: str, entities_en: Sequence[str], kind: str) -> lis
     fails when every such entity has a known gender and none is the pronoun's; 'they' fails when it can refer
     to one entity only and that entity's gender is known (singular 'they' for a man). A question names no one:
     a gendered pronoun in it fails when any entity it is asked about has another known gender."""
+    if _PERSON_PRONOUNS.isdisjoint(map(str.lower, _WORD.findall(english))):
+        return []  # no pronoun: nothing to check, no mention to look up
     entities = list(dict.fromkeys(entities_en))
-    genders = {entity: LANGUAGE.entity_gender(entity) for entity in entities}
     mentions = _mentions(english, entities) if kind == "context" else []
+    pronouns = _pronouns(english, mentions)
+    if not pronouns:
+        return []
+    genders = {entity: LANGUAGE.entity_gender(entity) for entity in entities}
     sentence = _sentence_of(english)
     failures: list[GenderFailure] = []
-    for match in _WORD.finditer(english):
-        word = match.group().lower()
-        if any(start <= match.start() < end for start, end, _ in mentions):
-            continue
-        gender = LANGUAGE.pronoun_gender.get(word)
-        if gender is None and word not in THEY:
-            continue
+    for match, gender in pronouns:
         if kind == "question":
             other = [e for e in entities if genders[e] not in (gender, NONE)] if gender else []
             if other:
@@ -181,3 +197,5 @@ LANGUAGE = Language(
     article=re.compile(r"^(the|a|an)\s+", re.IGNORECASE),
     option_article="The ",
 )
+_PERSON_PRONOUNS = THEY | frozenset(LANGUAGE.pronoun_gender)
+"""Every word :func:`pronoun_failures` checks."""
