@@ -14,9 +14,13 @@ from pathlib import Path
 
 from pbbq.tasks.core.artifacts import REPO_ROOT
 
-UNUSED = ("openai", "anthropic", "torch", "transformers", "sklearn", "scipy", "statsmodels", "matplotlib", "datasets")
+UNUSED = (
+    *("openai", "anthropic", "torch", "transformers", "sklearn", "scipy", "statsmodels", "matplotlib", "datasets"),
+    "sacrebleu",
+)
 """Libraries no step of a no-change rebuild calls: the SDKs, the survey's, gate's and names' statistics, the
-evaluation's and the homogenization's models, the audit's charts, the Hub's loader."""
+evaluation's and the homogenization's models, the audit's charts, the Hub's loader; the crawl's page parser and
+retries, and translate's and diversity's scores."""
 
 
 def test_a_no_change_rebuild_imports_no_sdk_nor_a_cached_stage_s_libraries(

@@ -28,15 +28,18 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
 import httpx
-from bs4 import BeautifulSoup, NavigableString, Tag
-from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt
 
 from ..core.inputs import InputError
+from ..imports import one_import_at_a_time
 from .scrub import Segment
+
+if TYPE_CHECKING:  # BeautifulSoup and tenacity load when a page is fetched or parsed, not with the build
+    from bs4 import Tag
+    from tenacity import RetryCallState
 
 USER_AGENT = (
     "pbbq-builder/0.1 (research crawler for PBBQ, a Persian bias benchmark; reads public channel previews "
@@ -122,6 +125,9 @@ def _looks_like_link(text: str) -> bool:
 def _segments(node: Tag) -> list[Segment]:
     """The text of a message's text element: ``<br>`` as a line break, emoji as their character, links by
     :func:`_link_segments`, block elements on their own lines."""
+    with one_import_at_a_time():
+        from bs4 import NavigableString, Tag
+
     out: list[Segment] = []
     for child in node.children:
         if isinstance(child, NavigableString):
@@ -150,6 +156,9 @@ def _forwarded_from(message: Tag) -> Segment | None:
 def parse_preview_page(html: str, url: str) -> PreviewPage:
     """Parse one channel preview page. Raises :class:`PageError` when the page has no channel history; a
     message without a valid ``data-post`` or ``time[datetime]`` is left out and named in ``problems``."""
+    with one_import_at_a_time():
+        from bs4 import BeautifulSoup
+
     soup = BeautifulSoup(html, "html.parser")
     history = soup.select_one(".tgme_channel_history")
     if history is None:
@@ -321,6 +330,9 @@ class PreviewFetcher:
 
     def get(self, url: str) -> str:
         """The page's HTML. Raises :class:`FetchError` naming the URL when it cannot be had."""
+        with one_import_at_a_time():
+            from tenacity import Retrying, retry_if_exception_type, stop_after_attempt
+
         retrying = Retrying(
             stop=stop_after_attempt(1 + self.settings.max_retries),
             wait=self._wait,

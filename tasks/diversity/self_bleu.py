@@ -12,8 +12,8 @@ from itertools import pairwise
 
 import numpy as np
 import pandas as pd
-from sacrebleu.metrics.bleu import BLEU
 
+from ..imports import one_import_at_a_time
 from ..text.languages.en import tokenize_en
 from .ngrams import NGRAM_ORDER, ngram_codes, token_codes
 
@@ -97,6 +97,9 @@ def _bleu_scores(codes: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     totals = np.maximum(lengths[:, None] - np.arange(NGRAM_ORDER)[None, :], 0)
     statistics = np.column_stack([correct, totals, lengths, _closest_other_lengths(lengths)])
     distinct, which = np.unique(statistics, axis=0, return_inverse=True)
+    with one_import_at_a_time():  # loaded when a stage first scores: a rebuild taking diversity from the cache has none
+        from sacrebleu.metrics.bleu import BLEU
+
     scores = np.array(
         [
             BLEU.compute_bleu(

@@ -6,17 +6,30 @@ the score comes from them by sacrebleu's own formula, so it is the same float.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
-from sacrebleu.metrics import CHRF
 
-_CHRF = CHRF()
-"""sacrebleu's defaults, the metric the translate stage reports (``char_order`` 6, ``word_order`` 0)."""
+from ..imports import one_import_at_a_time
+
+if TYPE_CHECKING:
+    from sacrebleu.metrics import CHRF
 CHUNK = 256
 """Pairs counted together: enough for numpy to pay, few enough that each order's hash table of n-grams stays in
 the processor's cache (counting 2,048 pairs at once takes twice as long per n-gram)."""
+
+
+@functools.cache
+def _chrf() -> CHRF:
+    """sacrebleu's defaults, the metric the translate stage reports (``char_order`` 6, ``word_order`` 0); loaded
+    when a stage first scores, so that a rebuild taking translate from the cache does not import sacrebleu."""
+    with one_import_at_a_time():
+        from sacrebleu.metrics import CHRF
+
+    return CHRF()
 
 
 def chrf_scores(hypotheses: Sequence[str], references: Sequence[str]) -> list[float]:
@@ -36,20 +49,21 @@ def _chunk_scores(hypotheses: Sequence[str], references: Sequence[str]) -> list[
     the same n-gram in the hypothesis and in the reference has one number: the (n-1)-gram's number paired with the
     n-th character, numbered again (one hashing per order); a position too near its text's end for an n-gram holds
     -1. The hypotheses' characters come first, the references' after them, so each side is a slice."""
+    chrf = _chrf()
     count = len(hypotheses)
     stripped = ["".join(text.split()) for text in [*hypotheses, *references]]  # chrF reads no whitespace
     lengths = np.fromiter(map(len, stripped), dtype=np.int64, count=len(stripped))
     size = int(lengths.sum())
     codes = np.frombuffer("".join(stripped).encode("utf-32-le"), dtype=np.uint32).astype(np.int64)
-    codes = np.concatenate([codes, np.zeros(_CHRF.char_order, dtype=np.int64)])  # read past the last text's end
+    codes = np.concatenate([codes, np.zeros(chrf.char_order, dtype=np.int64)])  # read past the last text's end
     pair = np.repeat(np.tile(np.arange(count), 2), lengths)
     left = np.repeat(np.cumsum(lengths), lengths) - np.arange(size)
     """Characters from each position to the end of its text."""
     hypothesis_end = int(lengths[:count].sum())
     base = int(codes.max(initial=0)) + 1
     ids = pair * base + codes[:size]  # below size * base: no overflow
-    stats = np.zeros((count, 3 * _CHRF.char_order), dtype=np.int64)
-    for n in range(1, _CHRF.char_order + 1):
+    stats = np.zeros((count, 3 * chrf.char_order), dtype=np.int64)
+    for n in range(1, chrf.char_order + 1):
         if n > 1:
             ids = np.where(left >= n, ids * base + codes[n - 1 : n - 1 + size], -1)
         numbers, distinct = pd.factorize(ids)
@@ -64,4 +78,4 @@ def _chunk_scores(hypotheses: Sequence[str], references: Sequence[str]) -> list[
         stats[:, 3 * n - 2] = ref_total
         stats[:, 3 * n - 1] = np.bincount(pair_of, weights=matches, minlength=count)
         ids = numbers.astype(np.int64)  # the next order marks the positions past their text's end again
-    return [_CHRF._compute_f_score(row) for row in stats.tolist()]
+    return [chrf._compute_f_score(row) for row in stats.tolist()]
