@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import html
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -118,25 +118,22 @@ def _arrow_differs(old: pa.Array, new: pa.Array) -> np.ndarray:
     return differs
 
 
-def _rows_differ(
-    old: pd.DataFrame, new: pd.DataFrame, columns: list[str], arrow: tuple[pa.Table, pa.Table] | None
-) -> pd.DataFrame:
-    """Per row (the frames' common index, in order) and column, whether the values differ as their canonical
-    strings say (:func:`_canonical`). ``arrow``: the same rows as read from the tables' files, in the same order;
-    a column of one Arrow type in both is compared there (:func:`_arrow_differs`), since making a string of every
-    cell of a paper-scale release took seconds."""
+def _canonical_differs(old: pd.DataFrame, new: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
+    """Per row (the frames' common index, in order) and column, whether the values' canonical strings differ."""
+    return _canonical(old, columns).ne(_canonical(new, columns))
+
+
+def _arrow_table_differs(old: pa.Table, new: pa.Table, columns: list[str], index: pd.Index) -> pd.DataFrame:
+    """:func:`_canonical_differs` of two tables as read from their files, row for row (``index``: their ids),
+    each column of one Arrow type in both: compared as Arrow arrays (:func:`_arrow_differs`), since making a
+    string of every cell of a paper-scale release took seconds."""
     differs = {}
     for column in columns:
-        kinds = (arrow[0].schema.field(column).type, arrow[1].schema.field(column).type) if arrow else ()
-        if kinds and kinds[0] == kinds[1]:
-            old_array, new_array = (table.column(column).combine_chunks() for table in arrow or ())
-            if pa.types.is_dictionary(kinds[0]):
-                old_array, new_array = old_array.dictionary_decode(), new_array.dictionary_decode()
-            differs[column] = _arrow_differs(old_array, new_array)
-        else:
-            canonical = _canonical(old, [column])[column], _canonical(new, [column])[column]
-            differs[column] = canonical[0].to_numpy() != canonical[1].to_numpy()
-    return pd.DataFrame(differs, index=old.index, columns=columns)
+        arrays = [table.column(column).combine_chunks() for table in (old, new)]
+        if pa.types.is_dictionary(arrays[0].type):
+            arrays = [array.dictionary_decode() for array in arrays]
+        differs[column] = _arrow_differs(*arrays)
+    return pd.DataFrame(differs, index=index, columns=columns)
 
 
 def _first_rows(frame: pd.DataFrame, key: list[str]) -> pd.Series:
@@ -169,38 +166,60 @@ class IdChanges:
         return f"{len(self.added)} added, {len(self.removed)} removed, {len(self.changed)} changed"
 
 
-def compare(
-    a: pd.DataFrame,
-    b: pd.DataFrame,
-    key: list[str],
-    columns: list[str] | None = None,
-    arrow: tuple[pa.Table, pa.Table] | None = None,
+def _compared_columns(a: Iterable[str], b: Iterable[str], key: list[str]) -> list[str]:
+    """Every column both tables have, except the key and :data:`PROVENANCE`."""
+    theirs = set(b)
+    return [c for c in a if c in theirs and c not in key and c not in PROVENANCE]
+
+
+def _id_changes(
+    a_ids: Iterable[str], b_ids: Iterable[str], differs: pd.DataFrame, old: pd.DataFrame, new: pd.DataFrame
 ) -> IdChanges:
+    """The ids only in ``b`` (added) or only in ``a`` (removed), and per id with a differing column (``differs``)
+    the old and new values of each (``old``, ``new``: keyed by id, holding at least those rows)."""
+    differs = differs[differs.any(axis=1)]
+    changed = {
+        str(row_id): {c: (old.at[row_id, c], new.at[row_id, c]) for c in differs.columns if row[c]}
+        for row_id, row in differs.iterrows()
+    }
+    a_ids, b_ids = set(a_ids), set(b_ids)
+    return IdChanges(added=sorted(b_ids - a_ids), removed=sorted(a_ids - b_ids), changed=dict(sorted(changed.items())))
+
+
+def compare(a: pd.DataFrame, b: pd.DataFrame, key: list[str], columns: list[str] | None = None) -> IdChanges:
     """Rows of ``b`` against ``a`` by ``key``, on ``columns`` (default: every column both have, except
-    :data:`PROVENANCE`); ``arrow``: the two tables as read from their files, row for row, to find the changed
-    cells faster."""
-    files = (a, b)
+    :data:`PROVENANCE`)."""
     a, b = _keyed(a, key), _keyed(b, key)
     if columns is None:
-        columns = [c for c in a.columns if c in b.columns and c not in key and c not in PROVENANCE]
+        columns = _compared_columns(a.columns, b.columns, key)
     columns = [c for c in columns if c in a.columns and c in b.columns]
     common = a.index.intersection(b.index, sort=False)
-    changed: dict[str, dict[str, tuple[Any, Any]]] = {}
-    if len(common) and columns:
-        taken = None
-        if arrow:  # the same rows of the tables read from the files: each id's first row, as _keyed keeps
-            rows = [_first_rows(frame, key)[common].to_numpy() for frame in files]
-            taken = (arrow[0].take(rows[0]), arrow[1].take(rows[1]))
-        differs = _rows_differ(a.loc[common], b.loc[common], columns, taken)
-        differs = differs[differs.any(axis=1)]
-        old, new = a.loc[differs.index, columns], b.loc[differs.index, columns]
-        for row_id, row in differs.iterrows():
-            changed[str(row_id)] = {c: (old.at[row_id, c], new.at[row_id, c]) for c in columns if row[c]}
-    return IdChanges(
-        added=sorted(set(b.index) - set(a.index)),
-        removed=sorted(set(a.index) - set(b.index)),
-        changed=dict(sorted(changed.items())),
-    )
+    differs = _canonical_differs(a.loc[common], b.loc[common], columns)
+    return _id_changes(a.index, b.index, differs, a, b)
+
+
+def _rows_of(path: Path, key: str, ids: list[str]) -> pd.DataFrame:
+    """The rows of a parquet file whose ``key`` is one of ``ids``, keyed by it, as ``read_parquet`` gives them."""
+    return _keyed(pd.read_parquet(path, filters=[(key, "in", ids)]), [key]) if ids else pd.DataFrame()
+
+
+def compare_files(a: Path, b: Path, key: str) -> IdChanges:
+    """:func:`compare` of two parquet files by the column ``key``: the changed cells found on their Arrow tables,
+    and only the changed rows read into pandas (``read_parquet`` with a filter: the values :func:`compare`
+    would show). Files whose common columns differ in type are compared by :func:`compare`."""
+    tables = pq.read_table(a), pq.read_table(b)
+    columns = _compared_columns(tables[0].column_names, tables[1].column_names, [key])
+    if any(key not in table.column_names for table in tables) or any(
+        tables[0].schema.field(c).type != tables[1].schema.field(c).type for c in [key, *columns]
+    ):
+        return compare(pd.read_parquet(a), pd.read_parquet(b), [key])
+    rows = [_first_rows(table.select([key]).to_pandas(), [key]) for table in tables]
+    common = rows[0].index.intersection(rows[1].index, sort=False)
+    taken = [table.select(columns).take(row[common].to_numpy()) for table, row in zip(tables, rows, strict=True)]
+    differs = _arrow_table_differs(taken[0], taken[1], columns, common)
+    ids = differs.index[differs.any(axis=1)].tolist()
+    old, new = (_rows_of(path, key, ids) for path in (a, b))
+    return _id_changes(rows[0].index, rows[1].index, differs, old, new)
 
 
 @dataclass(frozen=True)
@@ -534,8 +553,9 @@ def compare_tables(a: Path, b: Path, table: str, key: list[str]) -> IdChanges:
     if _same_table(a, b, table):
         return IdChanges()
     paths = [run / f"{table_path(run, table)}.parquet" for run in (a, b)]
-    arrow = (pq.read_table(paths[0]), pq.read_table(paths[1])) if all(p.is_file() for p in paths) else None
-    return compare(*_both(a, b, table), key, arrow=arrow)
+    if len(key) == 1 and all(path.is_file() for path in paths):
+        return compare_files(paths[0], paths[1], key[0])
+    return compare(*_both(a, b, table), key)
 
 
 def _same_table(a: Path, b: Path, table: str) -> bool:
