@@ -447,7 +447,8 @@ def _stacked(parts: list[dict[str, pd.DataFrame]]) -> dict[str, pd.DataFrame]:
 
 def separated(per: Separable, arguments: Mapping[str, Any], store: ArtifactStore) -> tuple[StageOutput, dict[str, Any]]:
     """A :class:`~.stage.Separable` stage run by key: each key's part taken from ``store`` when its rows of the
-    split tables, the stage's other arguments (its parameters among them) and its code are those it was made from,
+    split tables and of those ``spread`` makes, the stage's other arguments (its parameters among them) and its code
+    are those it was made from,
     the others computed in one call of ``part`` on their rows and kept; then ``whole`` on every part (``part``'s
     own tables when it computed every key). Returns the output and what was computed: how many keys, and how many
     rows of the part's first table, of how many."""
@@ -456,17 +457,18 @@ def separated(per: Separable, arguments: Mapping[str, Any], store: ArtifactStore
     common = json.dumps(
         {"code": stage_code_hash(per.part), "others": input_digest(others)}, sort_keys=True, default=str
     )
-    hashes = {name: _row_hashes(found[name], per.key) for name in per.split}
+    split = {name: found[name] for name in per.split} | (dict(per.spread(**found)) if per.spread else {})
+    hashes = {name: _row_hashes(frame, per.key) for name, frame in split.items()}
     keys = sorted(set().union(*hashes.values()))
-    part_keys = {value: json.dumps([common, value, [hashes[name].get(value) for name in per.split]]) for value in keys}
+    part_keys = {value: json.dumps([common, value, [hashes[name].get(value) for name in split]]) for value in keys}
     kept = {value: store.recall(part_key) for value, part_key in part_keys.items()}
     missing = [value for value in keys if kept[value] is None]
     computed: dict[str, dict[str, pd.DataFrame]] = {}
     tables: Mapping[str, pd.DataFrame] = {}
     if missing or not keys:  # no key at all: ``part`` gives the tables, empty
         subset = {
-            name: found[name][found[name][per.key].astype(str).isin(missing)].reset_index(drop=True)
-            for name in per.split
+            name: frame[frame[per.key].astype(str).isin(missing)].reset_index(drop=True)
+            for name, frame in split.items()
         }
         tables = per.part(**found | subset)
         computed = _by_key(tables, per.key, missing)

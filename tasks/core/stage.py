@@ -81,10 +81,11 @@ class Report:
 class Separable:
     """How a stage's work splits by a key column (a template's rows are made from that template alone), so that a
     build in which one template changed computes that template's rows only (docs/architecture.md §9). The stage
-    is ``whole(part(**arguments), **arguments)``: ``part`` does the work per key, ``whole`` what needs every row
-    (a check across templates, the report). The runner keeps each key's part in the content store, by the hash
-    of that key's rows of the split tables, the other arguments and the code, and calls ``part`` once, on the
-    rows of the keys it has not kept (:func:`pbbq.tasks.core.caching.separated`)."""
+    is ``whole(part(**arguments, **spread(**arguments)), **arguments)``: ``part`` does the work per key, ``whole``
+    what needs every row (a check across templates, the report). The runner keeps each key's part in the content
+    store, by the hash of that key's rows of the split tables (and of the spread ones), the other arguments and the
+    code, and calls ``part`` once, on the rows of the keys it has not kept
+    (:func:`pbbq.tasks.core.caching.separated`)."""
 
     key: str
     """The column the split tables and every table of a part hold: ``template_id``."""
@@ -95,6 +96,11 @@ class Separable:
     whole: Callable[..., StageOutput]
     """``whole(parts, **arguments)``: the stage's output from the parts of every key, each table concatenated in
     key order; the same as from ``part`` of every key at once (the tests hold each stage to it)."""
+    spread: Callable[..., Mapping[str, pd.DataFrame]] | None = None
+    """``spread(**arguments)``: tables made from every key's rows, a row per key that needs it, given to ``part``
+    as arguments of their names and split by ``key`` with the split tables (the translate stage's segments: a
+    question several templates ask is a row of each, with the entities of every one of them), so that a part is
+    kept by what it reads of the rows across keys too; None: ``part`` reads its keys' rows alone."""
 
 
 def _always(params: Any) -> bool:
