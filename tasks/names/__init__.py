@@ -410,14 +410,19 @@ def named_groups(
     """What each template's names read of every template's examples: the groups the mappable examples of its
     language and category name (those whose names the proxy strength tells apart, :func:`_category_groups`), a row
     per template and group; none when weak proxies are kept (nothing is measured)."""
-    measured = _category_groups(_prepared(examples, Lexicon(name_table))[0]) if params.drop_weak_proxies else {}
+    return {"measured": _measured(examples, _prepared(examples, Lexicon(name_table))[0], params)}
+
+
+def _measured(examples: pd.DataFrame, prepared: Sequence[Prepared], params: NamesParams) -> pd.DataFrame:
+    """:func:`named_groups`' table, from every example rewritten."""
+    measured = _category_groups(prepared) if params.drop_weak_proxies else {}
     templates = examples[["template_id", "lang", "category"]].drop_duplicates().itertuples(index=False)
     rows = [
         (template, lang, category, group)
         for template, lang, category in templates
         for group in sorted(measured.get((lang, category), ()))
     ]
-    return {"measured": pd.DataFrame(rows, columns=MEASURED)}
+    return pd.DataFrame(rows, columns=MEASURED)
 
 
 def template_names(
@@ -433,10 +438,25 @@ def template_names(
     and the checks across templates read of it (:data:`DRAWN`, :data:`NOT_COVERED`), and the proxy strength of
     its category's groups, a row per template. ``client`` and ``prompt`` are needed only when ``params.gender_llm``
     is on."""
+    return _named_parts(
+        examples, _prepared(examples, Lexicon(name_table)), measured, name_table, params, client, prompt
+    )
+
+
+def _named_parts(
+    examples: pd.DataFrame,
+    rewritten: tuple[list[Prepared], list[Failure]],
+    measured: pd.DataFrame,
+    name_table: pd.DataFrame,
+    params: NamesParams,
+    client: LLMClient | None,
+    prompt: str,
+) -> dict[str, pd.DataFrame]:
+    """:func:`template_names` of the examples ``rewritten`` (:func:`_prepared`)."""
     if params.gender_llm and (client is None or not prompt):
         raise ValueError("names: gender_llm is on; give the LLM client and load_gender_prompt()")
     seeds = sub_seeds(params.seed, params.n_seeds)
-    prepared, failed = _prepared(examples, Lexicon(name_table))
+    prepared, failed = rewritten
     failures: list[tuple[Failure, int, DrawOrder, str]] = [(failure, 0, (), "") for failure in failed]
     if params.gender_llm:
         if client is None:
@@ -591,8 +611,10 @@ def names(
     """The name-proxy variants of every mappable example, one per sub-seed, and every unmapped example with its
     reason (§4.1.1, Appendix C): every template's part (:func:`template_names`) at once. ``client`` and ``prompt``
     are needed only when ``params.gender_llm`` is on."""
-    measured = named_groups(examples, name_table, params, client, prompt)["measured"]
-    return _assembled(template_names(examples, measured, name_table, params, client, prompt), examples, params, client)
+    rewritten = _prepared(examples, Lexicon(name_table))
+    measured = _measured(examples, rewritten[0], params)
+    parts = _named_parts(examples, rewritten, measured, name_table, params, client, prompt)
+    return _assembled(parts, examples, params, client)
 
 
 def _category_groups(prepared: Sequence[Prepared]) -> dict[tuple[str, str], set[str]]:
