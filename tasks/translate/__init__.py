@@ -136,13 +136,25 @@ def template_translations(
     table = _in_table_order(segments.drop(columns="template_id"), pair)
     translated, attempts = translate_segments(table, prompts, client, params, lookup, pair)
     kept, dropped = translated_examples(originals, translated, unknown_phrases, params, pair)
-    used = segments[["template_id", "segment_id"]]
+    used = list(zip(segments["template_id"].tolist(), segments["segment_id"].tolist(), strict=True))
     return {
         "examples": kept,
         "dropped": dropped,
-        "segments": used.merge(translated, on="segment_id"),
-        "attempts": used.merge(attempts, on="segment_id"),
+        "segments": _per_template(used, translated),
+        "attempts": _per_template(used, attempts),
     }
+
+
+def _per_template(used: list[tuple[str, str]], frame: pd.DataFrame) -> pd.DataFrame:
+    """The rows of ``frame`` of each ``(template_id, segment_id)`` in ``used``, in that order (a segment's rows in
+    ``frame``'s), with ``template_id`` first."""
+    rows: dict[str, list[int]] = {}
+    for i, segment_id in enumerate(frame["segment_id"].tolist()):
+        rows.setdefault(segment_id, []).append(i)
+    at = [(template, i) for template, segment_id in used for i in rows.get(segment_id, ())]
+    taken = frame.take([i for _, i in at]).reset_index(drop=True)
+    taken.insert(0, "template_id", pd.Series([template for template, _ in at], dtype="object"))
+    return taken
 
 
 def translated_output(
