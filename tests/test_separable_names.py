@@ -13,7 +13,7 @@ import pytest
 
 from pbbq.tasks import names
 from pbbq.tasks.core.artifacts import ArtifactStore, StageOutput
-from pbbq.tasks.core.caching import StoredStage, separated, stage_task
+from pbbq.tasks.core.caching import KeptInput, StoredStage, separated, stage_task
 from pbbq.tasks.core.stage import finish
 from tests.separable_support import sample_arguments
 
@@ -124,3 +124,18 @@ def test_every_template_reads_the_groups_of_its_whole_category(sample: dict[str,
         for template_id, own in rows.groupby("template_id"):
             assert set(own["group"]) == groups, template_id
     assert measured.groupby(["lang", "category"])["template_id"].nunique().max() > 1
+
+
+def test_a_build_input_checked_against_changed_templates_keeps_every_part(
+    sample: dict[str, Any], tmp_path: Path
+) -> None:
+    """The name table is checked against the templates, so its key as a build input changes with any template; the
+    parts are kept by the table itself, which is the same."""
+    assert PER is not None
+    store = ArtifactStore(tmp_path / "store")
+    table = sample["name_table"]
+    for key, computed in (("checked against the templates", "all"), ("checked against one changed template", 0)):
+        kept = KeptInput(key, lambda path: table, None)
+        output, parts = separated(PER, sample | {"name_table": kept}, store)
+        assert parts["computed"] == (parts["of"] if computed == "all" else computed)
+    _assert_same(output, names.names(**sample))

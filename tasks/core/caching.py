@@ -433,6 +433,15 @@ def _in_key_order(frames: list[pd.DataFrame], key: str) -> pd.DataFrame:
     return stacked.take(np.argsort(stacked[key].astype(str).to_numpy(), kind="stable")).reset_index(drop=True)
 
 
+def _by_content(value: Any) -> Any:
+    """A part's argument as its key takes it: a build input's table itself (the name table checked against other
+    templates is the same table: its :class:`KeptInput` key, which names the inputs it was checked against, would
+    change with every template), anything else as the stage's cache key takes it."""
+    if isinstance(value, KeptInput) and isinstance(value.load(), pd.DataFrame):
+        return value.load()
+    return value
+
+
 def separated(per: Separable, arguments: Mapping[str, Any], store: ArtifactStore) -> tuple[StageOutput, dict[str, Any]]:
     """A :class:`~.stage.Separable` stage run by key: each key's part taken from ``store`` when its rows of the
     split tables and of those ``spread`` makes, the stage's other arguments (its parameters among them), its code
@@ -441,7 +450,7 @@ def separated(per: Separable, arguments: Mapping[str, Any], store: ArtifactStore
     key). Returns the output and what was computed: how many keys, and how many rows of the part's first table, of
     how many."""
     found = {name: loaded(value) for name, value in arguments.items()}
-    others = {name: value for name, value in arguments.items() if name not in per.split}
+    others = {name: _by_content(value) for name, value in arguments.items() if name not in per.split}
     code = {"code": stage_code_hash(per.part), "runner": stage_code_hash(separated)}
     common = json.dumps(code | {"others": input_digest(others)}, sort_keys=True, default=str)
     split = {name: found[name] for name in per.split} | (dict(per.spread(**found)) if per.spread else {})

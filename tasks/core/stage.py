@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -148,6 +148,12 @@ SEED = (0, 2**32 - 1)
 def listed(column: pd.Series) -> Iterable[str]:
     """The values of a column of lists, flattened (the LLM requests of a stage's rows)."""
     return column.explode().dropna()
+
+
+def ordered(frame: pd.DataFrame, keys: Sequence[tuple[Any, ...]]) -> pd.DataFrame:
+    """``frame``'s rows in the order of their ``keys`` (one per row): how a stage split by key (:class:`Separable`)
+    puts its parts' rows in the order the stage gives on whole tables."""
+    return frame.take(sorted(range(len(keys)), key=keys.__getitem__)).reset_index(drop=True)
 
 
 Source = Input | Table | Tables | Report | Resource | Client | RunValue | Configs

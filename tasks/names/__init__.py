@@ -46,7 +46,7 @@ import pandas as pd
 from ..core.artifacts import REPO_ROOT, StageOutput, count_reasons, sha256_bytes
 from ..core.inputs import TEMPLATES
 from ..core.schemas import EXAMPLE, EXAMPLE_DROPPED, OPTIONS
-from ..core.stage import SEED, Client, Input, Resource, Separable, Stage, Table, listed
+from ..core.stage import SEED, Client, Input, Resource, Separable, Stage, Table, listed, ordered
 from ..llm import LLMClient, LLMRequest
 from ..text.cues import NONE, entity_age_band
 from .draw import Drawn, PairRequest, Pools, TooFewPairs, draw_variants, name_pools, pair_eras, sub_seeds
@@ -544,17 +544,17 @@ def _assembled(
     variants, unmapped = parts["examples"], parts["unmapped"]
     at = {example_id: i for i, example_id in enumerate(examples["example_id"].tolist())}
     seed_of = {f"names-{sub_seed}": k for k, sub_seed in enumerate(seeds)}
-    variants = _sorted_by(
+    variants = ordered(
         variants, list(zip(variants["variant"].map(seed_of), variants["source_example_id"].map(at), strict=True))
     )
-    unmapped = _sorted_by(
+    unmapped = ordered(
         unmapped,
         list(zip(unmapped["_phase"], unmapped["_draw"], unmapped["example_id"].map(at), strict=True)),
     )
     weak = parts["weak_proxy"]
-    weak = _sorted_by(weak, [(position,) for position in weak["example_id"].map(at)])
+    weak = ordered(weak, [(position,) for position in weak["example_id"].map(at)])
     strength = parts["proxy_strength"].drop(columns="template_id").drop_duplicates(["lang", "category", "group"])
-    strength = _sorted_by(strength, list(zip(strength["lang"], strength["category"], strength["group"], strict=True)))
+    strength = ordered(strength, list(zip(strength["lang"], strength["category"], strength["group"], strict=True)))
     per_seed = []
     for sub_seed in seeds:
         drawn = variants[variants["variant"] == f"names-{sub_seed}"]
@@ -594,11 +594,6 @@ def _assembled(
         },
         report=report,
     )
-
-
-def _sorted_by(frame: pd.DataFrame, keys: Sequence[tuple[Any, ...]]) -> pd.DataFrame:
-    """``frame``'s rows in the order of their ``keys`` (one per row)."""
-    return frame.take(sorted(range(len(keys)), key=keys.__getitem__)).reset_index(drop=True)
 
 
 def names(

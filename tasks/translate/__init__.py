@@ -42,14 +42,13 @@ from collections.abc import Mapping
 from dataclasses import asdict
 from functools import partial
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
 from ..core.artifacts import StageOutput, count_reasons
 from ..core.inputs import TEMPLATES, UNKNOWN_PHRASES, read_csv_checked, require_filled, require_none
 from ..core.schemas import EXAMPLE, EXAMPLE_DROPPED, OPTIONS
-from ..core.stage import Client, Input, Resource, Separable, Stage, Table, listed
+from ..core.stage import Client, Input, Resource, Separable, Stage, Table, listed, ordered
 from ..llm import LLMClient
 from ..text.languages import LANGUAGES
 from .batch import translate_segments
@@ -87,17 +86,12 @@ def _checked_originals(examples: pd.DataFrame, unknown_phrases: pd.DataFrame, pa
     return with_option_entities(originals, pair.source)
 
 
-def _sorted_by(frame: pd.DataFrame, keys: list[tuple[Any, ...]]) -> pd.DataFrame:
-    """``frame``'s rows in the order of their ``keys`` (one per row)."""
-    return frame.take(sorted(range(len(keys)), key=keys.__getitem__)).reset_index(drop=True)
-
-
 def _in_table_order(table: pd.DataFrame, pair: Pair) -> pd.DataFrame:
     """Distinct segments (by ``segment_id``) in the segment table's order: by kind, source text and agreement."""
     table = table.drop_duplicates("segment_id")
     agreements = table["agreement"].tolist() if "agreement" in table else [""] * len(table)
     keys = zip(table["kind"].map(KINDS.index).tolist(), table[pair.source_column].tolist(), agreements, strict=True)
-    return _sorted_by(table, list(keys))
+    return ordered(table, list(keys))
 
 
 def template_segments(
@@ -179,7 +173,7 @@ def translated_output(
         for i, (sid, kind) in enumerate(zip(translated["segment_id"], translated["kind"], strict=True))
     }
     asked = parts["attempts"].drop(columns="template_id").drop_duplicates(["segment_id", "attempt"])
-    attempts = _sorted_by(
+    attempts = ordered(
         asked,
         [
             (order[sid][0], attempt, order[sid][1])
@@ -188,7 +182,7 @@ def translated_output(
     )
     at = {example_id: i for i, example_id in enumerate(originals["example_id"].tolist())}
     kept, dropped = (
-        _sorted_by(parts[name], [(at[e],) for e in parts[name]["source_example_id"].tolist()])
+        ordered(parts[name], [(at[e],) for e in parts[name]["source_example_id"].tolist()])
         for name in ("examples", "dropped")
     )
     review = translated[translated["flagged"] | (translated["failures"] != "")].reset_index(drop=True)
