@@ -28,6 +28,13 @@ mention no pattern covers; two entities of one group; age bands that share no er
 are never passed through: they go to the ``unmapped`` table with their reason. They are not drops: no name table
 covers them, and they stay in ``fa``; the report counts them as ``not_covered``. The stage's only drops are the
 weak proxies.
+
+**Split by template** (docs/architecture.md §9). A template's examples are named from its own rows
+(:func:`template_names`) and the groups every template of its language and category names (:func:`named_groups`:
+the proxy strength is measured on all of them), so a rebuild in which one template changed names that template
+again, and every template of its category when the category's groups changed; :func:`named_output` orders the
+parts' rows as the stage on whole tables does, and runs it on whole tables when two templates' examples read the
+same once named (their names are drawn against each other).
 """
 
 from __future__ import annotations

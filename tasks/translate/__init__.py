@@ -34,6 +34,13 @@ its record in BBQ's English surface: an entity option is its phrase with the art
 taxi driver"); ``answer_info`` holds each option's text and the English of its group tag (``additional_metadata``'s
 ``stereotyped_groups`` too, so lm-eval's BBQ code still finds the biased answer); ``answer_roles`` are the Persian
 example's, and ``lexical_variant`` is the variant's English.
+
+**Split by template** (docs/architecture.md §9). A template's part (:func:`template_translations`) translates the
+segments its examples use as the segment table of every template gives them (:func:`template_segments`: a question
+with the entities of every template that asks it, a context with the entity phrases its request is told), so a
+rebuild in which one template changed translates that template's segments again (and those of the templates
+sharing a segment whose entities changed); :func:`translated_output` keeps each segment and attempt once, in the
+order the stage on whole tables gives.
 """
 
 from __future__ import annotations
