@@ -13,9 +13,10 @@ from pbbq.tasks.core.stage import Sources, arguments, finish
 from pbbq.tasks.llm import open_llm
 
 
-def sample_arguments(folder: str, scratch: Path) -> dict[str, Any]:
-    """The arguments the sample build gives the stage in ``folder``: every stage before it run on the sample."""
-    build = load_config()
+def sample_arguments(folder: str, scratch: Path, config: Path | None = None) -> dict[str, Any]:
+    """The arguments the sample build (or the build of ``config``) gives the stage in ``folder``: every stage before
+    it run on the sample."""
+    build = load_config(config)
     llm = build.llm.__class__(**{**build.llm.__dict__, "store_path": scratch / "responses.sqlite"})
     client = open_llm(llm, build.transcript)
     inputs = load_build_inputs(build, scratch, log=lambda line: None)

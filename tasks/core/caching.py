@@ -426,65 +426,68 @@ def _row_hashes(frame: pd.DataFrame, key: str) -> dict[str, str]:
     return digests
 
 
-def _by_key(tables: Mapping[str, pd.DataFrame], key: str, keys: list[str]) -> dict[str, dict[str, pd.DataFrame]]:
-    """Each key's rows of every table (none for a key a table does not hold)."""
-    found: dict[str, dict[str, pd.DataFrame]] = {value: {} for value in keys}
-    for name, frame in tables.items():
-        indices = frame.groupby(frame[key].astype(str), sort=False).indices
-        for value in keys:
-            found[value][name] = frame.iloc[indices.get(value, [])].reset_index(drop=True)
-    return found
+def _in_key_order(frames: list[pd.DataFrame], key: str) -> pd.DataFrame:
+    """Frames whose keys do not overlap, stacked in key order, each key's rows in their order (an empty frame adds
+    no rows, nor its columns' dtypes)."""
+    filled = [frame for frame in frames if len(frame)] or frames[:1]
+    stacked = pd.concat(filled, ignore_index=True)
+    return stacked.take(np.argsort(stacked[key].astype(str).to_numpy(), kind="stable")).reset_index(drop=True)
 
 
-def _stacked(parts: list[dict[str, pd.DataFrame]]) -> dict[str, pd.DataFrame]:
-    """The parts' tables concatenated, table by table (an empty part adds no rows, nor its columns' dtypes)."""
-    stacked = {}
-    for name in parts[0]:
-        frames = [part[name] for part in parts]
-        filled = [frame for frame in frames if len(frame)] or frames[:1]
-        stacked[name] = pd.concat(filled, ignore_index=True)
-    return stacked
+def _by_content(value: Any) -> Any:
+    """A part's argument as its key takes it: a build input's table itself (the name table checked against other
+    templates is the same table: its :class:`KeptInput` key, which names the inputs it was checked against, would
+    change with every template), anything else as the stage's cache key takes it."""
+    if isinstance(value, KeptInput) and isinstance(value.load(), pd.DataFrame):
+        return value.load()
+    return value
 
 
 def separated(per: Separable, arguments: Mapping[str, Any], store: ArtifactStore) -> tuple[StageOutput, dict[str, Any]]:
     """A :class:`~.stage.Separable` stage run by key: each key's part taken from ``store`` when its rows of the
-    split tables, the stage's other arguments (its parameters among them) and its code are those it was made from,
-    the others computed in one call of ``part`` on their rows and kept; then ``whole`` on every part (``part``'s
-    own tables when it computed every key). Returns the output and what was computed: how many keys, and how many
-    rows of the part's first table, of how many."""
+    split tables and of those ``spread`` makes, the stage's other arguments (its parameters among them), its code
+    and this function's are those it was made from, the others computed in one call of ``part`` on their rows and
+    kept (that call's tables, one file); then ``whole`` on every part (``part``'s own tables when it computed every
+    key). Returns the output and what was computed: how many keys, and how many rows of the part's first table, of
+    how many."""
     found = {name: loaded(value) for name, value in arguments.items()}
-    others = {name: value for name, value in arguments.items() if name not in per.split}
-    common = json.dumps(
-        {"code": stage_code_hash(per.part), "others": input_digest(others)}, sort_keys=True, default=str
-    )
-    hashes = {name: _row_hashes(found[name], per.key) for name in per.split}
+    others = {name: _by_content(value) for name, value in arguments.items() if name not in per.split}
+    code = {"code": stage_code_hash(per.part), "runner": stage_code_hash(separated)}
+    common = json.dumps(code | {"others": input_digest(others)}, sort_keys=True, default=str)
+    split = {name: found[name] for name in per.split} | (dict(per.spread(**found)) if per.spread else {})
+    hashes = {name: _row_hashes(frame, per.key) for name, frame in split.items()}
     keys = sorted(set().union(*hashes.values()))
-    part_keys = {value: json.dumps([common, value, [hashes[name].get(value) for name in per.split]]) for value in keys}
+    part_keys = {value: json.dumps([common, value, [hashes[name].get(value) for name in split]]) for value in keys}
     kept = {value: store.recall(part_key) for value, part_key in part_keys.items()}
     missing = [value for value in keys if kept[value] is None]
-    computed: dict[str, dict[str, pd.DataFrame]] = {}
-    tables: Mapping[str, pd.DataFrame] = {}
+    computed: Mapping[str, pd.DataFrame] = {}
     if missing or not keys:  # no key at all: ``part`` gives the tables, empty
         subset = {
-            name: found[name][found[name][per.key].astype(str).isin(missing)].reset_index(drop=True)
-            for name in per.split
+            name: frame[frame[per.key].astype(str).isin(missing)].reset_index(drop=True)
+            for name, frame in split.items()
         }
-        tables = per.part(**found | subset)
-        computed = _by_key(tables, per.key, missing)
-        batch = store.put(pickle.dumps(computed, PICKLE))  # one file (one sync) for the keys of one call
+        computed = per.part(**found | subset)
+        batch = store.put(pickle.dumps(dict(computed), PICKLE))  # one file (one sync) for the keys of one call
         for value in missing:
             store.remember(part_keys[value], batch)
-    if len(missing) < len(keys):  # some kept: every key's part, in key order
-        batches = {digest: pickle.loads(store.file(digest).read_bytes()) for digest in set(kept.values()) if digest}
-        tables = _stacked([computed[v] if v in computed else batches[str(kept[v])][v] for v in keys])
+    tables = computed
+    if len(missing) < len(keys):  # some kept: every key's rows, from the call that made them, in key order
+        batches: dict[str, list[str]] = {}
+        for value, digest in kept.items():
+            if digest is not None:
+                batches.setdefault(digest, []).append(value)
+        pieces = [computed] if computed else []
+        for digest, values in batches.items():
+            made: Mapping[str, pd.DataFrame] = pickle.loads(store.file(digest).read_bytes())
+            pieces.append({name: frame[frame[per.key].astype(str).isin(values)] for name, frame in made.items()})
+        tables = {name: _in_key_order([piece[name] for piece in pieces], per.key) for name in pieces[0]}
     first = next(iter(tables))
-    done = sum(len(computed[value][first]) for value in missing)
     counts = {
         "key": per.key,
         "computed": len(missing),
         "of": len(keys),
         "table": first,
-        "rows": [done, len(tables[first])],
+        "rows": [len(computed[first]) if missing else 0, len(tables[first])],
     }
     return per.whole(tables, **found), counts
 

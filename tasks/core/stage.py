@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -81,10 +81,11 @@ class Report:
 class Separable:
     """How a stage's work splits by a key column (a template's rows are made from that template alone), so that a
     build in which one template changed computes that template's rows only (docs/architecture.md §9). The stage
-    is ``whole(part(**arguments), **arguments)``: ``part`` does the work per key, ``whole`` what needs every row
-    (a check across templates, the report). The runner keeps each key's part in the content store, by the hash
-    of that key's rows of the split tables, the other arguments and the code, and calls ``part`` once, on the
-    rows of the keys it has not kept (:func:`pbbq.tasks.core.caching.separated`)."""
+    is ``whole(part(**arguments, **spread(**arguments)), **arguments)``: ``part`` does the work per key, ``whole``
+    what needs every row (a check across templates, the report). The runner keeps each key's part in the content
+    store, by the hash of that key's rows of the split tables (and of the spread ones), the other arguments and the
+    code, and calls ``part`` once, on the rows of the keys it has not kept
+    (:func:`pbbq.tasks.core.caching.separated`)."""
 
     key: str
     """The column the split tables and every table of a part hold: ``template_id``."""
@@ -95,6 +96,11 @@ class Separable:
     whole: Callable[..., StageOutput]
     """``whole(parts, **arguments)``: the stage's output from the parts of every key, each table concatenated in
     key order; the same as from ``part`` of every key at once (the tests hold each stage to it)."""
+    spread: Callable[..., Mapping[str, pd.DataFrame]] | None = None
+    """``spread(**arguments)``: tables made from every key's rows, a row per key that needs it, given to ``part``
+    as arguments of their names and split by ``key`` with the split tables (the translate stage's segments: a
+    question several templates ask is a row of each, with the entities of every one of them), so that a part is
+    kept by what it reads of the rows across keys too; None: ``part`` reads its keys' rows alone."""
 
 
 def _always(params: Any) -> bool:
@@ -142,6 +148,12 @@ SEED = (0, 2**32 - 1)
 def listed(column: pd.Series) -> Iterable[str]:
     """The values of a column of lists, flattened (the LLM requests of a stage's rows)."""
     return column.explode().dropna()
+
+
+def ordered(frame: pd.DataFrame, keys: Sequence[tuple[Any, ...]]) -> pd.DataFrame:
+    """``frame``'s rows in the order of their ``keys`` (one per row): how a stage split by key (:class:`Separable`)
+    puts its parts' rows in the order the stage gives on whole tables."""
+    return frame.take(sorted(range(len(keys)), key=keys.__getitem__)).reset_index(drop=True)
 
 
 Source = Input | Table | Tables | Report | Resource | Client | RunValue | Configs

@@ -28,6 +28,13 @@ mention no pattern covers; two entities of one group; age bands that share no er
 are never passed through: they go to the ``unmapped`` table with their reason. They are not drops: no name table
 covers them, and they stay in ``fa``; the report counts them as ``not_covered``. The stage's only drops are the
 weak proxies.
+
+**Split by template** (docs/architecture.md §9). A template's examples are named from its own rows
+(:func:`template_names`) and the groups every template of its language and category names (:func:`named_groups`:
+the proxy strength is measured on all of them), so a rebuild in which one template changed names that template
+again, and every template of its category when the category's groups changed; :func:`named_output` orders the
+parts' rows as the stage on whole tables does, and runs it on whole tables when two templates' examples read the
+same once named (their names are drawn against each other).
 """
 
 from __future__ import annotations
@@ -46,7 +53,7 @@ import pandas as pd
 from ..core.artifacts import REPO_ROOT, StageOutput, count_reasons, sha256_bytes
 from ..core.inputs import TEMPLATES
 from ..core.schemas import EXAMPLE, EXAMPLE_DROPPED, OPTIONS
-from ..core.stage import SEED, Client, Input, Resource, Stage, Table, listed
+from ..core.stage import SEED, Client, Input, Resource, Separable, Stage, Table, listed, ordered
 from ..llm import LLMClient, LLMRequest
 from ..text.cues import NONE, entity_age_band
 from .draw import Drawn, PairRequest, Pools, TooFewPairs, draw_variants, name_pools, pair_eras, sub_seeds
@@ -97,6 +104,9 @@ Failure = tuple[int, str, Unmapped]
 
 DrawKey = tuple[str, tuple[str, ...]]
 """An entity pair (:meth:`Prepared.pair_key`) and the genders of its two entities' names."""
+DrawOrder = tuple[DrawKey, DrawKey] | tuple[()]
+"""Where an example's draw came (its group of pairs reading alike, by its first key, and its own key); ``()`` for
+an example never drawn."""
 
 
 @dataclass
@@ -344,18 +354,18 @@ def _rows_at(
 
 def draw_all(
     mapped: Sequence[Prepared], pools: Pools, seeds: Sequence[int]
-) -> tuple[dict[str, list[tuple[Drawn, int]]], list[tuple[Prepared, Unmapped]]]:
+) -> tuple[dict[str, list[tuple[Drawn, int]]], list[tuple[Prepared, Unmapped, DrawOrder]]]:
     """The draws of every example (per sub-seed: the names and how many draws it took), and the examples left
-    without enough free name pairs. One draw per entity pair and genders (:meth:`Prepared.draw_key`), from the
-    pair's own stream; pairs whose examples would read the same once named are drawn in key order against one set
-    of taken name pairs, so that no two of them get the same names (module docstring of
-    :mod:`pbbq.tasks.names.draw`)."""
+    without enough free name pairs, each with where its draw came. One draw per entity pair and genders
+    (:meth:`Prepared.draw_key`), from the pair's own stream; pairs whose examples would read the same once named are
+    drawn in key order against one set of taken name pairs, so that no two of them get the same names (module
+    docstring of :mod:`pbbq.tasks.names.draw`)."""
     pairs: dict[DrawKey, list[Prepared]] = {}
     for item in mapped:
         pairs.setdefault(item.draw_key(), []).append(item)
     linked = _pairs_reading_alike(pairs)
     drawn: dict[str, list[tuple[Drawn, int]]] = {}
-    short: list[tuple[Prepared, Unmapped]] = []
+    short: list[tuple[Prepared, Unmapped, DrawOrder]] = []
     for component in linked:
         taken: set[tuple[str, str]] = set()
         for key in component:
@@ -365,10 +375,232 @@ def draw_all(
                 draws = draw_variants(pools, first.request(), key[0], seeds, taken)
             except TooFewPairs as error:
                 entities = [first.row[column] for column in ENTITY_COLUMNS]
-                short += [(item, Unmapped("too_few_distinct_names", entities, str(error))) for item in members]
+                why = Unmapped("too_few_distinct_names", entities, str(error))
+                short += [(item, why, (component[0], key)) for item in members]
                 continue
             drawn.update((item.example_id, draws) for item in members)
     return drawn, short
+
+
+MEASURED = ["template_id", "lang", "category", "group"]
+"""The columns of :func:`named_groups`' table."""
+DRAWN = ["_names", "_era", "_name_genders", "_redraws", "_reference_genders", "_patterns", "_reading"]
+"""What a template's part (:func:`template_names`) adds to each variant for the report and the checks across
+templates: the names drawn, their era, their genders, the redraws, the references' genders, the patterns used and
+how the example reads with slots for the names."""
+NOT_COVERED = ["_phase", "_draw", "_entities", "_detail", "_reading"]
+"""What a template's part adds to each example it could not map: when it failed (0: its text; 1: gender; 2: the
+draw) and where its draw came (:data:`DrawOrder`), the entities and detail of the report, how it reads."""
+
+
+def _prepared(examples: pd.DataFrame, lexicon: Lexicon) -> tuple[list[Prepared], list[Failure]]:
+    """Every example rewritten (:func:`prepare`), and those it could not be, in the input's order."""
+    prepared: list[Prepared] = []
+    failures: list[Failure] = []
+    for position, row in enumerate(_records(examples)):
+        try:
+            prepared.append(prepare(row, position, lexicon))
+        except Unmapped as unmapped:
+            # neither its row nor the exception's frames are kept: 30,000 of them at paper scale, each would make
+            # the garbage collector's full passes over the whole process more frequent
+            failures.append((position, row["example_id"], unmapped.with_traceback(None)))
+    return prepared, failures
+
+
+def named_groups(
+    examples: pd.DataFrame,
+    name_table: pd.DataFrame,
+    params: NamesParams,
+    client: LLMClient | None = None,
+    prompt: str = "",
+) -> dict[str, pd.DataFrame]:
+    """What each template's names read of every template's examples: the groups the mappable examples of its
+    language and category name (those whose names the proxy strength tells apart, :func:`_category_groups`), a row
+    per template and group; none when weak proxies are kept (nothing is measured)."""
+    return {"measured": _measured(examples, _prepared(examples, Lexicon(name_table))[0], params)}
+
+
+def _measured(examples: pd.DataFrame, prepared: Sequence[Prepared], params: NamesParams) -> pd.DataFrame:
+    """:func:`named_groups`' table, from every example rewritten."""
+    measured = _category_groups(prepared) if params.drop_weak_proxies else {}
+    templates = examples[["template_id", "lang", "category"]].drop_duplicates().itertuples(index=False)
+    rows = [
+        (template, lang, category, group)
+        for template, lang, category in templates
+        for group in sorted(measured.get((lang, category), ()))
+    ]
+    return pd.DataFrame(rows, columns=MEASURED)
+
+
+def template_names(
+    examples: pd.DataFrame,
+    measured: pd.DataFrame,
+    name_table: pd.DataFrame,
+    params: NamesParams,
+    client: LLMClient | None = None,
+    prompt: str = "",
+) -> dict[str, pd.DataFrame]:
+    """The work of the stage per template (``measured``: the templates' rows of :func:`named_groups`): the variants
+    of its mappable examples, its examples without a name proxy and its weak proxies, each with what the report
+    and the checks across templates read of it (:data:`DRAWN`, :data:`NOT_COVERED`), and the proxy strength of
+    its category's groups, a row per template. ``client`` and ``prompt`` are needed only when ``params.gender_llm``
+    is on."""
+    return _named_parts(
+        examples, _prepared(examples, Lexicon(name_table)), measured, name_table, params, client, prompt
+    )
+
+
+def _named_parts(
+    examples: pd.DataFrame,
+    rewritten: tuple[list[Prepared], list[Failure]],
+    measured: pd.DataFrame,
+    name_table: pd.DataFrame,
+    params: NamesParams,
+    client: LLMClient | None,
+    prompt: str,
+) -> dict[str, pd.DataFrame]:
+    """:func:`template_names` of the examples ``rewritten`` (:func:`_prepared`)."""
+    if params.gender_llm and (client is None or not prompt):
+        raise ValueError("names: gender_llm is on; give the LLM client and load_gender_prompt()")
+    seeds = sub_seeds(params.seed, params.n_seeds)
+    prepared, failed = rewritten
+    failures: list[tuple[Failure, int, DrawOrder, str]] = [(failure, 0, (), "") for failure in failed]
+    if params.gender_llm:
+        if client is None:
+            raise ValueError("names: gender_llm is on but no LLM client was given")
+        label_undecided(prepared, client, prompt)
+    agree_pair_genders(prepared)
+    for item in [p for p in prepared if UNDECIDED in p.genders]:
+        entity = item.row[ENTITY_COLUMNS[item.genders.index(UNDECIDED)]]
+        why = Unmapped("gender_undecided", [entity], "contradicting cues")
+        failures.append(((item.position, item.example_id, why), 1, (), ""))
+    decided = [p for p in prepared if UNDECIDED not in p.genders]
+    groups: dict[tuple[str, str], set[str]] = {}
+    for lang, category, group in zip(measured["lang"], measured["category"], measured["group"], strict=True):
+        groups.setdefault((lang, category), set()).add(group)
+    strength = proxy_strength(name_table, groups, params.min_proxy_margin, params.seed)
+    strong = {(r.lang, r.category, r.group) for r in strength.itertuples() if r.strong}
+    is_weak = [
+        params.drop_weak_proxies and not all((p.row["lang"], p.row["category"], g) in strong for g in p.groups)
+        for p in decided
+    ]
+    weak = [p for p, w in zip(decided, is_weak, strict=True) if w]
+    decided = [p for p, w in zip(decided, is_weak, strict=True) if not w]
+    drawn, short = draw_all(decided, name_pools(name_table), seeds)
+    failures += [((item.position, item.example_id, why), 2, order, _read(item)) for item, why, order in short]
+    mapped = [item for item in decided if item.example_id in drawn]
+    gender_of = {(r.lang, r.group, r.name): r.gender for r in name_table.itertuples()}
+    changed = []
+    for k, sub_seed in enumerate(seeds):
+        for item in mapped:
+            result, attempts = drawn[item.example_id][k]
+            genders = [gender_of[(item.row["lang"], g, n)] for g, n in zip(item.groups, result.names, strict=True)]
+            drew = (result.names, result.era, "/".join(genders), attempts - 1, item.genders, item.patterns, _read(item))
+            changed.append(_variant_fields(item, result.names, sub_seed) | dict(zip(DRAWN, drew, strict=True)))
+    variants = _rows_at(examples, [item.position for _ in seeds for item in mapped], [*EXAMPLE.names, *DRAWN], changed)
+    unmapped = _rows_at(
+        examples,
+        [position for (position, _, _), *_ in failures],
+        [*EXAMPLE_DROPPED.names, *NOT_COVERED],
+        [
+            {"reason": why.reason}
+            | dict(zip(NOT_COVERED, (phase, order, list(why.entities), why.detail, reading), strict=True))
+            for (_, _, why), phase, order, reading in failures
+        ],
+    )
+    weak_rows = _rows_at(
+        examples, [p.position for p in weak], EXAMPLE_DROPPED.names, [{"reason": "weak_proxy"}] * len(weak)
+    )
+    templates: dict[tuple[str, str], list[str]] = {}
+    for template, lang, category in examples[["template_id", "lang", "category"]].drop_duplicates().itertuples(False):
+        templates.setdefault((lang, category), []).append(template)
+    of = [templates[key] for key in zip(strength["lang"], strength["category"], strict=True)]
+    per_template = strength.take([i for i, these in enumerate(of) for _ in these]).reset_index(drop=True)
+    per_template.insert(0, "template_id", [template for these in of for template in these])
+    return {"examples": variants, "unmapped": unmapped, "weak_proxy": weak_rows, "proxy_strength": per_template}
+
+
+def _read(item: Prepared) -> str:
+    """How an example reads with slots for its names (:meth:`Prepared.reading`), as one text."""
+    return "\n".join(item.reading())
+
+
+def named_output(
+    parts: Mapping[str, pd.DataFrame],
+    examples: pd.DataFrame,
+    name_table: pd.DataFrame,
+    params: NamesParams,
+    client: LLMClient | None = None,
+    prompt: str = "",
+) -> StageOutput:
+    """The stage's output from every template's part (:func:`template_names`): each table in the order the stage
+    gives on whole tables (variants by sub-seed and example, examples not covered by when they failed, the proxy
+    strength by language, category and group), and the report. Examples of two templates that read the same once
+    named draw their names against each other (:func:`draw_all`): then the stage runs on whole tables."""
+    readings = pd.concat([parts[name][["template_id", "_reading"]] for name in ("examples", "unmapped")])
+    if (readings[readings["_reading"] != ""].drop_duplicates().groupby("_reading").size() > 1).any():
+        return names(examples, name_table, params, client, prompt)
+    return _assembled(parts, examples, params, client)
+
+
+def _assembled(
+    parts: Mapping[str, pd.DataFrame], examples: pd.DataFrame, params: NamesParams, client: LLMClient | None
+) -> StageOutput:
+    """The stage's output from the parts of every template (:func:`named_output`), their draws made together."""
+    seeds = sub_seeds(params.seed, params.n_seeds)
+    variants, unmapped = parts["examples"], parts["unmapped"]
+    at = {example_id: i for i, example_id in enumerate(examples["example_id"].tolist())}
+    seed_of = {f"names-{sub_seed}": k for k, sub_seed in enumerate(seeds)}
+    variants = ordered(
+        variants, list(zip(variants["variant"].map(seed_of), variants["source_example_id"].map(at), strict=True))
+    )
+    unmapped = ordered(
+        unmapped,
+        list(zip(unmapped["_phase"], unmapped["_draw"], unmapped["example_id"].map(at), strict=True)),
+    )
+    weak = parts["weak_proxy"]
+    weak = ordered(weak, [(position,) for position in weak["example_id"].map(at)])
+    strength = parts["proxy_strength"].drop(columns="template_id").drop_duplicates(["lang", "category", "group"])
+    strength = ordered(strength, list(zip(strength["lang"], strength["category"], strength["group"], strict=True)))
+    per_seed = []
+    for sub_seed in seeds:
+        drawn = variants[variants["variant"] == f"names-{sub_seed}"]
+        per_seed.append(
+            {
+                "sub_seed": sub_seed,
+                "variant": f"names-{sub_seed}",
+                "in": len(drawn),
+                "out": len(drawn),
+                "distinct_names": len({name for names in drawn["_names"] for name in names}),
+                "redraws": int(drawn["_redraws"].sum()),
+                "eras": dict(sorted(Counter(drawn["_era"]).items())),
+                "pair_genders": dict(sorted(Counter(drawn["_name_genders"]).items())),
+            }
+        )
+    report = _report(examples, variants.iloc[: len(variants) // len(seeds)], unmapped, per_seed, params)
+    report["proxy_strength"] = {
+        "measure": MEASURE,
+        "threshold": f"chance (1 / groups of the category) + {params.min_proxy_margin:g}",
+        "per_group": strength.to_dict(orient="records"),
+        "weak_proxy_examples": len(weak),
+    }
+    if client is not None:
+        report["llm"] = client.usage(STAGE_NAME).as_dict()
+    return StageOutput(
+        tables={
+            "examples": variants.drop(columns=DRAWN),
+            "unmapped": unmapped.drop(columns=NOT_COVERED),
+            "weak_proxy": weak,
+            "proxy_strength": strength,
+        },
+        schemas={
+            "examples": EXAMPLE,
+            "unmapped": EXAMPLE_DROPPED,
+            "weak_proxy": EXAMPLE_DROPPED,
+            "proxy_strength": PROXY_STRENGTH,
+        },
+        report=report,
+    )
 
 
 def names(
@@ -379,99 +611,12 @@ def names(
     prompt: str = "",
 ) -> StageOutput:
     """The name-proxy variants of every mappable example, one per sub-seed, and every unmapped example with its
-    reason (§4.1.1, Appendix C). ``client`` and ``prompt`` are needed only when ``params.gender_llm`` is on."""
-    if params.gender_llm and (client is None or not prompt):
-        raise ValueError("names: gender_llm is on; give the LLM client and load_gender_prompt()")
-    seeds = sub_seeds(params.seed, params.n_seeds)
-    pools = name_pools(name_table)
-    lexicon = Lexicon(name_table)
-    prepared: list[Prepared] = []
-    failures: list[Failure] = []
-    for position, row in enumerate(_records(examples)):
-        try:
-            prepared.append(prepare(row, position, lexicon))
-        except Unmapped as unmapped:
-            # neither its row nor the exception's frames are kept: 30,000 of them at paper scale, each would make
-            # the garbage collector's full passes over the whole process more frequent
-            failures.append((position, row["example_id"], unmapped.with_traceback(None)))
-    if params.gender_llm:
-        if client is None:
-            raise ValueError("names: gender_llm is on but no LLM client was given")
-        label_undecided(prepared, client, prompt)
-    agree_pair_genders(prepared)
-    for item in [p for p in prepared if UNDECIDED in p.genders]:
-        entity = item.row[ENTITY_COLUMNS[item.genders.index(UNDECIDED)]]
-        failures.append((item.position, item.example_id, Unmapped("gender_undecided", [entity], "contradicting cues")))
-    decided = [p for p in prepared if UNDECIDED not in p.genders]
-    measured = _category_groups(prepared) if params.drop_weak_proxies else {}
-    strength = proxy_strength(name_table, measured, params.min_proxy_margin, params.seed)
-    strong = {(r.lang, r.category, r.group) for r in strength.itertuples() if r.strong}
-    is_weak = [
-        params.drop_weak_proxies and not all((p.row["lang"], p.row["category"], g) in strong for g in p.groups)
-        for p in decided
-    ]
-    weak = [p for p, w in zip(decided, is_weak, strict=True) if w]
-    decided = [p for p, w in zip(decided, is_weak, strict=True) if not w]
-    drawn, short = draw_all(decided, pools, seeds)
-    failures += [(item.position, item.example_id, unmapped) for item, unmapped in short]
-    mapped = [item for item in decided if item.example_id in drawn]
-    gender_of = {(r.lang, r.group, r.name): r.gender for r in name_table.itertuples()}
-    changed, per_seed = [], []
-    for k, sub_seed in enumerate(seeds):
-        names_drawn: set[str] = set()
-        eras: Counter[str] = Counter()
-        pair_genders: Counter[str] = Counter()
-        redraws = 0
-        for item in mapped:
-            result, attempts = drawn[item.example_id][k]
-            names_drawn.update(result.names)
-            eras[result.era] += 1
-            lang = item.row["lang"]
-            genders = [gender_of[(lang, g, n)] for g, n in zip(item.groups, result.names, strict=True)]
-            pair_genders["/".join(genders)] += 1
-            redraws += attempts - 1
-            changed.append(_variant_fields(item, result.names, sub_seed))
-        per_seed.append(
-            {
-                "sub_seed": sub_seed,
-                "variant": f"names-{sub_seed}",
-                "in": len(mapped),
-                "out": len(mapped),
-                "distinct_names": len(names_drawn),
-                "redraws": redraws,
-                "eras": dict(sorted(eras.items())),
-                "pair_genders": dict(sorted(pair_genders.items())),
-            }
-        )
-    variants = _rows_at(examples, [item.position for _ in seeds for item in mapped], EXAMPLE.names, changed)
-    unmapped = _rows_at(
-        examples,
-        [position for position, _, _ in failures],
-        EXAMPLE_DROPPED.names,
-        [{"reason": failure.reason} for _, _, failure in failures],
-    )
-    weak_rows = _rows_at(
-        examples, [p.position for p in weak], EXAMPLE_DROPPED.names, [{"reason": "weak_proxy"}] * len(weak)
-    )
-    report = _report(examples, mapped, unmapped, failures, per_seed, params)
-    report["proxy_strength"] = {
-        "measure": MEASURE,
-        "threshold": f"chance (1 / groups of the category) + {params.min_proxy_margin:g}",
-        "per_group": strength.to_dict(orient="records"),
-        "weak_proxy_examples": len(weak_rows),
-    }
-    if client is not None:
-        report["llm"] = client.usage(STAGE_NAME).as_dict()
-    return StageOutput(
-        tables={"examples": variants, "unmapped": unmapped, "weak_proxy": weak_rows, "proxy_strength": strength},
-        schemas={
-            "examples": EXAMPLE,
-            "unmapped": EXAMPLE_DROPPED,
-            "weak_proxy": EXAMPLE_DROPPED,
-            "proxy_strength": PROXY_STRENGTH,
-        },
-        report=report,
-    )
+    reason (§4.1.1, Appendix C): every template's part (:func:`template_names`) at once. ``client`` and ``prompt``
+    are needed only when ``params.gender_llm`` is on."""
+    rewritten = _prepared(examples, Lexicon(name_table))
+    measured = _measured(examples, rewritten[0], params)
+    parts = _named_parts(examples, rewritten, measured, name_table, params, client, prompt)
+    return _assembled(parts, examples, params, client)
 
 
 def _category_groups(prepared: Sequence[Prepared]) -> dict[tuple[str, str], set[str]]:
@@ -484,28 +629,30 @@ def _category_groups(prepared: Sequence[Prepared]) -> dict[tuple[str, str], set[
 
 def _report(
     examples: pd.DataFrame,
-    mapped: Sequence[Prepared],
+    mapped: pd.DataFrame,
     unmapped: pd.DataFrame,
-    failures: Sequence[Failure],
     per_seed: Sequence[dict[str, Any]],
     params: NamesParams,
 ) -> dict[str, Any]:
     """Counts in and out, per sub-seed (distinct names drawn, redraws, eras and gender pairs) and per category, the
     genders of the references, the patterns used and every mention no name table covers (``not_covered``: the
-    examples stay in fa, and are not ``dropped``; the weak proxies are, from the ``weak_proxy`` table)."""
+    examples stay in fa, and are not ``dropped``; the weak proxies are, from the ``weak_proxy`` table). ``mapped``:
+    the variants of one sub-seed, a row per mapped example."""
     seeds = [row["sub_seed"] for row in per_seed]
-    mapped_categories = pd.Series([p.row["category"] for p in mapped], dtype="object")
     per_category = {}
     for category in sorted(set(examples["category"])):
-        n_mapped = int((mapped_categories == category).sum())
+        n_mapped = int((mapped["category"] == category).sum())
         per_category[str(category)] = {
             "in": int((examples["category"] == category).sum()),
             "mapped": n_mapped,
             "unmapped": int((unmapped["category"] == category).sum()),
             "out": n_mapped * len(seeds),
         }
-    genders = pd.Series([g for p in mapped for g in p.genders], dtype="object")
-    patterns = pd.Series([pattern for p in mapped for pattern in p.patterns], dtype="object")
+    genders = pd.Series([g for genders in mapped["_reference_genders"] for g in genders], dtype="object")
+    patterns = pd.Series([pattern for used in mapped["_patterns"] for pattern in used], dtype="object")
+    not_covered = zip(
+        unmapped["example_id"], unmapped["reason"], unmapped["_entities"], unmapped["_detail"], strict=True
+    )
     return {
         "stage": STAGE_NAME,
         "parameters": asdict(params),
@@ -513,9 +660,9 @@ def _report(
         "counts": {"in": len(examples), "out": len(mapped) * len(seeds), "mapped": len(mapped)},
         "not_covered": {"total": len(unmapped), "by_reason": count_reasons(unmapped["reason"])},
         "not_covered_examples": [
-            {"example_id": str(example_id), "reason": f.reason, "entity": entity, "detail": f.detail}
-            for _, example_id, f in failures
-            for entity in f.entities
+            {"example_id": str(example_id), "reason": reason, "entity": entity, "detail": detail}
+            for example_id, reason, entities, detail in not_covered
+            for entity in entities
         ],
         "per_sub_seed": list(per_seed),
         "per_category": per_category,
@@ -567,6 +714,7 @@ def names_stage(lang: str = "fa") -> Stage:
         },
         counts=lambda out: {"names_weak_proxy": len(out["weak_proxy"])},
         request_ids=lambda out: listed(out["examples"]["llm_request_ids"]),
+        per=Separable("template_id", ("examples",), template_names, named_output, named_groups),
     )
 
 

@@ -34,10 +34,18 @@ its record in BBQ's English surface: an entity option is its phrase with the art
 taxi driver"); ``answer_info`` holds each option's text and the English of its group tag (``additional_metadata``'s
 ``stereotyped_groups`` too, so lm-eval's BBQ code still finds the biased answer); ``answer_roles`` are the Persian
 example's, and ``lexical_variant`` is the variant's English.
+
+**Split by template** (docs/architecture.md §9). A template's part (:func:`template_translations`) translates the
+segments its examples use as the segment table of every template gives them (:func:`template_segments`: a question
+with the entities of every template that asks it, a context with the entity phrases its request is told), so a
+rebuild in which one template changed translates that template's segments again (and those of the templates
+sharing a segment whose entities changed); :func:`translated_output` keeps each segment and attempt once, in the
+order the stage on whole tables gives.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict
 from functools import partial
 from pathlib import Path
@@ -47,7 +55,7 @@ import pandas as pd
 from ..core.artifacts import StageOutput, count_reasons
 from ..core.inputs import TEMPLATES, UNKNOWN_PHRASES, read_csv_checked, require_filled, require_none
 from ..core.schemas import EXAMPLE, EXAMPLE_DROPPED, OPTIONS
-from ..core.stage import Client, Input, Resource, Stage, Table, listed
+from ..core.stage import Client, Input, Resource, Separable, Stage, Table, listed, ordered
 from ..llm import LLMClient
 from ..text.languages import LANGUAGES
 from .batch import translate_segments
@@ -55,21 +63,21 @@ from .examples import translated_examples, with_option_entities
 from .glossary import SOURCE, TARGET, Glossary, load_english_glossary, load_glossary
 from .pair import PERSIAN_ENGLISH, STAGE_NAME, Pair, TranslateParams, attempt_schema, segment_schema
 from .requests import PROMPTS, TranslatePrompts
-from .segments import segments
+from .segments import per_template, segments
+
+KINDS = ("entity", "lex", "group", "question", "context")
+"""The kinds of segment in the order the segment table lists them (:func:`~.segments.segments`)."""
 
 
-def translate(
-    examples: pd.DataFrame,
-    unknown_phrases: pd.DataFrame,
-    glossary: pd.DataFrame,
-    prompts: TranslatePrompts,
-    client: LLMClient,
-    params: TranslateParams,
-    pair: Pair = PERSIAN_ENGLISH,
-) -> StageOutput:
-    """The target's config of the source's original examples, with the segment table, every attempt, the
-    review table (segments that failed validation or were flagged) and what was dropped."""
-    originals = examples[(examples["lang"] == pair.source.code) & (examples["variant"] == "original")]
+def _originals(examples: pd.DataFrame, pair: Pair) -> pd.DataFrame:
+    """The source language's original examples: those the stage translates."""
+    return examples[(examples["lang"] == pair.source.code) & (examples["variant"] == "original")]
+
+
+def _checked_originals(examples: pd.DataFrame, unknown_phrases: pd.DataFrame, pair: Pair) -> pd.DataFrame:
+    """The original examples with their option entities (:func:`with_option_entities`), once every 'unknown'
+    phrasing they use is known to have a rendering in the target."""
+    originals = _originals(examples, pair)
     roles = originals["answer_roles"].tolist()
     phrasings = {
         text
@@ -82,11 +90,108 @@ def translate(
     unmapped = sorted(phrasings - set(unknown_phrases[pair.source.unknown_column]))
     if unmapped:
         raise ValueError(f"'unknown' phrasing(s) with no {pair.target.name} in the phrase list: {unmapped}")
-    originals = with_option_entities(originals, pair.source)
+    return with_option_entities(originals, pair.source)
+
+
+def _in_table_order(table: pd.DataFrame, pair: Pair) -> pd.DataFrame:
+    """Distinct segments (by ``segment_id``) in the segment table's order: by kind, source text and agreement."""
+    table = table.drop_duplicates("segment_id")
+    agreements = table["agreement"].tolist() if "agreement" in table else [""] * len(table)
+    keys = zip(table["kind"].map(KINDS.index).tolist(), table[pair.source_column].tolist(), agreements, strict=True)
+    return ordered(table, list(keys))
+
+
+def template_segments(
+    examples: pd.DataFrame,
+    unknown_phrases: pd.DataFrame,
+    glossary: pd.DataFrame,
+    prompts: TranslatePrompts,
+    client: LLMClient,
+    params: TranslateParams,
+    pair: Pair = PERSIAN_ENGLISH,
+) -> dict[str, pd.DataFrame]:
+    """What each template's translations read of every template's examples: the segments of all of them
+    (:func:`~.segments.segments`: a question holds the entities of every template that asks it), a row per template
+    that uses one (:func:`~.segments.per_template`)."""
+    originals = _checked_originals(examples, unknown_phrases, pair)
     lookup = Glossary(glossary, pair.target, pair.source)
     table = segments(originals, lookup, pair.source_column)
+    return {"segments": per_template(originals, table, pair.source, pair.target, pair.source_column)}
+
+
+def template_translations(
+    examples: pd.DataFrame,
+    segments: pd.DataFrame,
+    unknown_phrases: pd.DataFrame,
+    glossary: pd.DataFrame,
+    prompts: TranslatePrompts,
+    client: LLMClient,
+    params: TranslateParams,
+    pair: Pair = PERSIAN_ENGLISH,
+) -> dict[str, pd.DataFrame]:
+    """The work of the stage per template (``segments``: the templates' rows of :func:`template_segments`): each
+    distinct segment translated once, and the templates' target examples, kept and dropped; the segments and their
+    attempts a row per template that uses them."""
+    originals = _checked_originals(examples, unknown_phrases, pair)
+    lookup = Glossary(glossary, pair.target, pair.source)
+    table = _in_table_order(segments.drop(columns="template_id"), pair)
     translated, attempts = translate_segments(table, prompts, client, params, lookup, pair)
     kept, dropped = translated_examples(originals, translated, unknown_phrases, params, pair)
+    used = list(zip(segments["template_id"].tolist(), segments["segment_id"].tolist(), strict=True))
+    return {
+        "examples": kept,
+        "dropped": dropped,
+        "segments": _per_template(used, translated),
+        "attempts": _per_template(used, attempts),
+    }
+
+
+def _per_template(used: list[tuple[str, str]], frame: pd.DataFrame) -> pd.DataFrame:
+    """The rows of ``frame`` of each ``(template_id, segment_id)`` in ``used``, in that order (a segment's rows in
+    ``frame``'s), with ``template_id`` first."""
+    rows: dict[str, list[int]] = {}
+    for i, segment_id in enumerate(frame["segment_id"].tolist()):
+        rows.setdefault(segment_id, []).append(i)
+    at = [(template, i) for template, segment_id in used for i in rows.get(segment_id, ())]
+    taken = frame.take([i for _, i in at]).reset_index(drop=True)
+    taken.insert(0, "template_id", pd.Series([template for template, _ in at], dtype="object"))
+    return taken
+
+
+def translated_output(
+    parts: Mapping[str, pd.DataFrame],
+    examples: pd.DataFrame,
+    unknown_phrases: pd.DataFrame,
+    glossary: pd.DataFrame,
+    prompts: TranslatePrompts,
+    client: LLMClient,
+    params: TranslateParams,
+    pair: Pair = PERSIAN_ENGLISH,
+) -> StageOutput:
+    """The stage's output from every template's part (:func:`template_translations`): each segment and attempt once,
+    in the segment table's order (attempts as they were asked: entity phrases, variants and groups first, each
+    round of retries after the one before), the examples in the source's order, the review table and the report.
+    Its ``llm`` usage counts the requests of the parts this run computed."""
+    originals = _originals(examples, pair)
+    translated = _in_table_order(parts["segments"].drop(columns="template_id"), pair)
+    told = {"question", "context"}  # translated after the others (:func:`~.batch.translate_segments`)
+    order = {
+        sid: (kind in told, i)
+        for i, (sid, kind) in enumerate(zip(translated["segment_id"], translated["kind"], strict=True))
+    }
+    asked = parts["attempts"].drop(columns="template_id").drop_duplicates(["segment_id", "attempt"])
+    attempts = ordered(
+        asked,
+        [
+            (order[sid][0], attempt, order[sid][1])
+            for sid, attempt in zip(asked["segment_id"], asked["attempt"], strict=True)
+        ],
+    )
+    at = {example_id: i for i, example_id in enumerate(originals["example_id"].tolist())}
+    kept, dropped = (
+        ordered(parts[name], [(at[e],) for e in parts[name]["source_example_id"].tolist()])
+        for name in ("examples", "dropped")
+    )
     review = translated[translated["flagged"] | (translated["failures"] != "")].reset_index(drop=True)
     lost = translated["failures"].str.split(";").explode()
     broken = pd.concat([attempts["failures"].str.split(";").explode(), lost[lost == "group_term_lost"]])
@@ -125,6 +230,31 @@ def translate(
         report=report,
         csv=("review",),
     )
+
+
+def translate(
+    examples: pd.DataFrame,
+    unknown_phrases: pd.DataFrame,
+    glossary: pd.DataFrame,
+    prompts: TranslatePrompts,
+    client: LLMClient,
+    params: TranslateParams,
+    pair: Pair = PERSIAN_ENGLISH,
+) -> StageOutput:
+    """The target's config of the source's original examples, with the segment table, every attempt, the
+    review table (segments that failed validation or were flagged) and what was dropped: every template's part
+    (:func:`template_translations`) at once."""
+    arguments = {
+        "examples": examples,
+        "unknown_phrases": unknown_phrases,
+        "glossary": glossary,
+        "prompts": prompts,
+        "client": client,
+        "params": params,
+        "pair": pair,
+    }
+    parts = template_translations(**arguments, **template_segments(**arguments))
+    return translated_output(parts, **arguments)
 
 
 GLOSSARY = Input("glossary", load_glossary, needs=(TEMPLATES,))
@@ -198,6 +328,7 @@ def translate_stage(target: str = TARGET.code, first: bool = True, source: str =
         ),
         funnel={f"examples_{target}": f"{name} examples (`{target}`)"},
         request_ids=lambda out: listed(out["segments"]["request_ids"]),
+        per=Separable("template_id", ("examples",), template_translations, translated_output, template_segments),
     )
 
 

@@ -79,14 +79,17 @@ def group_name(tag: str) -> str:
     return tag.replace(GROUP_SEPARATOR, " ")
 
 
+def _example_groups(examples: pd.DataFrame) -> list[list[str]]:
+    """Per example, the Persian names of the groups its entity options are tagged with."""
+    return [
+        [group_name(str(list(info[option])[1])) for option in OPTIONS if roles[option] != "unknown"]
+        for info, roles in zip(examples["answer_info"].tolist(), examples["answer_roles"].tolist(), strict=True)
+    ]
+
+
 def _groups(examples: pd.DataFrame) -> set[str]:
     """The Persian names of the groups the examples' entity options are tagged with."""
-    return {
-        group_name(str(list(info[option])[1]))
-        for info, roles in zip(examples["answer_info"].tolist(), examples["answer_roles"].tolist(), strict=True)
-        for option in OPTIONS
-        if roles[option] != "unknown"
-    }
+    return {group for groups in _example_groups(examples) for group in groups}
 
 
 def _entries(terms_in: Callable[[str], list[tuple[str, str]]], phrases: Iterable[str]) -> tuple[tuple[str, str], ...]:
@@ -95,3 +98,41 @@ def _entries(terms_in: Callable[[str], list[tuple[str, str]]], phrases: Iterable
     for phrase in phrases:
         found.update(terms_in(phrase))
     return tuple(sorted(found.items()))
+
+
+def per_template(
+    examples: pd.DataFrame, table: pd.DataFrame, source: Language, target: Language, column: str = "text_fa"
+) -> pd.DataFrame:
+    """The rows of ``table`` (:func:`segments` of ``examples``) once per template whose examples use them (their
+    context, question in its agreement, entity phrases, lexical variant and groups), with the entity phrases,
+    variants and groups whose text is an entity of such a question or context (the translation of each goes into
+    its request); ``template_id`` first, each template's rows in ``table``'s order. A template's translations
+    depend on its rows alone."""
+    texts, kinds = table[column].tolist(), table["kind"].tolist()
+    position = {key: i for i, key in enumerate(zip(kinds, texts, table["agreement"].tolist(), strict=True))}
+    phrases: dict[str, list[int]] = {}
+    """Each text of an entity phrase, variant or group: its segments."""
+    for i, (kind, text) in enumerate(zip(kinds, texts, strict=True)):
+        if kind in ("entity", "lex", "group"):
+            phrases.setdefault(text, []).append(i)
+    told = [
+        entities if kind in ("question", "context") else ()
+        for kind, entities in zip(kinds, table["entities"].tolist(), strict=True)
+    ]
+    agreement = cache(lambda one, other: question_agreement((one, other), source, target))
+    used: dict[str, set[int]] = {}
+    columns = ("template_id", "context", "question", "stereo_entity", "nonstereo_entity", "lexical_variant")
+    rows = zip(*(examples[c].tolist() for c in columns), _example_groups(examples), strict=True)
+    for template, context, question, stereo, nonstereo, variant, groups in rows:
+        keys = [("context", context, ""), ("question", question, agreement(stereo, nonstereo))]
+        keys += [("entity", stereo, ""), ("entity", nonstereo, ""), *(("group", g, "") for g in groups)]
+        keys += [("lex", variant, "")] if variant else []
+        used.setdefault(template, set()).update(position[key] for key in keys)
+    order = [
+        (template, i)
+        for template in sorted(used)
+        for i in sorted(used[template] | {p for at in used[template] for e in told[at] for p in phrases.get(e, ())})
+    ]
+    frame = table.iloc[[i for _, i in order]].reset_index(drop=True)
+    frame.insert(0, "template_id", [template for template, _ in order])
+    return frame

@@ -1,0 +1,141 @@
+"""The names stage split by template (``Stage.per``): a build in which one template changed names that template's
+examples only, and every table and the report are what the stage gives on whole tables, whatever was kept: the
+proxy strength of a category measured on every template's groups, names drawn apart across templates that read
+alike."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from pbbq.tasks import names
+from pbbq.tasks.core.artifacts import ArtifactStore, StageOutput
+from pbbq.tasks.core.caching import KeptInput, StoredStage, separated, stage_task
+from pbbq.tasks.core.stage import finish
+from tests.separable_support import sample_arguments
+
+STAGE = names.STAGE
+PER = STAGE.per
+
+
+@pytest.fixture(scope="module")
+def sample(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The sample build's arguments of the names stage (its examples, name table, params)."""
+    return sample_arguments(STAGE.folder, tmp_path_factory.mktemp("sample"))
+
+
+def _assert_same(output: StageOutput, expected: StageOutput) -> None:
+    assert list(output.tables) == list(expected.tables)
+    for name, frame in expected.tables.items():
+        pd.testing.assert_frame_equal(output.tables[name], frame, check_exact=True)
+    assert output.report == expected.report
+
+
+def _templates(examples: pd.DataFrame, first_half: bool) -> pd.DataFrame:
+    """The examples of the first (or the second) half of the templates."""
+    templates = sorted(set(examples["template_id"]))
+    half = templates[: len(templates) // 2]
+    return examples[examples["template_id"].isin(half) == first_half]
+
+
+def test_the_sample_split_by_template_is_the_whole_table_stage(sample: dict[str, Any], tmp_path: Path) -> None:
+    """Every table and the report equal the whole-table stage's, computed at once, from kept parts, or half and
+    half (the first half of the templates kept from a build that had only them, its categories' groups fewer)."""
+    assert PER is not None
+    expected = names.names(**sample)
+    store = ArtifactStore(tmp_path / "store")
+    halved = sample | {"examples": _templates(sample["examples"], first_half=True)}
+    _assert_same(separated(PER, halved, store)[0], names.names(**halved))
+    n = sample["examples"]["template_id"].nunique()
+    output, parts = separated(PER, sample, store)
+    _assert_same(output, expected)
+    assert 0 < parts["computed"] < n and parts["of"] == n
+    output, parts = separated(PER, sample, store)
+    _assert_same(output, expected)
+    assert parts["computed"] == 0
+
+
+def test_one_changed_template_of_the_sample_recomputes_its_rows_only(sample: dict[str, Any], tmp_path: Path) -> None:
+    """The stage's report (hence its manifest entry and progress line) counts the templates and rows it named."""
+    store = ArtifactStore(tmp_path / "store")
+    run = stage_task(STAGE, sample["params"], store).fn
+    fresh = run(**sample)
+    assert isinstance(fresh, StoredStage)
+    variants = fresh.tables(store)["examples"]
+    n = sample["examples"]["template_id"].nunique()
+    assert fresh.report["parts"] == {
+        "key": "template_id",
+        "computed": n,
+        "of": n,
+        "table": "examples",
+        "rows": [len(variants), len(variants)],
+    }
+    lexical = variants.groupby("template_id")["lexical_variant"].nunique()
+    template_id = str(lexical[lexical > 1].index.max())
+    examples = sample["examples"]
+    own = examples["template_id"] == template_id
+    last = variants.loc[variants["template_id"] == template_id, "source_example_id"].iloc[-1]
+    variant = examples.loc[examples["example_id"] == last, "lexical_variant"].iloc[0]
+    changed = sample | {"examples": examples[~(own & (examples["lexical_variant"] == variant))]}
+    again = run(**changed)
+    tables = again.tables(store)
+    named = int((tables["examples"]["template_id"] == template_id).sum())
+    assert 0 < named < len(tables["examples"]) < len(variants)
+    assert again.report["parts"]["computed"] == 1 and again.report["parts"]["of"] == n
+    assert again.report["parts"]["rows"] == [named, len(tables["examples"])]
+    whole = finish(STAGE, names.names(**changed), changed["params"])
+    for name, frame in whole.tables.items():
+        pd.testing.assert_frame_equal(tables[name], frame, check_exact=True)
+    assert {key: value for key, value in again.report.items() if key != "parts"} == whole.report
+
+
+def test_templates_that_read_alike_draw_their_names_apart_whichever_was_kept(
+    sample: dict[str, Any], tmp_path: Path
+) -> None:
+    """A template whose examples read as another's once named (a copy under another id) takes other names than the
+    one kept from a build without it, as on whole tables."""
+    assert PER is not None
+    examples = sample["examples"]
+    original = sorted(set(names.names(**sample).tables["examples"]["template_id"]))[0]
+    rows = examples[examples["template_id"] == original]
+    copy = rows.assign(template_id=f"{original}-copy", example_id=rows["example_id"] + "-copy")
+    one, both = sample | {"examples": rows}, sample | {"examples": pd.concat([rows, copy], ignore_index=True)}
+    store = ArtifactStore(tmp_path / "store")
+    separated(PER, one, store)
+    output, parts = separated(PER, both, store)
+    assert parts["computed"] == 1  # the copy; the draws across the two then made on whole tables
+    expected = names.names(**both)
+    _assert_same(output, expected)
+    drawn = expected.tables["examples"].groupby("template_id")["context"].apply(frozenset)
+    assert drawn[original].isdisjoint(drawn[f"{original}-copy"])
+
+
+def test_every_template_reads_the_groups_of_its_whole_category(sample: dict[str, Any]) -> None:
+    """The proxy strength of a category is measured on the groups every template of it names: each template's part
+    reads all of them, so a template kept is named again when another changes its category's groups."""
+    assert PER is not None and PER.spread is not None
+    measured = PER.spread(**sample)["measured"]
+    whole = names.names(**sample).tables["proxy_strength"]
+    for (lang, category), rows in measured.groupby(["lang", "category"]):
+        groups = set(whole.loc[(whole["lang"] == lang) & (whole["category"] == category), "group"])
+        for template_id, own in rows.groupby("template_id"):
+            assert set(own["group"]) == groups, template_id
+    assert measured.groupby(["lang", "category"])["template_id"].nunique().max() > 1
+
+
+def test_a_build_input_checked_against_changed_templates_keeps_every_part(
+    sample: dict[str, Any], tmp_path: Path
+) -> None:
+    """The name table is checked against the templates, so its key as a build input changes with any template; the
+    parts are kept by the table itself, which is the same."""
+    assert PER is not None
+    store = ArtifactStore(tmp_path / "store")
+    table = sample["name_table"]
+    for key, computed in (("checked against the templates", "all"), ("checked against one changed template", 0)):
+        kept = KeptInput(key, lambda path: table, None)
+        output, parts = separated(PER, sample | {"name_table": kept}, store)
+        assert parts["computed"] == (parts["of"] if computed == "all" else computed)
+    _assert_same(output, names.names(**sample))
