@@ -503,7 +503,8 @@ def stage_task(stage: Stage, params: Any, store: ArtifactStore) -> Any:
     def run(**arguments: Any) -> StoredStage | StageOutput:
         if stage.per is not None:
             computed, parts = separated(stage.per, arguments, store)
-            output = finish(stage, dataclasses.replace(computed, report={**computed.report, "parts": parts}), params)
+            # a stage that ran on whole tables after all says so in its own ``parts``
+            output = finish(stage, dataclasses.replace(computed, report={"parts": parts} | computed.report), params)
         else:
             found = {name: loaded(value) for name, value in arguments.items()}
             output = finish(stage, stage.run(**found), params)

@@ -539,7 +539,17 @@ def named_output(
     named draw their names against each other (:func:`draw_all`): then the stage runs on whole tables."""
     readings = pd.concat([parts[name][["template_id", "_reading"]] for name in ("examples", "unmapped")])
     if (readings[readings["_reading"] != ""].drop_duplicates().groupby("_reading").size() > 1).any():
-        return names(examples, name_table, params, client, prompt)
+        whole = names(examples, name_table, params, client, prompt)
+        templates, rows = examples["template_id"].nunique(), len(whole.tables["examples"])
+        whole.report["parts"] = {  # what the run computed: every template, not only those the runner did not keep
+            "key": "template_id",
+            "computed": templates,
+            "of": templates,
+            "table": "examples",
+            "rows": [rows, rows],
+            "on_whole_tables": "two templates' examples read alike once named",
+        }
+        return whole
     return _assembled(parts, examples, params, client)
 
 
