@@ -3,8 +3,11 @@ replay mode): the arguments of a stage of the sample build, for the tests of sta
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
+
+import pandas as pd
 
 from pbbq.flows.build_pbbq import load_build_inputs
 from pbbq.flows.config import load_config
@@ -28,3 +31,15 @@ def sample_arguments(folder: str, scratch: Path, config: Path | None = None) -> 
             return arguments(stage, params, sources)
         outputs[stage.folder] = finish(stage, stage.run(**arguments(stage, params, sources)), params)
     raise KeyError(f"the sample's pipeline has no stage {folder}")
+
+
+def assert_same_output(output: StageOutput, expected: StageOutput, besides: Iterable[str] = ("parts",)) -> None:
+    """The two outputs hold the same tables, exactly, and the same report but for the keys ``besides`` (what the
+    runner computed, ``parts``; a split stage's ``llm`` usage, which counts this run's requests)."""
+    assert list(output.tables) == list(expected.tables)
+    for name, frame in expected.tables.items():
+        pd.testing.assert_frame_equal(output.tables[name], frame, check_exact=True)
+    left = set(besides)
+    assert {k: v for k, v in output.report.items() if k not in left} == {
+        k: v for k, v in expected.report.items() if k not in left
+    }

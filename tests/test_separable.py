@@ -14,7 +14,7 @@ from pbbq.tasks.core.artifacts import ArtifactStore, StageOutput
 from pbbq.tasks.core.caching import StoredStage, separated, stage_task
 from pbbq.tasks.core.run_folder import StageRecord
 from pbbq.tasks.core.stage import Pipeline, Separable, Stage, Table, finish
-from tests.separable_support import sample_arguments
+from tests.separable_support import assert_same_output, sample_arguments
 from tests.templates import STEREOTYPES, template_row
 
 STAGE = instantiate.STAGE
@@ -26,13 +26,6 @@ PHRASES = ("نمی‌توان گفت", "مشخص نیست")
 def sample(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """The sample build's arguments of the instantiate stage (its disambiguated templates, stereotypes, params)."""
     return sample_arguments(STAGE.folder, tmp_path_factory.mktemp("sample"))
-
-
-def _assert_same(output: StageOutput, expected: StageOutput) -> None:
-    assert list(output.tables) == list(expected.tables)
-    for name, frame in expected.tables.items():
-        pd.testing.assert_frame_equal(output.tables[name], frame, check_exact=True)
-    assert output.report == expected.report
 
 
 def _changed(templates: pd.DataFrame, template_id: str) -> pd.DataFrame:
@@ -55,7 +48,7 @@ def test_the_sample_split_by_template_is_the_whole_table_stage(sample: dict[str,
     assert separated(PER, halved, store)[1]["computed"] == len(first_half)
     for computed in (len(templates) - len(first_half), 0):  # half kept, then all
         output, parts = separated(PER, sample, store)
-        _assert_same(output, expected)
+        assert_same_output(output, expected)
         assert parts["computed"] == computed and parts["of"] == len(templates)
 
 
@@ -98,7 +91,7 @@ def test_a_duplicate_across_templates_is_dropped_whichever_template_was_kept(tmp
     both = {"templates": pd.DataFrame([second, first]), "stereotypes": STEREOTYPES, "params": params}
     output, parts = separated(PER, both, store)
     assert parts["computed"] == 1
-    _assert_same(output, instantiate.instantiate(**both))
+    assert_same_output(output, instantiate.instantiate(**both))
     assert set(output.tables["dropped_examples"]["reason"]) == {"duplicate_example"}
 
 
@@ -109,7 +102,7 @@ def test_new_parameters_or_other_tables_recompute_every_template(sample: dict[st
     reseeded = sample | {"params": instantiate.InstantiateParams(sample["params"].unknown_phrases, seed=7)}
     output, parts = separated(PER, reseeded, store)
     assert parts["computed"] == parts["of"]
-    _assert_same(output, instantiate.instantiate(**reseeded))
+    assert_same_output(output, instantiate.instantiate(**reseeded))
     fewer = sample | {"stereotypes": sample["stereotypes"].iloc[::-1].reset_index(drop=True)}
     assert separated(PER, fewer, store)[1]["computed"] == parts["of"]
 

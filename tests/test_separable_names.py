@@ -12,10 +12,10 @@ import pandas as pd
 import pytest
 
 from pbbq.tasks import names
-from pbbq.tasks.core.artifacts import ArtifactStore, StageOutput
+from pbbq.tasks.core.artifacts import ArtifactStore
 from pbbq.tasks.core.caching import KeptInput, StoredStage, separated, stage_task
 from pbbq.tasks.core.stage import finish
-from tests.separable_support import sample_arguments
+from tests.separable_support import assert_same_output, sample_arguments
 
 STAGE = names.STAGE
 PER = STAGE.per
@@ -25,13 +25,6 @@ PER = STAGE.per
 def sample(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """The sample build's arguments of the names stage (its examples, name table, params)."""
     return sample_arguments(STAGE.folder, tmp_path_factory.mktemp("sample"))
-
-
-def _assert_same(output: StageOutput, expected: StageOutput) -> None:
-    assert list(output.tables) == list(expected.tables)
-    for name, frame in expected.tables.items():
-        pd.testing.assert_frame_equal(output.tables[name], frame, check_exact=True)
-    assert {key: value for key, value in output.report.items() if key != "parts"} == expected.report
 
 
 def _templates(examples: pd.DataFrame, first_half: bool) -> pd.DataFrame:
@@ -48,13 +41,13 @@ def test_the_sample_split_by_template_is_the_whole_table_stage(sample: dict[str,
     expected = names.names(**sample)
     store = ArtifactStore(tmp_path / "store")
     halved = sample | {"examples": _templates(sample["examples"], first_half=True)}
-    _assert_same(separated(PER, halved, store)[0], names.names(**halved))
+    assert_same_output(separated(PER, halved, store)[0], names.names(**halved))
     n = sample["examples"]["template_id"].nunique()
     output, parts = separated(PER, sample, store)
-    _assert_same(output, expected)
+    assert_same_output(output, expected)
     assert 0 < parts["computed"] < n and parts["of"] == n
     output, parts = separated(PER, sample, store)
-    _assert_same(output, expected)
+    assert_same_output(output, expected)
     assert parts["computed"] == 0
 
 
@@ -109,7 +102,7 @@ def test_templates_that_read_alike_draw_their_names_apart_whichever_was_kept(
     assert parts["computed"] == 1  # the copy; the draws across the two then made on whole tables
     assert output.report["parts"]["computed"] == output.report["parts"]["of"] == 2  # what the run and report say
     expected = names.names(**both)
-    _assert_same(output, expected)
+    assert_same_output(output, expected)
     drawn = expected.tables["examples"].groupby("template_id")["context"].apply(frozenset)
     assert drawn[original].isdisjoint(drawn[f"{original}-copy"])
 
@@ -139,4 +132,4 @@ def test_a_build_input_checked_against_changed_templates_keeps_every_part(
         kept = KeptInput(key, lambda path: table, None)
         output, parts = separated(PER, sample | {"name_table": kept}, store)
         assert parts["computed"] == (parts["of"] if computed == "all" else computed)
-    _assert_same(output, names.names(**sample))
+    assert_same_output(output, names.names(**sample))

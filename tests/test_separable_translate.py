@@ -14,8 +14,10 @@ from pbbq.tasks import translate
 from pbbq.tasks.core.artifacts import REPO_ROOT, ArtifactStore, StageOutput
 from pbbq.tasks.core.caching import StoredStage, separated, stage_task
 from pbbq.tasks.core.stage import Stage, finish
-from tests.separable_support import sample_arguments
+from tests.separable_support import assert_same_output, sample_arguments
 
+USAGE = ("llm", "parts")
+"""What a split stage's report says of this run alone: the LLM requests it made and the parts it computed."""
 TARGETS = {"en": (translate.STAGE, None), "ur": (translate.translate_stage("ur", first=False), "sample-ur.toml")}
 
 
@@ -25,18 +27,6 @@ def target(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
     stage, config = TARGETS[request.param]
     scratch = tmp_path_factory.mktemp(request.param)
     return stage, sample_arguments(stage.folder, scratch, config and REPO_ROOT / "configs" / config)
-
-
-def _without_usage(report: dict[str, Any]) -> dict[str, Any]:
-    """A report without what this run asked of the LLM (``llm``) and what it computed (``parts``)."""
-    return {key: value for key, value in report.items() if key not in ("llm", "parts")}
-
-
-def _assert_same(output: StageOutput, expected: StageOutput) -> None:
-    assert list(output.tables) == list(expected.tables)
-    for name, frame in expected.tables.items():
-        pd.testing.assert_frame_equal(output.tables[name], frame, check_exact=True)
-    assert _without_usage(output.report) == _without_usage(expected.report)
 
 
 def _one_variant_less(examples: pd.DataFrame) -> tuple[pd.DataFrame, str]:
@@ -62,10 +52,10 @@ def test_the_sample_split_by_template_is_the_whole_table_stage(
     templates = sorted(set(examples["template_id"]))
     first_half = templates[: len(templates) // 2]
     halved = sample | {"examples": examples[examples["template_id"].isin(first_half)]}
-    _assert_same(separated(stage.per, halved, store)[0], translate.translate(**halved))
+    assert_same_output(separated(stage.per, halved, store)[0], translate.translate(**halved), besides=USAGE)
     for computed in (len(templates) - len(first_half), 0):  # half kept, then all
         output, parts = separated(stage.per, sample, store)
-        _assert_same(output, expected)
+        assert_same_output(output, expected, besides=USAGE)
         assert parts["computed"] == computed and parts["of"] == len(templates)
 
 
@@ -101,9 +91,7 @@ def test_one_changed_template_of_the_sample_recomputes_its_rows_only(
     asked = again.report["llm"]["cache_hits"] - hits
     assert 0 < asked < len(segments)  # a request per segment of its own, and back-translations: not every segment
     whole = finish(stage, translate.translate(**changed), changed["params"])
-    for name, frame in whole.tables.items():
-        pd.testing.assert_frame_equal(tables[name], frame, check_exact=True)
-    assert _without_usage(again.report) == _without_usage(whole.report)
+    assert_same_output(StageOutput(tables, {}, again.report), whole, besides=USAGE)
 
 
 def test_a_question_is_checked_against_the_entities_of_every_template_that_asks_it(
