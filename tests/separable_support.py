@@ -11,8 +11,9 @@ import pandas as pd
 
 from pbbq.flows.build_pbbq import load_build_inputs
 from pbbq.flows.config import load_config
-from pbbq.tasks.core.artifacts import StageOutput
-from pbbq.tasks.core.stage import Sources, arguments, finish
+from pbbq.tasks.core.artifacts import ArtifactStore, StageOutput
+from pbbq.tasks.core.caching import StoredStage, stage_task
+from pbbq.tasks.core.stage import Sources, Stage, arguments, finish
 from pbbq.tasks.llm import open_llm
 
 
@@ -43,3 +44,21 @@ def assert_same_output(output: StageOutput, expected: StageOutput, besides: Iter
     assert {k: v for k, v in output.report.items() if k not in left} == {
         k: v for k, v in expected.report.items() if k not in left
     }
+
+
+def first_run(stage: Stage, sample: dict[str, Any], store: ArtifactStore) -> tuple[Any, StoredStage]:
+    """The stage's task function (as the runner calls it) and its first run on ``sample`` with ``store`` empty,
+    checked to have computed every template (its report's ``parts``)."""
+    run = stage_task(stage, sample["params"], store).fn
+    fresh = run(**sample)
+    assert isinstance(fresh, StoredStage)
+    rows = len(fresh.tables(store)["examples"])
+    n = sample["examples"]["template_id"].nunique()
+    assert fresh.report["parts"] == {
+        "key": "template_id",
+        "computed": n,
+        "of": n,
+        "table": "examples",
+        "rows": [rows] * 2,
+    }
+    return run, fresh
