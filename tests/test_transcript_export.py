@@ -4,6 +4,7 @@ replays its answers from a transcript takes its own transcript by reference from
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import hashlib
 import json
@@ -87,7 +88,7 @@ def test_answers_the_store_recorded_itself_are_written_anew(tmp_path: Path) -> N
     kept = ArtifactStore(tmp_path / "kept")
     path = tmp_path / "a" / "transcript.jsonl"
     client.export([records[0].key], path, "n", kept=kept)
-    client.store.put(StoredResponse(**{**records[0].__dict__, "text": "another answer"}), RECORDED)
+    client.store.put(dataclasses.replace(records[0], text="another answer"), RECORDED)
     client.export([records[0].key], path, "n", kept=kept)
     assert parse_transcript(path)[1][0].text == "another answer"
     assert path.stat().st_nlink == 1
