@@ -469,17 +469,19 @@ def decisions(a: Path, b: Path) -> list[Flip]:
     """Survey acceptance, the kappa gate, continuations into or out of review, translations flagged or not."""
     flips: list[Flip] = []
     checks = (
-        ("acceptance", "survey_filter/stereotypes", ["stereotype_id"], lambda r: bool(r["kept"]), _acceptance),
-        ("kappa gate", "kappa_gate/templates", ["template_id"], lambda r: bool(r["kept"]), _gate),
+        ("acceptance", "survey_filter/stereotypes", ["stereotype_id"], lambda r: bool(r["kept"]), _acceptance,
+         ("kept", "acceptance", "ci_low", "ci_high")),
+        ("kappa gate", "kappa_gate/templates", ["template_id"], lambda r: bool(r["kept"]), _gate,
+         ("kept", "reason", "kappa", "mean_relevance")),
         ("review", "disambiguate/templates", ["template_id"], _in_review,
-         lambda r: "in review" if _in_review(r) else "built"),
+         lambda r: "in review" if _in_review(r) else "built", SOURCE_COLUMNS),
         ("translation review", "translate/segments", ["segment_id"], lambda r: bool(r["flagged"]),
-         lambda r: f"{'flagged' if r['flagged'] else 'kept'} (chrF {_number(r['chrf'])})"),
+         lambda r: f"{'flagged' if r['flagged'] else 'kept'} (chrF {_number(r['chrf'])})", ("flagged", "chrf")),
     )  # fmt: skip
-    for decision, table, key, decided, shown in checks:
+    for decision, table, key, decided, shown, read in checks:
         if _same_table(a, b, table):
             continue
-        before, after = (_keyed(frame, key) for frame in _both(a, b, table))
+        before, after = (_keyed(_columns_of(run, table, [*key, *read]), key) for run in (a, b))
         common = before.index.intersection(after.index, sort=False)
         rows = zip(common, before.loc[common].to_dict("records"), after.loc[common].to_dict("records"), strict=True)
         for row_id, old, new in rows:
@@ -533,6 +535,15 @@ def _value(value: Any, whole: bool) -> Any:
         return None
     value = value.item() if hasattr(value, "item") else value
     return int(value) if whole else value
+
+
+def _columns_of(run: Path, table: str, columns: list[str]) -> pd.DataFrame:
+    """Those of ``columns`` the run's table has (a decision reads a few columns of a table of text: the segments)."""
+    path = run / f"{table_path(run, table)}.parquet"
+    if not path.is_file():
+        return pd.DataFrame(columns=columns)
+    held = set(pq.read_schema(path).names)
+    return pd.read_parquet(path, columns=[column for column in columns if column in held])
 
 
 def _both(a: Path, b: Path, table: str) -> tuple[pd.DataFrame, pd.DataFrame]:
