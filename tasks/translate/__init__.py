@@ -63,10 +63,7 @@ from .examples import translated_examples, with_option_entities
 from .glossary import SOURCE, TARGET, Glossary, load_english_glossary, load_glossary
 from .pair import PERSIAN_ENGLISH, STAGE_NAME, Pair, TranslateParams, attempt_schema, segment_schema
 from .requests import PROMPTS, TranslatePrompts
-from .segments import per_template, segments
-
-KINDS = ("entity", "lex", "group", "question", "context")
-"""The kinds of segment in the order the segment table lists them (:func:`~.segments.segments`)."""
+from .segments import KINDS, per_template, segments
 
 
 def _originals(examples: pd.DataFrame, pair: Pair) -> pd.DataFrame:

@@ -32,6 +32,15 @@ def question_agreement(entities: Iterable[str], source: Language, target: Langua
     return "feminine" if all(source.entity_gender(e) == "female" for e in entities) else "masculine"
 
 
+def _pair_agreement(source: Language, target: Language) -> Callable[[str, str], str]:
+    """:func:`question_agreement` of a (stereotyped, non-stereotyped) pair, worked out once per pair."""
+    return cache(lambda one, other: question_agreement((one, other), source, target))
+
+
+KINDS = ("entity", "lex", "group", "question", "context")
+"""The kinds of segment, in the order :func:`segments` lists them."""
+
+
 def segments(examples: pd.DataFrame, glossary: Glossary, column: str = "text_fa") -> pd.DataFrame:
     """The distinct source segments of the examples with what validates them: ``entities`` (those of a context's two
     that its text holds, as BBQ's "two friends, one Afghan and the other Nigerian" holds no "Afghan friend"; a
@@ -48,11 +57,7 @@ def segments(examples: pd.DataFrame, glossary: Glossary, column: str = "text_fa"
     rows += [("entity", e, (e,), (), "", (e,)) for e in entities]
     rows += [("lex", v, (), (v,), "", (v,)) for v in sorted(set(lexical) - {""})]
     rows += [("group", g, (), (g,), "", (g,)) for g in sorted(_groups(examples))]
-
-    @cache
-    def agreement(stereo: str, nonstereo: str) -> str:
-        return question_agreement((stereo, nonstereo), glossary.source, glossary.target)
-
+    agreement = _pair_agreement(glossary.source, glossary.target)
     asked: dict[tuple[str, str], set[str]] = {}
     for question, one, other in zip(examples["question"].tolist(), stereo, nonstereo, strict=True):
         asked.setdefault((question, agreement(one, other)), set()).update((one, other))
@@ -119,7 +124,7 @@ def per_template(
         entities if kind in ("question", "context") else ()
         for kind, entities in zip(kinds, table["entities"].tolist(), strict=True)
     ]
-    agreement = cache(lambda one, other: question_agreement((one, other), source, target))
+    agreement = _pair_agreement(source, target)
     used: dict[str, set[int]] = {}
     columns = ("template_id", "context", "question", "stereo_entity", "nonstereo_entity", "lexical_variant")
     rows = zip(*(examples[c].tolist() for c in columns), _example_groups(examples), strict=True)
