@@ -14,8 +14,10 @@ import dataclasses
 import json
 import os
 import resource
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -105,6 +107,8 @@ class PipelineRunner:
         self.timings: list[dict[str, Any]] = []
         """Per stage: wall seconds from its submission to its result, the process's peak RSS once it is
         written, and whether it came from the cache (``timings.json``; not in the manifest: not reproducible)."""
+        self._early: dict[str, tuple[frozenset[str], Future[Any] | None]] = {}
+        """Per run value to make before a stage asks for it: the stages it reads, and its making once started."""
 
     def client(self) -> LLMClient | None:
         """The build's LLM client (opened when the build starts, its transcript checked then)."""
@@ -114,13 +118,32 @@ class PipelineRunner:
         """Every stage, each submitted once the stages it reads are written, with the garbage collector set for a
         build (:func:`~pbbq.tasks.core.collector.build_collector`); returns their outputs by folder."""
         with build_collector():
-            for stage in self.pipeline:
-                for folder in sorted(stage.upstream):
-                    self.wait(folder)
-                self.submit(stage)
-            for stage in self.pipeline:
-                self.wait(stage.folder)
+            try:
+                for stage in self.pipeline:
+                    for folder in sorted(stage.upstream):
+                        self.wait(folder)
+                    self.submit(stage)
+                for stage in self.pipeline:
+                    self.wait(stage.folder)
+            finally:  # a value made early is done before the run is said finished or failed
+                wait([started for _, started in self._early.values() if started is not None])
         return self.outputs
+
+    def make_early(self, value: str, after: Iterable[str]) -> None:
+        """Make the run value ``value`` in a thread of its own as soon as the stages ``after`` are written, beside
+        the stages still running, rather than when a stage asks for it (nothing when no stage takes it). Its
+        function must be safe to call again: the stage's own call then waits for it and takes what it made. The
+        run's transcript, made once the stages that send LLM requests are written, is written while diversity
+        and the statistics compute."""
+        if any(source == RunValue(value) for stage in self.pipeline for source in stage.inputs.values()):
+            self._early[value] = (frozenset(after), None)
+
+    def _start_early(self) -> None:
+        for value, (after, started) in self._early.items():
+            if started is None and after <= self.outputs.keys():
+                pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"pbbq-{value}")
+                self._early[value] = (after, pool.submit(self.run_values[value]))
+                pool.shutdown(wait=False)
 
     def submit(self, stage: Stage) -> None:
         if any(isinstance(source, RunValue) for source in stage.inputs.values()):
@@ -196,6 +219,7 @@ class PipelineRunner:
             self.run.warnings.append(emptied)
             logger.warning(emptied)
         self.outputs[folder] = output
+        self._start_early()
         return output
 
     def request_ids(self, stage: Stage) -> Iterable[str]:
@@ -383,10 +407,13 @@ def release_values(
     it) and the release's copy of the manifest (written when publish asks for them, after every other stage); and
     the funnel's extra steps and labels, from the stages' declarations."""
     folder = run.path / build.pipeline.folder("publish")
+    written = threading.Lock()
 
     def transcript() -> Path:
         path = run.path / "transcript.jsonl"
-        if not any(f.path == path.name for f in run.files):
+        with written:  # made early in a thread of its own (PipelineRunner.make_early) or when publish asks
+            if any(f.path == path.name for f in run.files):
+                return path
             outputs = runner().outputs
             used = {
                 request
@@ -546,6 +573,7 @@ def build_pbbq(
         )
         if CRAWLED in inputs.tables:
             runner.reports[build.pipeline.folder("crawl")] = inputs.fetch_report
+        runner.make_early("transcript_path", after=(s.folder for s in build.pipeline if s.request_ids is not None))
         runner.run_all()
         published = runner.outputs[build.pipeline.folder("publish")]
         release = published.report

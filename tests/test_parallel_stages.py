@@ -15,7 +15,7 @@ from pbbq.flows.build_pbbq import BuildInputs, PipelineRunner, parallel_stages, 
 from pbbq.flows.config import SAMPLE_CONFIG, ConfigError, load_config
 from pbbq.tasks.core.artifacts import StageOutput
 from pbbq.tasks.core.run_folder import RunFolder
-from pbbq.tasks.core.stage import Parameters, Pipeline, Stage
+from pbbq.tasks.core.stage import Parameters, Pipeline, RunValue, Stage
 
 INDEPENDENT = 5
 """Stages that read nothing: without a bound, all of them are submitted at once."""
@@ -106,3 +106,48 @@ def test_a_bad_bound_is_refused_naming_the_key(sample_copy: Path, value: str, pr
     with pytest.raises(ConfigError) as refused:
         load_config(config)
     assert str(refused.value) == f"{config}: [build] max_parallel_stages {problem}"
+
+
+def test_a_run_value_is_made_early_beside_the_stages_still_running(prefect_server: None, tmp_path: Path) -> None:
+    """The run's transcript is written once the stages that send LLM requests are done, beside the stages still
+    computing (``PipelineRunner.make_early``), not only when publish asks for it: here a later stage waits for
+    the value to be made, which it is only if the runner made it early."""
+    made = threading.Event()
+    written_when_made: list[set[str]] = []
+    runner_of: list[PipelineRunner] = []
+
+    def value() -> str:
+        written_when_made.append(set(runner_of[0].outputs))
+        made.set()
+        return "made"
+
+    def sender() -> StageOutput:
+        return StageOutput({}, {}, {})
+
+    def later() -> StageOutput:
+        return StageOutput({}, {}, {"saw_the_value_made": made.wait(timeout=10)})
+
+    def publish(made: str) -> StageOutput:
+        return StageOutput({}, {}, {"made": made})
+
+    stages = (
+        Stage("01_sender", "sender", sender, inputs={}, outputs={}, cached=False),
+        Stage("02_later", "later", later, inputs={}, outputs={}, cached=False),
+        Stage("03_publish", "publish", publish, inputs={"made": RunValue("value")}, outputs={}, cached=False),
+    )
+
+    @flow
+    def pipeline() -> dict[str, StageOutput]:
+        run = RunFolder.create(tmp_path, "run", {})
+        inputs = BuildInputs({}, {}, {}, [], {})
+        runner = PipelineRunner(
+            run, tmp_path / "cache", Parameters({}), None, inputs, {"value": value}, Pipeline(stages)
+        )
+        runner_of.append(runner)
+        runner.make_early("value", after=["01_sender"])
+        return runner.run_all()
+
+    outputs = pipeline()
+    assert outputs["02_later"].report["saw_the_value_made"] is True
+    assert written_when_made[0] == {"01_sender"}  # made before 02_later was written
+    assert outputs["03_publish"].report["made"] == "made"

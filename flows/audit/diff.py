@@ -198,15 +198,18 @@ def compare(a: pd.DataFrame, b: pd.DataFrame, key: list[str], columns: list[str]
     return _id_changes(a.index, b.index, differs, a, b)
 
 
-def _rows_of(path: Path, key: str, ids: list[str]) -> pd.DataFrame:
-    """The rows of a parquet file whose ``key`` is one of ``ids``, keyed by it, as ``read_parquet`` gives them."""
-    return _keyed(pd.read_parquet(path, filters=[(key, "in", ids)]), [key]) if ids else pd.DataFrame()
+def _rows_of(table: pa.Table, key: str, ids: list[str]) -> pd.DataFrame:
+    """The rows of a table read from a parquet file whose ``key`` is one of ``ids``, keyed by it, as
+    ``read_parquet`` gives them (only those rows converted)."""
+    if not ids:
+        return pd.DataFrame()
+    return _keyed(table.filter(pc.is_in(table.column(key), value_set=pa.array(ids))).to_pandas(), [key])
 
 
 def compare_files(a: Path, b: Path, key: str) -> IdChanges:
     """:func:`compare` of two parquet files by the column ``key``: the changed cells found on their Arrow tables,
-    and only the changed rows read into pandas (``read_parquet`` with a filter: the values :func:`compare`
-    would show). Files whose common columns differ in type are compared by :func:`compare`."""
+    and only the changed rows converted to pandas (the values :func:`compare` would show). Files whose common
+    columns differ in type are compared by :func:`compare`."""
     tables = pq.read_table(a), pq.read_table(b)
     columns = _compared_columns(tables[0].column_names, tables[1].column_names, [key])
     if any(key not in table.column_names for table in tables) or any(
@@ -218,7 +221,7 @@ def compare_files(a: Path, b: Path, key: str) -> IdChanges:
     taken = [table.select(columns).take(row[common].to_numpy()) for table, row in zip(tables, rows, strict=True)]
     differs = _arrow_table_differs(taken[0], taken[1], columns, common)
     ids = differs.index[differs.any(axis=1)].tolist()
-    old, new = (_rows_of(path, key, ids) for path in (a, b))
+    old, new = (_rows_of(table, key, ids) for table in tables)
     return _id_changes(rows[0].index, rows[1].index, differs, old, new)
 
 
