@@ -17,7 +17,7 @@ import resource
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, wait
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -55,7 +55,7 @@ from ..tasks.crawl.fetch import fetch_sources
 from ..tasks.llm import LLMClient, open_llm, usage_summary
 from ..tasks.publish import create_release_artifact
 from ..tasks.text.languages import add_modules
-from .audit.diff import changes_since_previous
+from .audit.diff import changes_since_previous, example_changes
 from .audit.runs import mark_killed_runs, outputs_folder, previous_completed
 from .config import BuildConfig, check_store_path, load_config
 from .pipeline import extra_funnel, funnel_labels, gate_section
@@ -69,6 +69,14 @@ TRANSCRIPT_NOTE = (
     "The LLM answers this PBBQ build used: import it (llm.transcript) and build in replay mode to rebuild it "
     "byte for byte with no API key."
 )
+
+
+def _settle(future: Future[Any], make: Callable[[], Any]) -> None:
+    """Set ``future`` to what ``make()`` gives, or to the exception it raises."""
+    try:
+        future.set_result(make())
+    except BaseException as error:  # the flow's wait for the result raises it
+        future.set_exception(error)
 
 
 class PipelineRunner:
@@ -107,8 +115,8 @@ class PipelineRunner:
         self.timings: list[dict[str, Any]] = []
         """Per stage: wall seconds from its submission to its result, the process's peak RSS once it is
         written, and whether it came from the cache (``timings.json``; not in the manifest: not reproducible)."""
-        self._early: dict[str, tuple[frozenset[str], Future[Any] | None]] = {}
-        """Per run value to make before a stage asks for it: the stages it reads, and its making once started."""
+        self._early: list[tuple[frozenset[str], Callable[[], Any], Future[Any]]] = []
+        """Work to start in a thread of its own once some stages are written (:meth:`when_written`)."""
 
     def client(self) -> LLMClient | None:
         """The build's LLM client (opened when the build starts, its transcript checked then)."""
@@ -125,25 +133,34 @@ class PipelineRunner:
                     self.submit(stage)
                 for stage in self.pipeline:
                     self.wait(stage.folder)
-            finally:  # a value made early is done before the run is said finished or failed
-                wait([started for _, started in self._early.values() if started is not None])
+            finally:  # work started early is done before the run is said finished or failed
+                for _, _, future in self._early:
+                    future.cancel()  # one whose stages were never written: never started
+                wait([future for _, _, future in self._early])
         return self.outputs
 
+    def when_written(self, stages: Iterable[str], make: Callable[[], Any]) -> Future[Any]:
+        """``make()`` in a thread of its own as soon as ``stages`` are written, beside the stages still running:
+        the run's transcript once the stages that send LLM requests are done (:meth:`make_early`), the diff's
+        example tables once the stages that write them are (the flow's ``changes`` artifact). Parquet, SQLite and
+        Arrow release the GIL: on two cores this work takes the core the whole-table stages leave."""
+        future: Future[Any] = Future()
+        self._early.append((frozenset(stages), make, future))
+        self._start_early()
+        return future
+
     def make_early(self, value: str, after: Iterable[str]) -> None:
-        """Make the run value ``value`` in a thread of its own as soon as the stages ``after`` are written, beside
-        the stages still running, rather than when a stage asks for it (nothing when no stage takes it). Its
-        function must be safe to call again: the stage's own call then waits for it and takes what it made. The
-        run's transcript, made once the stages that send LLM requests are written, is written while diversity
-        and the statistics compute."""
+        """Make the run value ``value`` once the stages ``after`` are written (:meth:`when_written`), rather than
+        when a stage asks for it; nothing when no stage takes it. Its function must be safe to call again: the
+        stage's own call then waits for it and takes what it made."""
         if any(source == RunValue(value) for stage in self.pipeline for source in stage.inputs.values()):
-            self._early[value] = (frozenset(after), None)
+            self.when_written(after, self.run_values[value])
 
     def _start_early(self) -> None:
-        for value, (after, started) in self._early.items():
-            if started is None and after <= self.outputs.keys():
-                pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"pbbq-{value}")
-                self._early[value] = (after, pool.submit(self.run_values[value]))
-                pool.shutdown(wait=False)
+        for stages, make, future in self._early:
+            started = future.running() or future.done()
+            if not started and stages <= self.outputs.keys() and future.set_running_or_notify_cancel():
+                threading.Thread(target=_settle, args=(future, make), name="pbbq-early", daemon=True).start()
 
     def submit(self, stage: Stage) -> None:
         if any(isinstance(source, RunValue) for source in stage.inputs.values()):
@@ -459,6 +476,21 @@ def _table_artifacts(runner: PipelineRunner) -> None:
             create_table_artifact(key=key, table=frame.astype(str).to_dict(orient="records"), description=description)
 
 
+def changes_when_done(runner: PipelineRunner, run: Path) -> Callable[[], str]:
+    """What makes the flow's ``changes`` artifact (``pbbq diff`` against the previous completed run) once the
+    build is done, its largest part, the configs' example tables, compared as soon as the stages that write them
+    are written (:meth:`PipelineRunner.when_written`)."""
+    previous = previous_completed(run)
+    views = (stage.audit_view() for stage in runner.pipeline)
+    stacked = next((view["stacks"]["examples"] for view in views if "examples" in view.get("stacks", {})), None)
+    if previous is None or stacked is None:
+        return lambda: changes_since_previous(run)
+    tables = {label: path for label, path in stacked}
+    folders = {path.split("/")[0] for path in tables.values()}
+    compared = runner.when_written(folders, partial(example_changes, previous, run, tables))
+    return lambda: changes_since_previous(run, examples=(previous, compared.result()))
+
+
 TASK_RUNNERS = ("threads", "dask")
 
 
@@ -574,6 +606,7 @@ def build_pbbq(
         if CRAWLED in inputs.tables:
             runner.reports[build.pipeline.folder("crawl")] = inputs.fetch_report
         runner.make_early("transcript_path", after=(s.folder for s in build.pipeline if s.request_ids is not None))
+        changes = changes_when_done(runner, run.path)
         runner.run_all()
         published = runner.outputs[build.pipeline.folder("publish")]
         release = published.report
@@ -585,9 +618,7 @@ def build_pbbq(
         logger.info("release: %s", release["link"])
         _table_artifacts(runner)
         run.write_manifest("running")  # the diff reads this run's inputs, code and tables from its manifest
-        create_markdown_artifact(
-            key="changes", markdown=changes_since_previous(run.path), description="pbbq diff against the last run"
-        )
+        create_markdown_artifact(key="changes", markdown=changes(), description="pbbq diff against the last run")
         timings = {"flow_seconds": time.perf_counter() - started, "stages": runner.timings}
         atomic_write_bytes(run.path / "timings.json", json_text(timings).encode("utf-8"))
         run.record_file(run.path / "timings.json")  # listed, like every file of the run; its times differ per run

@@ -609,8 +609,16 @@ def near_thresholds(a: Path, b: Path, margin: float = MARGIN) -> list[NearThresh
     return found
 
 
-def diff_runs(a: Path, b: Path, margin: float = MARGIN) -> RunDiff:
-    """Run ``b`` against run ``a``; decisions within ``margin`` of their threshold are listed as near it."""
+def example_changes(a: Path, b: Path, tables: Mapping[str, str] | None = None) -> dict[str, IdChanges]:
+    """Per config, its examples in run ``b`` against run ``a``, by example id; ``tables``: each config's example
+    table (``<folder>/<table>``), by default as ``b``'s manifest declares them (:func:`example_tables`)."""
+    tables = example_tables(b) if tables is None else tables
+    return {config: compare_tables(a, b, table, ["example_id"]) for config, table in tables.items()}
+
+
+def diff_runs(a: Path, b: Path, margin: float = MARGIN, examples: Mapping[str, IdChanges] | None = None) -> RunDiff:
+    """Run ``b`` against run ``a``; decisions within ``margin`` of their threshold are listed as near it.
+    ``examples``: :func:`example_changes` of the two runs, when computed already."""
     ma, mb = manifest(a), manifest(b)
     inputs_a = {k: v.get("sha256") for k, v in ma.get("inputs", {}).items()}
     inputs_b = {k: v.get("sha256") for k, v in mb.get("inputs", {}).items()}
@@ -642,7 +650,7 @@ def diff_runs(a: Path, b: Path, margin: float = MARGIN) -> RunDiff:
         parameters=_changed_values(_flatten(ma.get("parameters", {})), _flatten(mb.get("parameters", {}))),
         stereotypes=compare_tables(a, b, "survey_filter/stereotypes", ["stereotype_id"]),
         templates=templates,
-        examples={config: compare_tables(a, b, table, ["example_id"]) for config, table in example_tables(b).items()},
+        examples=example_changes(a, b) if examples is None else dict(examples),
         decisions=decisions(a, b),
         llm=llm,
         llm_answers=llm_answers,
@@ -661,12 +669,17 @@ def default_pair(outputs: Path) -> tuple[Path, Path]:
     return runs[-2], runs[-1]
 
 
-def changes_since_previous(run: Path, limit: int | None = SHOWN) -> str:
-    """Markdown of ``run`` against the previous completed run of its outputs folder (the flow's artifact)."""
+def changes_since_previous(
+    run: Path, limit: int | None = SHOWN, examples: tuple[Path, Mapping[str, IdChanges]] | None = None
+) -> str:
+    """Markdown of ``run`` against the previous completed run of its outputs folder (the flow's artifact).
+    ``examples``: a run and :func:`example_changes` against it, computed while the build ran: used when that run
+    is still the previous one."""
     previous = previous_completed(run)
     if previous is None:
         return f"## Changes\n\nNo earlier completed run in {run.parent}: nothing to compare with."
-    return diff_runs(previous, run).markdown(limit)
+    known = examples[1] if examples is not None and examples[0] == previous else None
+    return diff_runs(previous, run, examples=known).markdown(limit)
 
 
 def example_status(run: Path, rows: pd.DataFrame, table: str) -> dict[str, Any]:
