@@ -55,7 +55,7 @@ from ..tasks.crawl.fetch import fetch_sources
 from ..tasks.llm import LLMClient, open_llm, usage_summary
 from ..tasks.publish import create_release_artifact
 from ..tasks.text.languages import add_modules
-from .audit.diff import changes_since_previous, example_changes
+from .audit.diff import STAGES_COMPARED, changes_since_previous, stage_changes
 from .audit.runs import mark_killed_runs, outputs_folder, previous_completed
 from .config import BuildConfig, check_store_path, load_config
 from .pipeline import extra_funnel, funnel_labels, gate_section
@@ -478,17 +478,20 @@ def _table_artifacts(runner: PipelineRunner) -> None:
 
 def changes_when_done(runner: PipelineRunner, run: Path) -> Callable[[], str]:
     """What makes the flow's ``changes`` artifact (``pbbq diff`` against the previous completed run) once the
-    build is done, its largest part, the configs' example tables, compared as soon as the stages that write them
-    are written (:meth:`PipelineRunner.when_written`)."""
+    build is done: the parts read from the stages up to the configs' examples (:func:`stage_changes`, most of its
+    work) are compared as soon as those stages are written (:meth:`PipelineRunner.when_written`), beside
+    diversity and the statistics; the tables of those two at the end."""
     previous = previous_completed(run)
     views = (stage.audit_view() for stage in runner.pipeline)
     stacked = next((view["stacks"]["examples"] for view in views if "examples" in view.get("stacks", {})), None)
     if previous is None or stacked is None:
         return lambda: changes_since_previous(run)
     tables = {label: path for label, path in stacked}
-    folders = {path.split("/")[0] for path in tables.values()}
-    compared = runner.when_written(folders, partial(example_changes, previous, run, tables))
-    return lambda: changes_since_previous(run, examples=(previous, compared.result()))
+    read = {*STAGES_COMPARED, *(path.split("/")[0] for path in tables.values())}
+    folders = [stage.folder for stage in runner.pipeline]
+    last = max(i for i, stage in enumerate(runner.pipeline) if stage.name in read or stage.folder in read)
+    compared = runner.when_written(folders[: last + 1], partial(stage_changes, previous, run, examples=tables))
+    return lambda: changes_since_previous(run, stages=(previous, compared.result()))
 
 
 TASK_RUNNERS = ("threads", "dask")

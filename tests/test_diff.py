@@ -6,6 +6,7 @@ answer file changed checks that the diff names exactly the stereotypes, template
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import re
 import shutil
@@ -29,7 +30,7 @@ from pbbq.flows.audit.diff import (
     compare_files,
     default_pair,
     diff_runs,
-    example_changes,
+    stage_changes,
 )
 from pbbq.flows.audit.runs import AuditError, completed_runs, example_tables, table_path
 from pbbq.flows.cli import main
@@ -165,16 +166,16 @@ def test_the_default_pair_is_the_last_two_completed_runs(outputs: Path) -> None:
     assert changes_since_previous(second).startswith("## Changes from run first to run second")
 
 
-def test_example_changes_computed_during_the_build_are_used_only_against_their_run(outputs: Path) -> None:
-    """The flow compares the example tables while later stages compute, against the run that was the previous
-    one then; the artifact uses them only if that run is still the previous one."""
+def test_stage_changes_computed_during_the_build_are_used_only_against_their_run(outputs: Path) -> None:
+    """The flow compares the stages' tables up to the examples while diversity and the statistics compute,
+    against the run that was the previous one then; the artifact uses them only if it is still the previous one."""
     first = make_run(outputs, "first")
     second = make_run(outputs, "second", rejected=frozenset({"AGE-01"}))
     plain = changes_since_previous(second)
-    assert changes_since_previous(second, examples=(first, example_changes(first, second))) == plain
-    marked = {"fa": IdChanges(added=["MARKED-EXAMPLE"])}
-    assert "MARKED-EXAMPLE" in changes_since_previous(second, examples=(first, marked))
-    assert changes_since_previous(second, examples=(outputs / "another", marked)) == plain
+    assert changes_since_previous(second, stages=(first, stage_changes(first, second))) == plain
+    marked = dataclasses.replace(stage_changes(first, second), examples={"fa": IdChanges(added=["MARKED-EXAMPLE"])})
+    assert "MARKED-EXAMPLE" in changes_since_previous(second, stages=(first, marked))
+    assert changes_since_previous(second, stages=(outputs / "another", marked)) == plain
 
 
 def test_the_command(outputs: Path, capsys: pytest.CaptureFixture[str]) -> None:

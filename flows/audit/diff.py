@@ -504,7 +504,7 @@ def _llm_answers(a: Path, b: Path) -> tuple[dict[str, IdChanges], dict[str, list
         if _same_table(a, b, table):
             found[kind], texts[kind] = IdChanges(), []
             continue
-        before, after = _both(a, b, table)
+        before, after = (_columns_of(run, table, [*key, column]) for run in (a, b))
         found[kind] = compare(before, after, key, [column])
         old, new = _keyed(before, key), _keyed(after, key)
         texts[kind] = [(k, old.loc[k, column], new.loc[k, column]) for k in found[kind].changed]
@@ -616,9 +616,49 @@ def example_changes(a: Path, b: Path, tables: Mapping[str, str] | None = None) -
     return {config: compare_tables(a, b, table, ["example_id"]) for config, table in tables.items()}
 
 
-def diff_runs(a: Path, b: Path, margin: float = MARGIN, examples: Mapping[str, IdChanges] | None = None) -> RunDiff:
+STAGES_COMPARED = ("survey_filter", "kappa_gate", "disambiguate", "translate")
+"""The stages (by declared name) whose tables :func:`stage_changes` reads besides the configs' examples."""
+
+
+@dataclass(frozen=True)
+class StageChanges:
+    """The parts of a diff read from the tables of the stages up to the configs' examples: stereotypes,
+    templates, examples, flipped decisions, the LLM's answers and figures near a threshold. A build writes every
+    one of those stages before diversity and the statistics end, so the flow computes these beside them."""
+
+    stereotypes: IdChanges
+    templates: IdChanges
+    examples: dict[str, IdChanges]
+    decisions: list[Flip]
+    llm: dict[str, IdChanges]
+    llm_answers: dict[str, list[tuple[str, str, str]]]
+    near: list[NearThreshold]
+
+
+def stage_changes(a: Path, b: Path, margin: float = MARGIN, examples: Mapping[str, str] | None = None) -> StageChanges:
+    """:class:`StageChanges` of run ``b`` against run ``a`` (``examples``: as :func:`example_changes` takes it)."""
+    templates = compare_tables(a, b, "kappa_gate/templates", ["template_id"])
+    continuations = compare_tables(a, b, "disambiguate/templates", ["template_id"])
+    for template_id, values in continuations.changed.items():  # a continuation that changed changes the template
+        own = {f: v for f, v in values.items() if f not in templates.changed.get(template_id, {})}
+        if own and template_id not in templates.added + templates.removed:
+            templates.changed[template_id] = {**templates.changed.get(template_id, {}), **own}
+    templates.changed = dict(sorted(templates.changed.items()))
+    llm, llm_answers = _llm_answers(a, b)
+    return StageChanges(
+        stereotypes=compare_tables(a, b, "survey_filter/stereotypes", ["stereotype_id"]),
+        templates=templates,
+        examples=example_changes(a, b, examples),
+        decisions=decisions(a, b),
+        llm=llm,
+        llm_answers=llm_answers,
+        near=near_thresholds(a, b, margin),
+    )
+
+
+def diff_runs(a: Path, b: Path, margin: float = MARGIN, stages: StageChanges | None = None) -> RunDiff:
     """Run ``b`` against run ``a``; decisions within ``margin`` of their threshold are listed as near it.
-    ``examples``: :func:`example_changes` of the two runs, when computed already."""
+    ``stages``: :func:`stage_changes` of the two runs (with that margin), when computed already."""
     ma, mb = manifest(a), manifest(b)
     inputs_a = {k: v.get("sha256") for k, v in ma.get("inputs", {}).items()}
     inputs_b = {k: v.get("sha256") for k, v in mb.get("inputs", {}).items()}
@@ -628,14 +668,6 @@ def diff_runs(a: Path, b: Path, margin: float = MARGIN, examples: Mapping[str, I
         for k in code_keys
         if ma.get("code_version", {}).get(k) != mb.get("code_version", {}).get(k)
     }
-    templates = compare_tables(a, b, "kappa_gate/templates", ["template_id"])
-    continuations = compare_tables(a, b, "disambiguate/templates", ["template_id"])
-    for template_id, values in continuations.changed.items():  # a continuation that changed changes the template
-        own = {f: v for f, v in values.items() if f not in templates.changed.get(template_id, {})}
-        if own and template_id not in templates.added + templates.removed:
-            templates.changed[template_id] = {**templates.changed.get(template_id, {}), **own}
-    templates.changed = dict(sorted(templates.changed.items()))
-    llm, llm_answers = _llm_answers(a, b)
     table2 = []
     for name in ("table2", "table2_instances"):
         ta, tb = _both(a, b, f"diversity/{name}")
@@ -648,15 +680,9 @@ def diff_runs(a: Path, b: Path, margin: float = MARGIN, examples: Mapping[str, I
         inputs=_changed_values(inputs_a, inputs_b),
         code=code,
         parameters=_changed_values(_flatten(ma.get("parameters", {})), _flatten(mb.get("parameters", {}))),
-        stereotypes=compare_tables(a, b, "survey_filter/stereotypes", ["stereotype_id"]),
-        templates=templates,
-        examples=example_changes(a, b) if examples is None else dict(examples),
-        decisions=decisions(a, b),
-        llm=llm,
-        llm_answers=llm_answers,
+        **vars(stage_changes(a, b, margin) if stages is None else stages),
         table1=_cells(*_both(a, b, "statistics/table1"), "table1", ["config", "category"]),
         table2=table2,
-        near=near_thresholds(a, b, margin),
         margin=margin,
     )
 
@@ -670,16 +696,16 @@ def default_pair(outputs: Path) -> tuple[Path, Path]:
 
 
 def changes_since_previous(
-    run: Path, limit: int | None = SHOWN, examples: tuple[Path, Mapping[str, IdChanges]] | None = None
+    run: Path, limit: int | None = SHOWN, stages: tuple[Path, StageChanges] | None = None
 ) -> str:
     """Markdown of ``run`` against the previous completed run of its outputs folder (the flow's artifact).
-    ``examples``: a run and :func:`example_changes` against it, computed while the build ran: used when that run
-    is still the previous one."""
+    ``stages``: a run and :func:`stage_changes` against it, computed while the build ran: used when that run is
+    still the previous one."""
     previous = previous_completed(run)
     if previous is None:
         return f"## Changes\n\nNo earlier completed run in {run.parent}: nothing to compare with."
-    known = examples[1] if examples is not None and examples[0] == previous else None
-    return diff_runs(previous, run, examples=known).markdown(limit)
+    known = stages[1] if stages is not None and stages[0] == previous else None
+    return diff_runs(previous, run, stages=known).markdown(limit)
 
 
 def example_status(run: Path, rows: pd.DataFrame, table: str) -> dict[str, Any]:
