@@ -27,6 +27,7 @@ import unicodedata
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from string import Template
+from typing import Any
 
 import pandas as pd
 import pyarrow as pa
@@ -136,8 +137,9 @@ def mirror_diff(biased: str, counter_biased: str) -> str:
     return "; ".join(changes)
 
 
-def continuation_failures(text: str, template: pd.Series, params: DisambiguateParams) -> list[str]:
-    """The rules an answer breaks (empty: it is accepted).
+def continuation_failures(text: str, template: Any, params: DisambiguateParams) -> list[str]:
+    """The rules an answer breaks (empty: it is accepted); ``template``: its row (a Series, or an ``itertuples``
+    row: its fields read as attributes).
 
     Placeholders: ``{stereo}`` and ``{nonstereo}`` both present, spelled exactly, and no other brace token
     ({lex} only for a template with lexical variants), so each entity lands in the slot the prompt gave it. No
@@ -168,8 +170,9 @@ def continuation_failures(text: str, template: pd.Series, params: DisambiguatePa
     return failures
 
 
-def first_request(template: pd.Series, statement: str, prompts: Prompts) -> LLMRequest:
-    """The Appendix D prompt for one template, asking for its biased continuation."""
+def first_request(template: Any, statement: str, prompts: Prompts) -> LLMRequest:
+    """The Appendix D prompt for one template (its row, as :func:`continuation_failures` takes it), asking for its
+    biased continuation."""
     negative, nonnegative = ASSIGNMENTS["biased"]
     instructions = Template(prompts.main).substitute(answer_negative=negative, answer_nonnegative=nonnegative)
     data = Template(prompts.data).substitute(
@@ -207,17 +210,19 @@ def disambiguate(
     statements = stereotypes.set_index("stereotype_id")["statement_fa"]
     fixes = {(r.template_id, r.assignment): r.text for r in overrides.itertuples()}
     request_ids: dict[str, list[str]] = {t: [] for t in table["template_id"]}
+    rows = list(table.itertuples(index=False))  # read as given; what the stage fills in is set per column below
+    filled: dict[str, dict[int, str]] = {column: {} for column in (*COLUMNS.values(), *SOURCE_COLUMNS.values())}
     pending: dict[int, LLMRequest] = {}
-    for index, template in table.iterrows():
+    for index, template in enumerate(rows):
         for assignment in ("biased", "counter_biased") if template.mirror_exception else ("biased",):
             column, source = COLUMNS[assignment], SOURCE_COLUMNS[assignment]
-            if template[column]:
-                table.at[index, source] = "human"
+            if getattr(template, column):
+                filled[source][index] = "human"
             elif (template.template_id, assignment) in fixes:
-                table.at[index, column] = fixes[(template.template_id, assignment)]
-                table.at[index, source] = "override"
+                filled[column][index] = fixes[(template.template_id, assignment)]
+                filled[source][index] = "override"
             else:
-                table.at[index, source] = "llm"
+                filled[source][index] = "llm"
                 pending[index] = first_request(template, statements[template.stereotype_id], prompts)
     attempts: list[dict] = []
     for attempt in range(1, params.max_attempts + 1):
@@ -226,7 +231,7 @@ def disambiguate(
         answers = client.complete_many(list(pending.values()))
         still: dict[int, LLMRequest] = {}
         for (index, request), answer in zip(pending.items(), answers, strict=True):
-            template = table.loc[index]
+            template = rows[index]
             request_ids[template.template_id].append(answer.request_id)
             text = normalize_fa(answer.text)
             failures = continuation_failures(text, template, params)
@@ -243,8 +248,11 @@ def disambiguate(
             if failures:
                 still[index] = follow_up(request, answer.text, failures, prompts)
             else:
-                table.at[index, "disambiguated_fa"] = text
+                filled["disambiguated_fa"][index] = text
         pending = still
+    for column, values in filled.items():
+        if values:
+            table.loc[list(values), column] = list(values.values())
     failed = {table.at[index, "template_id"] for index in pending}
     log = pd.DataFrame(attempts, columns=REVIEW.names)
     review = log[log["template_id"].isin(failed)]
