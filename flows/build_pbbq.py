@@ -52,6 +52,7 @@ from ..tasks.core.stage import (
     resource_hash,
 )
 from ..tasks.crawl.fetch import fetch_sources
+from ..tasks.imports import preload
 from ..tasks.llm import LLMClient, open_llm, usage_summary
 from ..tasks.publish import create_release_artifact
 from ..tasks.text.languages import add_modules
@@ -417,6 +418,21 @@ def _input_keys(declared: Sequence[Input], hashes: Mapping[str, str]) -> dict[st
     return keys
 
 
+def preload_for_changed_inputs(inputs: BuildInputs, pipeline: Pipeline) -> None:
+    """Start loading the heavy libraries (``Stage.imports``) of the stages a changed input will make run: those
+    reading an input no earlier build checked (loaded now, :func:`load_build_inputs`) and every stage after them
+    that reads theirs (:func:`pbbq.tasks.imports.preload`). A rebuild with nothing changed loads none."""
+    changed = {name for name, handle in inputs.kept.items() if handle.loaded()}
+    running: set[str] = set()
+    for stage in pipeline:
+        read = {source.name for source in stage.inputs.values() if isinstance(source, Input)}
+        if read & changed or stage.upstream & running:
+            running.add(stage.folder)
+    modules = [module for stage in pipeline if stage.folder in running for module in stage.imports]
+    if modules:
+        preload(modules)
+
+
 def release_values(
     run: RunFolder, build: BuildConfig, client: LLMClient, runner: Callable[[], PipelineRunner]
 ) -> dict[str, Callable[[], Any]]:
@@ -590,6 +606,7 @@ def build_pbbq(
             run.warnings.append(STAND_IN_WARNING)
             get_run_logger().warning(STAND_IN_WARNING)
         inputs = load_build_inputs(build, root, log=get_run_logger().info)
+        preload_for_changed_inputs(inputs, build.pipeline)
         run.warnings += inputs.warnings
         for warning in inputs.warnings:
             get_run_logger().warning("input: %s", warning)

@@ -315,4 +315,5 @@ STAGE = Stage(
     drops=("review",),
     words=("gated templates", "with both continuations", "continuations left for review, not built"),
     request_ids=lambda out: out["attempts"]["request_id"],
+    imports=("hazm",),  # its tokenizer, for the rule on repeating the initial text
 )

@@ -12,8 +12,9 @@ checks the source for it).
 
 from __future__ import annotations
 
+import importlib
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
 _IMPORTING = threading.RLock()
@@ -24,3 +25,22 @@ def one_import_at_a_time() -> Iterator[None]:
     """Hold the process's lazy-import lock while the block imports (re-entrant: an import may import)."""
     with _IMPORTING:
         yield
+
+
+def preload(modules: Iterable[str]) -> threading.Thread:
+    """Import ``modules`` in order in a thread of their own, each under the lazy-import lock: a build whose inputs
+    changed will run stages that import them, and the imports (a second or more: scipy's through statsmodels,
+    hazm's) then overlap the build's start (its calls to the Prefect server) instead of waiting in the stage. A
+    stage that needs a module meanwhile waits for the lock and finds it imported."""
+
+    def load() -> None:
+        for module in dict.fromkeys(modules):
+            with one_import_at_a_time():
+                try:
+                    importlib.import_module(module)
+                except Exception:  # the stage that imports it reports it, where it fails
+                    continue
+
+    thread = threading.Thread(target=load, name="pbbq-preload", daemon=True)
+    thread.start()
+    return thread

@@ -171,4 +171,5 @@ STAGE = Stage(
             "Fleiss' kappa and mean relevance per template",
         )
     },
+    imports=("statsmodels.stats.inter_rater",),
 )

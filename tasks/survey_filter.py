@@ -182,4 +182,5 @@ STAGE = Stage(
             "Acceptance per stereotype (keep > threshold)",
         )
     },
+    imports=("statsmodels.stats.proportion",),
 )

@@ -201,6 +201,9 @@ class Stage:
     """Prefect table artifacts: key → (table, its columns or None for all, description)."""
     per: Separable | None = None
     """How its work splits by a key (None: it runs on whole tables)."""
+    imports: tuple[str, ...] = ()
+    """The heavy libraries it imports when it runs (statsmodels, hazm): a build whose inputs changed loads them
+    ahead, beside the stages before it (:func:`pbbq.tasks.imports.preload`)."""
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.drops) - set(self.outputs))
