@@ -142,12 +142,6 @@ def by_dimension(distributions: Sequence[pd.DataFrame]) -> pd.DataFrame:
     return frame.assign(rank=rank).sort_values(["rank", "config"], kind="stable").drop(columns="rank")
 
 
-def python_strings(frame: pd.DataFrame) -> pd.DataFrame:
-    """``frame`` with its text columns as Python strings (``object``): the checks and counts read them row by row,
-    several times, and pandas' Arrow-backed strings make a Python string of a value anew on every read."""
-    return frame.astype({name: object for name, dtype in frame.dtypes.items() if isinstance(dtype, pd.StringDtype)})
-
-
 def statistics(
     templates: pd.DataFrame,
     examples: pd.DataFrame,
@@ -159,14 +153,16 @@ def statistics(
 ) -> StageOutput:
     """Table 1 over ``categories`` (:func:`table1`), the funnel, the distribution and the soundness checks.
 
-    Each config is counted and checked on its own rows, as Python strings (:func:`python_strings`) one config at a
-    time: the stage holds one config's copy beside the stacked examples, not a copy of all of them."""
+    Each config is counted and checked on its own rows, one config at a time: the stage holds one config's rows
+    beside the stacked examples, not a copy of all of them. The text columns stay as they come (Arrow-backed
+    strings from a stage's parquet): every count and check is a vectorised one, none reads a value as a Python
+    string."""
     configs = example_configs(examples)
     listed = listed_categories(examples, categories)
     sources = source_entities(examples)
     parts: dict[str, list[pd.DataFrame]] = {"table1": [], "distribution": [], "soundness": []}
     for config in dict.fromkeys(configs) or [None]:  # None: no examples, the tables of an empty one
-        part = python_strings(examples if config is None else examples[(configs == config).to_numpy()])
+        part = examples if config is None else examples[(configs == config).to_numpy()]
         parts["table1"].append(table1(part, listed))
         parts["distribution"].append(distribution(part))
         parts["soundness"].append(soundness(part, templates, sources))

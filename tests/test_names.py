@@ -367,9 +367,8 @@ def test_unnameable_entities_are_reported_not_passed_through(fa_examples: pd.Dat
     report = fa_output.report
     assert report["counts"] == {"in": len(fa_examples), "out": 360, "mapped": 120}
     assert report["not_covered"] == {"total": 24, "by_reason": {"entity_not_in_name_table": 24}}
-    assert {(d["entity"], d["reason"]) for d in report["not_covered_examples"]} == {
-        ("مرد هفتاد ساله", "entity_not_in_name_table")
-    }
+    assert {entity for entities in unmapped["entities"] for entity in entities} == {"مرد هفتاد ساله"}
+    assert "not_covered_examples" not in report  # each example's entities and detail are its row's, not the report's
     assert report["per_category"]["Age"] == {"in": 24, "mapped": 0, "unmapped": 24, "out": 0}
     assert report["per_category"]["Domestic Area"] == {"in": 72, "mapped": 72, "unmapped": 0, "out": 216}
     assert [row["sub_seed"] for row in report["per_sub_seed"]] == [7271, 861, 5391]
@@ -442,7 +441,7 @@ def test_an_example_without_enough_free_pairs_is_unmapped() -> None:
     output = names(example_frame(*old), pin_table(), MECHANICS)
     assert output["examples"]["source_example_id"].unique().tolist() == ["O-0-a"]
     assert output["unmapped"]["reason"].tolist() == ["too_few_distinct_names"]
-    assert output.report["not_covered_examples"][0]["detail"] == "1 name pair(s) left for 3 variants"
+    assert output["unmapped"]["detail"].tolist() == ["1 name pair(s) left for 3 variants"]
     assert all("-pre1970-" in name for name in output["examples"][["ans0", "ans2"]].to_numpy().ravel())
 
 
@@ -474,10 +473,9 @@ def test_unmapped_reasons(stereo: str, nonstereo: str, reason: str) -> None:
 
 def test_an_unhandled_reference_names_the_words_around_it(fa_table: pd.DataFrame) -> None:
     output = names(example_frame(name_example("X-1", "ترک جوان", "مرد فارس")), fa_table, MECHANICS)
-    assert [(d["reason"], d["entity"]) for d in output.report["not_covered_examples"]] == [
-        ("unhandled_reference", "ترک جوان")
-    ]
-    assert "یک ترک جوان" in output.report["not_covered_examples"][0]["detail"]
+    unmapped = output["unmapped"]
+    assert unmapped["reason"].tolist() == ["unhandled_reference"] and unmapped["entities"].tolist() == [["ترک جوان"]]
+    assert "یک ترک جوان" in unmapped["detail"].iloc[0]
 
 
 # --- the sample-like data -------------------------------------------------------------------------------------
@@ -582,9 +580,9 @@ def test_bbq_records_of_a_group_without_names_are_reported(en_table: pd.DataFram
     examples, _ = bbq_examples([*yemeni, *others], "en")
     output = names(examples, en_table[en_table["group"] != "Yemeni"], MECHANICS)
     assert yemeni and sorted(output["unmapped"]["example_id"]) == sorted(str(r["example_id"]) for r in yemeni)
-    assert {(d["entity"], d["reason"]) for d in output.report["not_covered_examples"]} == {
-        ("Yemeni", "entity_not_in_name_table")
-    }
+    unmapped = output["unmapped"]
+    assert set(unmapped["reason"]) == {"entity_not_in_name_table"}
+    assert {entity for entities in unmapped["entities"] for entity in entities} == {"Yemeni"}
     assert output.report["counts"]["mapped"] == 100
 
 
@@ -676,7 +674,7 @@ def llm_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeLLMServer]:
 def test_undecided_gender_is_unmapped_without_the_labeller(en_table: pd.DataFrame) -> None:
     output = names(_contradicting(), en_table, MECHANICS)
     assert output["examples"].empty and output["unmapped"]["reason"].tolist() == ["gender_undecided"]
-    assert output.report["not_covered_examples"][0]["entity"] == "Italian"
+    assert output["unmapped"]["entities"].tolist() == [["Italian"]]
     with pytest.raises(ValueError, match="gender_llm is on"):
         names(_contradicting(), en_table, NamesParams(gender_llm=True, drop_weak_proxies=False))
 

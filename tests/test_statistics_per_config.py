@@ -1,5 +1,5 @@
-"""The statistics stage counts and checks one config at a time (docs/scale.md, "Memory"): each config's rows are
-made Python strings on their own, and the tables are those of the whole stacked table."""
+"""The statistics stage counts and checks one config at a time (docs/scale.md, "Memory"): each config's rows on
+their own, and the tables are those of the whole stacked table."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 import pbbq.tasks.statistics
 from pbbq.tasks.core.schemas import CATEGORIES, EXAMPLE, example_configs
 from pbbq.tasks.core.soundness import soundness
-from pbbq.tasks.statistics import distribution, python_strings, statistics, table1
+from pbbq.tasks.statistics import distribution, statistics, table1
 from tests.bbq_records import make_records
 
 
@@ -25,28 +25,27 @@ def _examples() -> tuple[pd.DataFrame, pd.DataFrame]:
     return examples, templates
 
 
-def test_each_config_is_made_python_strings_on_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_each_config_is_checked_on_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
     examples, templates = _examples()
-    converted: list[set[str]] = []
+    checked: list[set[str]] = []
 
-    def recorded(frame: pd.DataFrame) -> pd.DataFrame:
-        converted.append(set(example_configs(frame)))
-        return python_strings(frame)
+    def recorded(frame: pd.DataFrame, *args: object) -> pd.DataFrame:
+        checked.append(set(example_configs(frame)))
+        return soundness(frame, *args)
 
-    monkeypatch.setattr(pbbq.tasks.statistics, "python_strings", recorded)
+    monkeypatch.setattr(pbbq.tasks.statistics, "soundness", recorded)
     statistics(templates, examples)
-    assert converted == [{"fa"}, {"fa-names"}, {"en"}]
+    assert checked == [{"fa"}, {"fa-names"}, {"en"}]
 
 
 def test_the_tables_are_those_of_the_whole_table() -> None:
     examples, templates = _examples()
-    whole = python_strings(examples)
     tables = statistics(templates, examples).tables
-    pd.testing.assert_frame_equal(tables["table1"], table1(whole, CATEGORIES))
+    pd.testing.assert_frame_equal(tables["table1"], table1(examples, CATEGORIES))
     assert "Zeta" in set(tables["table1"].query("config == 'en'")["category"])
-    pd.testing.assert_frame_equal(tables["distribution"], distribution(whole))
+    pd.testing.assert_frame_equal(tables["distribution"], distribution(examples))
     assert tables["distribution"]["config"].tolist() != sorted(tables["distribution"]["config"])  # per dimension
-    pd.testing.assert_frame_equal(tables["soundness"], soundness(whole, templates))
+    pd.testing.assert_frame_equal(tables["soundness"], soundness(examples, templates))
     assert tables["soundness"].query("check == 'gender_added' and config == 'en'")["examples"].item() > 0
 
 
@@ -54,6 +53,6 @@ def test_no_examples_give_the_empty_tables() -> None:
     examples, templates = _examples()
     empty = examples.iloc[:0]
     tables = statistics(templates, empty).tables
-    pd.testing.assert_frame_equal(tables["table1"], table1(python_strings(empty), CATEGORIES))
-    pd.testing.assert_frame_equal(tables["distribution"], distribution(python_strings(empty)))
-    pd.testing.assert_frame_equal(tables["soundness"], soundness(python_strings(empty), templates))
+    pd.testing.assert_frame_equal(tables["table1"], table1(empty, CATEGORIES))
+    pd.testing.assert_frame_equal(tables["distribution"], distribution(empty))
+    pd.testing.assert_frame_equal(tables["soundness"], soundness(empty, templates))

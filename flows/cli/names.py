@@ -57,7 +57,7 @@ def names_command(args: argparse.Namespace) -> int:
     variants = bbq_variants(records, output["examples"])
     target = args.out / f"{args.input.stem}.names.jsonl"
     atomic_write_bytes(target, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in variants).encode("utf-8"))
-    report = with_rejected(output.report, rejected, len(records))
+    report = with_rejected(output.report, output["unmapped"], rejected, len(records))
     write_json(args.out / "report.json", {**report, "input": str(args.input), "names": str(args.names)})
     counts = report["counts"]
     print(

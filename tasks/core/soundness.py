@@ -19,18 +19,20 @@ checked on every row of every config in the build, not only in tests.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..text.cues import CONFOUNDS, pair_confound
 from ..text.languages import language
 from .inputs import PAIR_SEPARATOR
-from .schemas import OPTIONS, example_configs
+from .schemas import EXAMPLE, OPTIONS, example_configs
 
 DUPLICATE_KEY = ["context", "question", *OPTIONS]
+CELL_COLUMNS = ["context_condition", "assignment", "question_polarity"]
 CELL_ROLE: dict[tuple[str, str, str], str] = {
     ("ambig", "none", "neg"): "unknown",
     ("ambig", "none", "nonneg"): "unknown",
@@ -39,7 +41,7 @@ CELL_ROLE: dict[tuple[str, str, str], str] = {
     ("disambig", "counter_biased", "neg"): "non-stereotyped",
     ("disambig", "counter_biased", "nonneg"): "stereotyped",
 }
-"""The role of the correct answer in each (context_condition, assignment, question_polarity) cell."""
+"""The role of the correct answer in each cell (:data:`CELL_COLUMNS`)."""
 CHECKS = (
     "duplicate_example",
     "unfilled_placeholder",
@@ -49,6 +51,8 @@ CHECKS = (
     *CONFOUNDS,
     "gender_added",
 )
+SOURCE_COLUMNS = {"stereo_entity": "stereo_fa", "nonstereo_entity": "nonstereo_fa"}
+"""An original Persian example's entities as :func:`source_entities` names them beside a translated row's own."""
 SOUNDNESS = pa.schema(
     [("config", pa.string()), ("check", pa.string()), ("examples", pa.int64()), ("violations", pa.int64())]
 )
@@ -74,20 +78,36 @@ def _gender_added(lang: str, stereo: str, nonstereo: str, stereo_fa: str, nonste
     )
 
 
+def _per_option(column: pd.Series, schema_field: str) -> pa.StructArray:
+    """A column of per-option dicts (``answer_roles``, ``answer_info``) as one Arrow struct array of the example
+    table's type: the dicts read once, in C, and each option's values a field."""
+    return pa.array(column.tolist(), type=EXAMPLE.field(schema_field).type)
+
+
+def _differs(values: pa.Array, expected: pa.Array | str) -> np.ndarray:
+    """Where ``values`` is not ``expected`` (a missing value on either side differs)."""
+    return pc.fill_null(pc.not_equal(values, expected), True).to_numpy(zero_copy_only=False)
+
+
+def _cell_roles(frame: pd.DataFrame) -> pa.Array:
+    """The role each row's correct answer must have (:data:`CELL_ROLE`; missing for a cell not in it)."""
+    cells = pd.MultiIndex.from_frame(frame[CELL_COLUMNS])
+    roles = np.array([*CELL_ROLE.values(), None], dtype=object)  # the last: where get_indexer finds no cell (-1)
+    return pa.array(roles[pd.MultiIndex.from_tuples(CELL_ROLE).get_indexer(cells)], pa.string())
+
+
 def row_violations(
-    frame: pd.DataFrame, allowed: set[tuple[str, str, str]], sources: Mapping[str, tuple[str, str]] | None = None
+    frame: pd.DataFrame, allowed: set[tuple[str, str, str]], sources: pd.DataFrame | None = None
 ) -> dict[str, pd.Series]:
     """A boolean Series per check over the rows of one config; ``sources`` holds the Persian (stereotyped,
-    non-stereotyped) entities of each original Persian example, by id, which an English row is checked against."""
-    roles = frame["answer_roles"]
-    cells = zip(frame["context_condition"], frame["assignment"], frame["question_polarity"], strict=True)
-    expected = [CELL_ROLE.get(cell) for cell in cells]
-    info_text = pd.Series(
-        [
-            any(info[option][0] != text for option, text in zip(OPTIONS, texts, strict=True))
-            for info, *texts in zip(frame["answer_info"], *(frame[option] for option in OPTIONS), strict=True)
-        ],
-        index=frame.index,
+    non-stereotyped) entities of each original Persian example, by id (:func:`source_entities`), which an English
+    row is checked against. The per-option checks read the option dicts as Arrow structs and the texts as they are
+    (no Python string per value)."""
+    roles = _per_option(frame["answer_roles"], "answer_roles")
+    role = [roles.field(option) for option in OPTIONS]
+    info = _per_option(frame["answer_info"], "answer_info")
+    info_text = np.logical_or.reduce(
+        [_differs(pc.list_element(info.field(option), 0), pa.array(frame[option], pa.string())) for option in OPTIONS]
     )
     original = (frame["lang"] == "fa") & (frame["variant"] == "original")
     pair = ["template_id", "stereo_entity", "nonstereo_entity"]
@@ -95,45 +115,38 @@ def row_violations(
     confound = _per_distinct(
         frame, ["stereo_entity", "nonstereo_entity", "category"], original, lambda *key: pair_confound(*key, "fa")
     )
-    persian = [(sources or {}).get(source, (None, None)) for source in frame["source_example_id"]]
-    sourced = frame.assign(stereo_fa=[s for s, _ in persian], nonstereo_fa=[n for _, n in persian])
+    persian = (source_entities(frame.iloc[:0]) if sources is None else sources).reindex(frame["source_example_id"])
+    sourced = frame.assign(**{column: persian[column].to_numpy() for column in persian.columns})
     added = _per_distinct(
         sourced,
         ["lang", "stereo_entity", "nonstereo_entity", "stereo_fa", "nonstereo_fa"],
         (frame["lang"] != "fa") & sourced["stereo_fa"].notna(),
         _gender_added,
     )
+    labels, targets = (pa.array(frame[column], pa.int64()) for column in ("label", "target_loc"))
     return {
         "duplicate_example": frame.duplicated(DUPLICATE_KEY, keep="first"),
         "unfilled_placeholder": frame[["context", "question", *OPTIONS]]
         .apply(lambda column: column.str.contains(r"\{[^{}]*\}"))
         .any(axis=1),
-        "label_role": pd.Series(
-            [r[f"ans{label}"] != e for r, label, e in zip(roles, frame["label"], expected, strict=True)],
-            index=frame.index,
-        ),
-        "target_loc": pd.Series(
-            [r[f"ans{loc}"] != "stereotyped" for r, loc in zip(roles, frame["target_loc"], strict=True)],
-            index=frame.index,
-        ),
-        "answer_info_text": info_text,
+        "label_role": pd.Series(_differs(pc.choose(labels, *role), _cell_roles(frame)), index=frame.index),
+        "target_loc": pd.Series(_differs(pc.choose(targets, *role), "stereotyped"), index=frame.index),
+        "answer_info_text": pd.Series(info_text, index=frame.index),
         **{reason: original & (confound == reason) & ~kept for reason in CONFOUNDS},
         "gender_added": added.fillna(False).astype(bool),
     }
 
 
-def source_entities(examples: pd.DataFrame) -> dict[str, tuple[str, str]]:
-    """The Persian (stereotyped, non-stereotyped) entities of each original Persian example, by id: what a
-    translated row is checked against."""
-    columns = ["example_id", "stereo_entity", "nonstereo_entity"]
-    originals = examples.loc[(examples["lang"] == "fa") & (examples["variant"] == "original"), columns]
-    ids, stereo, nonstereo = (originals[column].to_numpy(dtype=object) for column in columns)
-    return dict(zip(ids, zip(stereo, nonstereo, strict=True), strict=True))
+def source_entities(examples: pd.DataFrame) -> pd.DataFrame:
+    """The Persian stereotyped and non-stereotyped entities (``stereo_fa``, ``nonstereo_fa``) of each original
+    Persian example, indexed by its id (the last row of an id given twice): what a translated row is checked
+    against."""
+    originals = examples[(examples["lang"] == "fa") & (examples["variant"] == "original")]
+    entities = originals.drop_duplicates("example_id", keep="last").set_index("example_id")
+    return entities[["stereo_entity", "nonstereo_entity"]].rename(columns=SOURCE_COLUMNS)
 
 
-def soundness(
-    examples: pd.DataFrame, templates: pd.DataFrame, sources: Mapping[str, tuple[str, str]] | None = None
-) -> pd.DataFrame:
+def soundness(examples: pd.DataFrame, templates: pd.DataFrame, sources: pd.DataFrame | None = None) -> pd.DataFrame:
     """Violations of every check per config (a row per config and check; 0 is sound); ``sources``: the originals'
     entities (:func:`source_entities`), given when ``examples`` holds only some configs."""
     allowed = {

@@ -49,6 +49,7 @@ from string import Template
 from typing import Any
 
 import pandas as pd
+import pyarrow as pa
 
 from ..core.artifacts import REPO_ROOT, StageOutput, count_reasons, sha256_bytes
 from ..core.inputs import TEMPLATES
@@ -388,9 +389,13 @@ DRAWN = ["_names", "_era", "_name_genders", "_redraws", "_reference_genders", "_
 """What a template's part (:func:`template_names`) adds to each variant for the report and the checks across
 templates: the names drawn, their era, their genders, the redraws, the references' genders, the patterns used and
 how the example reads with slots for the names."""
-NOT_COVERED = ["_phase", "_draw", "_entities", "_detail", "_reading"]
+UNMAPPED = EXAMPLE_DROPPED.append(pa.field("entities", pa.list_(pa.string()))).append(pa.field("detail", pa.string()))
+"""The ``unmapped`` table: an example no name table covers, with its reason, the entities (mentions) no name could
+stand for and what its reason found there (the words around an unhandled reference; the pairs left for a draw):
+a researcher auditing one reads why next to its text, a row per example, and the report keeps only the counts."""
+NOT_COVERED = ["_phase", "_draw", "entities", "detail", "_reading"]
 """What a template's part adds to each example it could not map: when it failed (0: its text; 1: gender; 2: the
-draw) and where its draw came (:data:`DrawOrder`), the entities and detail of the report, how it reads."""
+draw) and where its draw came (:data:`DrawOrder`), the entities and detail of :data:`UNMAPPED`, how it reads."""
 
 
 def _prepared(examples: pd.DataFrame, lexicon: Lexicon) -> tuple[list[Prepared], list[Failure]]:
@@ -599,13 +604,13 @@ def _assembled(
     return StageOutput(
         tables={
             "examples": variants.drop(columns=DRAWN),
-            "unmapped": unmapped.drop(columns=NOT_COVERED),
+            "unmapped": unmapped[UNMAPPED.names],
             "weak_proxy": weak,
             "proxy_strength": strength,
         },
         schemas={
             "examples": EXAMPLE,
-            "unmapped": EXAMPLE_DROPPED,
+            "unmapped": UNMAPPED,
             "weak_proxy": EXAMPLE_DROPPED,
             "proxy_strength": PROXY_STRENGTH,
         },
@@ -645,9 +650,10 @@ def _report(
     params: NamesParams,
 ) -> dict[str, Any]:
     """Counts in and out, per sub-seed (distinct names drawn, redraws, eras and gender pairs) and per category, the
-    genders of the references, the patterns used and every mention no name table covers (``not_covered``: the
-    examples stay in fa, and are not ``dropped``; the weak proxies are, from the ``weak_proxy`` table). ``mapped``:
-    the variants of one sub-seed, a row per mapped example."""
+    genders of the references, the patterns used and the examples no name table covers, counted by reason
+    (``not_covered``: they stay in fa, and are not ``dropped``; the weak proxies are, from the ``weak_proxy``
+    table; each one's entities and detail are in the ``unmapped`` table, :data:`UNMAPPED`). ``mapped``: the
+    variants of one sub-seed, a row per mapped example."""
     seeds = [row["sub_seed"] for row in per_seed]
     per_category = {}
     for category in sorted(set(examples["category"])):
@@ -660,20 +666,12 @@ def _report(
         }
     genders = pd.Series([g for genders in mapped["_reference_genders"] for g in genders], dtype="object")
     patterns = pd.Series([pattern for used in mapped["_patterns"] for pattern in used], dtype="object")
-    not_covered = zip(
-        unmapped["example_id"], unmapped["reason"], unmapped["_entities"], unmapped["_detail"], strict=True
-    )
     return {
         "stage": STAGE_NAME,
         "parameters": asdict(params),
         "sub_seeds": list(seeds),
         "counts": {"in": len(examples), "out": len(mapped) * len(seeds), "mapped": len(mapped)},
         "not_covered": {"total": len(unmapped), "by_reason": count_reasons(unmapped["reason"])},
-        "not_covered_examples": [
-            {"example_id": str(example_id), "reason": reason, "entity": entity, "detail": detail}
-            for example_id, reason, entities, detail in not_covered
-            for entity in entities
-        ],
         "per_sub_seed": list(per_seed),
         "per_category": per_category,
         "reference_genders": count_reasons(genders),
@@ -704,7 +702,7 @@ def names_stage(lang: str = "fa") -> Stage:
         },
         outputs={
             "examples": EXAMPLE,
-            "unmapped": EXAMPLE_DROPPED,
+            "unmapped": UNMAPPED,
             "weak_proxy": EXAMPLE_DROPPED,
             "proxy_strength": PROXY_STRENGTH,
         },

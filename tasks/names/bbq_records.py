@@ -128,18 +128,24 @@ def bbq_variants(records: Sequence[Mapping[str, Any]], variants: pd.DataFrame) -
     return out
 
 
-def with_rejected(report: Mapping[str, Any], rejected: Sequence[Mapping[str, str]], n_records: int) -> dict[str, Any]:
-    """The stage's report for a BBQ file: the records that had no roles (:func:`bbq_examples`) counted in and
-    listed with the unmapped ones."""
-    reasons = [*[d["reason"] for d in report["not_covered_examples"]], *[r["reason"] for r in rejected]]
-    by_example = {d["example_id"]: d["reason"] for d in [*report["not_covered_examples"], *rejected]}
+def with_rejected(
+    report: Mapping[str, Any], unmapped: pd.DataFrame, rejected: Sequence[Mapping[str, str]], n_records: int
+) -> dict[str, Any]:
+    """The stage's report for a BBQ file: the records that had no roles (:func:`bbq_examples`) counted in, and
+    every record not covered listed, a mention a line: the stage's ``unmapped`` table (each entity with the
+    example's reason and detail), then the rejected records."""
+    rows = unmapped[["example_id", "reason", "entities", "detail"]].itertuples(index=False)
+    listed = [
+        {"example_id": example_id, "reason": reason, "entity": entity, "detail": detail}
+        for example_id, reason, entities, detail in rows
+        for entity in entities
+    ]
+    listed += [{**r, "entity": "", "detail": ""} for r in rejected]
+    by_example = {d["example_id"]: d["reason"] for d in listed}
     return {
         **report,
         "counts": {**report["counts"], "in": n_records},
         "not_covered": {"total": len(by_example), "by_reason": count_reasons(pd.Series(list(by_example.values())))},
-        "not_covered_examples": [
-            *report["not_covered_examples"],
-            *[{**r, "entity": "", "detail": ""} for r in rejected],
-        ],
-        "mentions_by_reason": count_reasons(pd.Series(reasons, dtype="object")),
+        "not_covered_examples": listed,
+        "mentions_by_reason": count_reasons(pd.Series([d["reason"] for d in listed], dtype="object")),
     }
