@@ -443,34 +443,36 @@ def _by_content(value: Any) -> Any:
     return value
 
 
-def separated(per: Separable, arguments: Mapping[str, Any], store: ArtifactStore) -> tuple[StageOutput, dict[str, Any]]:
-    """A :class:`~.stage.Separable` stage run by key: each key's part taken from ``store`` when its rows of the
-    split tables and of those ``spread`` makes, the stage's other arguments (its parameters among them), its code
-    and this function's are those it was made from, the others computed in one call of ``part`` on their rows and
-    kept (that call's tables, one file); then ``whole`` on every part (``part``'s own tables when it computed every
-    key). Returns the output and what was computed: how many keys, and how many rows of the part's first table, of
-    how many."""
-    found = {name: loaded(value) for name, value in arguments.items()}
-    others = {name: _by_content(value) for name, value in arguments.items() if name not in per.split}
-    code = {"code": stage_code_hash(per.part), "runner": stage_code_hash(separated)}
-    common = json.dumps(code | {"others": input_digest(others)}, sort_keys=True, default=str)
-    split = {name: found[name] for name in per.split} | (dict(per.spread(**found)) if per.spread else {})
-    hashes = {name: _row_hashes(frame, per.key) for name, frame in split.items()}
+def _kept_by_key(
+    fn: Callable[..., Mapping[str, pd.DataFrame]],
+    key: str,
+    found: Mapping[str, Any],
+    split: Mapping[str, pd.DataFrame],
+    hashes: Mapping[str, Mapping[str, str]],
+    others: str,
+    store: ArtifactStore,
+) -> tuple[dict[str, pd.DataFrame], Mapping[str, pd.DataFrame], list[str], list[str]]:
+    """``fn``'s tables of every key of the ``split`` tables (their rows' :func:`_row_hashes` in ``hashes``): each
+    key's taken from ``store`` when its rows, the other arguments (``others``: their digest), ``fn``'s code and this
+    function's are those it was made from, the others computed in one call of ``fn`` on their rows and kept (that
+    call's tables, one file). Returns every key's tables in key order (``fn``'s own when it computed every key),
+    those it computed, the keys it computed and every key."""
+    code = {"code": stage_code_hash(fn), "function": fn.__qualname__, "runner": stage_code_hash(separated)}
+    common = json.dumps(code | {"others": others}, sort_keys=True, default=str)
     keys = sorted(set().union(*hashes.values()))
     part_keys = {value: json.dumps([common, value, [hashes[name].get(value) for name in split]]) for value in keys}
     kept = {value: store.recall(part_key) for value, part_key in part_keys.items()}
     missing = [value for value in keys if kept[value] is None]
     computed: Mapping[str, pd.DataFrame] = {}
-    if missing or not keys:  # no key at all: ``part`` gives the tables, empty
+    if missing or not keys:  # no key at all: ``fn`` gives the tables, empty
         subset = {
-            name: frame[frame[per.key].astype(str).isin(missing)].reset_index(drop=True)
-            for name, frame in split.items()
+            name: frame[frame[key].astype(str).isin(missing)].reset_index(drop=True) for name, frame in split.items()
         }
-        computed = per.part(**found | subset)
+        computed = fn(**found | subset)
         batch = store.put(pickle.dumps(dict(computed), PICKLE))  # one file (one sync) for the keys of one call
         for value in missing:
             store.remember(part_keys[value], batch)
-    tables = computed
+    tables = dict(computed)
     if len(missing) < len(keys):  # some kept: every key's rows, from the call that made them, in key order
         batches: dict[str, list[str]] = {}
         for value, digest in kept.items():
@@ -479,8 +481,27 @@ def separated(per: Separable, arguments: Mapping[str, Any], store: ArtifactStore
         pieces = [computed] if computed else []
         for digest, values in batches.items():
             made: Mapping[str, pd.DataFrame] = pickle.loads(store.file(digest).read_bytes())
-            pieces.append({name: frame[frame[per.key].astype(str).isin(values)] for name, frame in made.items()})
-        tables = {name: _in_key_order([piece[name] for piece in pieces], per.key) for name in pieces[0]}
+            pieces.append({name: frame[frame[key].astype(str).isin(values)] for name, frame in made.items()})
+        tables = {name: _in_key_order([piece[name] for piece in pieces], key) for name in pieces[0]}
+    return tables, computed, missing, keys
+
+
+def separated(per: Separable, arguments: Mapping[str, Any], store: ArtifactStore) -> tuple[StageOutput, dict[str, Any]]:
+    """A :class:`~.stage.Separable` stage run by key: ``local``'s tables and then ``part``'s, each key's taken from
+    ``store`` or computed (:func:`_kept_by_key`; ``part``'s by the key's rows of the split tables and of those
+    ``spread`` makes), then ``whole`` on every part. Returns the output and what was computed: how many keys, and
+    how many rows of the part's first table, of how many."""
+    found = {name: loaded(value) for name, value in arguments.items()}
+    others = {name: _by_content(value) for name, value in arguments.items() if name not in per.split}
+    digest = json.dumps(input_digest(others), sort_keys=True, default=str)
+    split = {name: found[name] for name in per.split}
+    hashes = {name: _row_hashes(frame, per.key) for name, frame in split.items()}
+    if per.spread is not None:
+        local = _kept_by_key(per.local, per.key, found, split, hashes, digest, store)[0] if per.local else {}
+        spread = dict(per.spread(**found | local))
+        split |= spread
+        hashes |= {name: _row_hashes(frame, per.key) for name, frame in spread.items()}
+    tables, computed, missing, keys = _kept_by_key(per.part, per.key, found, split, hashes, digest, store)
     first = next(iter(tables))
     counts = {
         "key": per.key,
