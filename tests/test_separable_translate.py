@@ -91,8 +91,8 @@ def test_a_question_is_checked_against_the_entities_of_every_template_that_asks_
     """The segments a template's part reads: a question is one row per template asking it, each with the entities of
     all of them, and a context's entity phrases come with it."""
     stage, sample = target
-    assert stage.per is not None and stage.per.spread is not None
-    spread = stage.per.spread(**sample)["segments"]
+    assert stage.per is not None and stage.per.spread is not None and stage.per.local is not None
+    spread = stage.per.spread(**sample, **stage.per.local(**sample))["segments"]
     table = spread.drop(columns="template_id").drop_duplicates("segment_id")
     questions = spread[spread["kind"] == "question"]
     shared = questions.groupby("segment_id")["template_id"].nunique()

@@ -63,7 +63,7 @@ from .examples import translated_examples, with_option_entities
 from .glossary import SOURCE, TARGET, Glossary, load_english_glossary, load_glossary
 from .pair import PERSIAN_ENGLISH, STAGE_NAME, Pair, TranslateParams, attempt_schema, segment_schema
 from .requests import PROMPTS, TranslatePrompts
-from .segments import KINDS, per_template, segments
+from .segments import KINDS, own_segments, per_template
 
 
 def _originals(examples: pd.DataFrame, pair: Pair) -> pd.DataFrame:
@@ -98,8 +98,25 @@ def _in_table_order(table: pd.DataFrame, pair: Pair) -> pd.DataFrame:
     return ordered(table, list(keys))
 
 
+def template_own_segments(
+    examples: pd.DataFrame,
+    unknown_phrases: pd.DataFrame,
+    glossary: pd.DataFrame,
+    prompts: TranslatePrompts,
+    client: LLMClient,
+    params: TranslateParams,
+    pair: Pair = PERSIAN_ENGLISH,
+) -> dict[str, pd.DataFrame]:
+    """Each template's segments on its own (:func:`~.segments.own_segments`): what :func:`template_segments` reads
+    of a template, made from its rows alone."""
+    originals = _checked_originals(examples, unknown_phrases, pair)
+    lookup = Glossary(glossary, pair.target, pair.source)
+    return {"own": own_segments(originals, lookup, pair.source_column)}
+
+
 def template_segments(
     examples: pd.DataFrame,
+    own: pd.DataFrame,
     unknown_phrases: pd.DataFrame,
     glossary: pd.DataFrame,
     prompts: TranslatePrompts,
@@ -109,11 +126,9 @@ def template_segments(
 ) -> dict[str, pd.DataFrame]:
     """What each template's translations read of every template's examples: the segments of all of them
     (:func:`~.segments.segments`: a question holds the entities of every template that asks it), a row per template
-    that uses one (:func:`~.segments.per_template`)."""
-    originals = _checked_originals(examples, unknown_phrases, pair)
-    lookup = Glossary(glossary, pair.target, pair.source)
-    table = segments(originals, lookup, pair.source_column)
-    return {"segments": per_template(originals, table, pair.source, pair.target, pair.source_column)}
+    that uses one (:func:`~.segments.per_template`), from each template's own (``own``,
+    :func:`template_own_segments`)."""
+    return {"segments": per_template(_originals(examples, pair), own, pair.source_column)}
 
 
 def template_translations(
@@ -250,7 +265,8 @@ def translate(
         "params": params,
         "pair": pair,
     }
-    parts = template_translations(**arguments, **template_segments(**arguments))
+    spread = template_segments(**arguments, **template_own_segments(**arguments))
+    parts = template_translations(**arguments, **spread)
     return translated_output(parts, **arguments)
 
 
@@ -325,7 +341,14 @@ def translate_stage(target: str = TARGET.code, first: bool = True, source: str =
         ),
         funnel={f"examples_{target}": f"{name} examples (`{target}`)"},
         request_ids=lambda out: listed(out["segments"]["request_ids"]),
-        per=Separable("template_id", ("examples",), template_translations, translated_output, template_segments),
+        per=Separable(
+            "template_id",
+            ("examples",),
+            template_translations,
+            translated_output,
+            template_segments,
+            template_own_segments,
+        ),
     )
 
 
