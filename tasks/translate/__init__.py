@@ -189,14 +189,16 @@ def translated_output(
     told = {"question", "context"}  # translated after the others (:func:`~.batch.translate_segments`)
     order = {
         sid: (kind in told, i)
-        for i, (sid, kind) in enumerate(zip(translated["segment_id"], translated["kind"], strict=True))
+        for i, (sid, kind) in enumerate(
+            zip(translated["segment_id"].tolist(), translated["kind"].tolist(), strict=True)
+        )
     }
     asked = parts["attempts"].drop(columns="template_id").drop_duplicates(["segment_id", "attempt"])
     attempts = ordered(
         asked,
         [
             (order[sid][0], attempt, order[sid][1])
-            for sid, attempt in zip(asked["segment_id"], asked["attempt"], strict=True)
+            for sid, attempt in zip(asked["segment_id"].tolist(), asked["attempt"].tolist(), strict=True)
         ],
     )
     at = {example_id: i for i, example_id in enumerate(originals["example_id"].tolist())}
@@ -225,7 +227,8 @@ def translated_output(
         "failures_by_rule": count_reasons(broken[broken != ""]),
         "dropped": {"total": len(dropped), "by_reason": count_reasons(dropped["reason"])},
         "drops": [
-            {"example_id": e, "reason": r} for e, r in zip(dropped["example_id"], dropped["reason"], strict=True)
+            {"example_id": e, "reason": r}
+            for e, r in zip(dropped["example_id"].tolist(), dropped["reason"].tolist(), strict=True)
         ],
         "review": review[["segment_id", "kind", "failures", "chrf"]].to_dict(orient="records"),
         "llm": client.usage(pair.stage).as_dict(),
