@@ -28,7 +28,7 @@ import pickle
 import sys
 import threading
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -426,12 +426,20 @@ def _row_hashes(frame: pd.DataFrame, key: str) -> dict[str, str]:
     return digests
 
 
-def _in_key_order(frames: list[pd.DataFrame], key: str) -> pd.DataFrame:
-    """Frames whose keys do not overlap, stacked in key order, each key's rows in their order (an empty frame adds
-    no rows, nor its columns' dtypes)."""
-    filled = [frame for frame in frames if len(frame)] or frames[:1]
-    stacked = pd.concat(filled, ignore_index=True)
-    return stacked.take(np.argsort(stacked[key].astype(str).to_numpy(), kind="stable")).reset_index(drop=True)
+def _in_key_order(pieces: list[tuple[pd.DataFrame, Collection[str] | None]], key: str) -> pd.DataFrame:
+    """The rows of each frame whose key is among its wanted keys (None: every row), keys not overlapping across
+    the frames, stacked in key order, each key's rows in their order: one copy into the stack and one take from it
+    (a frame with no row wanted adds no rows, nor its columns' dtypes)."""
+    keys = [frame[key].astype(str).to_numpy() for frame, _ in pieces]
+    wanted = [
+        np.ones(len(frame), dtype=bool) if values is None else np.isin(of, list(values))
+        for (frame, values), of in zip(pieces, keys, strict=True)
+    ]
+    filled = [i for i, rows in enumerate(wanted) if rows.any()] or [0]
+    stacked = pd.concat([pieces[i][0] for i in filled], ignore_index=True)
+    rows = np.flatnonzero(np.concatenate([wanted[i] for i in filled]))
+    order = rows[np.argsort(np.concatenate([keys[i] for i in filled])[rows], kind="stable")]
+    return stacked.take(order).reset_index(drop=True)
 
 
 def _by_content(value: Any) -> Any:
@@ -478,11 +486,11 @@ def _kept_by_key(
         for value, digest in kept.items():
             if digest is not None:
                 batches.setdefault(digest, []).append(value)
-        pieces = [computed] if computed else []
+        pieces: list[tuple[Mapping[str, pd.DataFrame], Collection[str] | None]] = [(computed, None)] if computed else []
         for digest, values in batches.items():
-            made: Mapping[str, pd.DataFrame] = pickle.loads(store.file(digest).read_bytes())
-            pieces.append({name: frame[frame[key].astype(str).isin(values)] for name, frame in made.items()})
-        tables = {name: _in_key_order([piece[name] for piece in pieces], key) for name in pieces[0]}
+            pieces.append((pickle.loads(store.file(digest).read_bytes()), set(values)))
+        names = list(pieces[0][0])
+        tables = {name: _in_key_order([(made[name], values) for made, values in pieces], key) for name in names}
     return tables, computed, missing, keys
 
 
