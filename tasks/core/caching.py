@@ -432,7 +432,7 @@ def _in_key_order(pieces: list[tuple[pd.DataFrame, Collection[str] | None]], key
     (a frame with no row wanted adds no rows, nor its columns' dtypes)."""
     keys = [frame[key].astype(str).to_numpy() for frame, _ in pieces]
     wanted = [
-        np.ones(len(frame), dtype=bool) if values is None else np.isin(of, list(values))
+        np.ones(len(frame), dtype=bool) if values is None else pd.Series(of).isin(values).to_numpy()
         for (frame, values), of in zip(pieces, keys, strict=True)
     ]
     filled = [i for i, rows in enumerate(wanted) if rows.any()] or [0]
