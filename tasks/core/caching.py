@@ -408,22 +408,66 @@ class StageInputsAndCode(CachePolicy):
 
 
 def _row_hashes(frame: pd.DataFrame, key: str) -> dict[str, str]:
-    """Per value of ``key``: a sha256 of its rows of ``frame`` (Arrow IPC of them, in their order). The table is
-    sorted by key once and each key's rows taken from their slice: a ``take`` gives the same buffers wherever the
-    rows were (a slice alone keeps its offsets into the table), and taking from a slice costs what it holds."""
+    """Per value of ``key``: a sha256 of the Arrow schema of ``frame`` and of its rows of ``frame``, in their order
+    (:func:`_feed`). The table is sorted by key once; each key's bytes are ranges of its columns' buffers, the same
+    wherever its rows were."""
     if frame.empty:
         return {}
     keys = frame[key].astype(str).to_numpy()
     order = np.argsort(keys, kind="stable")
     table = pa.Table.from_pandas(frame, preserve_index=False).replace_schema_metadata(None).take(order)
-    starts = np.flatnonzero(np.r_[True, keys[order][1:] != keys[order][:-1]])
-    digests = {}
-    for start, end in zip(starts, [*starts[1:], len(keys)], strict=True):
-        sink = pa.BufferOutputStream()
-        with pa.ipc.new_stream(sink, table.schema) as writer:
-            writer.write_table(table.slice(start, end - start).take(np.arange(end - start)))
-        digests[str(keys[order[start]])] = hashlib.sha256(sink.getvalue()).hexdigest()
-    return digests
+    table = table.combine_chunks()
+    bounds = np.r_[np.flatnonzero(np.r_[True, keys[order][1:] != keys[order][:-1]]), len(keys)]
+    digests = [hashlib.sha256(str(table.schema).encode("utf-8")) for _ in bounds[:-1]]
+    for column in table.columns:
+        _feed(digests, column.chunk(0) if column.num_chunks else pa.array([], column.type), bounds)
+    return {str(keys[order[start]]): digest.hexdigest() for start, digest in zip(bounds[:-1], digests, strict=True)}
+
+
+def _feed(digests: list[Any], array: pa.Array, bounds: np.ndarray) -> None:
+    """Add to ``digests[i]`` the rows ``bounds[i]`` to ``bounds[i + 1]`` of ``array``: their count, validity and
+    values (a string's or a list's length, then its bytes or items; a struct's fields in turn), each part's size
+    given by those before it, so that different rows never give the same bytes. A type of another layout adds the
+    Arrow IPC of its rows, taken into buffers of their own."""
+    rows = np.diff(bounds)
+    valid = np.ones(len(array), dtype=np.uint8)
+    if array.null_count:
+        valid = np.asarray(array.is_valid().to_numpy(zero_copy_only=False), dtype=np.uint8)
+    kind = array.type
+    for i, digest in enumerate(digests):
+        digest.update(int(rows[i]).to_bytes(8, "little"))
+        digest.update(valid[bounds[i] : bounds[i + 1]])
+    if pa.types.is_null(kind):
+        return
+    if pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_binary(kind):
+        offsets = np.frombuffer(array.buffers()[1], dtype=np.int32 if pa.types.is_string(kind) else np.int64)
+        offsets = offsets[array.offset : array.offset + len(array) + 1]
+        data = array.buffers()[2]
+        values = np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(0, dtype=np.uint8)
+        lengths = np.diff(offsets).astype(np.int64)
+        for i, digest in enumerate(digests):
+            digest.update(lengths[bounds[i] : bounds[i + 1]])
+            digest.update(values[offsets[bounds[i]] : offsets[bounds[i + 1]]])
+    elif pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_map(kind):
+        offsets = array.offsets.to_numpy()
+        lengths = np.diff(offsets).astype(np.int64)
+        for i, digest in enumerate(digests):
+            digest.update(lengths[bounds[i] : bounds[i + 1]])
+        _feed(digests, array.values, offsets[bounds])
+    elif pa.types.is_struct(kind):
+        for field_index in range(kind.num_fields):
+            _feed(digests, array.field(field_index), bounds)
+    elif pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_boolean(kind):
+        values = np.ascontiguousarray(array.fill_null(False if pa.types.is_boolean(kind) else 0).to_numpy())
+        for i, digest in enumerate(digests):
+            digest.update(values[bounds[i] : bounds[i + 1]])
+    else:
+        for i, digest in enumerate(digests):
+            sink = pa.BufferOutputStream()
+            rows_of = pa.table({"rows": array.slice(bounds[i], rows[i]).take(np.arange(rows[i]))})
+            with pa.ipc.new_stream(sink, rows_of.schema) as writer:
+                writer.write_table(rows_of)
+            digest.update(sink.getvalue())
 
 
 def _in_key_order(pieces: list[tuple[pd.DataFrame, Collection[str] | None]], key: str) -> pd.DataFrame:
