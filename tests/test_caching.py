@@ -91,8 +91,8 @@ def test_a_table_is_keyed_by_its_content_not_its_index() -> None:
 
 def test_a_keys_row_hash_is_its_rows_wherever_they_are_and_any_changed_cell_changes_it() -> None:
     """A split stage's part is kept by the hash of its key's rows: the same whatever the other keys' rows are and
-    wherever its rows sit, different for any cell changed (a string, a list's item, a struct's field, a null), for
-    its rows' order and for a value moved from one cell to the next."""
+    wherever its rows sit, different for any cell changed (a string, a list's item, a struct's field, a flag, a
+    null), for its rows' order and for a value moved from one cell to the next."""
     frame = pd.DataFrame(
         {
             "template_id": ["b", "a", "b", "c", "a"],
@@ -100,6 +100,7 @@ def test_a_keys_row_hash_is_its_rows_wherever_they_are_and_any_changed_cell_chan
             "items": [["p"], [], ["q", "r"], None, ["s"]],
             "info": [{"k": "1", "v": [1]}, {"k": "2", "v": []}, {"k": None, "v": [2, 3]}, None, {"k": "4", "v": [4]}],
             "n": [1, 2, 3, None, 5],
+            "flag": [True, False, None, True, True],
         }
     )
     hashes = _row_hashes(frame, "template_id")
@@ -114,6 +115,7 @@ def test_a_keys_row_hash_is_its_rows_wherever_they_are_and_any_changed_cell_chan
         "list split otherwise": frame.assign(items=[["p"], ["s"], ["q", "r"], None, []]),
         "struct field": frame.assign(info=[*frame["info"][:4], {"k": "4", "v": [5]}]),
         "null": frame.assign(n=[1, 2, 3, None, None]),
+        "flag": frame.assign(flag=[True, False, None, True, False]),
         "order": frame.iloc[[0, 4, 2, 3, 1]],
     }
     for change, changed in changes.items():

@@ -458,7 +458,8 @@ def _feed(digests: list[Any], array: pa.Array, bounds: np.ndarray) -> None:
         for field_index in range(kind.num_fields):
             _feed(digests, array.field(field_index), bounds)
     elif pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_boolean(kind):
-        values = np.ascontiguousarray(array.fill_null(False if pa.types.is_boolean(kind) else 0).to_numpy())
+        filled = array.fill_null(False if pa.types.is_boolean(kind) else 0)
+        values = np.ascontiguousarray(filled.to_numpy(zero_copy_only=False))
         for i, digest in enumerate(digests):
             digest.update(values[bounds[i] : bounds[i + 1]])
     else:
