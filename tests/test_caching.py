@@ -20,6 +20,7 @@ from pbbq.tasks.core.caching import (
     StageInputsAndCode,
     StoredInput,
     StoredStage,
+    _row_hashes,
     data_files,
     input_digest,
     module_closure,
@@ -86,6 +87,40 @@ def test_a_table_is_keyed_by_its_content_not_its_index() -> None:
     frame = pd.DataFrame({"a": ["x", "y"], "b": [1, 2]})
     assert input_digest(frame) == input_digest(frame.set_axis([5, 9]))
     assert input_digest(frame) != input_digest(frame.assign(b=[1, 3]))
+
+
+def test_a_keys_row_hash_is_its_rows_wherever_they_are_and_any_changed_cell_changes_it() -> None:
+    """A split stage's part is kept by the hash of its key's rows: the same whatever the other keys' rows are and
+    wherever its rows sit, different for any cell changed (a string, a list's item, a struct's field, a flag, a
+    null), for its rows' order and for a value moved from one cell to the next."""
+    frame = pd.DataFrame(
+        {
+            "template_id": ["b", "a", "b", "c", "a"],
+            "text": ["x", "yz", "", None, "w"],
+            "items": [["p"], [], ["q", "r"], None, ["s"]],
+            "info": [{"k": "1", "v": [1]}, {"k": "2", "v": []}, {"k": None, "v": [2, 3]}, None, {"k": "4", "v": [4]}],
+            "n": [1, 2, 3, None, 5],
+            "flag": [True, False, None, True, True],
+        }
+    )
+    hashes = _row_hashes(frame, "template_id")
+    assert hashes.keys() == {"a", "b", "c"}
+    moved = pd.concat([frame.iloc[[3, 1]], frame.iloc[[4, 0, 2]]], ignore_index=True)  # c, a, a, b, b
+    assert _row_hashes(moved, "template_id") == hashes
+    assert _row_hashes(frame[frame["template_id"] != "c"], "template_id") == {k: hashes[k] for k in ("a", "b")}
+    changes = {
+        "text": frame.assign(text=["x", "yz", "", None, "v"]),
+        "a string split otherwise": frame.assign(text=["x", "y", "z", None, "w"]),
+        "list item": frame.assign(items=[["p"], [], ["q", "r"], None, ["t"]]),
+        "list split otherwise": frame.assign(items=[["p"], ["s"], ["q", "r"], None, []]),
+        "struct field": frame.assign(info=[*frame["info"][:4], {"k": "4", "v": [5]}]),
+        "null": frame.assign(n=[1, 2, 3, None, None]),
+        "flag": frame.assign(flag=[True, False, None, True, False]),
+        "order": frame.iloc[[0, 4, 2, 3, 1]],
+    }
+    for change, changed in changes.items():
+        again = _row_hashes(changed, "template_id")
+        assert again["a"] != hashes["a"] and again["c"] == hashes["c"], change
 
 
 def test_a_table_already_written_is_keyed_by_its_file_hash_alone() -> None:

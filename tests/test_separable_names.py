@@ -5,6 +5,7 @@ alike."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -101,8 +102,8 @@ def test_templates_that_read_alike_draw_their_names_apart_whichever_was_kept(
 def test_every_template_reads_the_groups_of_its_whole_category(sample: dict[str, Any]) -> None:
     """The proxy strength of a category is measured on the groups every template of it names: each template's part
     reads all of them, so a template kept is named again when another changes its category's groups."""
-    assert PER is not None and PER.spread is not None
-    measured = PER.spread(**sample)["measured"]
+    assert PER is not None and PER.spread is not None and PER.local is not None
+    measured = PER.spread(**sample, **PER.local(**sample))["measured"]
     whole = names.names(**sample).tables["proxy_strength"]
     for (lang, category), rows in measured.groupby(["lang", "category"]):
         groups = set(whole.loc[(whole["lang"] == lang) & (whole["category"] == category), "group"])
@@ -124,3 +125,27 @@ def test_a_build_input_checked_against_changed_templates_keeps_every_part(
         output, parts = separated(PER, sample | {"name_table": kept}, store)
         assert parts["computed"] == (parts["of"] if computed == "all" else computed)
     assert_same_output(output, names.names(**sample))
+
+
+def test_a_changed_template_alone_is_rewritten_again_for_the_groups_of_its_category(
+    sample: dict[str, Any], tmp_path: Path
+) -> None:
+    """The groups each template names (the spread's ``local`` tables) are kept per template: a build in which one
+    template changed rewrites that template's examples only to measure its category, and names as on whole tables."""
+    assert PER is not None and PER.local is not None
+    given: list[set[str]] = []
+
+    def local(**arguments: Any) -> Any:
+        given.append(set(arguments["examples"]["template_id"]))
+        return PER.local(**arguments)
+
+    per = dataclasses.replace(PER, local=local)
+    store = ArtifactStore(tmp_path / "store")
+    examples = sample["examples"]
+    separated(per, sample, store)
+    template_id = str(examples["template_id"].max())
+    changed = sample | {"examples": examples.drop(examples.index[examples["template_id"] == template_id][-1])}
+    output, parts = separated(per, changed, store)
+    assert given == [set(examples["template_id"]), {template_id}]
+    assert parts["computed"] >= 1
+    assert_same_output(output, names.names(**changed))

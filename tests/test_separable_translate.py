@@ -4,6 +4,7 @@ whole tables, whatever was kept, for English and for Urdu."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -91,8 +92,8 @@ def test_a_question_is_checked_against_the_entities_of_every_template_that_asks_
     """The segments a template's part reads: a question is one row per template asking it, each with the entities of
     all of them, and a context's entity phrases come with it."""
     stage, sample = target
-    assert stage.per is not None and stage.per.spread is not None
-    spread = stage.per.spread(**sample)["segments"]
+    assert stage.per is not None and stage.per.spread is not None and stage.per.local is not None
+    spread = stage.per.spread(**sample, **stage.per.local(**sample))["segments"]
     table = spread.drop(columns="template_id").drop_duplicates("segment_id")
     questions = spread[spread["kind"] == "question"]
     shared = questions.groupby("segment_id")["template_id"].nunique()
@@ -105,3 +106,27 @@ def test_a_question_is_checked_against_the_entities_of_every_template_that_asks_
         told = {e for kind, es in zip(rows["kind"], rows["entities"], strict=True) if kind == "context" for e in es}
         assert told <= phrases, template_id
     assert len(table) == table["segment_id"].nunique()
+
+
+def test_a_changed_template_alone_makes_its_segments_again_for_the_segment_table(
+    target: tuple[Stage, dict[str, Any]], tmp_path: Path
+) -> None:
+    """Each template's own segments (the spread's ``local`` table) are kept per template: a build in which one
+    template changed makes that template's segments only, and its tables are the whole-table stage's."""
+    stage, sample = target
+    per = stage.per
+    assert per is not None and per.local is not None
+    local_of = per.local
+    given: list[set[str]] = []
+
+    def local(**arguments: Any) -> Any:
+        given.append(set(arguments["examples"]["template_id"]))
+        return local_of(**arguments)
+
+    split = dataclasses.replace(per, local=local)
+    store = ArtifactStore(tmp_path / "store")
+    separated(split, sample, store)
+    changed, template_id = _one_variant_less(sample["examples"])
+    output, _ = separated(split, sample | {"examples": changed}, store)
+    assert given == [set(sample["examples"]["template_id"]), {template_id}]
+    assert_same_output(output, translate.translate(**sample | {"examples": changed}), besides=USAGE)

@@ -28,7 +28,7 @@ import pickle
 import sys
 import threading
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -408,30 +408,83 @@ class StageInputsAndCode(CachePolicy):
 
 
 def _row_hashes(frame: pd.DataFrame, key: str) -> dict[str, str]:
-    """Per value of ``key``: a sha256 of its rows of ``frame`` (Arrow IPC of them, in their order). The table is
-    sorted by key once and each key's rows taken from their slice: a ``take`` gives the same buffers wherever the
-    rows were (a slice alone keeps its offsets into the table), and taking from a slice costs what it holds."""
+    """Per value of ``key``: a sha256 of the Arrow schema of ``frame`` and of its rows of ``frame``, in their order
+    (:func:`_feed`). The table is sorted by key once; each key's bytes are ranges of its columns' buffers, the same
+    wherever its rows were."""
     if frame.empty:
         return {}
     keys = frame[key].astype(str).to_numpy()
     order = np.argsort(keys, kind="stable")
     table = pa.Table.from_pandas(frame, preserve_index=False).replace_schema_metadata(None).take(order)
-    starts = np.flatnonzero(np.r_[True, keys[order][1:] != keys[order][:-1]])
-    digests = {}
-    for start, end in zip(starts, [*starts[1:], len(keys)], strict=True):
-        sink = pa.BufferOutputStream()
-        with pa.ipc.new_stream(sink, table.schema) as writer:
-            writer.write_table(table.slice(start, end - start).take(np.arange(end - start)))
-        digests[str(keys[order[start]])] = hashlib.sha256(sink.getvalue()).hexdigest()
-    return digests
+    table = table.combine_chunks()
+    bounds = np.r_[np.flatnonzero(np.r_[True, keys[order][1:] != keys[order][:-1]]), len(keys)]
+    digests = [hashlib.sha256(str(table.schema).encode("utf-8")) for _ in bounds[:-1]]
+    for column in table.columns:
+        _feed(digests, column.chunk(0) if column.num_chunks else pa.array([], column.type), bounds)
+    return {str(keys[order[start]]): digest.hexdigest() for start, digest in zip(bounds[:-1], digests, strict=True)}
 
 
-def _in_key_order(frames: list[pd.DataFrame], key: str) -> pd.DataFrame:
-    """Frames whose keys do not overlap, stacked in key order, each key's rows in their order (an empty frame adds
-    no rows, nor its columns' dtypes)."""
-    filled = [frame for frame in frames if len(frame)] or frames[:1]
-    stacked = pd.concat(filled, ignore_index=True)
-    return stacked.take(np.argsort(stacked[key].astype(str).to_numpy(), kind="stable")).reset_index(drop=True)
+def _feed(digests: list[Any], array: pa.Array, bounds: np.ndarray) -> None:
+    """Add to ``digests[i]`` the rows ``bounds[i]`` to ``bounds[i + 1]`` of ``array``: their count, validity and
+    values (a string's or a list's length, then its bytes or items; a struct's fields in turn), each part's size
+    given by those before it, so that different rows never give the same bytes. A type of another layout adds the
+    Arrow IPC of its rows, taken into buffers of their own."""
+    rows = np.diff(bounds)
+    valid = np.ones(len(array), dtype=np.uint8)
+    if array.null_count:
+        valid = np.asarray(array.is_valid().to_numpy(zero_copy_only=False), dtype=np.uint8)
+    kind = array.type
+    for i, digest in enumerate(digests):
+        digest.update(int(rows[i]).to_bytes(8, "little"))
+        digest.update(valid[bounds[i] : bounds[i + 1]])
+    if pa.types.is_null(kind):
+        return
+    if pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_binary(kind):
+        offsets = np.frombuffer(array.buffers()[1], dtype=np.int32 if pa.types.is_string(kind) else np.int64)
+        offsets = offsets[array.offset : array.offset + len(array) + 1]
+        data = array.buffers()[2]
+        values = np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(0, dtype=np.uint8)
+        lengths = np.diff(offsets).astype(np.int64)
+        for i, digest in enumerate(digests):
+            digest.update(lengths[bounds[i] : bounds[i + 1]])
+            digest.update(values[offsets[bounds[i]] : offsets[bounds[i + 1]]])
+    elif pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_map(kind):
+        offsets = array.offsets.to_numpy()
+        lengths = np.diff(offsets).astype(np.int64)
+        for i, digest in enumerate(digests):
+            digest.update(lengths[bounds[i] : bounds[i + 1]])
+        _feed(digests, array.values, offsets[bounds])
+    elif pa.types.is_struct(kind):
+        for field_index in range(kind.num_fields):
+            _feed(digests, array.field(field_index), bounds)
+    elif pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_boolean(kind):
+        filled = array.fill_null(False if pa.types.is_boolean(kind) else 0)
+        values = np.ascontiguousarray(filled.to_numpy(zero_copy_only=False))
+        for i, digest in enumerate(digests):
+            digest.update(values[bounds[i] : bounds[i + 1]])
+    else:
+        for i, digest in enumerate(digests):
+            sink = pa.BufferOutputStream()
+            rows_of = pa.table({"rows": array.slice(bounds[i], rows[i]).take(np.arange(rows[i]))})
+            with pa.ipc.new_stream(sink, rows_of.schema) as writer:
+                writer.write_table(rows_of)
+            digest.update(sink.getvalue())
+
+
+def _in_key_order(pieces: list[tuple[pd.DataFrame, Collection[str] | None]], key: str) -> pd.DataFrame:
+    """The rows of each frame whose key is among its wanted keys (None: every row), keys not overlapping across
+    the frames, stacked in key order, each key's rows in their order: one copy into the stack and one take from it
+    (a frame with no row wanted adds no rows, nor its columns' dtypes)."""
+    keys = [frame[key].astype(str).to_numpy() for frame, _ in pieces]
+    wanted = [
+        np.ones(len(frame), dtype=bool) if values is None else pd.Series(of).isin(values).to_numpy()
+        for (frame, values), of in zip(pieces, keys, strict=True)
+    ]
+    filled = [i for i, rows in enumerate(wanted) if rows.any()] or [0]
+    stacked = pd.concat([pieces[i][0] for i in filled], ignore_index=True)
+    rows = np.flatnonzero(np.concatenate([wanted[i] for i in filled]))
+    order = rows[np.argsort(np.concatenate([keys[i] for i in filled])[rows], kind="stable")]
+    return stacked.take(order).reset_index(drop=True)
 
 
 def _by_content(value: Any) -> Any:
@@ -443,44 +496,65 @@ def _by_content(value: Any) -> Any:
     return value
 
 
-def separated(per: Separable, arguments: Mapping[str, Any], store: ArtifactStore) -> tuple[StageOutput, dict[str, Any]]:
-    """A :class:`~.stage.Separable` stage run by key: each key's part taken from ``store`` when its rows of the
-    split tables and of those ``spread`` makes, the stage's other arguments (its parameters among them), its code
-    and this function's are those it was made from, the others computed in one call of ``part`` on their rows and
-    kept (that call's tables, one file); then ``whole`` on every part (``part``'s own tables when it computed every
-    key). Returns the output and what was computed: how many keys, and how many rows of the part's first table, of
-    how many."""
-    found = {name: loaded(value) for name, value in arguments.items()}
-    others = {name: _by_content(value) for name, value in arguments.items() if name not in per.split}
-    code = {"code": stage_code_hash(per.part), "runner": stage_code_hash(separated)}
-    common = json.dumps(code | {"others": input_digest(others)}, sort_keys=True, default=str)
-    split = {name: found[name] for name in per.split} | (dict(per.spread(**found)) if per.spread else {})
-    hashes = {name: _row_hashes(frame, per.key) for name, frame in split.items()}
+def _kept_by_key(
+    fn: Callable[..., Mapping[str, pd.DataFrame]],
+    key: str,
+    found: Mapping[str, Any],
+    split: Mapping[str, pd.DataFrame],
+    hashes: Mapping[str, Mapping[str, str]],
+    others: str,
+    store: ArtifactStore,
+) -> tuple[dict[str, pd.DataFrame], Mapping[str, pd.DataFrame], list[str], list[str]]:
+    """``fn``'s tables of every key of the ``split`` tables (their rows' :func:`_row_hashes` in ``hashes``): each
+    key's taken from ``store`` when its rows, the other arguments (``others``: their digest), ``fn``'s code and this
+    function's are those it was made from, the others computed in one call of ``fn`` on their rows and kept (that
+    call's tables, one file). Returns every key's tables in key order (``fn``'s own when it computed every key),
+    those it computed, the keys it computed and every key."""
+    code = {"code": stage_code_hash(fn), "function": fn.__qualname__, "runner": stage_code_hash(separated)}
+    common = json.dumps(code | {"others": others}, sort_keys=True, default=str)
     keys = sorted(set().union(*hashes.values()))
     part_keys = {value: json.dumps([common, value, [hashes[name].get(value) for name in split]]) for value in keys}
     kept = {value: store.recall(part_key) for value, part_key in part_keys.items()}
     missing = [value for value in keys if kept[value] is None]
     computed: Mapping[str, pd.DataFrame] = {}
-    if missing or not keys:  # no key at all: ``part`` gives the tables, empty
+    if missing or not keys:  # no key at all: ``fn`` gives the tables, empty
         subset = {
-            name: frame[frame[per.key].astype(str).isin(missing)].reset_index(drop=True)
-            for name, frame in split.items()
+            name: frame[frame[key].astype(str).isin(missing)].reset_index(drop=True) for name, frame in split.items()
         }
-        computed = per.part(**found | subset)
+        computed = fn(**found | subset)
         batch = store.put(pickle.dumps(dict(computed), PICKLE))  # one file (one sync) for the keys of one call
         for value in missing:
             store.remember(part_keys[value], batch)
-    tables = computed
+    tables = dict(computed)
     if len(missing) < len(keys):  # some kept: every key's rows, from the call that made them, in key order
         batches: dict[str, list[str]] = {}
         for value, digest in kept.items():
             if digest is not None:
                 batches.setdefault(digest, []).append(value)
-        pieces = [computed] if computed else []
+        pieces: list[tuple[Mapping[str, pd.DataFrame], Collection[str] | None]] = [(computed, None)] if computed else []
         for digest, values in batches.items():
-            made: Mapping[str, pd.DataFrame] = pickle.loads(store.file(digest).read_bytes())
-            pieces.append({name: frame[frame[per.key].astype(str).isin(values)] for name, frame in made.items()})
-        tables = {name: _in_key_order([piece[name] for piece in pieces], per.key) for name in pieces[0]}
+            pieces.append((pickle.loads(store.file(digest).read_bytes()), set(values)))
+        names = list(pieces[0][0])
+        tables = {name: _in_key_order([(made[name], values) for made, values in pieces], key) for name in names}
+    return tables, computed, missing, keys
+
+
+def separated(per: Separable, arguments: Mapping[str, Any], store: ArtifactStore) -> tuple[StageOutput, dict[str, Any]]:
+    """A :class:`~.stage.Separable` stage run by key: ``local``'s tables and then ``part``'s, each key's taken from
+    ``store`` or computed (:func:`_kept_by_key`; ``part``'s by the key's rows of the split tables and of those
+    ``spread`` makes), then ``whole`` on every part. Returns the output and what was computed: how many keys, and
+    how many rows of the part's first table, of how many."""
+    found = {name: loaded(value) for name, value in arguments.items()}
+    others = {name: _by_content(value) for name, value in arguments.items() if name not in per.split}
+    digest = json.dumps(input_digest(others), sort_keys=True, default=str)
+    split = {name: found[name] for name in per.split}
+    hashes = {name: _row_hashes(frame, per.key) for name, frame in split.items()}
+    if per.spread is not None:
+        local = _kept_by_key(per.local, per.key, found, split, hashes, digest, store)[0] if per.local else {}
+        spread = dict(per.spread(**found | local))
+        split |= spread
+        hashes |= {name: _row_hashes(frame, per.key) for name, frame in spread.items()}
+    tables, computed, missing, keys = _kept_by_key(per.part, per.key, found, split, hashes, digest, store)
     first = next(iter(tables))
     counts = {
         "key": per.key,

@@ -81,11 +81,11 @@ class Report:
 class Separable:
     """How a stage's work splits by a key column (a template's rows are made from that template alone), so that a
     build in which one template changed computes that template's rows only (docs/architecture.md §9). The stage
-    is ``whole(part(**arguments, **spread(**arguments)), **arguments)``: ``part`` does the work per key, ``whole``
-    what needs every row (a check across templates, the report). The runner keeps each key's part in the content
-    store, by the hash of that key's rows of the split tables (and of the spread ones), the other arguments and the
-    code, and calls ``part`` once, on the rows of the keys it has not kept
-    (:func:`pbbq.tasks.core.caching.separated`)."""
+    is ``whole(part(**arguments, **spread(**arguments, **local(**arguments))), **arguments)``: ``part`` does the
+    work per key, ``whole`` what needs every row (a check across templates, the report). The runner keeps each
+    key's part in the content store, by the hash of that key's rows of the split tables (and of the spread ones),
+    the other arguments and the code, and calls ``part`` once, on the rows of the keys it has not kept (``local``
+    likewise; :func:`pbbq.tasks.core.caching.separated`)."""
 
     key: str
     """The column the split tables and every table of a part hold: ``template_id``."""
@@ -101,6 +101,11 @@ class Separable:
     as arguments of their names and split by ``key`` with the split tables (the translate stage's segments: a
     question several templates ask is a row of each, with the entities of every one of them), so that a part is
     kept by what it reads of the rows across keys too; None: ``part`` reads its keys' rows alone."""
+    local: Callable[..., Mapping[str, pd.DataFrame]] | None = None
+    """``local(**arguments)``: what ``spread`` reads of each key, made from that key's rows alone (each row with its
+    key), given to ``spread`` as arguments of their names; kept per key as the parts are, so that a build in which
+    one key changed makes its local tables only and ``spread`` combines them (the names stage: the groups each
+    template names, whose union per category its spread is). None: ``spread`` reads the split tables whole."""
 
 
 def _always(params: Any) -> bool:

@@ -31,10 +31,11 @@ weak proxies.
 
 **Split by template** (docs/architecture.md §9). A template's examples are named from its own rows
 (:func:`template_names`) and the groups every template of its language and category names (:func:`named_groups`:
-the proxy strength is measured on all of them), so a rebuild in which one template changed names that template
-again, and every template of its category when the category's groups changed; :func:`named_output` orders the
-parts' rows as the stage on whole tables does, and runs it on whole tables when two templates' examples read the
-same once named (their names are drawn against each other).
+the proxy strength is measured on all of them; each template's own, :func:`template_groups`, made again only when
+it changed), so a rebuild in which one template changed names that template again, and every template of its
+category when the category's groups changed; :func:`named_output` orders the parts' rows as the stage on whole
+tables does, and runs it on whole tables when two templates' examples read the same once named (their names are
+drawn against each other).
 """
 
 from __future__ import annotations
@@ -384,7 +385,7 @@ def draw_all(
 
 
 MEASURED = ["template_id", "lang", "category", "group"]
-"""The columns of :func:`named_groups`' table."""
+"""The columns of :func:`named_groups`' table and of :func:`template_groups`'."""
 DRAWN = ["_names", "_era", "_name_genders", "_redraws", "_reference_genders", "_patterns", "_reading"]
 """What a template's part (:func:`template_names`) adds to each variant for the report and the checks across
 templates: the names drawn, their era, their genders, the redraws, the references' genders, the patterns used and
@@ -412,22 +413,46 @@ def _prepared(examples: pd.DataFrame, lexicon: Lexicon) -> tuple[list[Prepared],
     return prepared, failures
 
 
-def named_groups(
+def template_groups(
     examples: pd.DataFrame,
     name_table: pd.DataFrame,
     params: NamesParams,
     client: LLMClient | None = None,
     prompt: str = "",
 ) -> dict[str, pd.DataFrame]:
+    """The groups each template's mappable examples name, a row per template, language, category and group: what
+    :func:`named_groups` reads of a template, made from its own rows (an example is rewritten from its row alone,
+    :func:`prepare`); none when weak proxies are kept (nothing is measured)."""
+    prepared = _prepared(examples, Lexicon(name_table))[0] if params.drop_weak_proxies else []
+    return {"named": _named(prepared)}
+
+
+def _named(prepared: Sequence[Prepared]) -> pd.DataFrame:
+    """:func:`template_groups`' table, from the examples rewritten."""
+    rows = {(p.row["template_id"], p.row["lang"], p.row["category"], group) for p in prepared for group in p.groups}
+    return pd.DataFrame(sorted(rows), columns=MEASURED)
+
+
+def named_groups(
+    examples: pd.DataFrame,
+    named: pd.DataFrame,
+    name_table: pd.DataFrame,
+    params: NamesParams,
+    client: LLMClient | None = None,
+    prompt: str = "",
+) -> dict[str, pd.DataFrame]:
     """What each template's names read of every template's examples: the groups the mappable examples of its
-    language and category name (those whose names the proxy strength tells apart, :func:`_category_groups`), a row
-    per template and group; none when weak proxies are kept (nothing is measured)."""
-    return {"measured": _measured(examples, _prepared(examples, Lexicon(name_table))[0], params)}
+    language and category name (``named``: each template's, :func:`template_groups`; those whose names the proxy
+    strength tells apart), a row per template and group; none when weak proxies are kept (nothing is measured)."""
+    return {"measured": _measured(examples, named, params)}
 
 
-def _measured(examples: pd.DataFrame, prepared: Sequence[Prepared], params: NamesParams) -> pd.DataFrame:
-    """:func:`named_groups`' table, from every example rewritten."""
-    measured = _category_groups(prepared) if params.drop_weak_proxies else {}
+def _measured(examples: pd.DataFrame, named: pd.DataFrame, params: NamesParams) -> pd.DataFrame:
+    """:func:`named_groups`' table, from the groups each template names."""
+    measured: dict[tuple[str, str], set[str]] = {}
+    if params.drop_weak_proxies:
+        for lang, category, group in zip(named["lang"], named["category"], named["group"], strict=True):
+            measured.setdefault((lang, category), set()).add(group)
     templates = examples[["template_id", "lang", "category"]].drop_duplicates().itertuples(index=False)
     rows = [
         (template, lang, category, group)
@@ -629,17 +654,9 @@ def names(
     reason (§4.1.1, Appendix C): every template's part (:func:`template_names`) at once. ``client`` and ``prompt``
     are needed only when ``params.gender_llm`` is on."""
     rewritten = _prepared(examples, Lexicon(name_table))
-    measured = _measured(examples, rewritten[0], params)
+    measured = _measured(examples, _named(rewritten[0]), params)
     parts = _named_parts(examples, rewritten, measured, name_table, params, client, prompt)
     return _assembled(parts, examples, params, client)
-
-
-def _category_groups(prepared: Sequence[Prepared]) -> dict[tuple[str, str], set[str]]:
-    """Per language and category, the groups its mappable examples name: those a reader tells apart."""
-    groups: dict[tuple[str, str], set[str]] = {}
-    for item in prepared:
-        groups.setdefault((item.row["lang"], item.row["category"]), set()).update(item.groups)
-    return groups
 
 
 def _report(
@@ -722,7 +739,7 @@ def names_stage(lang: str = "fa") -> Stage:
         },
         counts=lambda out: {"names_weak_proxy": len(out["weak_proxy"])},
         request_ids=lambda out: listed(out["examples"]["llm_request_ids"]),
-        per=Separable("template_id", ("examples",), template_names, named_output, named_groups),
+        per=Separable("template_id", ("examples",), template_names, named_output, named_groups, template_groups),
     )
 
 

@@ -63,7 +63,7 @@ from .examples import translated_examples, with_option_entities
 from .glossary import SOURCE, TARGET, Glossary, load_english_glossary, load_glossary
 from .pair import PERSIAN_ENGLISH, STAGE_NAME, Pair, TranslateParams, attempt_schema, segment_schema
 from .requests import PROMPTS, TranslatePrompts
-from .segments import KINDS, per_template, segments
+from .segments import KINDS, own_segments, per_template
 
 
 def _originals(examples: pd.DataFrame, pair: Pair) -> pd.DataFrame:
@@ -98,8 +98,25 @@ def _in_table_order(table: pd.DataFrame, pair: Pair) -> pd.DataFrame:
     return ordered(table, list(keys))
 
 
+def template_own_segments(
+    examples: pd.DataFrame,
+    unknown_phrases: pd.DataFrame,
+    glossary: pd.DataFrame,
+    prompts: TranslatePrompts,
+    client: LLMClient,
+    params: TranslateParams,
+    pair: Pair = PERSIAN_ENGLISH,
+) -> dict[str, pd.DataFrame]:
+    """Each template's segments on its own (:func:`~.segments.own_segments`): what :func:`template_segments` reads
+    of a template, made from its rows alone."""
+    originals = _checked_originals(examples, unknown_phrases, pair)
+    lookup = Glossary(glossary, pair.target, pair.source)
+    return {"own": own_segments(originals, lookup, pair.source_column)}
+
+
 def template_segments(
     examples: pd.DataFrame,
+    own: pd.DataFrame,
     unknown_phrases: pd.DataFrame,
     glossary: pd.DataFrame,
     prompts: TranslatePrompts,
@@ -109,11 +126,9 @@ def template_segments(
 ) -> dict[str, pd.DataFrame]:
     """What each template's translations read of every template's examples: the segments of all of them
     (:func:`~.segments.segments`: a question holds the entities of every template that asks it), a row per template
-    that uses one (:func:`~.segments.per_template`)."""
-    originals = _checked_originals(examples, unknown_phrases, pair)
-    lookup = Glossary(glossary, pair.target, pair.source)
-    table = segments(originals, lookup, pair.source_column)
-    return {"segments": per_template(originals, table, pair.source, pair.target, pair.source_column)}
+    that uses one (:func:`~.segments.per_template`), from each template's own (``own``,
+    :func:`template_own_segments`)."""
+    return {"segments": per_template(_originals(examples, pair), own, pair.source_column)}
 
 
 def template_translations(
@@ -174,14 +189,16 @@ def translated_output(
     told = {"question", "context"}  # translated after the others (:func:`~.batch.translate_segments`)
     order = {
         sid: (kind in told, i)
-        for i, (sid, kind) in enumerate(zip(translated["segment_id"], translated["kind"], strict=True))
+        for i, (sid, kind) in enumerate(
+            zip(translated["segment_id"].tolist(), translated["kind"].tolist(), strict=True)
+        )
     }
     asked = parts["attempts"].drop(columns="template_id").drop_duplicates(["segment_id", "attempt"])
     attempts = ordered(
         asked,
         [
             (order[sid][0], attempt, order[sid][1])
-            for sid, attempt in zip(asked["segment_id"], asked["attempt"], strict=True)
+            for sid, attempt in zip(asked["segment_id"].tolist(), asked["attempt"].tolist(), strict=True)
         ],
     )
     at = {example_id: i for i, example_id in enumerate(originals["example_id"].tolist())}
@@ -210,7 +227,8 @@ def translated_output(
         "failures_by_rule": count_reasons(broken[broken != ""]),
         "dropped": {"total": len(dropped), "by_reason": count_reasons(dropped["reason"])},
         "drops": [
-            {"example_id": e, "reason": r} for e, r in zip(dropped["example_id"], dropped["reason"], strict=True)
+            {"example_id": e, "reason": r}
+            for e, r in zip(dropped["example_id"].tolist(), dropped["reason"].tolist(), strict=True)
         ],
         "review": review[["segment_id", "kind", "failures", "chrf"]].to_dict(orient="records"),
         "llm": client.usage(pair.stage).as_dict(),
@@ -250,7 +268,8 @@ def translate(
         "params": params,
         "pair": pair,
     }
-    parts = template_translations(**arguments, **template_segments(**arguments))
+    spread = template_segments(**arguments, **template_own_segments(**arguments))
+    parts = template_translations(**arguments, **spread)
     return translated_output(parts, **arguments)
 
 
@@ -325,7 +344,14 @@ def translate_stage(target: str = TARGET.code, first: bool = True, source: str =
         ),
         funnel={f"examples_{target}": f"{name} examples (`{target}`)"},
         request_ids=lambda out: listed(out["segments"]["request_ids"]),
-        per=Separable("template_id", ("examples",), template_translations, translated_output, template_segments),
+        per=Separable(
+            "template_id",
+            ("examples",),
+            template_translations,
+            translated_output,
+            template_segments,
+            template_own_segments,
+        ),
     )
 
 

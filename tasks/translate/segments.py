@@ -105,39 +105,72 @@ def _entries(terms_in: Callable[[str], list[tuple[str, str]]], phrases: Iterable
     return tuple(sorted(found.items()))
 
 
-def per_template(
-    examples: pd.DataFrame, table: pd.DataFrame, source: Language, target: Language, column: str = "text_fa"
-) -> pd.DataFrame:
-    """The rows of ``table`` (:func:`segments` of ``examples``) once per template whose examples use them (their
-    context, question in its agreement, entity phrases, lexical variant and groups), with the entity phrases,
-    variants and groups whose text is an entity of such a question or context (the translation of each goes into
-    its request); ``template_id`` first, each template's rows in ``table``'s order. A template's translations
-    depend on its rows alone."""
-    texts, kinds = table[column].tolist(), table["kind"].tolist()
-    position = {key: i for i, key in enumerate(zip(kinds, texts, table["agreement"].tolist(), strict=True))}
+def own_segments(examples: pd.DataFrame, glossary: Glossary, column: str = "text_fa") -> pd.DataFrame:
+    """:func:`segments` of each template's examples on their own, ``template_id`` first, each context with the id of
+    the first example that holds it (``first``; ``""`` for the other kinds): what a template adds to the segment
+    table of every template (:func:`per_template`), made from its own rows."""
+    frames = []
+    for template, rows in examples.groupby("template_id", sort=True):
+        table = segments(rows, glossary, column)
+        first = dict(zip(rows["context"].tolist()[::-1], rows["example_id"].tolist()[::-1], strict=True))
+        table.insert(0, "template_id", template)
+        table["first"] = [
+            first[text] if kind == "context" else ""
+            for kind, text in zip(table["kind"].tolist(), table[column].tolist(), strict=True)
+        ]
+        frames.append(table)
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=_template_columns(column))
+
+
+def _template_columns(column: str) -> list[str]:
+    """The columns of :func:`own_segments`' table."""
+    return ["template_id", "segment_id", "kind", column, "entities", "lexicals", "agreement", "glossary", "first"]
+
+
+def per_template(examples: pd.DataFrame, own: pd.DataFrame, column: str = "text_fa") -> pd.DataFrame:
+    """The rows of the segment table of every template (:func:`segments` of ``examples``) once per template whose
+    examples use them (their context, question in its agreement, entity phrases, lexical variant and groups), with
+    the entity phrases, variants and groups whose text is an entity of such a question or context (the translation
+    of each goes into its request); ``template_id`` first, each template's rows in the table's order. A template's
+    translations depend on its rows alone. Made from ``own``, each template's segments on their own
+    (:func:`own_segments`): a segment's row is the same in each but for a question's entities, those of every
+    template asking it, and a context's, those of its first example in ``examples``."""
+    at = dict(zip(examples["example_id"].tolist(), range(len(examples)), strict=True))
+    kinds, texts, agreements = own["kind"].tolist(), own[column].tolist(), own["agreement"].tolist()
+    entities, firsts, templates = own["entities"].tolist(), own["first"].tolist(), own["template_id"].tolist()
+    keys = list(zip(kinds, texts, agreements, strict=True))
+    chosen: dict[tuple[str, str, str], int] = {}
+    asked: dict[tuple[str, str, str], set[str]] = {}
+    used: dict[str, set[tuple[str, str, str]]] = {}
+    for i, key in enumerate(keys):
+        used.setdefault(templates[i], set()).add(key)
+        if key[0] == "question":
+            asked.setdefault(key, set()).update(entities[i])
+        if key not in chosen or (key[0] == "context" and at[firsts[i]] < at[firsts[chosen[key]]]):
+            chosen[key] = i
+    order = sorted(chosen, key=lambda key: (KINDS.index(key[0]), key[1], key[2]))
+    table = own.iloc[[chosen[key] for key in order]].drop(columns=["template_id", "first"]).reset_index(drop=True)
+    table["entities"] = [
+        tuple(sorted(asked[key])) if key in asked else held
+        for key, held in zip(order, table["entities"].tolist(), strict=True)
+    ]
+    position = {key: i for i, key in enumerate(order)}
     phrases: dict[str, list[int]] = {}
     """Each text of an entity phrase, variant or group: its segments."""
-    for i, (kind, text) in enumerate(zip(kinds, texts, strict=True)):
+    for i, (kind, text, _) in enumerate(order):
         if kind in ("entity", "lex", "group"):
             phrases.setdefault(text, []).append(i)
     told = [
-        entities if kind in ("question", "context") else ()
-        for kind, entities in zip(kinds, table["entities"].tolist(), strict=True)
+        held if kind in ("question", "context") else ()
+        for (kind, _, _), held in zip(order, table["entities"].tolist(), strict=True)
     ]
-    agreement = _pair_agreement(source, target)
-    used: dict[str, set[int]] = {}
-    columns = ("template_id", "context", "question", "stereo_entity", "nonstereo_entity", "lexical_variant")
-    rows = zip(*(examples[c].tolist() for c in columns), _example_groups(examples), strict=True)
-    for template, context, question, stereo, nonstereo, variant, groups in rows:
-        keys = [("context", context, ""), ("question", question, agreement(stereo, nonstereo))]
-        keys += [("entity", stereo, ""), ("entity", nonstereo, ""), *(("group", g, "") for g in groups)]
-        keys += [("lex", variant, "")] if variant else []
-        used.setdefault(template, set()).update(position[key] for key in keys)
-    order = [
-        (template, i)
-        for template in sorted(used)
-        for i in sorted(used[template] | {p for at in used[template] for e in told[at] for p in phrases.get(e, ())})
-    ]
-    frame = table.iloc[[i for _, i in order]].reset_index(drop=True)
-    frame.insert(0, "template_id", [template for template, _ in order])
+    rows = []
+    for template in sorted(used):
+        positions = {position[key] for key in used[template]}
+        rows += [
+            (template, i)
+            for i in sorted(positions | {p for i in positions for e in told[i] for p in phrases.get(e, ())})
+        ]
+    frame = table.iloc[[i for _, i in rows]].reset_index(drop=True)
+    frame.insert(0, "template_id", [template for template, _ in rows])
     return frame
