@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from pbbq.tasks.diversity import (
+    METRICS,
     TABLE2,
     TABLE2_INSTANCES,
     DiversityParams,
@@ -252,3 +253,18 @@ def test_plots_of_both_levels(tmp_path: Path) -> None:
         assert all(path.read_bytes().startswith(b"\x89PNG") for path in paths)
         again = plot_metric_bars(table, tmp_path / prefix / "b", prefix)
         assert [path.read_bytes() for path in paths] == [path.read_bytes() for path in again]
+
+
+@pytest.mark.parametrize("level", ["templates", "instances"])
+def test_each_chart_is_drawn_from_its_metric_alone(tmp_path: Path, level: str) -> None:
+    """The charts of a table share one figure: none keeps anything of the one drawn before it (its limits, ticks,
+    layout), whatever those showed (far larger values, no bar at all), nor of a table drawn before."""
+    table = template_diversity_table(make_templates()) if level == "templates" else diversity_table(make_examples())
+    charts = [path.read_bytes() for path in plot_metric_bars(table, tmp_path / "table")]
+    for k, metric in enumerate(METRICS):
+        for others in (math.nan, 40.0):
+            alone = table.assign(**{other: others for other in METRICS if other != metric})
+            drawn = plot_metric_bars(alone, tmp_path / f"{metric}-{others}")[k].read_bytes()
+            assert drawn == charts[k], (metric, others)
+    empty = plot_metric_bars(table.iloc[:0], tmp_path / "empty")
+    assert len({path.read_bytes() for path in empty}) == len(METRICS)  # the empty axes, each with its own labels

@@ -379,30 +379,50 @@ def table2_markdown(table: pd.DataFrame, title: str) -> str:
 def plot_metric_bars(table: pd.DataFrame, out_dir: Path, prefix: str = "diversity") -> list[Path]:
     """One PNG per metric (``<prefix>_<metric>.png`` in ``out_dir``): a bar per category (and per config, for the
     instance-level table), the Average and Overall rows last; a NaN draws no bar. Agg backend, no timestamp or
-    version in the file, so the same table gives the same bytes."""
+    version in the file, so the same table gives the same bytes.
+
+    The charts of a table differ only in their bar heights and labels, so one figure is drawn for the first and
+    changed for each next one (its bars' heights, the y-axis' limits, labels and title, the subplot parameters
+    set back before the layout is fitted again): the same bytes as a figure of its own per metric, for a third
+    less time."""
     with one_import_at_a_time():
         from matplotlib.backends.backend_agg import FigureCanvasAgg
-        from matplotlib.figure import Figure
+        from matplotlib.figure import Figure, SubplotParams
 
     out_dir.mkdir(parents=True, exist_ok=True)
     series = table if "config" in table.columns else table.assign(config="templates")
     categories = list(dict.fromkeys(series["category"]))
     configs = list(dict.fromkeys(series["config"]))
     level = "instances" if "config" in table.columns else "templates"
+    figure = Figure(figsize=(max(6.0, 0.25 * len(categories) * len(configs) + 2.5), 4.5))
+    FigureCanvasAgg(figure)
+    axes = figure.add_subplot()
+    width = 0.8 / max(len(configs), 1)  # an empty table draws empty axes
+    bars = {
+        config: axes.bar(np.arange(len(categories)) + k * width, np.zeros(len(categories)), width, label=config)
+        for k, config in enumerate(configs)
+    }
+    ticks = np.arange(len(categories)) + 0.4 - width / 2
+    axes.set_xticks(ticks, categories, rotation=60, ha="right")
+    if configs:  # an empty table (no example was kept) has nothing to name
+        axes.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
     paths = []
     for metric in METRICS:
         wide = series.pivot(index="category", columns="config", values=metric).reindex(categories)
-        figure = Figure(figsize=(max(6.0, 0.25 * len(categories) * len(configs) + 2.5), 4.5))
-        FigureCanvasAgg(figure)
-        axes = figure.add_subplot()
-        width = 0.8 / max(len(configs), 1)  # an empty table draws empty axes
-        for k, config in enumerate(configs):
-            axes.bar(np.arange(len(categories)) + k * width, wide[config].to_numpy(dtype=float), width, label=config)
-        axes.set_xticks(np.arange(len(categories)) + 0.4 - width / 2, categories, rotation=60, ha="right")
+        for config, container in bars.items():
+            for bar, height in zip(container, wide[config].to_numpy(dtype=float), strict=True):
+                bar.set_height(height)
+        # the limits a new axes would take: its unit box, autoscaled to the bars (if any), widened to the ticks
+        axes.set_xlim(0.0, 1.0, auto=None)
+        axes.set_ylim(0.0, 1.0, auto=None)
+        axes.relim()
+        if configs:
+            axes.autoscale()
+        if categories:
+            axes.xaxis.set_view_interval(ticks[0], ticks[-1])
         axes.set_ylabel(_HEADERS[metric])
         axes.set_title(f"{_HEADERS[metric]} per category ({level})")
-        if configs:  # an empty table (no example was kept) has nothing to name
-            axes.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
+        figure.subplots_adjust(**vars(SubplotParams()))  # a new figure's layout, for tight_layout to fit anew
         figure.tight_layout()
         path = out_dir / f"{prefix}_{metric}.png"
         figure.savefig(path, format="png", metadata={"Software": None})
