@@ -117,9 +117,9 @@ def main() -> None:
     rows.append(("the stage function, whole", seconds))
     with tempfile.TemporaryDirectory() as scratch:
         for name, table in output.tables.items():
-            ours, new = best(args.repeat, diversity.plot_metric_bars, table, Path(scratch) / "one")
-            theirs, old = best(args.repeat, figure_per_chart, table, Path(scratch) / "each")
-            same = all(a.read_bytes() == b.read_bytes() for a, b in zip(new, old, strict=True))
+            ours, new = best(args.repeat, diversity.metric_charts, table)
+            theirs, old = best(args.repeat, figure_per_chart, table, Path(scratch))
+            same = list(new.values()) == [path.read_bytes() for path in old]
             rows.append((f"charts of {name}: one figure (same bytes: {same})", ours))
             rows.append((f"charts of {name}: a figure per chart", theirs))
     width = max(len(name) for name, _ in rows)

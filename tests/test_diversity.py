@@ -3,7 +3,6 @@ and instance-level tables on hand-computed texts, their Markdown and their plots
 
 import math
 import re
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -15,7 +14,7 @@ from pbbq.tasks.diversity import (
     DiversityParams,
     diversity_table,
     mask_placeholders,
-    plot_metric_bars,
+    metric_charts,
     table2_markdown,
     template_diversity_table,
     template_units,
@@ -242,29 +241,26 @@ def test_markdown_of_both_levels() -> None:
     assert "| Gender | 2 | " in instances and "# templates" not in instances
 
 
-def test_plots_of_both_levels(tmp_path: Path) -> None:
-    metrics = ("ngd", "ttr", "self_bleu", "homogenization")
+def test_charts_of_both_levels() -> None:
     for table, prefix in (
         (template_diversity_table(make_templates()), "diversity"),
         (diversity_table(make_examples()), "diversity_instances"),
     ):
-        paths = plot_metric_bars(table, tmp_path / prefix / "a", prefix)
-        assert [path.name for path in paths] == [f"{prefix}_{metric}.png" for metric in metrics]
-        assert all(path.read_bytes().startswith(b"\x89PNG") for path in paths)
-        again = plot_metric_bars(table, tmp_path / prefix / "b", prefix)
-        assert [path.read_bytes() for path in paths] == [path.read_bytes() for path in again]
+        charts = metric_charts(table, prefix)
+        assert list(charts) == [f"{prefix}_{metric}.png" for metric in METRICS]
+        assert all(png.startswith(b"\x89PNG") for png in charts.values())
+        assert metric_charts(table, prefix) == charts
 
 
 @pytest.mark.parametrize("level", ["templates", "instances"])
-def test_each_chart_is_drawn_from_its_metric_alone(tmp_path: Path, level: str) -> None:
+def test_each_chart_is_drawn_from_its_metric_alone(level: str) -> None:
     """The charts of a table share one figure: none keeps anything of the one drawn before it (its limits, ticks,
     layout), whatever those showed (far larger values, no bar at all), nor of a table drawn before."""
     table = template_diversity_table(make_templates()) if level == "templates" else diversity_table(make_examples())
-    charts = [path.read_bytes() for path in plot_metric_bars(table, tmp_path / "table")]
+    charts = list(metric_charts(table).values())
     for k, metric in enumerate(METRICS):
         for others in (math.nan, 40.0):
             alone = table.assign(**{other: others for other in METRICS if other != metric})
-            drawn = plot_metric_bars(alone, tmp_path / f"{metric}-{others}")[k].read_bytes()
-            assert drawn == charts[k], (metric, others)
-    empty = plot_metric_bars(table.iloc[:0], tmp_path / "empty")
-    assert len({path.read_bytes() for path in empty}) == len(METRICS)  # the empty axes, each with its own labels
+            assert list(metric_charts(alone).values())[k] == charts[k], (metric, others)
+    empty = metric_charts(table.iloc[:0])
+    assert len(set(empty.values())) == len(METRICS)  # the empty axes, each with its own labels
