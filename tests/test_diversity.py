@@ -3,10 +3,13 @@ and instance-level tables on hand-computed texts, their Markdown and their plots
 
 import math
 import re
+from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
+from pbbq.tasks.core.schemas import CATEGORIES
 from pbbq.tasks.diversity import (
     METRICS,
     TABLE2,
@@ -264,3 +267,25 @@ def test_each_chart_is_drawn_from_its_metric_alone(level: str) -> None:
             assert list(metric_charts(alone).values())[k] == charts[k], (metric, others)
     empty = metric_charts(table.iloc[:0])
     assert len(set(empty.values())) == len(METRICS)  # the empty axes, each with its own labels
+
+
+def test_charts_are_those_of_a_figure_per_chart(tmp_path: Path) -> None:
+    """Sharing one figure gives each chart the bytes of a figure of its own (as the charts were drawn before),
+    on a paper-like instance table (three configs, 18 rows, TTR an order of magnitude below NGD: the layout fitted
+    to one chart's labels must not carry into the next), with and without bars left out (NaN)."""
+    figure_per_chart = pytest.importorskip("benchmarks.diversity_stage").figure_per_chart
+    categories = [*sorted(CATEGORIES), "Average", "Overall"]
+    ngd = np.linspace(0.04, 0.24, len(categories))
+    table = pd.DataFrame(
+        {
+            "config": np.repeat(["fa", "fa-names", "en"], len(categories)),
+            "category": categories * 3,
+            "ngd": np.tile(ngd, 3),
+            "ttr": np.tile(ngd / 12, 3),
+            "self_bleu": 1.0,
+            "homogenization": np.nan,
+        }
+    )
+    for drawn in (table, table.assign(ngd=table["ngd"].where(table["category"] != "Category 3"))):
+        expected = [path.read_bytes() for path in figure_per_chart(drawn, tmp_path)]
+        assert list(metric_charts(drawn).values()) == expected
