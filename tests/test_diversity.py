@@ -5,16 +5,19 @@ import math
 import re
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
+from pbbq.tasks.core.schemas import CATEGORIES
 from pbbq.tasks.diversity import (
+    METRICS,
     TABLE2,
     TABLE2_INSTANCES,
     DiversityParams,
     diversity_table,
     mask_placeholders,
-    plot_metric_bars,
+    metric_charts,
     table2_markdown,
     template_diversity_table,
     template_units,
@@ -241,14 +244,48 @@ def test_markdown_of_both_levels() -> None:
     assert "| Gender | 2 | " in instances and "# templates" not in instances
 
 
-def test_plots_of_both_levels(tmp_path: Path) -> None:
-    metrics = ("ngd", "ttr", "self_bleu", "homogenization")
+def test_charts_of_both_levels() -> None:
     for table, prefix in (
         (template_diversity_table(make_templates()), "diversity"),
         (diversity_table(make_examples()), "diversity_instances"),
     ):
-        paths = plot_metric_bars(table, tmp_path / prefix / "a", prefix)
-        assert [path.name for path in paths] == [f"{prefix}_{metric}.png" for metric in metrics]
-        assert all(path.read_bytes().startswith(b"\x89PNG") for path in paths)
-        again = plot_metric_bars(table, tmp_path / prefix / "b", prefix)
-        assert [path.read_bytes() for path in paths] == [path.read_bytes() for path in again]
+        charts = metric_charts(table, prefix)
+        assert list(charts) == [f"{prefix}_{metric}.png" for metric in METRICS]
+        assert all(png.startswith(b"\x89PNG") for png in charts.values())
+        assert metric_charts(table, prefix) == charts
+
+
+@pytest.mark.parametrize("level", ["templates", "instances"])
+def test_each_chart_is_drawn_from_its_metric_alone(level: str) -> None:
+    """The charts of a table share one figure: none keeps anything of the one drawn before it (its limits, ticks,
+    layout), whatever those showed (far larger values, no bar at all), nor of a table drawn before."""
+    table = template_diversity_table(make_templates()) if level == "templates" else diversity_table(make_examples())
+    charts = list(metric_charts(table).values())
+    for k, metric in enumerate(METRICS):
+        for others in (math.nan, 40.0):
+            alone = table.assign(**{other: others for other in METRICS if other != metric})
+            assert list(metric_charts(alone).values())[k] == charts[k], (metric, others)
+    empty = metric_charts(table.iloc[:0])
+    assert len(set(empty.values())) == len(METRICS)  # the empty axes, each with its own labels
+
+
+def test_charts_are_those_of_a_figure_per_chart(tmp_path: Path) -> None:
+    """Sharing one figure gives each chart the bytes of a figure of its own (as the charts were drawn before),
+    on a paper-like instance table (three configs, 18 rows, TTR an order of magnitude below NGD: the layout fitted
+    to one chart's labels must not carry into the next), with and without bars left out (NaN)."""
+    figure_per_chart = pytest.importorskip("benchmarks.diversity_stage").figure_per_chart
+    categories = [*sorted(CATEGORIES), "Average", "Overall"]
+    ngd = np.linspace(0.04, 0.24, len(categories))
+    table = pd.DataFrame(
+        {
+            "config": np.repeat(["fa", "fa-names", "en"], len(categories)),
+            "category": categories * 3,
+            "ngd": np.tile(ngd, 3),
+            "ttr": np.tile(ngd / 12, 3),
+            "self_bleu": 1.0,
+            "homogenization": np.nan,
+        }
+    )
+    for drawn in (table, table.assign(ngd=table["ngd"].where(table["category"] != "Category 3"))):
+        expected = [path.read_bytes() for path in figure_per_chart(drawn, tmp_path)]
+        assert list(metric_charts(drawn).values()) == expected

@@ -31,12 +31,11 @@ What Table 2 can and cannot confirm (checked against its numbers):
 
 from __future__ import annotations
 
+import io
 import re
-import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from functools import partial
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -376,38 +375,57 @@ def table2_markdown(table: pd.DataFrame, title: str) -> str:
     return "\n\n".join(sections) + "\n"
 
 
-def plot_metric_bars(table: pd.DataFrame, out_dir: Path, prefix: str = "diversity") -> list[Path]:
-    """One PNG per metric (``<prefix>_<metric>.png`` in ``out_dir``): a bar per category (and per config, for the
-    instance-level table), the Average and Overall rows last; a NaN draws no bar. Agg backend, no timestamp or
-    version in the file, so the same table gives the same bytes."""
+def metric_charts(table: pd.DataFrame, prefix: str = "diversity") -> dict[str, bytes]:
+    """One PNG per metric, by its file name ``<prefix>_<metric>.png``: a bar per category (and per config, for the
+    instance-level table), the Average and Overall rows last; a NaN draws no bar. Agg backend, drawn in memory, no
+    timestamp or version in the file, so the same table gives the same bytes.
+
+    The charts of a table differ only in their bar heights and labels, so one figure is drawn for the first and
+    changed for each next one (its bars' heights, the y-axis' limits, labels and title, the subplot parameters
+    set back before the layout is fitted again): the same bytes as a figure of its own per metric, without
+    making the axes, bars and category ticks again for every chart."""
     with one_import_at_a_time():
         from matplotlib.backends.backend_agg import FigureCanvasAgg
-        from matplotlib.figure import Figure
+        from matplotlib.figure import Figure, SubplotParams
 
-    out_dir.mkdir(parents=True, exist_ok=True)
     series = table if "config" in table.columns else table.assign(config="templates")
     categories = list(dict.fromkeys(series["category"]))
     configs = list(dict.fromkeys(series["config"]))
     level = "instances" if "config" in table.columns else "templates"
-    paths = []
+    figure = Figure(figsize=(max(6.0, 0.25 * len(categories) * len(configs) + 2.5), 4.5))
+    FigureCanvasAgg(figure)
+    axes = figure.add_subplot()
+    width = 0.8 / max(len(configs), 1)  # an empty table draws empty axes
+    bars = {
+        config: axes.bar(np.arange(len(categories)) + k * width, np.zeros(len(categories)), width, label=config)
+        for k, config in enumerate(configs)
+    }
+    ticks = np.arange(len(categories)) + 0.4 - width / 2
+    axes.set_xticks(ticks, categories, rotation=60, ha="right")
+    if configs:  # an empty table (no example was kept) has nothing to name
+        axes.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    charts = {}
     for metric in METRICS:
         wide = series.pivot(index="category", columns="config", values=metric).reindex(categories)
-        figure = Figure(figsize=(max(6.0, 0.25 * len(categories) * len(configs) + 2.5), 4.5))
-        FigureCanvasAgg(figure)
-        axes = figure.add_subplot()
-        width = 0.8 / max(len(configs), 1)  # an empty table draws empty axes
-        for k, config in enumerate(configs):
-            axes.bar(np.arange(len(categories)) + k * width, wide[config].to_numpy(dtype=float), width, label=config)
-        axes.set_xticks(np.arange(len(categories)) + 0.4 - width / 2, categories, rotation=60, ha="right")
+        for config, container in bars.items():
+            for bar, height in zip(container, wide[config].to_numpy(dtype=float), strict=True):
+                bar.set_height(height)
+        # the limits a new axes would take: its unit box, autoscaled to the bars (if any), widened to the ticks
+        axes.set_xlim(0.0, 1.0, auto=None)
+        axes.set_ylim(0.0, 1.0, auto=None)
+        axes.relim()
+        if configs:
+            axes.autoscale()
+        if categories:
+            axes.xaxis.set_view_interval(ticks[0], ticks[-1])
         axes.set_ylabel(_HEADERS[metric])
         axes.set_title(f"{_HEADERS[metric]} per category ({level})")
-        if configs:  # an empty table (no example was kept) has nothing to name
-            axes.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
+        figure.subplots_adjust(**vars(SubplotParams()))  # a new figure's layout, for tight_layout to fit anew
         figure.tight_layout()
-        path = out_dir / f"{prefix}_{metric}.png"
-        figure.savefig(path, format="png", metadata={"Software": None})
-        paths.append(path)
-    return paths
+        png = io.BytesIO()
+        figure.savefig(png, format="png", metadata={"Software": None})
+        charts[f"{prefix}_{metric}.png"] = png.getvalue()
+    return charts
 
 
 # ----------------------------------------------------------------------------------------------- the stage
@@ -424,14 +442,6 @@ def diversity(examples: pd.DataFrame, templates: pd.DataFrame, params: Diversity
     homogenizers = _homogenizers(params, dict.fromkeys(["fa", "en", *examples["lang"]]), "cpu")
     table = _template_table(templates, homogenizers)
     instances = _instance_table(examples, homogenizers)
-    with tempfile.TemporaryDirectory() as scratch:
-        charts = {
-            path.name: path.read_bytes()
-            for path in [
-                *plot_metric_bars(table, Path(scratch), "diversity"),
-                *plot_metric_bars(instances, Path(scratch), "diversity_instances"),
-            ]
-        }
     in_review = (templates["disambiguated_source"] == REVIEW_SOURCE) | (
         templates["counter_biased_source"] == REVIEW_SOURCE
     )
@@ -461,7 +471,8 @@ def diversity(examples: pd.DataFrame, templates: pd.DataFrame, params: Diversity
         files={
             "table2.md": table2_markdown(table, TEMPLATE_TITLE).encode("utf-8"),
             "table2_instances.md": table2_markdown(instances, INSTANCE_TITLE).encode("utf-8"),
-            **charts,
+            **metric_charts(table, "diversity"),
+            **metric_charts(instances, "diversity_instances"),
         },
     )
 

@@ -74,6 +74,16 @@ def _closest_other_lengths(lengths: np.ndarray) -> np.ndarray:
     return np.where(right - left >= 2, lengths, nearest)  # another unit has the same length
 
 
+def _distinct_rows(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's number among the distinct rows of a matrix of counts (numbered in order of first appearance), and
+    the first row of each: its columns folded into one code by hashing, a column at a time (numpy's unique rows
+    sort them as records, ten times slower on an Overall row's tens of thousands of units)."""
+    code = np.zeros(len(matrix), dtype=np.int64)
+    for column in matrix.T:  # codes < #rows and counts < #tokens: the folded code fits int64
+        code = pd.factorize(code * (int(column.max()) + 1) + column)[0].astype(np.int64)
+    return code, np.unique(code, return_index=True)[1]
+
+
 def _sentence_bleu_scores(token_lists: Sequence[Sequence[str]]) -> np.ndarray:
     """sacrebleu's sentence_bleu score (0-100) of every unit against all the others, from n-gram tables.
 
@@ -96,7 +106,8 @@ def _bleu_scores(codes: np.ndarray, lengths: np.ndarray) -> np.ndarray:
         correct[:, n - 1] = _clipped_matches(grams[inside], owner[inside], n_units)
     totals = np.maximum(lengths[:, None] - np.arange(NGRAM_ORDER)[None, :], 0)
     statistics = np.column_stack([correct, totals, lengths, _closest_other_lengths(lengths)])
-    distinct, which = np.unique(statistics, axis=0, return_inverse=True)
+    which, first = _distinct_rows(statistics)
+    distinct = statistics[first]
     with one_import_at_a_time():  # loaded when a stage first scores: a rebuild taking diversity from the cache has none
         from sacrebleu.metrics.bleu import BLEU
 
@@ -113,7 +124,7 @@ def _bleu_scores(codes: np.ndarray, lengths: np.ndarray) -> np.ndarray:
             for row in distinct
         ]
     )
-    return scores[which.reshape(-1)]
+    return scores[which]
 
 
 def self_bleu(sentences: Sequence[str], tokenize: Callable[[str], list[str]] = tokenize_en) -> float:
