@@ -491,4 +491,5 @@ STAGE = Stage(
         "table-2": ("table2", None, "Diversity per category on template texts (Table 2)"),
         "table-2-instances": ("table2_instances", None, "Diversity per category and config, on instances"),
     },
+    imports=("hazm", "sacrebleu.metrics.bleu", "matplotlib.figure", "matplotlib.backends.backend_agg"),
 )

@@ -352,6 +352,7 @@ def translate_stage(target: str = TARGET.code, first: bool = True, source: str =
             template_segments,
             template_own_segments,
         ),
+        imports=("sacrebleu.metrics",),  # chrF of the back-translations
     )
 
 
