@@ -14,28 +14,46 @@ from __future__ import annotations
 
 import importlib
 import threading
+import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
 _IMPORTING = threading.RLock()
+_COUNTING = threading.Lock()
+_waiting = 0
+"""Threads waiting in :func:`one_import_at_a_time`: a preload gives way to them."""
+_GIVE_WAY = 0.005
+"""Seconds a preload sleeps while a stage waits to import."""
 
 
 @contextmanager
 def one_import_at_a_time() -> Iterator[None]:
     """Hold the process's lazy-import lock while the block imports (re-entrant: an import may import)."""
-    with _IMPORTING:
+    global _waiting
+    with _COUNTING:
+        _waiting += 1
+    try:
+        _IMPORTING.acquire()
+    finally:
+        with _COUNTING:
+            _waiting -= 1
+    try:
         yield
+    finally:
+        _IMPORTING.release()
 
 
 def preload(modules: Iterable[str]) -> threading.Thread:
     """Import ``modules`` in order in a thread of their own, each under the lazy-import lock: a build whose inputs
     changed will run stages that import them, and the imports (a second or more: scipy's through statsmodels,
     hazm's) then overlap the build's start (its calls to the Prefect server) instead of waiting in the stage. A
-    stage that needs a module meanwhile waits for the lock and finds it imported."""
+    stage that needs to import meanwhile goes first: the preload waits before its next module while one does."""
 
     def load() -> None:
         for module in dict.fromkeys(modules):
-            with one_import_at_a_time():
+            while _waiting:
+                time.sleep(_GIVE_WAY)
+            with _IMPORTING:
                 try:
                     importlib.import_module(module)
                 except Exception:  # the stage that imports it reports it, where it fails

@@ -4,16 +4,19 @@ libraries of the stages that will run, beside its start; a rebuild with nothing 
 from __future__ import annotations
 
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from pbbq.flows.build_pbbq import BuildInputs, preload_for_changed_inputs
+from pbbq.tasks import imports
 from pbbq.tasks.core.artifacts import StageOutput
 from pbbq.tasks.core.caching import KeptInput
 from pbbq.tasks.core.stage import Input, Pipeline, Stage, Table
-from pbbq.tasks.imports import preload
+from pbbq.tasks.imports import one_import_at_a_time, preload
 
 
 def _output() -> StageOutput:
@@ -65,3 +68,38 @@ def test_preload_imports_in_a_thread_and_leaves_a_failing_import_to_the_stage(tm
     finally:
         sys.path.remove(str(tmp_path))
         sys.modules.pop("pbbq_preloaded_module", None)
+
+
+def test_a_stage_that_waits_to_import_goes_before_the_preloads_next_module(tmp_path: Path) -> None:
+    """The preload holds the import lock one module at a time and gives way to a stage waiting for it: the
+    kappa gate's statsmodels does not wait behind the libraries of the stages after it."""
+    (tmp_path / "pbbq_gate.py").write_text(
+        "import threading\nstarted, go, order = threading.Event(), threading.Event(), []\n", encoding="utf-8"
+    )
+    (tmp_path / "pbbq_slow_module.py").write_text(
+        "import pbbq_gate\npbbq_gate.started.set()\npbbq_gate.go.wait(30)\n", encoding="utf-8"
+    )
+    (tmp_path / "pbbq_later_module.py").write_text("import pbbq_gate\npbbq_gate.order.append('preload')\n")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        import pbbq_gate  # type: ignore[import-not-found]
+
+        loading = preload(["pbbq_slow_module", "pbbq_later_module"])
+        assert pbbq_gate.started.wait(30)
+
+        def stage() -> None:
+            with one_import_at_a_time():
+                pbbq_gate.order.append("stage")
+
+        waiting = threading.Thread(target=stage)
+        waiting.start()
+        while not imports._waiting:  # the stage waits for the lock the preload holds
+            time.sleep(0.001)
+        pbbq_gate.go.set()
+        waiting.join(timeout=30)
+        loading.join(timeout=30)
+        assert pbbq_gate.order == ["stage", "preload"]
+    finally:
+        sys.path.remove(str(tmp_path))
+        for name in ("pbbq_gate", "pbbq_slow_module", "pbbq_later_module"):
+            sys.modules.pop(name, None)
