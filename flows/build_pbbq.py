@@ -164,8 +164,9 @@ class PipelineRunner:
                 threading.Thread(target=_settle, args=(future, make), name="pbbq-early", daemon=True).start()
 
     def submit(self, stage: Stage) -> None:
-        if any(isinstance(source, RunValue) for source in stage.inputs.values()):
-            for earlier in self.pipeline[: self.pipeline.index(stage)]:  # a run value describes the run so far
+        values = [source for source in stage.inputs.values() if isinstance(source, RunValue)]
+        for earlier in self.pipeline[: self.pipeline.index(stage)]:  # the stages its run values are made from
+            if any(value.describes(earlier) for value in values):
                 self.wait(earlier.folder)
         params = self.build.params(stage.name) if stage.params else None
         tables = {name: source for name, source in stage.inputs.items() if isinstance(source, Table | Tables)}

@@ -199,7 +199,7 @@ STAGE = Stage(
         "examples": Configs(),
         "dropped_pairs": Table("05_instantiate", "dropped_pairs"),
         "crawl": Report("01_crawl", crawl_counts),
-        "extra_funnel": RunValue("extra_funnel"),
+        "extra_funnel": RunValue("extra_funnel", describes=lambda stage: stage.counts is not None),
     },
     outputs={"table1": TABLE1, "funnel": FUNNEL, "distribution": DISTRIBUTION, "soundness": SOUNDNESS},
     words=("examples", "examples counted", "not counted"),

@@ -151,3 +151,41 @@ def test_a_run_value_is_made_early_beside_the_stages_still_running(prefect_serve
     assert outputs["02_later"].report["saw_the_value_made"] is True
     assert written_when_made[0] == {"01_sender"}  # made before 02_later was written
     assert outputs["03_publish"].report["made"] == "made"
+
+
+def test_a_stage_taking_a_run_value_waits_only_for_the_stages_it_describes(
+    prefect_server: None, tmp_path: Path
+) -> None:
+    """Statistics takes the funnel steps of the stages that count their own: it is submitted once those are
+    written, beside diversity, not after it. Here the later stage finishes only once the one taking the value ran."""
+    ran = threading.Event()
+
+    def quick() -> StageOutput:
+        return StageOutput({}, {}, {})
+
+    def slow() -> StageOutput:
+        return StageOutput({}, {}, {"saw_the_later_stage_run": ran.wait(timeout=10)})
+
+    def taking(value: str) -> StageOutput:
+        ran.set()
+        return StageOutput({}, {}, {"value": value})
+
+    value = RunValue("value", describes=lambda stage: stage.folder == "01_quick")
+    stages = (
+        Stage("01_quick", "quick", quick, inputs={}, outputs={}, cached=False),
+        Stage("02_slow", "slow", slow, inputs={}, outputs={}, cached=False),
+        Stage("03_taking", "taking", taking, inputs={"value": value}, outputs={}, cached=False),
+    )
+
+    @flow
+    def pipeline() -> dict[str, StageOutput]:
+        run = RunFolder.create(tmp_path, "run", {})
+        values = {"value": lambda: "made"}
+        runner = PipelineRunner(
+            run, tmp_path / "cache", Parameters({}), None, BuildInputs({}, {}, {}, [], {}), values, Pipeline(stages)
+        )
+        return runner.run_all()
+
+    outputs = pipeline()
+    assert outputs["02_slow"].report["saw_the_later_stage_run"] is True
+    assert outputs["03_taking"].report["value"] == "made"

@@ -129,12 +129,20 @@ class Client:
     when: Callable[[Any], bool] = _always
 
 
+def every_stage(stage: Stage) -> bool:
+    """Every earlier stage: what a value of the run so far (its manifest, its transcript) is made from."""
+    return True
+
+
 @dataclass(frozen=True)
 class RunValue:
     """A value of this run the runner makes (the publish stage's folder, the run's manifest): ``name`` is one
     of the runner's ``run_values``."""
 
     name: str
+    describes: Callable[[Stage], bool] = every_stage
+    """The earlier stages it is made from: the stage that takes it is submitted once they are written (the
+    statistics' extra funnel steps, from the stages that count their own, need not wait for diversity)."""
 
 
 @dataclass(frozen=True)
