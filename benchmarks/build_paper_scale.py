@@ -327,14 +327,15 @@ def drop_one_variant(folder: Path, run: Path) -> str:
 
 
 def _parts(changed: dict[str, Any]) -> str:
-    """What the stages that split by template computed, from their reports."""
+    """What the stages that split by a key (a template, a category) computed, from their reports."""
     said = []
     for folder, parts in changed["parts"].items():
         rows, total = parts["rows"]
         said.append(
-            f"{folder} {parts['computed']} of {parts['of']} templates, {rows:,} of {total:,} rows of {parts['table']}"
+            f"{folder} {parts['computed']} of {parts['of']} {parts['key']}, {rows:,} of {total:,} rows of "
+            f"{parts['table']}"
         )
-    return "; ".join(said) or "no stage split by template"
+    return "; ".join(said) or "no stage split by key"
 
 
 def _mb(value: float) -> str:
