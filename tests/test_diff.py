@@ -25,6 +25,7 @@ from pbbq.flows.audit.diff import (
     IdChanges,
     _arrow_differs,
     _canonical_cell,
+    _rows_moved,
     changes_since_previous,
     compare,
     compare_files,
@@ -367,3 +368,33 @@ def test_a_nan_is_the_same_as_any_nan_and_zero_is_not_minus_zero() -> None:
     new = pa.array(np.array([-np.nan, -0.0, 1.5]))
     assert old[0].as_py() != old[0].as_py() and np.signbit(new.to_numpy()[0])  # the bits differ
     assert _arrow_differs(old, new).tolist() == [False, True, False]
+
+
+def test_comparing_two_files_reads_neither_provenance_nor_a_column_of_one_file_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The request ids say how a row was made (most of a translated example table's bytes): not read, not shown."""
+    old = pd.DataFrame({"id": ["p", "q"], "text": ["a", "b"], "llm_request_ids": [["k1"], ["k2"]], "gone": [1, 2]})
+    new = pd.DataFrame({"id": ["q", "p"], "text": ["c", "a"], "llm_request_ids": [["k3"], ["k4"]]})
+    for name, frame in (("old", old), ("new", new)):
+        pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), tmp_path / f"{name}.parquet")
+    read: list[list[str] | None] = []
+    read_table = pq.read_table
+
+    def recorded(path: Path, columns: list[str] | None = None, **options: Any) -> pa.Table:
+        read.append(columns)
+        return read_table(path, columns=columns, **options)
+
+    monkeypatch.setattr(pq, "read_table", recorded)
+    found = compare_files(tmp_path / "old.parquet", tmp_path / "new.parquet", "id")
+    assert read == [["id", "text"], ["id", "text"]]
+    assert (found.added, found.removed, found.changed) == ([], [], {"q": {"text": ("b", "c")}})
+
+
+def test_a_decision_is_taken_again_only_for_a_row_whose_values_moved() -> None:
+    """Missing values on both sides (None, NaN) and equal values are not a move; another value or one missing on
+    one side is; runs whose tables have other columns decide every row again."""
+    old = pd.DataFrame({"kept": [True, None, True, True, 1.0], "chrf": [0.5, np.nan, None, 0.5, 0.25]})
+    new = pd.DataFrame({"kept": [True, None, True, False, 1.0], "chrf": [0.5, np.nan, 0.1, 0.5, 0.25]})
+    assert _rows_moved(old, new).tolist() == [False, False, True, True, False]
+    assert _rows_moved(old, new[["chrf", "kept"]]).tolist() == [True] * 5
