@@ -25,6 +25,7 @@ from pbbq.flows.audit.diff import (
     IdChanges,
     _arrow_differs,
     _canonical_cell,
+    _rows_at,
     _rows_moved,
     changes_since_previous,
     compare,
@@ -398,3 +399,20 @@ def test_a_decision_is_taken_again_only_for_a_row_whose_values_moved() -> None:
     new = pd.DataFrame({"kept": [True, None, True, False, 1.0], "chrf": [0.5, np.nan, 0.1, 0.5, 0.25]})
     assert _rows_moved(old, new).tolist() == [False, False, True, True, False]
     assert _rows_moved(old, new[["chrf", "kept"]]).tolist() == [True] * 5
+
+
+@settings(max_examples=200, deadline=None)
+@given(rows=st.lists(st.integers(0, 9), max_size=12))
+def test_rows_taken_as_slices_are_the_rows_a_gather_takes(rows: list[int]) -> None:
+    table = pa.table({"n": range(10), "text": [f"t{n}" for n in range(10)], "items": [[n] * n for n in range(10)]})
+    positions = np.array(rows, dtype=np.int64)
+    assert _rows_at(table, positions).equals(table.take(positions))
+
+
+def test_rows_that_keep_their_order_are_not_copied() -> None:
+    """Two runs of consecutive rows (a changed template's rows left out between them) are slices of the read
+    table: their values stay in its buffers."""
+    table = pa.table({"text": [f"t{n}" for n in range(10)]})
+    taken = _rows_at(table, np.array([0, 1, 2, 6, 7, 8, 9]))
+    source = table.column("text").chunk(0).buffers()[2].address
+    assert [chunk.buffers()[2].address for chunk in taken.column("text").chunks] == [source, source]

@@ -206,6 +206,20 @@ def _rows_of(table: pa.Table, key: str, ids: list[str]) -> pd.DataFrame:
     return _keyed(table.filter(pc.is_in(table.column(key), value_set=pa.array(ids))).to_pandas(), [key])
 
 
+SLICED_RUNS = 100
+"""Most runs of consecutive rows :func:`_rows_at` takes as slices (more are gathered row by row)."""
+
+
+def _rows_at(table: pa.Table, rows: np.ndarray) -> pa.Table:
+    """``table.take(rows)``, made of zero-copy slices where ``rows`` run consecutively: the ids two versions of a
+    table share mostly keep their order (a changed template moves a few rows), and a gather copied every cell."""
+    starts = np.flatnonzero(np.diff(rows, prepend=-2) != 1)
+    if not 0 < starts.size <= SLICED_RUNS:
+        return table.take(rows)
+    lengths = np.diff(starts, append=rows.size)
+    return pa.concat_tables([table.slice(rows[start], length) for start, length in zip(starts, lengths, strict=True)])
+
+
 def compare_files(a: Path, b: Path, key: str) -> IdChanges:
     """:func:`compare` of two parquet files by the column ``key``: the changed cells found on their Arrow tables,
     and only the changed rows converted to pandas (the values :func:`compare` would show). Only the key and the
@@ -220,7 +234,7 @@ def compare_files(a: Path, b: Path, key: str) -> IdChanges:
     tables = pq.read_table(a, columns=[key, *columns]), pq.read_table(b, columns=[key, *columns])
     rows = [_first_rows(table.select([key]).to_pandas(), [key]) for table in tables]
     common = rows[0].index.intersection(rows[1].index, sort=False)
-    taken = [table.select(columns).take(row[common].to_numpy()) for table, row in zip(tables, rows, strict=True)]
+    taken = [_rows_at(table.select(columns), row[common].to_numpy()) for table, row in zip(tables, rows, strict=True)]
     differs = _arrow_table_differs(taken[0], taken[1], columns, common)
     ids = differs.index[differs.any(axis=1)].tolist()
     old, new = (_rows_of(table, key, ids) for table in tables)
