@@ -21,10 +21,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pbbq.flows.audit import diff as diff_module
 from pbbq.flows.audit.diff import (
     IdChanges,
     _arrow_differs,
     _canonical_cell,
+    _llm_answers,
     _rows_at,
     _rows_moved,
     changes_since_previous,
@@ -416,3 +418,23 @@ def test_rows_that_keep_their_order_are_not_copied() -> None:
     taken = _rows_at(table, np.array([0, 1, 2, 6, 7, 8, 9]))
     source = table.column("text").chunk(0).buffers()[2].address
     assert [chunk.buffers()[2].address for chunk in taken.column("text").chunks] == [source, source]
+
+
+def test_a_changed_translation_is_found_on_the_segments_arrow_tables(
+    outputs: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The translated segments (a paper-scale run has thousands) are compared as Arrow arrays: no cell of them is
+    made a canonical string; the answers found are those the canonical comparison finds."""
+    a = make_run(outputs, "a")
+    b = make_run(outputs, "b", answers={"GEN-01-T1": NEW_ANSWER})
+    canonical = diff_module._canonical
+
+    def only_attempts(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
+        assert "segment_id" not in frame.index.names and columns == ["answer"]  # the attempts' three-column key
+        return canonical(frame, columns)
+
+    monkeypatch.setattr(diff_module, "_canonical", only_attempts)
+    found, texts = _llm_answers(a, b)
+    assert texts["translation"] == [("context-2", "Text two", "Text 2")]
+    assert found["translation"].changed == {"context-2": {"text_en": ("Text two", "Text 2")}}
+    assert [key for key, _, new in texts["disambiguation"] if new == NEW_ANSWER] == ["GEN-01-T1 biased 1"]

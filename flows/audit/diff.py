@@ -220,22 +220,26 @@ def _rows_at(table: pa.Table, rows: np.ndarray) -> pa.Table:
     return pa.concat_tables([table.slice(rows[start], length) for start, length in zip(starts, lengths, strict=True)])
 
 
-def compare_files(a: Path, b: Path, key: str) -> IdChanges:
-    """:func:`compare` of two parquet files by the column ``key``: the changed cells found on their Arrow tables,
-    and only the changed rows converted to pandas (the values :func:`compare` would show). Only the key and the
-    compared columns are read (not :data:`PROVENANCE`: most of a translated example table's bytes). Files whose
-    common columns differ in type are compared by :func:`compare`."""
+def compare_files(a: Path, b: Path, key: str, columns: list[str] | None = None) -> IdChanges:
+    """:func:`compare` of two parquet files by the column ``key`` (on ``columns``, as it takes them): the changed
+    cells found on their Arrow tables, and only the changed rows converted to pandas (the values :func:`compare`
+    would show). Only the key and the compared columns are read (not :data:`PROVENANCE`: most of a translated
+    example table's bytes). Files whose common columns differ in type are compared by :func:`compare`."""
     schemas = pq.read_schema(a), pq.read_schema(b)
-    columns = _compared_columns(schemas[0].names, schemas[1].names, [key])
-    if any(key not in schema.names for schema in schemas) or any(
-        schemas[0].field(c).type != schemas[1].field(c).type for c in [key, *columns]
+    names = [set(schema.names) for schema in schemas]
+    if columns is None:
+        compared = _compared_columns(schemas[0].names, schemas[1].names, [key])
+    else:
+        compared = [c for c in columns if c in names[0] and c in names[1]]
+    if any(key not in held for held in names) or any(
+        schemas[0].field(c).type != schemas[1].field(c).type for c in [key, *compared]
     ):
-        return compare(pd.read_parquet(a), pd.read_parquet(b), [key])
-    tables = pq.read_table(a, columns=[key, *columns]), pq.read_table(b, columns=[key, *columns])
+        return compare(pd.read_parquet(a), pd.read_parquet(b), [key], columns)
+    tables = pq.read_table(a, columns=[key, *compared]), pq.read_table(b, columns=[key, *compared])
     rows = [_first_rows(table.select([key]).to_pandas(), [key]) for table in tables]
     common = rows[0].index.intersection(rows[1].index, sort=False)
-    taken = [_rows_at(table.select(columns), row[common].to_numpy()) for table, row in zip(tables, rows, strict=True)]
-    differs = _arrow_table_differs(taken[0], taken[1], columns, common)
+    taken = [_rows_at(table.select(compared), row[common].to_numpy()) for table, row in zip(tables, rows, strict=True)]
+    differs = _arrow_table_differs(taken[0], taken[1], compared, common)
     ids = differs.index[differs.any(axis=1)].tolist()
     old, new = (_rows_of(table, key, ids) for table in tables)
     return _id_changes(rows[0].index, rows[1].index, differs, old, new)
@@ -535,10 +539,12 @@ def _llm_answers(a: Path, b: Path) -> tuple[dict[str, IdChanges], dict[str, list
         if _same_table(a, b, table):
             found[kind], texts[kind] = IdChanges(), []
             continue
-        before, after = (_columns_of(run, table, [*key, column]) for run in (a, b))
-        found[kind] = compare(before, after, key, [column])
-        old, new = _keyed(before, key), _keyed(after, key)
-        texts[kind] = [(k, old.loc[k, column], new.loc[k, column]) for k in found[kind].changed]
+        paths = [run / f"{table_path(run, table)}.parquet" for run in (a, b)]
+        if len(key) == 1 and all(path.is_file() for path in paths):
+            found[kind] = compare_files(paths[0], paths[1], key[0], [column])
+        else:
+            found[kind] = compare(*(_columns_of(run, table, [*key, column]) for run in (a, b)), key, [column])
+        texts[kind] = [(k, *values[column]) for k, values in found[kind].changed.items()]
     return found, texts
 
 
