@@ -21,10 +21,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pbbq.flows.audit import diff as diff_module
 from pbbq.flows.audit.diff import (
     IdChanges,
     _arrow_differs,
     _canonical_cell,
+    _llm_answers,
+    _rows_at,
+    _rows_moved,
     changes_since_previous,
     compare,
     compare_files,
@@ -367,3 +371,70 @@ def test_a_nan_is_the_same_as_any_nan_and_zero_is_not_minus_zero() -> None:
     new = pa.array(np.array([-np.nan, -0.0, 1.5]))
     assert old[0].as_py() != old[0].as_py() and np.signbit(new.to_numpy()[0])  # the bits differ
     assert _arrow_differs(old, new).tolist() == [False, True, False]
+
+
+def test_comparing_two_files_reads_neither_provenance_nor_a_column_of_one_file_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The request ids say how a row was made (most of a translated example table's bytes): not read, not shown."""
+    old = pd.DataFrame({"id": ["p", "q"], "text": ["a", "b"], "llm_request_ids": [["k1"], ["k2"]], "gone": [1, 2]})
+    new = pd.DataFrame({"id": ["q", "p"], "text": ["c", "a"], "llm_request_ids": [["k3"], ["k4"]]})
+    for name, frame in (("old", old), ("new", new)):
+        pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), tmp_path / f"{name}.parquet")
+    read: list[list[str] | None] = []
+    read_table = pq.read_table
+
+    def recorded(path: Path, columns: list[str] | None = None, **options: Any) -> pa.Table:
+        read.append(columns)
+        return read_table(path, columns=columns, **options)
+
+    monkeypatch.setattr(pq, "read_table", recorded)
+    found = compare_files(tmp_path / "old.parquet", tmp_path / "new.parquet", "id")
+    assert read == [["id", "text"], ["id", "text"]]
+    assert (found.added, found.removed, found.changed) == ([], [], {"q": {"text": ("b", "c")}})
+
+
+def test_a_decision_is_taken_again_only_for_a_row_whose_values_moved() -> None:
+    """Missing values on both sides (None, NaN) and equal values are not a move; another value or one missing on
+    one side is; runs whose tables have other columns decide every row again."""
+    old = pd.DataFrame({"kept": [True, None, True, True, 1.0], "chrf": [0.5, np.nan, None, 0.5, 0.25]})
+    new = pd.DataFrame({"kept": [True, None, True, False, 1.0], "chrf": [0.5, np.nan, 0.1, 0.5, 0.25]})
+    assert _rows_moved(old, new).tolist() == [False, False, True, True, False]
+    assert _rows_moved(old, new[["chrf", "kept"]]).tolist() == [True] * 5
+
+
+@settings(max_examples=200, deadline=None)
+@given(rows=st.lists(st.integers(0, 9), max_size=12))
+def test_rows_taken_as_slices_are_the_rows_a_gather_takes(rows: list[int]) -> None:
+    table = pa.table({"n": range(10), "text": [f"t{n}" for n in range(10)], "items": [[n] * n for n in range(10)]})
+    positions = np.array(rows, dtype=np.int64)
+    assert _rows_at(table, positions).equals(table.take(positions))
+
+
+def test_rows_that_keep_their_order_are_not_copied() -> None:
+    """Two runs of consecutive rows (a changed template's rows left out between them) are slices of the read
+    table: their values stay in its buffers."""
+    table = pa.table({"text": [f"t{n}" for n in range(10)]})
+    taken = _rows_at(table, np.array([0, 1, 2, 6, 7, 8, 9]))
+    source = table.column("text").chunk(0).buffers()[2].address
+    assert [chunk.buffers()[2].address for chunk in taken.column("text").chunks] == [source, source]
+
+
+def test_a_changed_translation_is_found_on_the_segments_arrow_tables(
+    outputs: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The translated segments (a paper-scale run has thousands) are compared as Arrow arrays: no cell of them is
+    made a canonical string; the answers found are those the canonical comparison finds."""
+    a = make_run(outputs, "a")
+    b = make_run(outputs, "b", answers={"GEN-01-T1": NEW_ANSWER})
+    canonical = diff_module._canonical
+
+    def only_attempts(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
+        assert "segment_id" not in frame.index.names and columns == ["answer"]  # the attempts' three-column key
+        return canonical(frame, columns)
+
+    monkeypatch.setattr(diff_module, "_canonical", only_attempts)
+    found, texts = _llm_answers(a, b)
+    assert texts["translation"] == [("context-2", "Text two", "Text 2")]
+    assert found["translation"].changed == {"context-2": {"text_en": ("Text two", "Text 2")}}
+    assert [key for key, _, new in texts["disambiguation"] if new == NEW_ANSWER] == ["GEN-01-T1 biased 1"]

@@ -23,6 +23,7 @@ from pbbq.tasks.llm import (
     read_transcript,
     transcript_header,
 )
+from pbbq.tasks.llm import store as store_module
 from pbbq.tasks.llm.config import canonical_json, sha256_text
 
 REQUESTS = [
@@ -125,3 +126,33 @@ def test_a_transcript_is_imported_a_line_at_a_time_and_a_bad_line_keeps_none(
     with pytest.raises(ValueError, match=r"broken.jsonl:5: record is missing"):
         fresh.import_jsonl(broken)
     assert fresh.get_many(record.key for record in records) == {}
+
+
+def test_a_replay_whose_requests_changed_copies_the_lines_of_its_last_transcript(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Keys removed and added: the kept lines are copied from the last transcript of that replay (a ``created_at``
+    that reads like a key field does not mislead it), only the added keys' lines are made, and the bytes are those
+    of a transcript written whole."""
+    store = ResponseStore(tmp_path / "recorded.sqlite")
+    records = [
+        StoredResponse(
+            sha256_text(canonical_json(request)), "openai", "m", request, f"جواب {n}", n, n, f'{n},"key":"\\'
+        )
+        for n, request in enumerate(REQUESTS)
+    ]
+    for record in records:
+        store.put(record, RECORDED)
+    store.export_jsonl(tmp_path / "recording.jsonl", {"note": "recording"})
+    kept = ArtifactStore(tmp_path / "kept")
+    section = {"provider": "openai", "model": "m", "mode": "replay", "store_path": tmp_path / "replay.sqlite"}
+    client = open_llm(LLMConfig.from_mapping(section, env={}), tmp_path / "recording.jsonl")
+    keys = sorted(record.key for record in records)
+    client.export(keys[:2], tmp_path / "a" / "transcript.jsonl", "n", kept=kept)
+    made: list[str] = []
+    record_line = store_module._record_line
+    monkeypatch.setattr(store_module, "_record_line", lambda row: made.append(row[0]) or record_line(row))
+    digest = client.export(keys[1:], tmp_path / "b" / "transcript.jsonl", "n", kept=kept)
+    assert made == [keys[2]]
+    assert client.export(keys[1:], tmp_path / "whole.jsonl", "n") == digest == sha256_file(tmp_path / "whole.jsonl")
+    assert [record.key for record in parse_transcript(tmp_path / "b" / "transcript.jsonl")[1]] == keys[1:]

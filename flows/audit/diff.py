@@ -173,7 +173,7 @@ def _compared_columns(a: Iterable[str], b: Iterable[str], key: list[str]) -> lis
 
 
 def _id_changes(
-    a_ids: Iterable[str], b_ids: Iterable[str], differs: pd.DataFrame, old: pd.DataFrame, new: pd.DataFrame
+    a_ids: pd.Index, b_ids: pd.Index, differs: pd.DataFrame, old: pd.DataFrame, new: pd.DataFrame
 ) -> IdChanges:
     """The ids only in ``b`` (added) or only in ``a`` (removed), and per id with a differing column (``differs``)
     the old and new values of each (``old``, ``new``: keyed by id, holding at least those rows)."""
@@ -182,7 +182,7 @@ def _id_changes(
         str(row_id): {c: (old.at[row_id, c], new.at[row_id, c]) for c in differs.columns if row[c]}
         for row_id, row in differs.iterrows()
     }
-    a_ids, b_ids = set(a_ids), set(b_ids)
+    a_ids, b_ids = set(a_ids.tolist()), set(b_ids.tolist())  # not an id at a time from an Arrow-backed index
     return IdChanges(added=sorted(b_ids - a_ids), removed=sorted(a_ids - b_ids), changed=dict(sorted(changed.items())))
 
 
@@ -206,20 +206,40 @@ def _rows_of(table: pa.Table, key: str, ids: list[str]) -> pd.DataFrame:
     return _keyed(table.filter(pc.is_in(table.column(key), value_set=pa.array(ids))).to_pandas(), [key])
 
 
-def compare_files(a: Path, b: Path, key: str) -> IdChanges:
-    """:func:`compare` of two parquet files by the column ``key``: the changed cells found on their Arrow tables,
-    and only the changed rows converted to pandas (the values :func:`compare` would show). Files whose common
-    columns differ in type are compared by :func:`compare`."""
-    tables = pq.read_table(a), pq.read_table(b)
-    columns = _compared_columns(tables[0].column_names, tables[1].column_names, [key])
-    if any(key not in table.column_names for table in tables) or any(
-        tables[0].schema.field(c).type != tables[1].schema.field(c).type for c in [key, *columns]
+SLICED_RUNS = 100
+"""Most runs of consecutive rows :func:`_rows_at` takes as slices (more are gathered row by row)."""
+
+
+def _rows_at(table: pa.Table, rows: np.ndarray) -> pa.Table:
+    """``table.take(rows)``, made of zero-copy slices where ``rows`` run consecutively: the ids two versions of a
+    table share mostly keep their order (a changed template moves a few rows), and a gather copied every cell."""
+    starts = np.flatnonzero(np.diff(rows, prepend=-2) != 1)
+    if not 0 < starts.size <= SLICED_RUNS:
+        return table.take(rows)
+    lengths = np.diff(starts, append=rows.size)
+    return pa.concat_tables([table.slice(rows[start], length) for start, length in zip(starts, lengths, strict=True)])
+
+
+def compare_files(a: Path, b: Path, key: str, columns: list[str] | None = None) -> IdChanges:
+    """:func:`compare` of two parquet files by the column ``key`` (on ``columns``, as it takes them): the changed
+    cells found on their Arrow tables, and only the changed rows converted to pandas (the values :func:`compare`
+    would show). Only the key and the compared columns are read (not :data:`PROVENANCE`: most of a translated
+    example table's bytes). Files whose common columns differ in type are compared by :func:`compare`."""
+    schemas = pq.read_schema(a), pq.read_schema(b)
+    names = [set(schema.names) for schema in schemas]
+    if columns is None:
+        compared = _compared_columns(schemas[0].names, schemas[1].names, [key])
+    else:
+        compared = [c for c in columns if c in names[0] and c in names[1]]
+    if any(key not in held for held in names) or any(
+        schemas[0].field(c).type != schemas[1].field(c).type for c in [key, *compared]
     ):
-        return compare(pd.read_parquet(a), pd.read_parquet(b), [key])
+        return compare(pd.read_parquet(a), pd.read_parquet(b), [key], columns)
+    tables = pq.read_table(a, columns=[key, *compared]), pq.read_table(b, columns=[key, *compared])
     rows = [_first_rows(table.select([key]).to_pandas(), [key]) for table in tables]
     common = rows[0].index.intersection(rows[1].index, sort=False)
-    taken = [table.select(columns).take(row[common].to_numpy()) for table, row in zip(tables, rows, strict=True)]
-    differs = _arrow_table_differs(taken[0], taken[1], columns, common)
+    taken = [_rows_at(table.select(compared), row[common].to_numpy()) for table, row in zip(tables, rows, strict=True)]
+    differs = _arrow_table_differs(taken[0], taken[1], compared, common)
     ids = differs.index[differs.any(axis=1)].tolist()
     old, new = (_rows_of(table, key, ids) for table in tables)
     return _id_changes(rows[0].index, rows[1].index, differs, old, new)
@@ -486,11 +506,26 @@ def decisions(a: Path, b: Path) -> list[Flip]:
             continue
         before, after = (_keyed(_columns_of(run, table, [*key, *read]), key) for run in (a, b))
         common = before.index.intersection(after.index, sort=False)
-        rows = zip(common, before.loc[common].to_dict("records"), after.loc[common].to_dict("records"), strict=True)
+        before, after = before.loc[common], after.loc[common]
+        moved = _rows_moved(before, after)
+        common, before, after = common[moved], before[moved], after[moved]
+        rows = zip(common, before.to_dict("records"), after.to_dict("records"), strict=True)
         for row_id, old, new in rows:
             if decided(old) != decided(new):
                 flips.append(Flip(decision, str(row_id), shown(old), shown(new)))
     return flips
+
+
+def _rows_moved(old: pd.DataFrame, new: pd.DataFrame) -> np.ndarray:
+    """Per row of two frames of the same ids, whether any value may differ (a row of equal values makes every
+    decision the same, so only these rows are decided): every row where the columns differ."""
+    if list(old.columns) != list(new.columns):
+        return np.ones(len(old), dtype=bool)
+    moved = np.zeros(len(old), dtype=bool)
+    for column in old.columns:
+        both_missing = old[column].isna().to_numpy() & new[column].isna().to_numpy()
+        moved |= old[column].ne(new[column]).fillna(True).to_numpy(dtype=bool) & ~both_missing
+    return moved
 
 
 def _llm_answers(a: Path, b: Path) -> tuple[dict[str, IdChanges], dict[str, list[tuple[str, str, str]]]]:
@@ -504,10 +539,12 @@ def _llm_answers(a: Path, b: Path) -> tuple[dict[str, IdChanges], dict[str, list
         if _same_table(a, b, table):
             found[kind], texts[kind] = IdChanges(), []
             continue
-        before, after = (_columns_of(run, table, [*key, column]) for run in (a, b))
-        found[kind] = compare(before, after, key, [column])
-        old, new = _keyed(before, key), _keyed(after, key)
-        texts[kind] = [(k, old.loc[k, column], new.loc[k, column]) for k in found[kind].changed]
+        paths = [run / f"{table_path(run, table)}.parquet" for run in (a, b)]
+        if len(key) == 1 and all(path.is_file() for path in paths):
+            found[kind] = compare_files(paths[0], paths[1], key[0], [column])
+        else:
+            found[kind] = compare(*(_columns_of(run, table, [*key, column]) for run in (a, b)), key, [column])
+        texts[kind] = [(k, *values[column]) for k, values in found[kind].changed.items()]
     return found, texts
 
 

@@ -193,6 +193,8 @@ class LLMClient:
         With ``kept`` (a content store, docs/architecture.md §5), a transcript whose every answer comes from the
         transcript this client replays first (stored under that file's hash: they never change) is made once per
         header, transcript and keys, and placed at ``path`` from ``kept`` by reference; a rebuild writes none of it.
+        One whose keys changed copies the lines of the last such plain transcript of that header and transcript
+        (its answers are the same) and makes only the added keys' lines (:meth:`ResponseStore.write_transcript`).
         """
         header: dict[str, Any] = {"note": note, "provider": self.config.provider, "model": self.config.model}
         if self.stand_in:
@@ -202,10 +204,16 @@ class LLMClient:
         replayed = self.transcript_sha256
         if kept is None or not replayed or sources[0] != replayed or not self.store.holds(wanted, replayed):
             return self.store.write_transcript(path, header, wanted, sources)[0]
-        identity = canonical_json({"header": header, "answers": replayed, "keys": wanted, "gzip": path.suffix})
+        lineage = canonical_json({"header": header, "answers": replayed, "gzip": path.suffix})
+        previous = kept.recall(lineage) if path.suffix != ".gz" else None
         digest = kept.memo_written(
-            identity, path.name, lambda scratch: self.store.write_transcript(scratch, header, wanted, sources)[0]
+            canonical_json({"header": header, "answers": replayed, "keys": wanted, "gzip": path.suffix}),
+            path.name,
+            lambda scratch: self.store.write_transcript(
+                scratch, header, wanted, sources, previous=kept.file(previous) if previous else None
+            )[0],
         )
+        kept.remember(lineage, digest)
         kept.place(digest, path)
         return digest
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import heapq
 import itertools
 import json
 import logging
@@ -39,6 +40,8 @@ TRANSCRIPT_VERSION = 1
 
 _RECORD_FIELDS = ("key", "provider", "model", "request", "response", "tokens_in", "tokens_out", "created_at")
 _PLACEHOLDERS = ", ".join("?" * (1 + len(_RECORD_FIELDS)))
+_WRITE_BUFFER = 256 * 1024
+"""Bytes of a transcript buffered before a write to the file (a line is two kilobytes at paper scale)."""
 
 
 @dataclass(frozen=True)
@@ -228,11 +231,17 @@ class ResponseStore(Closing):
         header: Mapping[str, Any],
         keys: Iterable[str] | None = None,
         sources: Sequence[str] = (RECORDED,),
+        previous: Path | None = None,
     ) -> tuple[str, int]:
         """Write what :meth:`export_jsonl` describes at ``path`` (gzip for ``.gz``, no timestamp in its header, so
         deterministic) a record at a time, in key order from the store: an eight-target build's 330,000 answers are
         620 MB of JSON, never held whole. Each line is made from the row's stored text (the request is kept as
-        canonical JSON already: :func:`_record_line`). Returns the file's sha256 and the count of records."""
+        canonical JSON already: :func:`_record_line`). Returns the file's sha256 and the count of records.
+
+        ``previous``: a plain transcript written here before with the same header fields and sources, whose
+        answers cannot have changed since (each from a replayed transcript's source, stored under that file's
+        hash): the lines of its keys still wanted are copied as they are, and only the other keys' lines are made
+        from the store (a rebuild whose requests changed a little writes a few of its 41,000 lines anew)."""
         marks = ", ".join("?" * len(sources))
         rank = {source: index for index, source in enumerate(sources)}
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -248,19 +257,25 @@ class ResponseStore(Closing):
                     f"response store {self.path} lacks {len(missing)} answer(s) of this build, e.g. {min(missing)[:12]}"
                 )
             head = {**header, "transcript": TRANSCRIPT_FORMAT, "version": TRANSCRIPT_VERSION, "records": len(wanted)}
+            copied = wanted & _transcript_keys(previous) if previous is not None else set()
+            made = wanted - copied
             rows = self._db.execute(
-                f"SELECT source, {', '.join(_RECORD_FIELDS)} FROM answers WHERE source IN ({marks}) ORDER BY key",
-                sources,
+                f"SELECT source, {', '.join(_RECORD_FIELDS)} FROM answers WHERE source IN ({marks})"
+                + (" AND key IN (SELECT value FROM json_each(?))" if copied else "")
+                + " ORDER BY key",
+                (*sources, json.dumps(sorted(made))) if copied else sources,
             )
             lines = (
-                _record_line(min(held_by, key=lambda row: rank[row[0]])[1:])
+                (key, (_record_line(min(held_by, key=lambda row: rank[row[0]])[1:]) + "\n").encode("utf-8"))
                 for key, held_by in itertools.groupby(rows, key=lambda row: row[1])
-                if key in wanted
+                if key in made
             )
+            if copied and previous is not None:
+                lines = heapq.merge(_transcript_lines_of(previous, copied), lines)
             try:
-                with temporary.open("wb") as file:
-                    for line in itertools.chain([canonical_json(head)], lines):
-                        data = (line + "\n").encode("utf-8")
+                with temporary.open("wb", buffering=_WRITE_BUFFER) as file:
+                    head_line = (canonical_json(head) + "\n").encode("utf-8")
+                    for data in itertools.chain([head_line], (line for _, line in lines)):
                         data = packer.compress(data) if packer is not None else data
                         digest.update(data)
                         file.write(data)
@@ -368,6 +383,31 @@ def open_store(path: str | Path) -> ResponseStore:
     """A ``.jsonl`` (or ``.jsonl.gz``) path opens as a read-only transcript, anything else as a SQLite store."""
     is_transcript = Path(path).name.endswith((".jsonl", ".jsonl.gz"))
     return ResponseStore.from_transcript(path) if is_transcript else ResponseStore(path)
+
+
+def _transcript_line_key(line: bytes) -> str:
+    """The key of a record line as :func:`_record_line` writes it: the string after its first ``,"key":"``, which
+    cannot be inside ``created_at`` before it (a quote there is escaped)."""
+    start = line.index(b',"key":"') + 8
+    return line[start : line.index(b'"', start)].decode("utf-8")
+
+
+def _transcript_keys(path: Path) -> set[str]:
+    """The keys of a plain transcript's records (a first pass over a file :func:`_transcript_lines_of` reads)."""
+    with path.open("rb") as file:
+        next(file, None)
+        return {_transcript_line_key(line) for line in file}
+
+
+def _transcript_lines_of(path: Path, keys: set[str]) -> Iterator[tuple[str, bytes]]:
+    """The record lines of a plain transcript whose key is one of ``keys``, with their keys, in the file's (key)
+    order."""
+    with path.open("rb") as file:
+        next(file, None)
+        for line in file:
+            key = _transcript_line_key(line)
+            if key in keys:
+                yield key, line
 
 
 def _row_to_record(row: tuple[Any, ...]) -> StoredResponse:
