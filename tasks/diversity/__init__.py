@@ -57,6 +57,7 @@ from .homogenization import (
 from .ngrams import (
     NGRAM_ORDER,
     CodedTexts,
+    code_spaced_texts,
     code_texts,
     joined_codes,
     ngram_diversity_of_codes,
@@ -282,7 +283,7 @@ def _summary_rows(
         zip(units["unit"].tolist(), units["tokens"].tolist(), strict=True)
     )  # a unit of two categories: the same tokens
     distinct = sorted(tokens)
-    coded = code_texts(distinct, lambda unit: tokens[unit].split(), language(lang).words, ttr_stop_words)
+    coded = code_spaced_texts(distinct, [tokens[unit] for unit in distinct], language(lang).words, ttr_stop_words)
     average = {"category": "Average", **_average_row(rows, [*counts, "n_units"])}
     return [*rows, average, {"category": "Overall", **counts, **_metric_row(distinct, coded, homogenization)}]
 
