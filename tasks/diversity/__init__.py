@@ -368,10 +368,11 @@ def _config_languages(examples: pd.DataFrame) -> tuple[pd.Series, dict[str, str]
     if missing:
         raise ValueError(f"diversity: the example table lacks the columns {sorted(missing)}")
     configs = example_configs(examples)
-    first = dict(zip(configs.to_numpy()[::-1], examples["lang"].to_numpy()[::-1], strict=True))  # its first row's
+    pairs = pd.DataFrame({"config": configs.to_numpy(), "lang": examples["lang"].to_numpy(dtype=object)})
+    first = dict(pairs.drop_duplicates("config").itertuples(index=False))  # each config's first row's language
     order = [
         *(name for name in CONFIGS if name in first),
-        *(name for name in dict.fromkeys(configs) if name not in CONFIGS),
+        *(name for name in first if name not in CONFIGS),
     ]
     return configs, {config: first[config] for config in order}
 
@@ -530,7 +531,7 @@ def _records(table: pd.DataFrame) -> list[dict[str, object]]:
 
 
 def _all_homogenizers(examples: pd.DataFrame, params: DiversityParams) -> dict[str, Homogenizer]:
-    return _homogenizers(params, dict.fromkeys(["fa", "en", *examples["lang"]]), "cpu")
+    return _homogenizers(params, dict.fromkeys(["fa", "en", *examples["lang"].unique()]), "cpu")
 
 
 def diversity_part(examples: pd.DataFrame, templates: pd.DataFrame, params: DiversityParams) -> dict[str, pd.DataFrame]:
