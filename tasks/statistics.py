@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 
@@ -142,6 +143,15 @@ def by_dimension(distributions: Sequence[pd.DataFrame]) -> pd.DataFrame:
     return frame.assign(rank=rank).sort_values(["rank", "config"], kind="stable").drop(columns="rank")
 
 
+def _rows_where(frame: pd.DataFrame, mask: np.ndarray) -> pd.DataFrame:
+    """The rows of ``frame`` where ``mask`` holds: a slice when they are one block (a config's rows of the stacked
+    examples are), taken otherwise; their labels either way."""
+    positions = np.flatnonzero(mask)
+    if len(positions) and positions[-1] - positions[0] + 1 == len(positions):
+        return frame.iloc[positions[0] : positions[-1] + 1]
+    return frame[mask]
+
+
 def statistics(
     templates: pd.DataFrame,
     examples: pd.DataFrame,
@@ -162,7 +172,7 @@ def statistics(
     sources = source_entities(examples)
     parts: dict[str, list[pd.DataFrame]] = {"table1": [], "distribution": [], "soundness": []}
     for config in dict.fromkeys(configs) or [None]:  # None: no examples, the tables of an empty one
-        part = examples if config is None else examples[(configs == config).to_numpy()]
+        part = examples if config is None else _rows_where(examples, (configs == config).to_numpy())
         parts["table1"].append(table1(part, listed))
         parts["distribution"].append(distribution(part))
         parts["soundness"].append(soundness(part, templates, sources))

@@ -3,6 +3,7 @@ their own, and the tables are those of the whole stacked table."""
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
@@ -10,7 +11,7 @@ import pytest
 import pbbq.tasks.statistics
 from pbbq.tasks.core.schemas import CATEGORIES, EXAMPLE, example_configs
 from pbbq.tasks.core.soundness import soundness
-from pbbq.tasks.statistics import distribution, statistics, table1
+from pbbq.tasks.statistics import _rows_where, distribution, statistics, table1
 from tests.bbq_records import make_records
 
 
@@ -56,3 +57,12 @@ def test_no_examples_give_the_empty_tables() -> None:
     pd.testing.assert_frame_equal(tables["table1"], table1(empty, CATEGORIES))
     pd.testing.assert_frame_equal(tables["distribution"], distribution(empty))
     pd.testing.assert_frame_equal(tables["soundness"], soundness(empty, templates))
+
+
+def test_a_configs_rows_are_a_slice_when_they_are_one_block_and_taken_otherwise() -> None:
+    frame = pd.DataFrame({"config": ["fa", "fa", "en", "en", "fa"], "n": range(5)}, index=[10, 11, 12, 13, 14])
+    block = (frame["config"] == "en").to_numpy()
+    scattered = (frame["config"] == "fa").to_numpy()
+    pd.testing.assert_frame_equal(_rows_where(frame, block), frame[block])
+    pd.testing.assert_frame_equal(_rows_where(frame, scattered), frame[scattered])
+    assert _rows_where(frame, np.zeros(5, dtype=bool)).empty
