@@ -7,7 +7,6 @@ import math
 import numpy as np
 
 from pbbq.tasks.diversity.ngrams import (
-    code_spaced_texts,
     code_texts,
     joined_codes,
     ngram_diversity,
@@ -40,19 +39,6 @@ def test_coded_metrics_equal_the_metrics_of_the_tokens() -> None:
         assert type_token_ratio_of_codes(word_codes, coded.stop) == type_token_ratio(words, english.stop_words)
         token_codes_of_units = joined_codes([coded.tokens[unit] for unit in units])
         assert self_bleu_of_codes(*token_codes_of_units) == self_bleu_of_tokens(tokens)
-
-
-def test_texts_tokenised_before_are_coded_as_when_tokenised() -> None:
-    """Each text's tokens kept joined by spaces (a text without tokens an empty string) give every text the same
-    token and word sequences, numbered alike, and the same stop words, in Persian and English."""
-    for lang, texts in (("en", [*dict.fromkeys(ENGLISH), "", "..."]), ("fa", ["او گفت: «دیر شد.»", "", "دیر شد."])):
-        unit = language(lang)
-        coded = code_texts(texts, unit.tokenize, unit.words, unit.stop_words)
-        kept = code_spaced_texts(texts, [" ".join(unit.tokenize(t)) for t in texts], unit.words, unit.stop_words)
-        for text in texts:
-            assert kept.tokens[text].tolist() == coded.tokens[text].tolist()
-            assert kept.words[text].tolist() == coded.words[text].tolist()
-        assert kept.stop.tolist() == coded.stop.tolist()
 
 
 def test_words_merge_case_and_leave_out_punctuation() -> None:

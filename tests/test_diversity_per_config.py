@@ -14,14 +14,14 @@ from tests.diversity_support import make_examples
 def test_each_config_holds_only_its_units_columns(monkeypatch: pytest.MonkeyPatch) -> None:
     examples = make_examples()
     measured: list[tuple[list[str], set[str]]] = []
-    category_rows = pbbq.tasks.diversity._category_rows
+    group_rows = pbbq.tasks.diversity._group_rows
 
-    def recorded(groups: pd.DataFrame, *args: object) -> tuple[list[dict[str, object]], pd.DataFrame]:
+    def recorded(groups: pd.DataFrame, *args: object) -> list[dict[str, object]]:
         rows = examples.loc[groups.index]
         measured.append((list(groups.columns), set(zip(rows["lang"], rows["variant"], strict=True))))
-        return category_rows(groups, *args)
+        return group_rows(groups, *args)
 
-    monkeypatch.setattr(pbbq.tasks.diversity, "_category_rows", recorded)
+    monkeypatch.setattr(pbbq.tasks.diversity, "_group_rows", recorded)
     table = diversity_table(examples)
     assert [columns for columns, _ in measured] == [["category", "lang", "context"]] * 3
     assert [rows for _, rows in measured] == [

@@ -296,9 +296,7 @@ class Pipeline:
                 later = ", ".join(sorted(stage.upstream - seen))
                 raise ValueError(f"pipeline: stage {stage.folder} reads {later}, not a stage before it")
             unsplit = (
-                [name for name in stage.per.split if not isinstance(stage.inputs.get(name), Table | Tables)]
-                if stage.per
-                else []
+                [name for name in stage.per.split if not isinstance(stage.inputs.get(name), Table)] if stage.per else []
             )
             if unsplit:
                 raise ValueError(f"pipeline: stage {stage.folder} splits {', '.join(unsplit)}, not a table it reads")

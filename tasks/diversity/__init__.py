@@ -45,7 +45,7 @@ from ..core.artifacts import StageOutput
 from ..core.inputs import PLACEHOLDER
 from ..core.markdown import markdown_table
 from ..core.schemas import example_configs
-from ..core.stage import SEED, Configs, Separable, Stage, Table
+from ..core.stage import SEED, Configs, Stage, Table
 from ..imports import one_import_at_a_time
 from ..text.languages import language
 from .homogenization import (
@@ -57,7 +57,6 @@ from .homogenization import (
 from .ngrams import (
     NGRAM_ORDER,
     CodedTexts,
-    code_spaced_texts,
     code_texts,
     joined_codes,
     ngram_diversity_of_codes,
@@ -142,12 +141,6 @@ def template_language(templates: pd.DataFrame) -> str:
     return langs[0]
 
 
-def _in_review(templates: pd.DataFrame) -> pd.Series:
-    """Whether each template has a continuation in review (``disambiguated_source`` or ``counter_biased_source``
-    is ``review``): it yields no example."""
-    return (templates["disambiguated_source"] == REVIEW_SOURCE) | (templates["counter_biased_source"] == REVIEW_SOURCE)
-
-
 def template_units(templates: pd.DataFrame) -> pd.DataFrame:
     """The template-level units of Table 2: for every template of the dataset, its ambiguous context and its two
     disambiguating continuations, placeholders masked (:func:`mask_placeholders`).
@@ -162,7 +155,9 @@ def template_units(templates: pd.DataFrame) -> pd.DataFrame:
     missing -= set(templates.columns)
     if missing:
         raise ValueError(f"diversity: the 04_disambiguate templates table lacks the columns {sorted(missing)}")
-    used = templates[~_in_review(templates)]
+    used = templates[
+        (templates["disambiguated_source"] != REVIEW_SOURCE) & (templates["counter_biased_source"] != REVIEW_SOURCE)
+    ]
     rows = []
     for template in used.itertuples(index=False):
         for column in columns:
@@ -218,74 +213,37 @@ def _average_row(rows: list[dict[str, object]], counts: Sequence[str]) -> dict[s
     }
 
 
-UNITS = ("category", "unit", "tokens")
-"""The columns of a level's units (:func:`_category_rows`): each category's distinct units, each with its tokens
-joined by spaces (a language's ``tokenize`` splits on whitespace last, so no token holds any)."""
-
-
-def _category_rows(
+def _group_rows(
     groups: pd.DataFrame,
     text: str,
     lang: str,
     ttr_stop_words: frozenset[str],
     homogenization: Homogenizer,
     counts: Mapping[str, Callable[[pd.DataFrame], int]],
-) -> tuple[list[dict[str, object]], pd.DataFrame]:
-    """One row per category of ``groups`` (sorted by name), and its distinct units with their tokens
-    (:data:`UNITS`), from which :func:`_summary_rows` makes the Overall row without tokenising again. Units are the
-    distinct values of its ``text`` column, sorted; ``counts`` gives extra count columns computed from each
-    category's rows."""
+) -> list[dict[str, object]]:
+    """One row per category of ``groups`` (sorted by name), the Average row and the Overall row (all distinct
+    units of ``groups`` together). Units are the distinct values of its ``text`` column, sorted; ``counts``
+    gives extra count columns computed from each category's rows."""
     if groups.empty:
-        return [], pd.DataFrame(columns=list(UNITS))
+        return []
     unit_language = language(lang)
     unit_ids, distinct = pd.factorize(groups[text].to_numpy(dtype=object))
     rank = np.empty(len(distinct), dtype=np.int64)
     rank[sorted(range(len(distinct)), key=distinct.__getitem__)] = np.arange(len(distinct))
-    joined: dict[str, str] = {}
+    coded = code_texts(distinct, unit_language.tokenize, unit_language.words, ttr_stop_words)  # Overall reuses them
 
-    def tokenize(unit: str) -> list[str]:
-        tokens = unit_language.tokenize(unit)
-        joined[unit] = " ".join(tokens)
-        return tokens
-
-    coded = code_texts(distinct, tokenize, unit_language.words, ttr_stop_words)  # every category reuses them
-    rows, units = [], []
-    for category, positions in sorted(groups.groupby("category").indices.items(), key=lambda item: str(item[0])):
+    def row(positions: np.ndarray) -> dict[str, object]:
         ids = np.unique(unit_ids[positions])
-        own = [distinct[i] for i in ids[np.argsort(rank[ids])]]
+        units = [distinct[i] for i in ids[np.argsort(rank[ids])]]
         part = groups.iloc[positions] if counts else groups  # the rows are taken only for a count of them
-        rows.append(
-            {
-                "category": str(category),
-                **{name: count(part) for name, count in counts.items()},
-                **_metric_row(own, coded, homogenization),
-            }
-        )
-        units.append(pd.DataFrame({"category": str(category), "unit": own, "tokens": [joined[u] for u in own]}))
-    return rows, pd.concat(units, ignore_index=True)
+        return {**{name: count(part) for name, count in counts.items()}, **_metric_row(units, coded, homogenization)}
 
-
-def _summary_rows(
-    categories: pd.DataFrame,
-    units: pd.DataFrame,
-    lang: str,
-    ttr_stop_words: frozenset[str],
-    homogenization: Homogenizer,
-    counts: Mapping[str, int],
-) -> list[dict[str, object]]:
-    """The category rows of a level (:func:`_category_rows`, from one call or kept per category) sorted by name,
-    the Average row and the Overall row: every distinct unit of ``units`` together, coded from its kept tokens;
-    ``counts`` are the Overall row's count columns."""
-    if categories.empty:
-        return []
-    rows = sorted(categories.to_dict(orient="records"), key=lambda row: str(row["category"]))
-    tokens = dict(
-        zip(units["unit"].tolist(), units["tokens"].tolist(), strict=True)
-    )  # a unit of two categories: the same tokens
-    distinct = sorted(tokens)
-    coded = code_spaced_texts(distinct, [tokens[unit] for unit in distinct], language(lang).words, ttr_stop_words)
-    average = {"category": "Average", **_average_row(rows, [*counts, "n_units"])}
-    return [*rows, average, {"category": "Overall", **counts, **_metric_row(distinct, coded, homogenization)}]
+    categories = [
+        {"category": str(category), **row(positions)}
+        for category, positions in sorted(groups.groupby("category").indices.items(), key=lambda item: str(item[0]))
+    ]
+    average = {"category": "Average", **_average_row(categories, [*counts, "n_units"])}
+    return [*categories, average, {"category": "Overall", **row(np.arange(len(groups)))}]
 
 
 def _homogenizers(params: DiversityParams, langs: Iterable[str], device: str) -> dict[str, Homogenizer]:
@@ -313,35 +271,18 @@ def _homogenizers(params: DiversityParams, langs: Iterable[str], device: str) ->
     return homogenizers
 
 
-def _template_stop_words(lang: str) -> frozenset[str]:
-    return language(lang).stop_words | {NEUTRAL_TOKEN}
-
-
-def _template_part(
-    templates: pd.DataFrame, homogenizers: Mapping[str, Homogenizer]
-) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Table 2's category rows of ``templates`` and their units (:func:`_category_rows`)."""
+def _template_table(templates: pd.DataFrame, homogenizers: Mapping[str, Homogenizer]) -> pd.DataFrame:
+    units = template_units(templates)
     lang = template_language(templates)
-    rows, units = _category_rows(
-        template_units(templates),
+    rows = _group_rows(
+        units,
         "text",
         lang,
-        _template_stop_words(lang),
+        language(lang).stop_words | {NEUTRAL_TOKEN},
         homogenizers[lang],
         {"n_templates": lambda part: int(part["template_id"].nunique())},
     )
-    return pd.DataFrame(rows, columns=TABLE2.names), units
-
-
-def _template_table(
-    rows: pd.DataFrame, units: pd.DataFrame, templates: pd.DataFrame, homogenizers: Mapping[str, Homogenizer]
-) -> pd.DataFrame:
-    """Table 2 from its category rows and their units (:func:`_template_part`, of every category of
-    ``templates``)."""
-    lang = template_language(templates)
-    used = {"n_templates": int(templates.loc[~_in_review(templates), "template_id"].nunique())}
-    table = _summary_rows(rows, units, lang, _template_stop_words(lang), homogenizers[lang], used)
-    return pd.DataFrame(table, columns=TABLE2.names).astype({"n_templates": "int64", "n_units": "int64"})
+    return pd.DataFrame(rows, columns=TABLE2.names).astype({"n_templates": "int64", "n_units": "int64"})
 
 
 def template_diversity_table(
@@ -357,61 +298,26 @@ def template_diversity_table(
     n_units, ngd (C.3's sum, 0-4), ngd_mean (ngd / 4, the scale of Table 2's column), ttr, self_bleu,
     homogenization, homogenization_note.
     """
-    homogenizers = _homogenizers(params or DiversityParams(), [template_language(templates)], device)
-    return _template_table(*_template_part(templates, homogenizers), templates, homogenizers)
+    return _template_table(
+        templates, _homogenizers(params or DiversityParams(), [template_language(templates)], device)
+    )
 
 
-def _config_languages(examples: pd.DataFrame) -> tuple[pd.Series, dict[str, str]]:
-    """Each example's config (:func:`~pbbq.tasks.core.schemas.example_configs`), and each config's language in
-    the instance table's order (:data:`CONFIGS` first)."""
+def _instance_table(examples: pd.DataFrame, homogenizers: Mapping[str, Homogenizer]) -> pd.DataFrame:
     missing = {"category", "lang", "variant", "context"} - set(examples.columns)
     if missing:
         raise ValueError(f"diversity: the example table lacks the columns {sorted(missing)}")
     configs = example_configs(examples)
-    pairs = pd.DataFrame({"config": configs.to_numpy(), "lang": examples["lang"].to_numpy(dtype=object)})
-    first = dict(pairs.drop_duplicates("config").itertuples(index=False))  # each config's first row's language
-    order = [
-        *(name for name in CONFIGS if name in first),
-        *(name for name in first if name not in CONFIGS),
-    ]
-    return configs, {config: first[config] for config in order}
-
-
-def _instance_part(
-    examples: pd.DataFrame, homogenizers: Mapping[str, Homogenizer]
-) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The instance table's category rows of ``examples`` per config and their units (:func:`_category_rows`), each
-    with its config."""
-    configs, langs = _config_languages(examples)
-    rows, units = [], []
-    for config, lang in langs.items():
+    rows = []
+    present = dict.fromkeys(configs)
+    for config in [*(name for name in CONFIGS if name in present), *(name for name in present if name not in CONFIGS)]:
         part = examples.loc[(configs == config).to_numpy(), ["category", "lang", "context"]]  # one config's units
-        own, own_units = _category_rows(part, "context", lang, language(lang).stop_words, homogenizers[lang], {})
-        rows += [{"config": config, **row} for row in own]
-        units.append(own_units.assign(config=config))
-    return (
-        pd.DataFrame(rows, columns=TABLE2_INSTANCES.names),
-        pd.concat(units, ignore_index=True) if units else pd.DataFrame(columns=["config", *UNITS]),
-    )
-
-
-def _instance_table(
-    rows: pd.DataFrame, units: pd.DataFrame, examples: pd.DataFrame, homogenizers: Mapping[str, Homogenizer]
-) -> pd.DataFrame:
-    """The instance table from its category rows and their units (:func:`_instance_part`, of every category of
-    ``examples``)."""
-    table = []
-    for config, lang in _config_languages(examples)[1].items():
-        own = _summary_rows(
-            rows[rows["config"] == config],
-            units[units["config"] == config],
-            lang,
-            language(lang).stop_words,
-            homogenizers[lang],
-            {},
-        )
-        table += [{"config": config, **row} for row in own]
-    return pd.DataFrame(table, columns=TABLE2_INSTANCES.names).astype({"n_units": "int64"})
+        lang = part["lang"].iloc[0]
+        rows += [
+            {"config": config, **row}
+            for row in _group_rows(part, "context", lang, language(lang).stop_words, homogenizers[lang], {})
+        ]
+    return pd.DataFrame(rows, columns=TABLE2_INSTANCES.names).astype({"n_units": "int64"})
 
 
 def diversity_table(
@@ -429,8 +335,7 @@ def diversity_table(
     homogenization_note.
     """
     langs = sorted(set(examples["lang"])) if len(examples) else []
-    homogenizers = _homogenizers(params or DiversityParams(), langs, device)
-    return _instance_table(*_instance_part(examples, homogenizers), examples, homogenizers)
+    return _instance_table(examples, _homogenizers(params or DiversityParams(), langs, device))
 
 
 # ----------------------------------------------------------------------------------------------- reporting
@@ -530,35 +435,16 @@ def _records(table: pd.DataFrame) -> list[dict[str, object]]:
     return table.astype(object).where(table.notna(), None).to_dict(orient="records")
 
 
-def _all_homogenizers(examples: pd.DataFrame, params: DiversityParams) -> dict[str, Homogenizer]:
-    return _homogenizers(params, dict.fromkeys(["fa", "en", *examples["lang"].unique()]), "cpu")
-
-
-def diversity_part(examples: pd.DataFrame, templates: pd.DataFrame, params: DiversityParams) -> dict[str, pd.DataFrame]:
-    """The stage's work per category (:class:`~pbbq.tasks.core.stage.Separable`, docs/architecture.md §9): the
-    category rows of both tables for the categories of ``examples`` and ``templates``, and their units with their
-    tokens (``template_units``, ``instance_units``: :data:`UNITS`, the latter with its config), from which
-    :func:`diversity_whole` makes the Average and Overall rows."""
-    homogenizers = _all_homogenizers(examples, params)
-    table2, template_units = _template_part(templates, homogenizers)
-    instances, instance_units = _instance_part(examples, homogenizers)
-    return {
-        "table2": table2,
-        "table2_instances": instances,
-        "template_units": template_units,
-        "instance_units": instance_units,
-    }
-
-
-def diversity_whole(
-    parts: Mapping[str, pd.DataFrame], examples: pd.DataFrame, templates: pd.DataFrame, params: DiversityParams
-) -> StageOutput:
-    """The stage's output from the :func:`diversity_part` of every category: both tables with their Average and
-    Overall rows (the Overall rows coded from the kept tokens), the report, the Markdown and the charts."""
-    homogenizers = _all_homogenizers(examples, params)
-    table = _template_table(parts["table2"], parts["template_units"], templates, homogenizers)
-    instances = _instance_table(parts["table2_instances"], parts["instance_units"], examples, homogenizers)
-    in_review = _in_review(templates)
+def diversity(examples: pd.DataFrame, templates: pd.DataFrame, params: DiversityParams) -> StageOutput:
+    """Table 2 twice: ``table2``, the paper's, on the template texts of ``templates`` (the ``04_disambiguate``
+    templates table), and ``table2_instances``, on the contexts of ``examples`` per config; each as parquet, CSV,
+    Markdown and a bar chart per metric. Each BERTScore model is loaded once for both tables."""
+    homogenizers = _homogenizers(params, dict.fromkeys(["fa", "en", *examples["lang"]]), "cpu")
+    table = _template_table(templates, homogenizers)
+    instances = _instance_table(examples, homogenizers)
+    in_review = (templates["disambiguated_source"] == REVIEW_SOURCE) | (
+        templates["counter_biased_source"] == REVIEW_SOURCE
+    )
     both = pd.concat([table["homogenization"], instances["homogenization"]])
     report = {
         "stage": "diversity",
@@ -591,13 +477,6 @@ def diversity_whole(
     )
 
 
-def diversity(examples: pd.DataFrame, templates: pd.DataFrame, params: DiversityParams) -> StageOutput:
-    """Table 2 twice: ``table2``, the paper's, on the template texts of ``templates`` (the ``04_disambiguate``
-    templates table), and ``table2_instances``, on the contexts of ``examples`` per config; each as parquet, CSV,
-    Markdown and a bar chart per metric: :func:`diversity_whole` of :func:`diversity_part` of every category."""
-    return diversity_whole(diversity_part(examples, templates, params), examples, templates, params)
-
-
 STAGE = Stage(
     "08_diversity",
     "diversity",
@@ -608,7 +487,6 @@ STAGE = Stage(
     ranges={"homogenization_num_layers": (1, None), "homogenization_max_pairs": (1, None)}
     | {"homogenization_batch_size": (1, None), "seed": SEED},
     words=("examples", "rows of Table 2", "not measured"),
-    per=Separable("category", ("examples", "templates"), diversity_part, diversity_whole),
     artifacts={
         "table-2": ("table2", None, "Diversity per category on template texts (Table 2)"),
         "table-2-instances": ("table2_instances", None, "Diversity per category and config, on instances"),

@@ -9,7 +9,6 @@ disk) a result says why it was not computed, and the other metrics run.
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -203,18 +202,10 @@ def homogenization_with_scorer(
     return result(float(f1.mean()), "", len(first))
 
 
-@functools.lru_cache(maxsize=2)
-def _kept_model(model_path: str, num_layers: int, batch_size: int, device: str) -> BertScoreModel:
-    """:func:`_load_bertscore_model`, the last two models kept (Persian and English): the diversity stage loads its
-    models for each category's rows and again for the Overall rows (:class:`~pbbq.tasks.core.stage.Separable`)."""
-    return _load_bertscore_model(model_path, num_layers, batch_size, device)
-
-
 def load_scorer(model_path: str, num_layers: int, batch_size: int, device: str) -> BertScoreModel | str:
-    """The loaded model (kept: :func:`_kept_model`), or why it cannot be loaded (extra not installed, not on disk,
-    not in the cache)."""
+    """The loaded model, or why it cannot be loaded (extra not installed, not on disk, not in the cache)."""
     try:
-        return _kept_model(model_path, num_layers, batch_size, device)
+        return _load_bertscore_model(model_path, num_layers, batch_size, device)
     except ImportError as error:
         return f"the homogenization extra (torch, transformers, bert-score) is not installed: {error}"
     except (OSError, ValueError) as error:  # missing folder or files, not in the local Hub cache, bad id

@@ -13,8 +13,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
-import pyarrow.compute as pc
 
 NGRAM_ORDER = 4  # n = 1..4 for NGD (Appendix C.3) and BLEU's default maximum order
 
@@ -41,36 +39,7 @@ def code_texts(
     """Each distinct text tokenised once (``tokenize``, a language's), its tokens coded; each distinct token read
     as a word once (``words``, a language's: a token gives one word or, punctuation, none)."""
     distinct = list(dict.fromkeys(texts))
-    return _coded(distinct, *_vocabulary_codes(tokenize(text) for text in distinct), words, stop_words)
-
-
-def code_spaced_texts(
-    texts: Sequence[str],
-    spaced: Sequence[str],
-    words: Callable[[Sequence[str]], list[str]],
-    stop_words: frozenset[str],
-) -> CodedTexts:
-    """:func:`code_texts` of distinct ``texts`` tokenised before, each text's tokens joined by single spaces in
-    ``spaced`` (a language's tokens hold no whitespace): split and coded by Arrow, no Python string per token."""
-    joined = pa.array(spaced, type=pa.string())
-    lists = pc.split_pattern(joined, " ")
-    flat = lists.flatten()
-    empty = np.asarray(pc.equal(joined, "").to_numpy(zero_copy_only=False), dtype=np.int64)  # no token: [""]
-    encoded = pc.dictionary_encode(flat.filter(pc.not_equal(flat, "")))
-    codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-    vocabulary = encoded.dictionary.to_numpy(zero_copy_only=False)
-    return _coded(list(texts), codes, vocabulary, np.diff(lists.offsets.to_numpy()) - empty, words, stop_words)
-
-
-def _coded(
-    distinct: list[str],
-    codes: np.ndarray,
-    vocabulary: np.ndarray,
-    lengths: np.ndarray,
-    words: Callable[[Sequence[str]], list[str]],
-    stop_words: frozenset[str],
-) -> CodedTexts:
-    """The :class:`CodedTexts` of ``distinct`` texts from their tokens' codes (:func:`_vocabulary_codes`)."""
+    codes, vocabulary, lengths = _vocabulary_codes(tokenize(text) for text in distinct)
     word_codes: dict[str, int] = {}
     word_of_token = np.array(
         [word_codes.setdefault(word[0], len(word_codes)) if (word := words([token])) else -1 for token in vocabulary],
