@@ -309,7 +309,7 @@ def _instance_table(examples: pd.DataFrame, homogenizers: Mapping[str, Homogeniz
         raise ValueError(f"diversity: the example table lacks the columns {sorted(missing)}")
     configs = example_configs(examples)
     rows = []
-    present = dict.fromkeys(configs)
+    present = dict.fromkeys(configs.unique())  # in order of first row, not one Arrow-backed row at a time
     for config in [*(name for name in CONFIGS if name in present), *(name for name in present if name not in CONFIGS)]:
         part = examples.loc[(configs == config).to_numpy(), ["category", "lang", "context"]]  # one config's units
         lang = part["lang"].iloc[0]
@@ -439,7 +439,7 @@ def diversity(examples: pd.DataFrame, templates: pd.DataFrame, params: Diversity
     """Table 2 twice: ``table2``, the paper's, on the template texts of ``templates`` (the ``04_disambiguate``
     templates table), and ``table2_instances``, on the contexts of ``examples`` per config; each as parquet, CSV,
     Markdown and a bar chart per metric. Each BERTScore model is loaded once for both tables."""
-    homogenizers = _homogenizers(params, dict.fromkeys(["fa", "en", *examples["lang"]]), "cpu")
+    homogenizers = _homogenizers(params, dict.fromkeys(["fa", "en", *examples["lang"].unique()]), "cpu")
     table = _template_table(templates, homogenizers)
     instances = _instance_table(examples, homogenizers)
     in_review = (templates["disambiguated_source"] == REVIEW_SOURCE) | (
