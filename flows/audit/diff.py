@@ -320,23 +320,31 @@ def _values(old: Any, new: Any, width: int | None) -> str:
 
 
 @dataclass
-class RunDiff:
-    """Run ``b`` against run ``a``."""
+class StageChanges:
+    """The parts of a diff read from the tables of the stages up to the configs' examples: stereotypes,
+    templates, examples, flipped decisions, the LLM's answers and figures near a threshold. A build writes every
+    one of those stages before diversity and the statistics end, so the flow computes these beside them."""
 
-    a: Path
-    b: Path
-    inputs: dict[str, tuple[str | None, str | None]]
-    code: dict[str, tuple[Any, Any]]
-    parameters: dict[str, tuple[Any, Any]]
     stereotypes: IdChanges
     templates: IdChanges
     examples: dict[str, IdChanges]
     decisions: list[Flip]
     llm: dict[str, IdChanges]
     llm_answers: dict[str, list[tuple[str, str, str]]]
+    near: list[NearThreshold]
+
+
+@dataclass
+class RunDiff(StageChanges):
+    """Run ``b`` against run ``a``: its :class:`StageChanges`, the inputs, code and parameters, Table 1 and 2."""
+
+    a: Path
+    b: Path
+    inputs: dict[str, tuple[str | None, str | None]]
+    code: dict[str, tuple[Any, Any]]
+    parameters: dict[str, tuple[Any, Any]]
     table1: list[RowDelta]
     table2: list[RowDelta]
-    near: list[NearThreshold]
     margin: float = MARGIN
 
     def __bool__(self) -> bool:
@@ -655,21 +663,6 @@ def example_changes(a: Path, b: Path, tables: Mapping[str, str] | None = None) -
 
 STAGES_COMPARED = ("survey_filter", "kappa_gate", "disambiguate", "translate")
 """The stages (by declared name) whose tables :func:`stage_changes` reads besides the configs' examples."""
-
-
-@dataclass(frozen=True)
-class StageChanges:
-    """The parts of a diff read from the tables of the stages up to the configs' examples: stereotypes,
-    templates, examples, flipped decisions, the LLM's answers and figures near a threshold. A build writes every
-    one of those stages before diversity and the statistics end, so the flow computes these beside them."""
-
-    stereotypes: IdChanges
-    templates: IdChanges
-    examples: dict[str, IdChanges]
-    decisions: list[Flip]
-    llm: dict[str, IdChanges]
-    llm_answers: dict[str, list[tuple[str, str, str]]]
-    near: list[NearThreshold]
 
 
 def stage_changes(a: Path, b: Path, margin: float = MARGIN, examples: Mapping[str, str] | None = None) -> StageChanges:
