@@ -135,9 +135,10 @@ class PipelineRunner:
                 for stage in self.pipeline:
                     self.wait(stage.folder)
             finally:  # work started early is done before the run is said finished or failed
+                started = [future for _, _, future in self._early if future.running() or future.done()]
                 for _, _, future in self._early:
-                    future.cancel()  # one whose stages were never written: never started
-                wait([future for _, _, future in self._early])
+                    future.cancel()  # one whose stages were never written (a stage failed): never started
+                wait(started)
         return self.outputs
 
     def when_written(self, stages: Iterable[str], make: Callable[[], Any]) -> Future[Any]:

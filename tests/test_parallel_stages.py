@@ -189,3 +189,38 @@ def test_a_stage_taking_a_run_value_waits_only_for_the_stages_it_describes(
     outputs = pipeline()
     assert outputs["02_slow"].report["saw_the_later_stage_run"] is True
     assert outputs["03_taking"].report["value"] == "made"
+
+
+def test_a_failed_stage_ends_the_run_with_early_work_never_started(prefect_server: None, tmp_path: Path) -> None:
+    """Work waiting for stages a failure leaves unwritten is cancelled, not waited for: the run ends with the
+    stage's error (a cancelled future that was never started never counts as done for ``wait``)."""
+
+    def failing() -> StageOutput:
+        raise RuntimeError("the stage failed")
+
+    stages = (Stage("01_failing", "failing", failing, inputs={}, outputs={}, cached=False),)
+    ended: list[BaseException] = []
+
+    @flow
+    def pipeline() -> None:
+        run = RunFolder.create(tmp_path, "run", {})
+        runner = PipelineRunner(
+            run, tmp_path / "cache", Parameters({}), None, BuildInputs({}, {}, {}, [], {}), {}, Pipeline(stages)
+        )
+        never = runner.when_written(["01_failing"], lambda: "made")
+        try:
+            runner.run_all()
+        finally:
+            assert never.cancelled()
+
+    def build() -> None:
+        try:
+            pipeline()
+        except BaseException as error:  # the flow re-raises the stage's error
+            ended.append(error)
+
+    running = threading.Thread(target=build, daemon=True)
+    running.start()
+    running.join(timeout=120)
+    assert not running.is_alive(), "the run waited for work that was never started"
+    assert ended and "the stage failed" in str(ended[0])
