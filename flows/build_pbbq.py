@@ -72,6 +72,10 @@ TRANSCRIPT_NOTE = (
 )
 
 
+def _started(future: Future[Any]) -> bool:
+    return future.running() or future.done()
+
+
 def _settle(future: Future[Any], make: Callable[[], Any]) -> None:
     """Set ``future`` to what ``make()`` gives, or to the exception it raises."""
     try:
@@ -135,7 +139,7 @@ class PipelineRunner:
                 for stage in self.pipeline:
                     self.wait(stage.folder)
             finally:  # work started early is done before the run is said finished or failed
-                started = [future for _, _, future in self._early if future.running() or future.done()]
+                started = [future for _, _, future in self._early if _started(future)]
                 for _, _, future in self._early:
                     future.cancel()  # one whose stages were never written (a stage failed): never started
                 wait(started)
@@ -143,9 +147,10 @@ class PipelineRunner:
 
     def when_written(self, stages: Iterable[str], make: Callable[[], Any]) -> Future[Any]:
         """``make()`` in a thread of its own as soon as ``stages`` are written, beside the stages still running:
-        the run's transcript once the stages that send LLM requests are done (:meth:`make_early`), the diff's
-        example tables once the stages that write them are (the flow's ``changes`` artifact). Parquet, SQLite and
-        Arrow release the GIL: on two cores this work takes the core the whole-table stages leave."""
+        the run's transcript once the stages that send LLM requests are done (:meth:`make_early`), the part of the
+        flow's ``changes`` diff read from the stages up to the examples once those are (:func:`changes_when_done`).
+        Parquet, SQLite and Arrow release the GIL: on two cores this work takes the core the whole-table stages
+        leave."""
         future: Future[Any] = Future()
         self._early.append((frozenset(stages), make, future))
         self._start_early()
@@ -160,8 +165,7 @@ class PipelineRunner:
 
     def _start_early(self) -> None:
         for stages, make, future in self._early:
-            started = future.running() or future.done()
-            if not started and stages <= self.outputs.keys() and future.set_running_or_notify_cancel():
+            if not _started(future) and stages <= self.outputs.keys() and future.set_running_or_notify_cancel():
                 threading.Thread(target=_settle, args=(future, make), name="pbbq-early", daemon=True).start()
 
     def submit(self, stage: Stage) -> None:

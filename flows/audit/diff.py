@@ -544,14 +544,7 @@ def _llm_answers(a: Path, b: Path) -> tuple[dict[str, IdChanges], dict[str, list
         ("disambiguation", "disambiguate/attempts", ["template_id", "assignment", "attempt"], "answer"),
         ("translation", "translate/segments", ["segment_id"], "text_en"),
     ):
-        if _same_table(a, b, table):
-            found[kind], texts[kind] = IdChanges(), []
-            continue
-        paths = [run / f"{table_path(run, table)}.parquet" for run in (a, b)]
-        if len(key) == 1 and all(path.is_file() for path in paths):
-            found[kind] = compare_files(paths[0], paths[1], key[0], [column])
-        else:
-            found[kind] = compare(*(_columns_of(run, table, [*key, column]) for run in (a, b)), key, [column])
+        found[kind] = compare_tables(a, b, table, key, [column])
         texts[kind] = [(k, *values[column]) for k, values in found[kind].changed.items()]
     return found, texts
 
@@ -607,14 +600,17 @@ def _table_hash(run: Path, table: str) -> str | None:
     return recorded or (sha256_file(run / path) if (run / path).is_file() else None)
 
 
-def compare_tables(a: Path, b: Path, table: str, key: list[str]) -> IdChanges:
-    """:func:`compare` of a table of two runs; nothing to read when the manifests give both the same hash."""
+def compare_tables(a: Path, b: Path, table: str, key: list[str], columns: list[str] | None = None) -> IdChanges:
+    """:func:`compare` of a table of two runs (on ``columns``, as it takes them; only those and the key are
+    read); nothing to read when the manifests give both the same hash."""
     if _same_table(a, b, table):
         return IdChanges()
     paths = [run / f"{table_path(run, table)}.parquet" for run in (a, b)]
     if len(key) == 1 and all(path.is_file() for path in paths):
-        return compare_files(paths[0], paths[1], key[0])
-    return compare(*_both(a, b, table), key)
+        return compare_files(paths[0], paths[1], key[0], columns)
+    if columns is None:
+        return compare(*_both(a, b, table), key)
+    return compare(*(_columns_of(run, table, [*key, *columns]) for run in (a, b)), key, columns)
 
 
 def _same_table(a: Path, b: Path, table: str) -> bool:
