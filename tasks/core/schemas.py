@@ -43,7 +43,7 @@ LM_EVAL_REWRITES: tuple[tuple[str, str], ...] = (
 )  # fmt: skip
 """What lm-eval 0.4.13's BBQ ``process_docs`` rewrites in a tag before it splits it on ``_`` (it is case-sensitive,
 and lower-cases afterwards), and the spelling that escapes the rewrite: 'Germans' would be read as ['germ',
-'mans'], 'GerMans' is read as ['germans'] (/work/shared/DESIGN.md §3)."""
+'mans'], 'GerMans' is read as ['germans'] (docs/architecture.md §3)."""
 
 
 def group_tag(group: str) -> str:
