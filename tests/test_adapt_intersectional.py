@@ -20,7 +20,7 @@ from pbbq.tasks.adapt.sheet import apply_classes, load_reviewed_sheet
 from pbbq.tasks.core.inputs import InputError
 from pbbq.tasks.core.schemas import OPTIONS, to_arrow
 from pbbq.tasks.core.stage import finish
-from tests.adapt_support import write_csv, write_templates
+from tests.adapt_support import BBQ, write_csv, write_templates
 
 COLUMNS = [
     "Q_id",
@@ -128,17 +128,31 @@ def _files(tmp_path: Path) -> tuple[Path, Path]:
     return gender, ses
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The templates through ``pbbq adapt``, classed DT, and instantiation: (adapted templates, examples)."""
-    tmp_path = tmp_path_factory.mktemp("intersectional")
-    vocabulary = write_csv(tmp_path / "vocabulary.csv", VOCABULARY.to_dict("records"), VOCABULARY_COLUMNS)
-    sheet = tmp_path / "sheet.csv"
-    argv = ["adapt", "--templates", *map(str, _files(tmp_path)), "--vocabulary", str(vocabulary), "--out", str(sheet)]
+def _reviewed_sheet(folder: Path) -> Path:
+    """The templates, vocabulary and proper names written into ``folder``, the sheet ``pbbq adapt`` writes of
+    them with every row classed DT, and ratings every annotator agrees on (``ratings.csv``)."""
+    vocabulary = write_csv(folder / "vocabulary.csv", VOCABULARY.to_dict("records"), VOCABULARY_COLUMNS)
+    write_csv(folder / "proper_names.csv", PROPER_NAMES.to_dict("records"), PROPER_NAME_COLUMNS)
+    sheet = folder / "sheet.csv"
+    argv = ["adapt", "--templates", *map(str, _files(folder)), "--vocabulary", str(vocabulary), "--out", str(sheet)]
     assert main(argv) == 0
     rows = list(csv.DictReader(sheet.open(encoding="utf-8")))
     write_csv(sheet, [row | {"class": "DT"} for row in rows], list(rows[0]))
-    templates, removed = apply_classes(load_reviewed_sheet(sheet))
+    ratings = [
+        {"template_id": row["template_id"], "item_id": f"{row['template_id']}-I{item}", "annotator_id": f"A{person}"}
+        | {"target_label": "stereo" if item % 2 else "nonstereo", "relevance": "3"}
+        for row in rows
+        for item in range(4)
+        for person in range(3)
+    ]
+    write_csv(folder / "ratings.csv", ratings, list(ratings[0]))
+    return sheet
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The templates through ``pbbq adapt``, classed DT, and instantiation: (adapted templates, examples)."""
+    templates, removed = apply_classes(load_reviewed_sheet(_reviewed_sheet(tmp_path_factory.mktemp("sheet"))))
     assert removed.empty
     gated = templates.assign(n_items=4, n_annotators=3, kappa=1.0, kappa_note="", mean_relevance=3.0, kept=True)
     params = AdaptInstantiateParams()
@@ -270,3 +284,39 @@ def test_a_second_generator_category_in_a_first_generator_file_is_refused(tmp_pa
     path = write_templates(tmp_path / "templates-Race_x_SES.csv", {"Category": "Race_x_SES"})
     with pytest.raises(InputError, match=r"row 2: category 'Race_x_SES' needs the columns of BBQ's second generator"):
         load_bbq_templates(path)
+
+
+BUILD = """[input]
+path = "adapt"
+
+[inputs]
+adapt_sheet = "sheet.csv"
+ratings = "ratings.csv"
+bbq_vocabulary = "vocabulary.csv"
+bbq_proper_names = "proper_names.csv"
+names = "{names}"
+
+[llm]
+provider = "openai"
+model = "stand-in"
+mode = "stand-in"
+
+[names]
+gender_llm = false
+"""
+
+
+def test_pbbq_build_builds_both_categories_into_the_release(prefect_server: None, tmp_path: Path) -> None:
+    """Every stage after instantiation reads the second attribute's slots (Table 2 masks ``{{GEN1}}`` as its
+    entity); no translation target: the English configs only."""
+    _reviewed_sheet(tmp_path)
+    config = tmp_path / "build.toml"
+    config.write_text(BUILD.format(names=BBQ / "names-pakistan-sample.csv"), encoding="utf-8")
+    assert main(["build", "--config", str(config), "--outputs", str(tmp_path / "out"), "--run-id", "r"]) == 0
+    run = tmp_path / "out" / "r"
+    texts = pd.read_parquet(run / "03_adapt" / "texts.parquet")
+    assert not texts["ambiguous_en"].str.contains("GEN|OCC").any()
+    released = pd.concat(map(pd.read_parquet, sorted((run / "10_publish/hub/data/en").glob("*.parquet"))))
+    assert released.groupby("template_id").size().to_dict() == EXPECTED
+    unmapped = pd.read_parquet(run / "06_names" / "unmapped.parquet")  # the sample's name table has no such group
+    assert len(unmapped) == sum(EXPECTED.values())
