@@ -53,8 +53,10 @@ BBQ_SLOTS = {
     "{{NAME2}}": "{nonstereo}",
     "{{WORD1}}": "{lex}",
     "{{WORD2}}": "{lex}",
-    **{f"{{{{{slot}1}}}}": "{stereo}" for slot in ("GEN", "OCC")},
-    **{f"{{{{{slot}2}}}}": "{nonstereo}" for slot in ("GEN", "OCC")},
+    "{{GEN1}}": "{stereo}",
+    "{{OCC1}}": "{stereo}",
+    "{{GEN2}}": "{nonstereo}",
+    "{{OCC2}}": "{nonstereo}",
 }
 """BBQ's slots in PBBQ's placeholders: which of NAME1 and NAME2 is the stereotyped one depends on the filling, and
 Table 2 masks both alike. The second attribute's slots of Race_x_gender and Race_x_SES (``{{GEN1}}``,

@@ -22,6 +22,9 @@ templates. Which of the two is the stereotyped one: the slot whose ``NAME1_info`
 name's gender, 'woman' → F) is. A pair where neither or both are (Gender_identity-13 pairs 'man' with 'boy') is no
 bias contrast and is not built.
 
+Race_x_gender and Race_x_SES, BBQ's second generator (a race and a second attribute per slot), take their pairs
+from :func:`pbbq.tasks.adapt.intersectional.contrasts`, each built in both orders.
+
 Where BBQ draws at random without a seed, this port enumerates or rotates: it builds every stereotyped group
 with every other group and every first name with every other (BBQ samples 5 or 6 when there are more) and every
 combination of the
