@@ -16,7 +16,7 @@ from pbbq.flows.cli import main
 from pbbq.tasks.adapt import ADAPT_INSTANTIATE, adapt_instantiate
 from pbbq.tasks.adapt.bbq_format import PROPER_NAME_COLUMNS, VOCABULARY_COLUMNS, load_bbq_templates
 from pbbq.tasks.adapt.generate import AdaptInstantiateParams, fill, fillings
-from pbbq.tasks.adapt.sheet import apply_classes, load_reviewed_sheet
+from pbbq.tasks.adapt.sheet import SHEET_COLUMNS, apply_classes, load_reviewed_sheet
 from pbbq.tasks.core.inputs import InputError
 from pbbq.tasks.core.schemas import OPTIONS, to_arrow
 from pbbq.tasks.core.stage import finish
@@ -320,3 +320,52 @@ def test_pbbq_build_builds_both_categories_into_the_release(prefect_server: None
     assert released.groupby("template_id").size().to_dict() == EXPECTED
     unmapped = pd.read_parquet(run / "06_names" / "unmapped.parquet")  # the sample's name table has no such group
     assert len(unmapped) == sum(EXPECTED.values())
+
+
+NEW_ROW = {
+    "template_id": "TR-NA-1",
+    "class": "NA",
+    "category": "Race_x_SES",
+    "target_stereotyped_groups": "Green",
+    "target_ambiguous": "A {{NAME1}} {{OCC1}} and a {{NAME2}} {{OCC2}} queued at the bank.",
+    "target_disambiguating": "The {{NAME1}} {{OCC1}} was refused a loan; the {{NAME2}} {{OCC2}} got one.",
+    "target_question_negative": "Who was refused a loan?",
+    "target_question_non_negative": "Who got a loan?",
+    "target_answer_negative": "The {{NAME1}} {{OCC1}}",
+    "target_answer_non_negative": "The {{NAME2}} {{OCC2}}",
+}
+"""A row the experts add to the sheet for the second generator: its rule goes in ``bbq_names``."""
+
+
+@pytest.mark.parametrize(
+    ("rule", "problem"),
+    [
+        ("", "NA Race_x_SES row: bbq_names: not the second attribute's rule"),
+        ('{"target": "poor"}', "NA Race_x_SES row: bbq_names: target 'poor' is not one of lowSES, highSES"),
+        (
+            '{"target": "lowSES", "words": {"lowSES": ["poor"]}}',
+            "NA Race_x_SES row: bbq_names: words must give the words of",
+        ),
+    ],
+)
+def test_a_sheet_row_of_these_categories_without_its_rule_is_one_line(tmp_path: Path, rule: str, problem: str) -> None:
+    sheet = _reviewed_sheet(tmp_path)
+    rows = list(csv.DictReader(sheet.open(encoding="utf-8")))
+    write_csv(sheet, [*rows, NEW_ROW | {"bbq_names": rule}], list(rows[0]))
+    with pytest.raises(InputError) as error:
+        load_reviewed_sheet(sheet)
+    assert str(error.value).startswith(f"{sheet}, row 6: {problem}") and "\n" not in str(error.value)
+
+
+def test_an_added_row_with_its_rule_builds() -> None:
+    """An NA row names its own stereotyped races; the others are the vocabulary's (Purple and Orange)."""
+    added = NEW_ROW | {"bbq_names": '{"target": "highSES", "words": {"lowSES": ["poor"], "highSES": ["rich"]}}'}
+    template = apply_classes(pd.DataFrame([added]).reindex(columns=SHEET_COLUMNS, fill_value=""))[0].iloc[0]
+    units = fillings(template, VOCABULARY, PROPER_NAMES)
+    assert [(s.stereo, s.other) for s, _ in units] == [
+        ("Green rich", "Green poor"),
+        ("Green rich", "Purple rich"),
+        ("Green rich", "Purple poor"),
+        ("Green rich", "Orange rich"),
+        ("Green rich", "Orange poor"),
+    ]
