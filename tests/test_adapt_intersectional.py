@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from benchmarks.bbq_reproduction import drawn_by_bbq
 from pbbq.flows.cli import main
 from pbbq.tasks.adapt import ADAPT_INSTANTIATE, adapt_instantiate
 from pbbq.tasks.adapt.bbq_format import PROPER_NAME_COLUMNS, VOCABULARY_COLUMNS, load_bbq_templates
@@ -369,3 +370,12 @@ def test_an_added_row_with_its_rule_builds() -> None:
         ("Green rich", "Orange rich"),
         ("Green rich", "Orange poor"),
     ]
+
+
+def test_the_benchmark_counts_the_rows_bbqs_sampling_sizes_give(tmp_path: Path) -> None:
+    """Five first names against five of each kind of other name (600 rows), else five other races per stereotyped
+    race in the vocabulary (120 rows each; SES_LABELS' Teal is not in it): the counts BBQ's paper gives for its
+    own templates (15,960 and 11,160) come out of this rule."""
+    gender, ses = (load_bbq_templates(path) for path in _files(tmp_path))
+    assert (drawn_by_bbq(gender, VOCABULARY), drawn_by_bbq(ses, VOCABULARY)) == (120 + 600, 120 + 600)
+    assert drawn_by_bbq(gender.assign(Known_stereotyped_groups='["Purple", "Green"]'), VOCABULARY) == 240 + 600
