@@ -1,15 +1,19 @@
 """Reproduce BBQ first: the adaptation path with every template classed DT and no translation, against BBQ's
 released examples (nyu-mll/BBQ, ``data/<Category>.jsonl``), one row per category.
 
-Run from the repository root: ``python -m benchmarks.bbq_reproduction [--bbq-data DIR]``, ``DIR`` holding BBQ's
-released ``<Category>.jsonl`` files (the repository carries Nationality's in ``tests/data/bbq``; a category whose
-file is not in ``DIR`` is built and its row says so, and where BBQ's file is known to be out of reach, why:
-:data:`NOT_RELEASED`). BBQ draws the pairs of groups, the lexical variant, the
-'unknown' phrasing and the option order at random without a seed; the builder enumerates the first two and rotates
-the others, so a row is compared on what BBQ's rules fix: the context, the question, the two non-unknown answers
-(as a set) and which of them, or 'unknown', is correct. ``as written`` compares the texts as they are; ``trimmed``
-with the whitespace around each answer taken off (the builder strips every input cell, and some BBQ templates write
-an answer with a trailing space). ``why missed`` names the reason of every released row not reproduced as written.
+Run from the repository root: ``python -m benchmarks.bbq_reproduction [--bbq CHECKOUT] [--bbq-data DIR]``,
+``CHECKOUT`` a checkout of nyu-mll/BBQ (its ``data/`` holds the released ``<Category>.jsonl`` files, its
+``templates/`` the ``new_templates - <Category>.csv`` files of Race_x_gender and Race_x_SES, which this repository
+does not carry), ``DIR`` another folder of released files (the repository carries Nationality's in
+``tests/data/bbq``). A category whose file is not there is built and its row gives BBQ's count of it (its paper's
+Table 3) and, where BBQ's file is known to be out of reach, why (:data:`NOT_RELEASED`); for Race_x_gender and
+Race_x_SES also the rows BBQ's sampling sizes give its templates (:func:`drawn_by_bbq`). BBQ draws the pairs of
+groups, the lexical variant, the 'unknown' phrasing and the option order at random without a seed; the builder
+enumerates the first two and rotates the others, so a row is compared on what BBQ's rules fix: the context, the
+question, the two non-unknown answers (as a set) and which of them, or 'unknown', is correct. ``as written``
+compares the texts as they are; ``trimmed`` with the whitespace around each answer taken off (the builder strips
+every input cell, and some BBQ templates write an answer with a trailing space). ``why missed`` names the reason
+of every released row not reproduced as written.
 
 ``--write-digests DIR`` writes, per category, the digests of its released rows' keys (as written and trimmed),
 which the tests read in place of BBQ's multi-megabyte files.
@@ -33,8 +37,11 @@ from pbbq.tasks.adapt.bbq_format import (
     load_bbq_proper_names,
     load_bbq_templates,
     load_bbq_vocabulary,
+    parse_groups,
 )
 from pbbq.tasks.adapt.generate import AdaptInstantiateParams, examples_of
+from pbbq.tasks.adapt.intersectional import RACE_CATEGORY
+from pbbq.tasks.adapt.intersectional_format import INTERSECTIONAL_CATEGORIES
 from pbbq.tasks.adapt.sheet import apply_classes, review_sheet
 from pbbq.tasks.core.artifacts import REPO_ROOT
 
@@ -52,7 +59,23 @@ CATEGORIES = (
     "SES",
     "Gender_identity",
     "Race_ethnicity",
+    "Race_x_gender",
+    "Race_x_SES",
 )
+PAPER_COUNTS = {
+    "Age": 3680,
+    "Disability_status": 1556,
+    "Gender_identity": 5672,
+    "Nationality": 3080,
+    "Physical_appearance": 1576,
+    "Race_ethnicity": 6880,
+    "Religion": 1200,
+    "Sexual_orientation": 864,
+    "SES": 6864,
+    "Race_x_gender": 15960,
+    "Race_x_SES": 11160,
+}
+"""BBQ's examples per category (its paper, ``QA_bias_benchmark.pdf`` in nyu-mll/BBQ, Table 3; 58,492 in all)."""
 NOT_RELEASED = {
     "SES": "BBQ's file is in neither mirror (nyu-mll/BBQ lists it, its blob absent)",
     "Gender_identity": (
@@ -63,6 +86,8 @@ NOT_RELEASED = {
         "BBQ's file is in neither mirror (a-annor/BBQ's is that fork's rewrite, absent too; "
         "ssrivastava22/ImplicitBBQ's is an implicit-cue rewrite in another format)"
     ),
+    "Race_x_gender": "BBQ's file is in neither mirror (nyu-mll/BBQ lists data/Race_x_gender.jsonl, its blob absent)",
+    "Race_x_SES": "BBQ's file is in neither mirror (nyu-mll/BBQ lists data/Race_x_SES.jsonl, its blob absent)",
 }
 """Why a category's row compares with no released file: where BBQ's ``data/<Category>.jsonl`` was looked for."""
 OPTIONS = ("ans0", "ans1", "ans2")
@@ -70,8 +95,27 @@ TRAILING_SPACE = "an answer ends in a space in BBQ's template; the builder strip
 Key = tuple[str, str, frozenset[str], str]
 
 
-def templates_of(category: str) -> Path:
-    return BBQ / f"templates-{category}.csv"
+def templates_of(category: str, bbq_templates: Path | None = None) -> Path:
+    """A category's template file: the repository's copy, else BBQ's in ``bbq_templates`` (its ``templates/``)."""
+    bundled = BBQ / f"templates-{category}.csv"
+    if bundled.is_file() or bbq_templates is None:
+        return bundled
+    return bbq_templates / f"new_templates - {category}.csv"
+
+
+def drawn_by_bbq(templates: pd.DataFrame, vocabulary: pd.DataFrame) -> int:
+    """The rows BBQ's second generator writes for Race_x_gender or Race_x_SES templates (rows of
+    :func:`load_bbq_templates`), from its sampling sizes: per proper-name template five first names, each with
+    five of each kind of other name; else per stereotyped race in the vocabulary (five at most) five other races;
+    each a, b and c in both orders, four examples each."""
+    races = set(vocabulary.loc[vocabulary["Category"] == RACE_CATEGORY, "Name"])
+    per_unit = 3 * 2 * 4
+    return sum(
+        5 * 5 * per_unit
+        if template.Proper_nouns_only == "TRUE"
+        else min(5, len(set(parse_groups(template.Known_stereotyped_groups)) & races)) * 5 * per_unit
+        for template in templates.itertuples()
+    )
 
 
 def row_key(record: Mapping[str, Any], unknown: str, clean: Callable[[str], str]) -> Key:
@@ -159,10 +203,18 @@ def write_digests(path: Path, released: list[dict[str, Any]]) -> None:
     path.write_text("".join(lines), encoding="utf-8")
 
 
-def category_row(category: str, built: pd.DataFrame, released: list[dict[str, Any]] | None) -> str:
-    """One row of the table: released, reproduced as written and trimmed, built, built not drawn, why missed."""
+def category_row(
+    category: str, built: pd.DataFrame, released: list[dict[str, Any]] | None, drawn: int | None = None
+) -> str:
+    """One row of the table: released, reproduced as written and trimmed, built, built not drawn, why missed.
+    Without the released file: BBQ's count (:data:`PAPER_COUNTS`), why the file is not here, and ``drawn``, the
+    rows BBQ's sampling sizes give (:func:`drawn_by_bbq`) when known."""
     if released is None:
-        return f"| {category} | (released file not here) | | | {len(built):,} | | {NOT_RELEASED.get(category, '-')} |"
+        why = NOT_RELEASED.get(category, "-")
+        if drawn is not None:
+            why += f"; BBQ's sampling sizes give its templates {drawn:,} rows"
+        count = f"file not here; {PAPER_COUNTS[category]:,} in BBQ's paper"
+        return f"| {category} | ({count}) | | | {len(built):,} | | {why} |"
     exact, trimmed = compare(built, released, False), compare(built, released, True)
     ours = built_keys(built, trimmed=True)
     reasons: dict[str, Counter[str]] = {}
@@ -182,6 +234,7 @@ def category_row(category: str, built: pd.DataFrame, released: list[dict[str, An
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--bbq", type=Path, help="a checkout of nyu-mll/BBQ (its data/ and templates/ folders)")
     parser.add_argument("--bbq-data", type=Path, default=TEST_DATA, help="folder of BBQ's <Category>.jsonl files")
     parser.add_argument("--categories", nargs="+", default=list(CATEGORIES), choices=CATEGORIES)
     parser.add_argument("--write-digests", type=Path, help="write released-<Category>.keys files here")
@@ -191,12 +244,23 @@ def main() -> None:
         "distinct built rows BBQ did not draw | why missed (as written) |"
     )
     print("| --- | ---: | ---: | ---: | ---: | ---: | --- |")
+    folders = [args.bbq / "data", args.bbq_data] if args.bbq else [args.bbq_data]
+    bbq_templates = args.bbq / "templates" if args.bbq else None
     for category in args.categories:
-        path = args.bbq_data / f"{category}.jsonl"
-        released = read_released(path) if path.is_file() else None
+        path = next(
+            (folder / f"{category}.jsonl" for folder in folders if (folder / f"{category}.jsonl").is_file()), None
+        )
+        released = read_released(path) if path is not None else None
         if released is not None and args.write_digests:
             write_digests(args.write_digests / f"released-{category}.keys", released)
-        print(category_row(category, built_examples(templates_of(category)), released), flush=True)
+        templates = templates_of(category, bbq_templates)
+        if not templates.is_file():
+            print(f"| {category} | | | | | | templates not here: --bbq a checkout of nyu-mll/BBQ |", flush=True)
+            continue
+        drawn = None
+        if category in INTERSECTIONAL_CATEGORIES:
+            drawn = drawn_by_bbq(load_bbq_templates(templates), load_bbq_vocabulary(VOCABULARY))
+        print(category_row(category, built_examples(templates), released, drawn), flush=True)
 
 
 if __name__ == "__main__":

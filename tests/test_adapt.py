@@ -53,7 +53,8 @@ def test_bbq_template_files_are_read_as_its_generator_reads_them() -> None:
             ("NAME1_info", "NAME2_info"),
             "NAME1_info 'Hindu' and NAME2_info 'Sikh': exactly one must be a stereotyped group",
         ),
-        ({"Category": "Race_x_SES"}, (), "category 'Race_x_SES': only Race_ethnicity, Religion, Nationality"),
+        ({"Category": "Race_x_SES"}, (), "category 'Race_x_SES' needs the columns of BBQ's second generator"),
+        ({"Category": "Race_x_Age"}, (), "category 'Race_x_Age': only Race_ethnicity, Religion, Nationality"),
         ({"Q_id": ""}, (), "empty Q_id"),
     ],
 )

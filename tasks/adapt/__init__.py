@@ -48,9 +48,19 @@ TEXT_COLUMNS = {
 }
 """The template texts the shared stages read (Table 2's units, PBBQ §3.5), from the adapted template's fields.
 BBQ writes one disambiguating context for both assignments, so the counter-biased text is the same one."""
-BBQ_SLOTS = {"{{NAME1}}": "{stereo}", "{{NAME2}}": "{nonstereo}", "{{WORD1}}": "{lex}", "{{WORD2}}": "{lex}"}
+BBQ_SLOTS = {
+    "{{NAME1}}": "{stereo}",
+    "{{NAME2}}": "{nonstereo}",
+    "{{WORD1}}": "{lex}",
+    "{{WORD2}}": "{lex}",
+    "{{GEN1}}": "{stereo}",
+    "{{OCC1}}": "{stereo}",
+    "{{GEN2}}": "{nonstereo}",
+    "{{OCC2}}": "{nonstereo}",
+}
 """BBQ's slots in PBBQ's placeholders: which of NAME1 and NAME2 is the stereotyped one depends on the filling, and
-Table 2 masks both alike."""
+Table 2 masks both alike. The second attribute's slots of Race_x_gender and Race_x_SES (``{{GEN1}}``,
+``{{OCC1}}``, …) belong to their NAME slot's entity."""
 TEXTS = pa.schema(
     [
         ("template_id", pa.string()),

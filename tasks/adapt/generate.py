@@ -22,6 +22,9 @@ templates. Which of the two is the stereotyped one: the slot whose ``NAME1_info`
 name's gender, 'woman' → F) is. A pair where neither or both are (Gender_identity-13 pairs 'man' with 'boy') is no
 bias contrast and is not built.
 
+Race_x_gender and Race_x_SES, BBQ's second generator (a race and a second attribute per slot), take their pairs
+from :func:`pbbq.tasks.adapt.intersectional.contrasts`, each built in both orders.
+
 Where BBQ draws at random without a seed, this port enumerates or rotates: it builds every stereotyped group
 with every other group and every first name with every other (BBQ samples 5 or 6 when there are more) and every
 combination of the
@@ -55,6 +58,8 @@ from .bbq_format import (
     parse_lexical_diversity,
     parse_names,
 )
+from .intersectional import RACE_CATEGORY, contrasts
+from .intersectional_format import INTERSECTIONAL_CATEGORIES
 
 BBQ_UNKNOWN = (
     "Unknown",
@@ -86,14 +91,18 @@ class AdaptInstantiateParams:
     """The 'unknown' option's phrasings, rotated through a template's fillings."""
 
 
-def fill(text: str, name1: str, name2: str, words: dict[str, str]) -> str:
-    """One field of a template filled as BBQ's ``do_slotting`` fills it."""
+def fill(text: str, name1: str, name2: str, words: dict[str, str], attributes: tuple[str, str] = ("", "")) -> str:
+    """One field of a template filled as BBQ's ``do_slotting`` fills it; ``attributes``: the second attribute's
+    words of NAME1 and NAME2 (Race_x_gender, Race_x_SES: ``{{GEN1}}``/``{{OCC1}}``, ``{{GEN2}}``/``{{OCC2}}``)."""
     text = text.replace("{{NAME1}}", name1).replace("{{NAME2}}", name2)
+    for index, attribute in enumerate(attributes, 1):
+        if attribute:
+            text = text.replace(f"{{{{GEN{index}}}}}", attribute).replace(f"{{{{OCC{index}}}}}", attribute)
     for slot, word in words.items():
         text = text.replace("{{" + slot + "}}", word)
     for wrong, right in BBQ_FIXES:
         text = text.replace(wrong, right)
-    if any(re.match("[aeiou]", name.lower()) for name in (name1, name2)):
+    if any(re.match("[aeiou]", name.lower()) for name in (name1, name2, *attributes)):
         text = _A_BEFORE_VOWEL.sub(r"\1n\2", text).replace(" an European", " a European")
     return text
 
@@ -122,22 +131,30 @@ def pairs(template: pd.Series, vocabulary: pd.DataFrame) -> list[tuple[str, str]
 
 
 class Filling(NamedTuple):
-    """One filling of a template: the words of NAME1 and NAME2, which slot holds the stereotyped group, and the
-    groups the two stand for (tagged in ``answer_info``)."""
+    """One filling of a template: the words of NAME1 and NAME2, which slot holds the stereotyped group, the
+    groups the two stand for (tagged in ``answer_info``) and, for BBQ's second generator, the words of each one's
+    second attribute."""
 
     name1: str
     name2: str
     stereo_slot: str
     stereo_group: str
     other_group: str
+    attribute1: str = ""
+    attribute2: str = ""
 
     @property
     def stereo(self) -> str:
-        return self.name1 if self.stereo_slot == "NAME1" else self.name2
+        return self._entity(0 if self.stereo_slot == "NAME1" else 1)
 
     @property
     def other(self) -> str:
-        return self.name2 if self.stereo_slot == "NAME1" else self.name1
+        return self._entity(1 if self.stereo_slot == "NAME1" else 0)
+
+    def _entity(self, index: int) -> str:
+        """A slot's words: its name, and its second attribute's word after it when it has one."""
+        name, attribute = (self.name1, self.attribute1) if index == 0 else (self.name2, self.attribute2)
+        return f"{name} {attribute}" if attribute else name
 
 
 def _stereotyped_group(group: str, stereotyped: list[str]) -> str:
@@ -197,7 +214,17 @@ def ethnic_name_fillings(template: pd.Series, proper_names: pd.DataFrame) -> lis
 def fillings(template: pd.Series, vocabulary: pd.DataFrame, proper_names: pd.DataFrame) -> list[tuple[Filling, ...]]:
     """A template's fillings, grouped as BBQ builds them: a filling and, where BBQ flips the pair, the same pair
     exchanged (one group shares an option order). Enumerated where BBQ samples; a pair BBQ would build twice
-    (as the flip of another) is built once."""
+    (as the flip of another) is built once. Race_x_gender and Race_x_SES: each contrast of
+    :func:`pbbq.tasks.adapt.intersectional.contrasts`, in both orders."""
+    if template.category in INTERSECTIONAL_CATEGORIES:
+        races = pairs(pd.Series({**template.to_dict(), "category": RACE_CATEGORY}), vocabulary)
+        return [
+            (
+                Filling(s.name, o.name, "NAME1", s.group, o.group, s.attribute, o.attribute),
+                Filling(o.name, s.name, "NAME2", s.group, o.group, o.attribute, s.attribute),
+            )
+            for s, o in contrasts(template, races, vocabulary, proper_names, _start(template.template_id))
+        ]
     if template.category in PAIRED_CATEGORIES and not template.names and not template.proper_nouns_only:
         return [
             (Filling(target, other, "NAME1", target, other), Filling(other, target, "NAME2", target, other))
@@ -262,7 +289,10 @@ def _slot_of_negative(template: Mapping[str, Any]) -> str:
 def template_examples(
     template: pd.Series, vocabulary: pd.DataFrame, proper_names: pd.DataFrame, params: AdaptInstantiateParams
 ) -> list[dict]:
-    """All examples of one adapted template (rows of the EXAMPLE schema, ``lang`` = ``en``)."""
+    """All examples of one adapted template (rows of the EXAMPLE schema, ``lang`` = ``en``). Race_x_gender and
+    Race_x_SES tag each example's ``stereotyped_groups`` with its stereotyped entity's tag (``F-Black``), which
+    varies with the filling, so that lm-eval's BBQ code finds the biased answer."""
+    entity_tagged = template.category in INTERSECTIONAL_CATEGORIES
     metadata = {
         "subcategory": template.subcategory or "None",
         "stereotyped_groups": [group_tag(group) for group in template.stereotyped_groups],
@@ -278,7 +308,9 @@ def template_examples(
     cells = template.to_dict()
     for unit_index, (unit, words) in enumerate(units):
         for filling in unit:
-            rows.extend(_examples(cells, filling, words, params, start + unit_index, start + next(turn), metadata))
+            tags = {"stereotyped_groups": [group_tag(filling.stereo_group)]} if entity_tagged else {}
+            turns = (start + unit_index, start + next(turn))
+            rows.extend(_examples(cells, filling, words, params, *turns, metadata | tags))
     return rows
 
 
@@ -298,7 +330,8 @@ def _examples(
         "NAME1" if template["ambiguous"].index("{{NAME1}}") < template["ambiguous"].index("{{NAME2}}") else "NAME2"
     )
     stereo, other = filling.stereo, filling.other
-    texts = {field: fill(template[field], filling.name1, filling.name2, words) for field in TEXT_FIELDS}
+    attributes = (filling.attribute1, filling.attribute2)
+    texts = {field: fill(template[field], filling.name1, filling.name2, words, attributes) for field in TEXT_FIELDS}
     negative_role = "stereo" if negative_slot == filling.stereo_slot else "nonstereo"
     roles = {"neg": negative_role, "nonneg": "nonstereo" if negative_role == "stereo" else "stereo"}
     order = ORDERS[order_turn % len(ORDERS)]

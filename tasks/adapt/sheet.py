@@ -24,6 +24,7 @@ import pyarrow as pa
 from ..core.artifacts import from_spreadsheet, spreadsheet_safe
 from ..core.inputs import LIST_SEPARATOR, InputError, read_csv_checked, require_none, spreadsheet_row
 from .bbq_format import TEXT_FIELDS, parse_groups, text_problem
+from .intersectional_format import INTERSECTIONAL_CATEGORIES, second_attribute
 
 CLASSES = ("DT", "TM", "NA", "SR")
 BBQ_COLUMNS = [f"bbq_{field}" for field in TEXT_FIELDS]
@@ -134,6 +135,11 @@ def _row_problem(row: pd.Series) -> str | None:
             return f"NA (newly added) needs {empty[0]}"
     elif not row.bbq_ambiguous:
         return f"{kind} applies to a BBQ template, but the row has no bbq_ambiguous"
+    if row.category in INTERSECTIONAL_CATEGORIES:
+        try:
+            second_attribute(row.get("bbq_names", ""), row.category)
+        except ValueError as exc:
+            return f"{kind} {row.category} row: bbq_names: {exc}"
     problem = text_problem(_texts(row))
     return f"{kind} template: {problem}" if problem else None
 
