@@ -257,8 +257,9 @@ def _check_prompts(path: Path, pipeline: Pipeline) -> None:
             continue
         missing = missing_prompt_files(pair.load())
         if missing:
+            names = ", ".join(file.name for file in missing)
             raise ConfigError(
-                f"{path}: [translate] {stage.name}: missing prompt file(s) {', '.join(map(str, missing))} "
+                f"{path}: [translate] {stage.name}: missing prompt file(s) {names} in {missing[0].parent} "
                 "(docs/languages.md says what each holds)"
             )
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -250,3 +251,25 @@ def test_two_builds_in_one_process_keep_their_own_languages(sample_copy: Path, t
     assert "tr" not in plain.registry
     with pytest.raises(UnknownLanguageError):
         language("tr")
+
+
+def test_real_turkish_translations_pass_the_turkish_checks(turkish: Path) -> None:
+    """The seeded sample of Turkish translations (written by a helper standing in for a model) passes every check
+    of the pair, the language identifier's included: the check drops English, not Turkish ('Western Union' in it)."""
+    lines = (TURKISH / "adapt-sample-tr.jsonl").read_text(encoding="utf-8").splitlines()
+    records = [json.loads(line) for line in lines[1:]]
+    assert len(records) == json.loads(lines[0])["records"] == 31
+    with using(load_languages([turkish])):
+        pair = Pair("en", "tr")
+        for record in records:
+            message = record["request"]["messages"][0][1]
+            blocks = dict(re.findall(r"<(\w+)>\n(.*?)\n</\1>", message, flags=re.DOTALL))
+            pairs = {
+                tag: [tuple(line.split(" → ")) for line in blocks[tag].splitlines() if " → " in line]
+                for tag in ("glossary", "phrases")
+            }
+            kind = "context" if pairs["phrases"] else "question" if blocks["english_text"].endswith("?") else "entity"
+            failures = translation_failures(
+                kind, blocks["english_text"], record["response"], dict(pairs["phrases"]), pairs["glossary"], pair
+            )
+            assert failures == [], (record["response"], failures)

@@ -5,7 +5,7 @@ attempt tables (PakBBQ §3.3)."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from string import Template
 from typing import Literal
@@ -56,13 +56,13 @@ class Pair:
     target_code: str = TARGET.code
     stage: str = STAGE_NAME
     """The stage's name: its requests' and its report's (``translate``, ``translate_ur``)."""
-    placeholders: bool = False
+    placeholders: bool = field(default=False, repr=False)
     """Its answers are the stand-in's placeholders (:mod:`pbbq.tasks.llm.stand_in`), in no language: the
     language identifier is not asked about them, and the stage's report says so (``language_id``)."""
 
     def cache_identity(self) -> dict[str, str]:
-        """What a stage's key and manifest name of it: its languages and stage (:attr:`placeholders` follows from
-        the client, which the key names apart)."""
+        """What a stage's key names of it (its manifest its ``repr``): its languages and stage, not
+        :attr:`placeholders`, which follows from the client the key names apart."""
         return {"source_code": self.source_code, "target_code": self.target_code, "stage": self.stage}
 
     @property
