@@ -7,6 +7,7 @@ with stand-in answers, and its translations are checked by the language identifi
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import re
@@ -18,11 +19,19 @@ import pytest
 
 from pbbq.flows.cli import main
 from pbbq.flows.config import ConfigError, load_config
-from pbbq.tasks.core.artifacts import REPO_ROOT
+from pbbq.tasks.core.artifacts import REPO_ROOT, StageOutput
+from pbbq.tasks.core.inputs import load_inputs as load_input_files
+from pbbq.tasks.core.stage import Sources, arguments, finish, load_inputs
+from pbbq.tasks.disambiguate import Prompts, disambiguate
+from pbbq.tasks.instantiate import instantiate
+from pbbq.tasks.kappa_gate import kappa_gate
+from pbbq.tasks.llm import LLMClient
 from pbbq.tasks.llm.stand_in import StandInAnswerer
+from pbbq.tasks.survey_filter import survey_filter
 from pbbq.tasks.text import languages
 from pbbq.tasks.text.languages import UnknownLanguageError, language, load_languages, using
 from pbbq.tasks.translate.checks import translation_failures
+from pbbq.tasks.translate.glossary import load_glossary
 from pbbq.tasks.translate.pair import Pair
 from pbbq.tasks.translate.requests import TranslatePrompts, back_request, forward_request
 
@@ -273,3 +282,45 @@ def test_real_turkish_translations_pass_the_turkish_checks(turkish: Path) -> Non
                 kind, blocks["english_text"], record["response"], dict(pairs["phrases"]), pairs["glossary"], pair
             )
             assert failures == [], (record["response"], failures)
+
+
+def test_stand_in_answers_the_adaptation_sample_in_urdu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--stand-in`` on the adaptation path (English → Urdu: 'no <persian_text> block in the request' before):
+    every example translated, no answer breaking a rule of its target."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    build = load_config(REPO_ROOT / "configs" / "adapt-sample.toml").with_stand_in()
+    client = LLMClient(dataclasses.replace(build.llm, store_path=tmp_path / "store.sqlite"))
+    with using(build.registry):
+        tables = load_inputs(build.pipeline.inputs(), build.input_paths())
+        outputs: dict[str, StageOutput] = {}
+        for stage in build.pipeline:
+            params = build.params(stage.name) if stage.params else None
+            found = arguments(stage, params, Sources(tables, outputs, lambda: client))
+            outputs[stage.folder] = finish(stage, stage.run(**found), params)
+            if stage.name == "translate":
+                break
+    report = outputs["07_translate"].report
+    assert report["counts"]["failed_validation"] == 0 and report["counts"]["out"] == report["counts"]["in"] > 0
+    assert report["language_id"].startswith("not asked")
+
+
+def test_stand_in_answers_a_further_target(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--stand-in`` into a second target (Persian → Urdu, stage ``translate_ur``: 'no stand-in for stage
+    translate_ur' before): a template of each category's examples translated, none breaking a rule of Urdu."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    build = load_config(REPO_ROOT / "configs" / "sample-ur.toml").with_stand_in()
+    client = LLMClient(dataclasses.replace(build.llm, store_path=tmp_path / "store.sqlite"))
+    tables = load_input_files(build.inputs)
+    survey = survey_filter(tables["questionnaire"], tables["responses"], build.survey_filter)
+    gate = kappa_gate(tables["templates"], tables["ratings"], survey["stereotypes"], build.kappa_gate)
+    gated = gate["gated"].groupby("category").head(1)
+    no_overrides = tables["disambiguation_overrides"].iloc[0:0]
+    done = disambiguate(gated, survey["stereotypes"], no_overrides, Prompts.load(), client, build.disambiguate)
+    examples = instantiate(done["templates"], survey["stereotypes"], build.instantiate)["examples"]
+    stage = next(s for s in build.pipeline if s.name == "translate_ur")
+    loaded = {name: source.load() for name, source in stage.inputs.items() if name in ("prompts", "pair")}
+    glossary = load_glossary(build.inputs["glossary"])
+    urdu = stage.run(
+        examples, tables["unknown_phrases"], glossary, client=client, **loaded, params=build.params("translate_ur")
+    )
+    assert (urdu["segments"]["failures"] == "").all() and urdu.report["counts"]["out"] == len(examples) > 0
