@@ -43,7 +43,7 @@ import pyarrow as pa
 
 from pbbq.tasks.core.markdown import markdown_table
 from pbbq.tasks.publish.release import release_data, split_configs
-from pbbq.tasks.text.languages import add_modules
+from pbbq.tasks.text.languages import serve_in_this_process
 
 RELEASE = Path("/tmp/bharat3/outputs-0/cold/10_publish/hub")
 LANGUAGES = Path("/tmp/bharat3/paper-8/languages")
@@ -71,7 +71,7 @@ def measure(release: Path, languages: Path | None, way: str) -> dict[str, float 
     revision (``way`` is then the revision)."""
     code = code_at(way) if way not in WAYS else None
     if languages is not None:
-        add_modules([languages])
+        serve_in_this_process([languages])
     examples = pd.concat(
         [pd.read_parquet(path) for path in sorted(release.glob("data/*/*.parquet"))], ignore_index=True
     )

@@ -55,7 +55,7 @@ from ..tasks.crawl.fetch import fetch_sources
 from ..tasks.imports import preload
 from ..tasks.llm import LLMClient, open_llm, usage_summary
 from ..tasks.publish import create_release_artifact
-from ..tasks.text.languages import add_modules
+from ..tasks.text.languages import serve_in_this_process, using
 from .audit.diff import STAGES_COMPARED, changes_since_previous, stage_changes
 from .audit.runs import mark_killed_runs, outputs_folder, previous_completed
 from .config import BuildConfig, check_store_path, load_config
@@ -566,13 +566,13 @@ def task_runner(name: str = "threads", address: str | None = None, workers: int 
 
 
 def share_languages(folders: tuple[Path, ...]) -> None:
-    """The build's own language modules (``[languages] modules``) on the flow's Dask workers too: every worker, and
-    every one that joins later, adds their folders (:func:`add_modules`) before it runs a stage, since a worker in
-    another process knows only the builder's languages (a remote cluster needs the folders at the same paths)."""
+    """The build's own languages (``[languages] modules``) on the flow's Dask workers too: every worker, and every
+    one that joins later, loads them (:func:`serve_in_this_process`) before it runs a stage, since a worker in
+    another process gets no context from the flow's (a remote cluster needs the files at the same paths)."""
     runner = FlowRunContext.get().task_runner if FlowRunContext.get() else None
     client = getattr(runner, "client", None)  # a DaskTaskRunner's (the thread pool has none)
     if folders and client is not None:
-        client.register_worker_callbacks(partial(add_modules, folders))
+        client.register_worker_callbacks(partial(serve_in_this_process, folders))
 
 
 @flow(name="build-pbbq", task_runner=ThreadPoolTaskRunner())
@@ -605,7 +605,12 @@ def build_pbbq(
     get_run_logger().info("run %s → %s", run.run_id, run.path)
     store = ArtifactStore(root / ".cache" / STAGE_FILES)
     started = time.perf_counter()
-    with run.recording(), StageProgress(last_computed(run.path)) as progress, code_hashes_kept(store):
+    with (
+        using(build.registry),
+        run.recording(),
+        StageProgress(last_computed(run.path)) as progress,
+        code_hashes_kept(store),
+    ):
         check_store_path(llm.store_path, build.path)  # this run's own folder is a run folder now
         client = open_llm(llm, build.transcript)  # a damaged transcript stops the build here, before stage 01
         if client.stand_in:

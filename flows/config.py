@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import tomllib
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from functools import partial
 from pathlib import Path
 from typing import Any, get_args, get_type_hints
@@ -20,7 +20,8 @@ from ..tasks.core.inputs import load_unknown_phrases
 from ..tasks.core.run_folder import display_path
 from ..tasks.core.stage import Input, Pipeline
 from ..tasks.llm import STAND_IN_MODE, LLMConfig
-from ..tasks.text.languages import LANGUAGES, UnknownLanguageError, add_modules
+from ..tasks.text.languages import BUILTIN, Languages, UnknownLanguageError, load_languages, using
+from ..tasks.translate.requests import missing_prompt_files
 from .pipeline import PIPELINE, pipeline_for, source_of
 
 SAMPLE_CONFIG = REPO_ROOT / "configs" / "sample.toml"
@@ -106,7 +107,10 @@ class BuildConfig:
     pipeline: Pipeline = PIPELINE
     """The stages it runs (:func:`pbbq.flows.pipeline.pipeline_for`)."""
     languages: tuple[Path, ...] = ()
-    """``[languages] modules``: folders of language modules beyond the builder's own (added to its languages)."""
+    """``[languages] modules``: the language files and folders it adds to the builder's own languages."""
+    registry: Languages = field(default_factory=lambda: BUILTIN)
+    """Its languages: the builder's and those of :attr:`languages` (:func:`pbbq.tasks.text.languages.using` makes
+    them the build's)."""
     running: RunOptions = RunOptions()
     """``[build]``: how the stages run (:class:`RunOptions`)."""
 
@@ -226,26 +230,41 @@ def _section(
         raise ConfigError(f"{path}: [{name}] {exc}") from None
 
 
-def _language_modules(path: Path, raw: dict[str, Any]) -> tuple[Path, ...]:
-    """``[languages] modules``: folders of language modules (each a ``LANGUAGE = Language(...)`` module, as
-    ``tasks/text/languages/`` holds), relative to the file, added to the builder's languages before the targets are
-    checked and the pipeline chosen (:func:`pbbq.tasks.text.languages.add_modules`)."""
+def _language_modules(path: Path, raw: dict[str, Any]) -> tuple[tuple[Path, ...], Languages]:
+    """``[languages] modules``: language files (a TOML declaring a language, or a Python module assigning
+    ``LANGUAGE``) and folders of them, relative to the file, and the build's languages with them
+    (:func:`pbbq.tasks.text.languages.load_languages`; docs/languages.md). A Python module is code the build runs."""
     section = _table(path, raw, "languages")
     unknown = sorted(set(section) - {"modules"})
     if unknown:
         raise ConfigError(f"{path}: [languages] has unknown key(s) {_names(unknown)}; known: modules")
     modules = section.get("modules", [])
     if not isinstance(modules, list):
-        raise ConfigError(f"{path}: [languages] modules = {modules!r} is not a list of folders")
-    folders = tuple(_file(path, "languages", "modules", folder) for folder in modules)
+        raise ConfigError(f"{path}: [languages] modules = {modules!r} is not a list of files or folders")
+    paths = tuple(_file(path, "languages", "modules", module) for module in modules)
     try:
-        add_modules(folders)
+        return paths, load_languages(paths)
     except UnknownLanguageError as exc:
         raise ConfigError(f"{path}: [languages] modules: {exc}") from None
-    return folders
 
 
-def _targets(path: Path, raw: dict[str, Any], source: str) -> dict[str, Any]:
+def _check_prompts(path: Path, pipeline: Pipeline) -> None:
+    """Every translate stage's prompt files exist (its pair's, in its target's prompt folder), all missing ones
+    named in one line (``targets = ["fa"]`` on the adaptation path needs ``translate.en-fa.txt``, …)."""
+    for stage in pipeline:
+        pair = stage.inputs.get("pair")
+        if pair is None or not hasattr(pair, "load"):
+            continue
+        missing = missing_prompt_files(pair.load())
+        if missing:
+            names = ", ".join(file.name for file in missing)
+            raise ConfigError(
+                f"{path}: [translate] {stage.name}: missing prompt file(s) {names} in {missing[0].parent} "
+                "(docs/languages.md says what each holds)"
+            )
+
+
+def _targets(path: Path, raw: dict[str, Any], source: str, languages: Languages) -> dict[str, Any]:
     """``[translate] targets`` checked (a non-empty list of distinct language codes other than ``source``, the input
     path's language), and
     the raw configuration as the stages read it: without ``targets``, and with each further target's section
@@ -254,7 +273,7 @@ def _targets(path: Path, raw: dict[str, Any], source: str) -> dict[str, Any]:
     if "targets" not in section:
         return raw
     targets = section["targets"]
-    known = [code for code in LANGUAGES if code != source]
+    known = [code for code in languages if code != source]
     if not isinstance(targets, list) or not targets or not all(isinstance(code, str) for code in targets):
         raise ConfigError(f"{path}: [translate] targets = {targets!r} is not a non-empty list of language codes")
     wrong = [code for code in targets if code not in known]
@@ -295,13 +314,22 @@ def load_config(path: Path | None = None, pipeline: Pipeline | None = None) -> B
     the one the configuration chooses, :func:`pipeline_for`)."""
     path = (path or SAMPLE_CONFIG).resolve()
     raw = _read(path)
-    languages = _language_modules(path, raw)
+    modules, languages = _language_modules(path, raw)
+    with using(languages):
+        return _load(path, raw, pipeline, modules, languages)
+
+
+def _load(
+    path: Path, raw: dict[str, Any], pipeline: Pipeline | None, modules: tuple[Path, ...], languages: Languages
+) -> BuildConfig:
+    """:func:`load_config` with the build's languages in use."""
     try:
         source = source_of(raw)  # checks [input] path, which pipeline_for reads too
     except ValueError as exc:
         raise ConfigError(f"{path}: {exc}") from None
-    checked = _targets(path, raw, source)
+    checked = _targets(path, raw, source, languages)
     pipeline = pipeline or pipeline_for(raw)
+    _check_prompts(path, pipeline)
     unknown_input = sorted(set(_table(path, raw, "input")) - {"path"})
     if unknown_input:
         raise ConfigError(f"{path}: [input] has unknown key(s) {_names(unknown_input)}; known: path")
@@ -343,6 +371,7 @@ def load_config(path: Path | None = None, pipeline: Pipeline | None = None) -> B
             for name, params in stages.items()
         },
         pipeline=pipeline,
-        languages=languages,
+        languages=modules,
+        registry=languages,
         running=running,
     )

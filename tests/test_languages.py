@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -116,13 +115,11 @@ def _clear_cues() -> None:
 
 @pytest.fixture
 def third_language(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Language]:
-    """A language module written to a folder outside the package, found as the package finds its own."""
+    """A language module written to a folder outside the package, the languages in use while the test runs."""
     (tmp_path / "xx.py").write_text(THIRD, encoding="utf-8")
-    monkeypatch.setattr(languages, "__path__", [*languages.__path__, str(tmp_path)])
-    monkeypatch.setattr(languages, "LANGUAGES", languages.discover())
     _clear_cues()
-    yield language("xx")
-    sys.modules.pop(f"{languages.__name__}.xx", None)
+    with languages.using(languages.load_languages([tmp_path])):
+        yield language("xx")
     _clear_cues()
 
 

@@ -60,8 +60,8 @@ def test_targets_give_one_translate_stage_and_one_config_per_language() -> None:
     [
         ('[translate]\ntargets = "ur"', "targets = 'ur' is not a non-empty list of language codes"),
         ("[translate]\ntargets = []", "is not a non-empty list"),
-        ('[translate]\ntargets = ["en", "xx"]', "'xx' is not one of en, ur"),
-        ('[translate]\ntargets = ["en", "fa"]', "'fa' is not one of en, ur"),
+        ('[translate]\ntargets = ["en", "xx"]', "'xx' is not one of "),  # the known ones follow, whichever they are
+        ('[translate]\ntargets = ["en", "fa"]', "'fa' is not one of "),
         ('[translate]\ntargets = ["en", "en"]', "names a language twice"),
         ("[translate_ur]\nmin_chrf = 50.0", "unknown section(s) or key(s) translate_ur"),
         ('[translate]\ntargets = ["en", "ur"]\n[translate_ur]\nmin_chrf = 150.0', "[translate_ur] min_chrf = 150.0"),

@@ -42,6 +42,7 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE, CachePolicy
 from prefect.context import TaskRunContext
 
+from ..text.languages import active as active_languages
 from .artifacts import REPO_ROOT, ArtifactStore, StageOutput, StoredFile, parquet_bytes, sha256_file, stage_files
 from .collector import keep_long_lived
 from .stage import Separable, Stage, finish
@@ -99,7 +100,7 @@ _FINDS_MODULES = "<iter_modules>"
 def _imports(path: Path, name: str) -> frozenset[str]:
     """The modules a source file imports (``from a import b`` counts ``a`` and ``a.b``, which may be a module); a
     package that finds its modules at run time (pkgutil.iter_modules: the languages) uses them all, those of the
-    folders added to its search path too (:func:`pbbq.tasks.text.languages.add_modules`)."""
+    folders added to its search path too (a build's own languages are hashed apart, :func:`stage_code_hash`)."""
     package = name.rsplit(".", 1)[0] if path.name != "__init__.py" else name
     found = _kept_imports(path.read_text(encoding="utf-8"), package)
     if _FINDS_MODULES not in found:
@@ -228,7 +229,9 @@ def code_hashes_kept(store: ArtifactStore | None = None) -> Iterator[None]:
 
 def stage_code_hash(fn: Callable[..., Any], root: Path = REPO_ROOT) -> str:
     """sha256 of the source of the module that defines ``fn`` and of every project module it imports, each with
-    its :func:`data_files` (a language's word lists); kept for the build inside :func:`code_hashes_kept`."""
+    its :func:`data_files` (a language's word lists), and of the files of the languages the build adds (data its
+    stages read, :attr:`pbbq.tasks.text.languages.Languages.fingerprint`); kept for the build inside
+    :func:`code_hashes_kept`."""
     kept = _KEPT_CODE.get()
     if kept is not None and (fn.__module__, root) in kept.hashes:
         return kept.hashes[fn.__module__, root]
@@ -237,6 +240,9 @@ def stage_code_hash(fn: Callable[..., Any], root: Path = REPO_ROOT) -> str:
         digest.update(name.encode() + b"\0" + path.read_bytes())
         for data in _kept_data_files(path):
             digest.update(data.relative_to(path.parent).as_posix().encode() + b"\0" + data.read_bytes())
+    added = active_languages().fingerprint
+    if added:
+        digest.update(b"languages\0" + added.encode())
     if kept is not None:
         kept.hashes[fn.__module__, root] = digest.hexdigest()
     return digest.hexdigest()

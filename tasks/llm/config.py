@@ -309,6 +309,9 @@ class LLMRequest:
     prompt_hash: str
     stage: str
     context: str
+    languages: tuple[str, ...] = ()
+    """A translation's source and target codes (provenance, as ``stage`` and ``context``: not in its key), so
+    that the stand-in answers any pair (:mod:`.stand_in`)."""
 
     def __post_init__(self) -> None:
         messages = tuple((str(role), str(content)) for role, content in self.messages)

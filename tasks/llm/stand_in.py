@@ -2,10 +2,14 @@
 with deterministic placeholder text that passes the stages' validators, so that a curator can try a change of
 the inputs (a survey answer, a template) on a build with no recorded answer for it (docs/architecture.md §6).
 
-The answers say nothing about any group: a continuation is a fixed Persian sentence with the two placeholders, a
-translation is a labelled placeholder that carries the segment's glossary terms, its entities' English and the
-gender its Persian gives, and a back-translation returns the Persian it came from. The build's transcript says
-``"stand_in": true``, its dataset card says STAND-IN, and publish refuses to upload it (:mod:`pbbq.tasks.publish`).
+The answers say nothing about any group: a continuation is a fixed Persian sentence with the two placeholders; a
+translation, between any pair of the build's languages (the request names them, ``LLMRequest.languages``), is a
+labelled placeholder that carries the segment's glossary terms, its entities' phrases in the target as the request
+gives them and, for an entity, a person word of the target of the gender its source gives; a back-translation
+returns the source text it came from. A placeholder is in no language: the translate stage does not ask the
+language identifier about it and its report says so (:attr:`pbbq.tasks.translate.pair.Pair.placeholders`). The
+build's transcript says ``"stand_in": true``, its dataset card says STAND-IN, and publish refuses to upload it
+(:mod:`pbbq.tasks.publish`).
 """
 
 from __future__ import annotations
@@ -13,16 +17,24 @@ from __future__ import annotations
 import hashlib
 import re
 
-from ..text.languages import language
+from ..text.languages import NONE, Language, language
 from .config import LLMError, LLMRequest
 from .transport import InProcessTransport
 
 CONTINUATION_FA = "[پاسخ جایگزین] {stereo} این کار را کرد و {nonstereo} نکرد."
 """Every disambiguated continuation: the stereotyped entity answers the negative question (PBBQ Appendix D)."""
 PERSON_EN = {"female": "woman", "male": "man"}
-"""The head noun of an entity's stand-in English, by the gender its Persian gives (none: 'person')."""
+"""The head noun of an entity's stand-in English, by the gender its source gives (none: 'person')."""
 GENDER_LABEL = "neutral"
 """The names stage's gender question: the stand-in never decides a gender the rule table left open."""
+LABEL = "[STAND-IN]"
+"""What a translation placeholder starts with, in a target that writes its letters (or whose source does not)."""
+LETTERLESS_LABEL = "⟦⁂⟧"
+"""The label of a placeholder in a target of another script than its source's: no letter of the source's script
+(which the target's check would read as left untranslated), none of the target's (which would claim a language)."""
+BACK_PLACEHOLDER = {"fa": "[ترجمه‌ی جایگزین]"}
+"""A back-translation of a text the stand-in did not write, by the language it is into ([STAND-IN] otherwise)."""
+_BLOCK = re.compile(r"<(\w+)>\n(.*?)\n</\1>", re.DOTALL)
 
 
 def _block(text: str, tag: str) -> str:
@@ -33,9 +45,23 @@ def _block(text: str, tag: str) -> str:
     return match.group(1)
 
 
+def _text_block(text: str) -> str:
+    """The text a translation request asks about: its last tagged block that is not ``<glossary>`` or
+    ``<phrases>`` (``<english_text>``, ``<urdu_text>``: the pair's input prompt names it)."""
+    blocks = [content for tag, content in _BLOCK.findall(text) if tag not in ("glossary", "phrases")]
+    if not blocks:
+        raise LLMError("stand-in answers: no tagged text block in the translation request")
+    return blocks[-1]
+
+
 def _pairs(block: str) -> list[tuple[str, str]]:
-    """The ``Persian → English`` lines of a glossary or phrases block."""
+    """The ``source → target`` lines of a glossary or phrases block."""
     return [tuple(line.split(" → ", 1)) for line in block.splitlines() if " → " in line]  # type: ignore[misc]
+
+
+def _optional_pairs(message: str, tag: str) -> list[tuple[str, str]]:
+    match = re.search(rf"<{tag}>\n(.*?)\n</{tag}>", message, flags=re.DOTALL)
+    return _pairs(match.group(1)) if match else []
 
 
 def _number(text: str) -> int:
@@ -43,45 +69,66 @@ def _number(text: str) -> int:
     return int(hashlib.sha256(text.encode("utf-8")).hexdigest()[:12], 16) % 10**9
 
 
+def person_word(target: Language, gender: str) -> str | None:
+    """A person noun of the target that gives ``gender`` (its first listed), or None for no gender."""
+    if gender == NONE:
+        return None
+    return next((word for word in target.person_gender if target.gender_of_word(word) == gender), None)
+
+
 class StandInAnswerer(InProcessTransport):
-    """The answers of the stages that ask an LLM (disambiguate, translate, the names stage's gender question, the
-    crawl's extractor), each computed from the request. It remembers the Persian of every English it wrote, so
-    that a back-translation returns it (chrF 100)."""
+    """The answers of the stages that ask an LLM (disambiguate, translate into any target, the names stage's
+    gender question, the crawl's extractor), each computed from the request. It remembers the source text of every
+    translation it wrote, so that a back-translation returns it (chrF 100)."""
 
     def __init__(self) -> None:
-        self._persian: dict[str, str] = {}
+        self._sources: dict[tuple[str, str], dict[str, str]] = {}
 
     def text(self, request: LLMRequest) -> str:
         first = request.messages[0][1]
         if request.stage == "disambiguate":
             return CONTINUATION_FA
-        if request.stage == "translate" and request.context.startswith("back "):
-            english = _block(first, "english_text")
-            return self._persian.get(english, "[ترجمه‌ی جایگزین]")
-        if request.stage == "translate":
-            persian = _block(first, "persian_text")
-            english = self._english(request.context.split("-", 1)[0], persian, first)
-            self._persian[english] = persian
-            return english
+        if request.stage.startswith("translate"):
+            return self._translation(request, first)
         if request.stage == "names":
             return GENDER_LABEL
         if request.stage == "crawl":
             return '{"stereotypes": []}'
         raise LLMError(f"stand-in answers: no stand-in for stage {request.stage!r} ({request.context})")
 
+    def _translation(self, request: LLMRequest, message: str) -> str:
+        back = request.context.startswith("back ")
+        codes = request.languages or (("en", "fa") if back else ("fa", "en"))  # a request made before they were named
+        if len(codes) != 2:
+            raise LLMError(f"stand-in answers: a translation request names languages {codes!r}, not a pair")
+        text = _text_block(message)
+        if back:
+            written = self._sources.get((codes[1], codes[0]), {})
+            return written.get(text, BACK_PLACEHOLDER.get(codes[1], LABEL))
+        source, target = language(codes[0]), language(codes[1])
+        answer = self._placeholder(request.context.split("-", 1)[0], source, target, text, message)
+        self._sources.setdefault((source.code, target.code), {})[answer] = text
+        return answer
+
     @staticmethod
-    def _english(kind: str, persian: str, message: str) -> str:
-        """A placeholder English of one segment (its kind is its id's prefix, ``tasks/translate.py``) that names
-        every glossary term the segment holds, and a context's entities as given in ``<phrases>``."""
-        terms = [en for _, en in _pairs(_block(message, "glossary"))]
-        number = _number(persian)
-        if kind == "entity":
-            person = PERSON_EN.get(language("fa").entity_gender(persian), "person")
-            return " ".join(["stand-in", *terms, person, str(number)])
-        if kind in ("lex", "group"):
-            return " ".join(["stand-in", *terms, "phrase" if kind == "lex" else "group", str(number)])
-        if kind == "question":
-            return f"Who is meant by stand-in question {number}?"
-        entities = " and the ".join(en for _, en in _pairs(_block(message, "phrases")))
-        named = f", naming {', '.join(terms)}" if terms else ""
-        return f"[STAND-IN] Stand-in story {number} about the {entities}{named}."
+    def _placeholder(kind: str, source: Language, target: Language, text: str, message: str) -> str:
+        """A placeholder translation of one segment (its kind is its id's prefix, ``tasks/translate``) that names
+        every glossary term the segment holds, and a context's entities as given in ``<phrases>``; in English, a
+        sentence of English words, in any other target the label, the terms and phrases and a number."""
+        terms = [rendering for _, rendering in _optional_pairs(message, "glossary")]
+        phrases = [rendering for _, rendering in _optional_pairs(message, "phrases")]
+        number = _number(text)
+        gender = source.entity_gender(text) if kind == "entity" else NONE
+        if target.code == "en":
+            if kind == "entity":
+                return " ".join(["stand-in", *terms, PERSON_EN.get(gender, "person"), str(number)])
+            if kind in ("lex", "group"):
+                return " ".join(["stand-in", *terms, "phrase" if kind == "lex" else "group", str(number)])
+            if kind == "question":
+                return f"Who is meant by stand-in question {number}?"
+            named = f", naming {', '.join(terms)}" if terms else ""
+            return f"{LABEL} Stand-in story {number} about the {' and the '.join(phrases)}{named}."
+        label = LABEL if target.script.search("S") or not source.script.search("S") else LETTERLESS_LABEL
+        person = person_word(target, gender) if kind == "entity" else None
+        words = [label, *terms, *([person] if person else []), *phrases, str(number)]
+        return " ".join(words) + ("?" if kind == "question" else "")

@@ -21,6 +21,7 @@ from ..kappa_gate import kappa_gate
 from ..llm import LLMClient, LLMConfig, ResponseStore
 from ..names.tables import load_name_table
 from ..survey_filter import survey_filter
+from ..text.languages import using
 from ..translate import translate_stage
 from ..translate.glossary import load_glossary
 from .files import LLM_SECTION, MODEL, TRANSCRIPT
@@ -59,70 +60,78 @@ def record_transcript(
     seconds: dict[str, float] = {}
     clock = time.perf_counter()
     build = read_config(folder / "build.toml")
-    tables = load_inputs(build.inputs)
-    load_name_table(build.inputs["names"], tables["templates"])
-    glossary = load_glossary(build.inputs["glossary"])
-    seconds["load"] = time.perf_counter() - clock
-    config = dataclasses.replace(LLMConfig.from_mapping(LLM_SECTION, env={}), mode="live", store_path=MEMORY)
-    store = ResponseStore(MEMORY)
-    client = LLMClient(config, store, transport=StandInModel(templates, seed, targets))
-    clock = time.perf_counter()
-    survey = survey_filter(tables["questionnaire"], tables["responses"], build.survey_filter)
-    gate = kappa_gate(tables["templates"], tables["ratings"], survey["stereotypes"], build.kappa_gate)
-    log(
-        f"survey: {int(survey['stereotypes']['kept'].sum())} of {len(survey['stereotypes'])} stereotypes accepted; "
-        f"gate: {len(gate['gated'])} of {len(gate['templates'])} templates kept"
-    )
-    prompts = Prompts.load()
-    overrides = tables["disambiguation_overrides"]
-    disambiguated = disambiguate(gate["gated"], survey["stereotypes"], overrides, prompts, client, build.disambiguate)
-    examples = instantiate(disambiguated["templates"], survey["stereotypes"], build.instantiate)["examples"]
-    seconds["stages to instantiate"] = time.perf_counter() - clock
-    log(f"disambiguate: {len(disambiguated['attempts'])} answers; instantiate: {len(examples):,} fa examples")
-    clock = time.perf_counter()
-    used = set(disambiguated["attempts"]["request_id"])
-    translated: dict[str, pd.DataFrame] = {}
-    for number, code in enumerate(targets):
-        stage = translate_stage(code, first=number == 0)
-        resources = {name: source.load() for name, source in stage.inputs.items() if name in ("prompts", "pair")}
-        output = stage.run(
-            examples, tables["unknown_phrases"], glossary, client=client, **resources, params=build.params(stage.name)
-        )
-        translated[code] = output["examples"]
-        used |= set(output["segments"]["request_ids"].explode().dropna())
+    with using(build.registry):  # the synthetic languages build.toml adds
+        tables = load_inputs(build.inputs)
+        load_name_table(build.inputs["names"], tables["templates"])
+        glossary = load_glossary(build.inputs["glossary"])
+        seconds["load"] = time.perf_counter() - clock
+        config = dataclasses.replace(LLMConfig.from_mapping(LLM_SECTION, env={}), mode="live", store_path=MEMORY)
+        store = ResponseStore(MEMORY)
+        client = LLMClient(config, store, transport=StandInModel(templates, seed, targets))
+        clock = time.perf_counter()
+        survey = survey_filter(tables["questionnaire"], tables["responses"], build.survey_filter)
+        gate = kappa_gate(tables["templates"], tables["ratings"], survey["stereotypes"], build.kappa_gate)
         log(
-            f"{stage.name}: {len(output['segments']):,} segments, {len(output['attempts']):,} answers; "
-            f"{len(output['examples']):,} {code} examples"
+            f"survey: {int(survey['stereotypes']['kept'].sum())} of {len(survey['stereotypes'])} stereotypes accepted; "
+            f"gate: {len(gate['gated'])} of {len(gate['templates'])} templates kept"
         )
-    seconds["translate"] = time.perf_counter() - clock
-    clock = time.perf_counter()
-    with ResponseStore(MEMORY) as final:
-        for key in sorted(used):
-            record = store.get(key)
-            if record is None:
-                raise SynthError(f"request {key[:12]} was made but not recorded")
-            final.put(dataclasses.replace(record, created_at=CREATED_AT))
-        header = {"note": TRANSCRIPT_NOTE, "synthetic": True, "generator": "pbbq synth"}
-        count = final.export_jsonl(folder / TRANSCRIPT, header=header | {"provider": "openai", "model": MODEL})
-    store.close()
-    seconds["transcript"] = time.perf_counter() - clock
-    stereotypes = survey["stereotypes"]
-    counts = (
-        pd.DataFrame(
-            {
-                "stereotypes": stereotypes.groupby("category").size(),
-                "accepted": stereotypes[stereotypes["kept"]].groupby("category").size(),
-                "templates": gate["templates"].groupby("category").size(),
-                "gated": gate["gated"].groupby("category").size(),
-                "fa": examples.groupby("category").size(),
-                **{code: frame.groupby("category").size() for code, frame in translated.items()},
-            }
+        prompts = Prompts.load()
+        overrides = tables["disambiguation_overrides"]
+        disambiguated = disambiguate(
+            gate["gated"], survey["stereotypes"], overrides, prompts, client, build.disambiguate
         )
-        .reindex(list(TABLE1))
-        .fillna(0)
-        .astype("int64")
-    )
-    return counts, count, seconds
+        examples = instantiate(disambiguated["templates"], survey["stereotypes"], build.instantiate)["examples"]
+        seconds["stages to instantiate"] = time.perf_counter() - clock
+        log(f"disambiguate: {len(disambiguated['attempts'])} answers; instantiate: {len(examples):,} fa examples")
+        clock = time.perf_counter()
+        used = set(disambiguated["attempts"]["request_id"])
+        translated: dict[str, pd.DataFrame] = {}
+        for number, code in enumerate(targets):
+            stage = translate_stage(code, first=number == 0)
+            resources = {name: source.load() for name, source in stage.inputs.items() if name in ("prompts", "pair")}
+            output = stage.run(
+                examples,
+                tables["unknown_phrases"],
+                glossary,
+                client=client,
+                **resources,
+                params=build.params(stage.name),
+            )
+            translated[code] = output["examples"]
+            used |= set(output["segments"]["request_ids"].explode().dropna())
+            log(
+                f"{stage.name}: {len(output['segments']):,} segments, {len(output['attempts']):,} answers; "
+                f"{len(output['examples']):,} {code} examples"
+            )
+        seconds["translate"] = time.perf_counter() - clock
+        clock = time.perf_counter()
+        with ResponseStore(MEMORY) as final:
+            for key in sorted(used):
+                record = store.get(key)
+                if record is None:
+                    raise SynthError(f"request {key[:12]} was made but not recorded")
+                final.put(dataclasses.replace(record, created_at=CREATED_AT))
+            header = {"note": TRANSCRIPT_NOTE, "synthetic": True, "generator": "pbbq synth"}
+            count = final.export_jsonl(folder / TRANSCRIPT, header=header | {"provider": "openai", "model": MODEL})
+        store.close()
+        seconds["transcript"] = time.perf_counter() - clock
+        stereotypes = survey["stereotypes"]
+        counts = (
+            pd.DataFrame(
+                {
+                    "stereotypes": stereotypes.groupby("category").size(),
+                    "accepted": stereotypes[stereotypes["kept"]].groupby("category").size(),
+                    "templates": gate["templates"].groupby("category").size(),
+                    "gated": gate["gated"].groupby("category").size(),
+                    "fa": examples.groupby("category").size(),
+                    **{code: frame.groupby("category").size() for code, frame in translated.items()},
+                }
+            )
+            .reindex(list(TABLE1))
+            .fillna(0)
+            .astype("int64")
+        )
+        return counts, count, seconds
 
 
 def check_counts(counts: pd.DataFrame, plans: Sequence[CategoryPlan]) -> None:

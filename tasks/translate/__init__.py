@@ -46,7 +46,7 @@ order the stage on whole tables gives.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from functools import partial
 from pathlib import Path
 
@@ -144,6 +144,7 @@ def template_translations(
     """The work of the stage per template (``segments``: the templates' rows of :func:`template_segments`): each
     distinct segment translated once, and the templates' target examples, kept and dropped; the segments and their
     attempts a row per template that uses them."""
+    pair = replace(pair, placeholders=getattr(client, "stand_in", False))  # no language to identify in a placeholder
     originals = _checked_originals(examples, unknown_phrases, pair)
     lookup = Glossary(glossary, pair.target, pair.source)
     table = _in_table_order(segments.drop(columns="template_id"), pair)
@@ -233,6 +234,8 @@ def translated_output(
         "review": review[["segment_id", "kind", "failures", "chrf"]].to_dict(orient="records"),
         "llm": client.usage(pair.stage).as_dict(),
     }
+    if getattr(client, "stand_in", False):
+        report["language_id"] = "not asked: the answers are stand-in placeholders, in no language"
     return StageOutput(
         tables={"examples": kept, "segments": translated, "attempts": attempts, "review": review, "dropped": dropped},
         schemas={

@@ -14,6 +14,8 @@ from .pair import PERSIAN_ENGLISH, Pair
 FAILURES: dict[str, str] = {
     "empty": "The answer is empty.",
     "not_target": "The answer has {source} letters: translate all of it into {target}.",
+    "not_target_words": "The answer leaves {source} words untranslated ({words}): translate all of it into {target}.",
+    "not_target_text": "The answer reads as {source}, not {target}: translate all of it into {target}.",
     "glossary": 'It does not name {fa} "{term}", as the glossary does.',
     "entity_missing": 'It does not hold the phrase "{phrase}" exactly as given.',
     "entity_gender": "{detail}",
@@ -24,7 +26,9 @@ FAILURES: dict[str, str] = {
 }
 """Every rule a translation can break, with the English sentence that names it in the follow-up message (a lost
 group term is found in the back-translation, after the last attempt: it names nothing to the model). A text not in
-the target language is recorded as ``not_<target name>`` (``not_english``, ``not_urdu``)."""
+the target language is recorded as ``not_<target name>`` (``not_english``, ``not_urdu``, ``not_turkish``), its
+message saying why (:meth:`~pbbq.tasks.translate.pair.Pair.foreign_reason`): the source's letters, its words left
+untranslated, or a text that reads as the source."""
 
 _PUNCTUATION = re.compile(r"[^\w\u200c\s]")
 
@@ -69,10 +73,17 @@ def translation_failures(
     if not translated.strip():
         return [_failure("empty")]
     failures = []
-    if pair.foreign(translated):
-        failures.append(
-            Failure(pair.not_target, _failure("not_target", source=pair.source.name, target=pair.target.name).message)
-        )
+    reason = pair.foreign_reason(translated)
+    if reason is not None:
+        names = {"source": pair.source.name, "target": pair.target.name}
+        if reason == "letters":
+            message = _failure("not_target", **names).message
+        elif reason == "words":
+            words = ", ".join(f'"{word}"' for word in pair.untranslated_words(translated))
+            message = _failure("not_target_words", words=words, **names).message
+        else:
+            message = _failure("not_target_text", **names).message
+        failures.append(Failure(pair.not_target, message))
     target = pair.target
     text = target.normalize(translated)
     failures += [_failure("glossary", fa=fa, term=term) for fa, term in glossary if not rendered(text, term, target)]

@@ -201,8 +201,9 @@ def _same_word(word: str, term_word: str) -> bool:
 
 def rendered(text: str, term: str, target: Language = TARGET) -> bool:
     """Whether a translation holds a glossary rendering: in English as whole words (case-insensitive, plural ``s``
-    too); in a language written without case (Urdu) at the start of a word, whatever ending its inflection adds."""
-    return _rendering(term, target.cased).search(text) is not None
+    too); in a language written without case (Urdu) or one that adds endings (Turkish, ``Language.suffixing``) at
+    the start of a word, whatever ending its inflection adds."""
+    return _rendering(term, target.cased and not target.suffixing).search(text) is not None
 
 
 @cache

@@ -5,13 +5,14 @@ attempt tables (PakBBQ §3.3)."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from string import Template
+from typing import Literal
 
 import pyarrow as pa
 
-from ..text.languages import NONE, Language, language
+from ..text.languages import NONE, Language, identify, language
 from .glossary import SOURCE, TARGET
 
 STAGE_NAME = "translate"
@@ -31,6 +32,19 @@ MIN_WORDS_WITH_OWN_LETTER = 8
 """A sentence of this many words in a language with :attr:`~pbbq.tasks.text.languages.Language.own_letters` holds
 one of them (Urdu's ہے، نے، کے، میں); a phrase may not (نرس, مخالف جنس پرست مرد اداکار), so a short one is told
 only by the source's letters."""
+MIN_WORDS_TO_IDENTIFY = 3
+"""A text of this many words is long enough for the language identifier to tell which of the pair it is in."""
+SOURCE_TEXT_CONFIDENCE = 0.9
+"""A text the identifier gives to the source with this confidence (against the target) is the source left as it
+is."""
+SOURCE_WORD_CONFIDENCE = 0.6
+"""A stop word of the source (not one of the target's) that the identifier gives to the source with this
+confidence is a source word left untranslated ('if' in Turkish: 0.75; 'at', a Turkish word too, is listed in the
+target's ``shared_words``)."""
+Foreign = Literal["letters", "words", "text"]
+"""Why a text is not in the target: it has the source's letters, an untranslated source word, or reads as the
+source (:meth:`Pair.foreign_reason`)."""
+_WORD = re.compile(r"[^\W\d_]{2,}")
 
 
 @dataclass(frozen=True)
@@ -42,6 +56,14 @@ class Pair:
     target_code: str = TARGET.code
     stage: str = STAGE_NAME
     """The stage's name: its requests' and its report's (``translate``, ``translate_ur``)."""
+    placeholders: bool = field(default=False, repr=False)
+    """Its answers are the stand-in's placeholders (:mod:`pbbq.tasks.llm.stand_in`), in no language: the
+    language identifier is not asked about them, and the stage's report says so (``language_id``)."""
+
+    def cache_identity(self) -> dict[str, str]:
+        """What a stage's key names of it (its manifest its ``repr``): its languages and stage, not
+        :attr:`placeholders`, which follows from the client the key names apart."""
+        return {"source_code": self.source_code, "target_code": self.target_code, "stage": self.stage}
 
     @property
     def source(self) -> Language:
@@ -71,16 +93,71 @@ class Pair:
         """The failure code of a text not in the target language: ``not_english``."""
         return f"not_{self.target.name.lower()}"
 
+    @property
+    def shares_script(self) -> bool:
+        """Whether source and target write one script (English and Turkish; Persian and Urdu), so that letters
+        alone do not tell a text in the source: by their scripts' names, or both declaring letters of their own."""
+        named = self.source.script_name and self.source.script_name == self.target.script_name
+        return bool(named) or bool(self.source.own_letters and self.target.own_letters)
+
+    @property
+    def identified(self) -> bool:
+        """Whether the language identifier (:mod:`~pbbq.tasks.text.languages.identify`) tells the pair apart and
+        is asked: a pair of one script, whose answers are not placeholders."""
+        source, target = self.source.identify_as, self.target.identify_as
+        return self.shares_script and not self.placeholders and identify.knows(source, target)
+
     def foreign(self, text: str) -> bool:
-        """Whether a translation is (partly) not in the target language: it holds a letter of the source's script,
-        or, where both write one script (Persian and Urdu), a letter only the source writes, or none that only the
-        target writes in a text of :data:`MIN_WORDS_WITH_OWN_LETTER` words (``Language.own_letters``)."""
-        source_own, target_own = self.source.own_letters, self.target.own_letters
-        if not source_own or not target_own:
-            return self.source.script.search(text) is not None
-        if re.search(f"[{source_own}]", text):
-            return True
-        return len(text.split()) >= MIN_WORDS_WITH_OWN_LETTER and not re.search(f"[{target_own}]", text)
+        """Whether a translation is (partly) not in the target language (:meth:`foreign_reason`)."""
+        return self.foreign_reason(text) is not None
+
+    def foreign_reason(self, text: str) -> Foreign | None:
+        """Why a translation is not in the target language, or None. Where the scripts differ: a letter of the
+        source's script. Where they are one: a letter only the source writes, or none that only the target
+        writes in a text of :data:`MIN_WORDS_WITH_OWN_LETTER` words (``Language.own_letters``); and, by the
+        language identifier (:attr:`identified`), a source stop word left untranslated (``words``: not one of the
+        target's stop words or ``shared_words``), where own letters do not tell the pair apart, or a text of
+        :data:`MIN_WORDS_TO_IDENTIFY` words that reads as the source (``text``)."""
+        source, target = self.source, self.target
+        if not self.shares_script:
+            return "letters" if source.script.search(text) is not None else None
+        if source.own_letters and re.search(f"[{source.own_letters}]", text):
+            return "letters"
+        words = len(text.split())
+        if (
+            not self.placeholders
+            and target.own_letters
+            and words >= MIN_WORDS_WITH_OWN_LETTER
+            and not re.search(f"[{target.own_letters}]", text)
+        ):
+            return "letters"
+        if not self.identified:
+            return None
+        if self.untranslated_words(text):
+            return "words"
+        if words >= MIN_WORDS_TO_IDENTIFY and self._source_confidence(text) >= SOURCE_TEXT_CONFIDENCE:
+            return "text"
+        return None
+
+    def untranslated_words(self, text: str) -> list[str]:
+        """The source's stop words left in a translation into a target of its script ('if' in Turkish), where
+        letters of their own do not already tell the two apart: words of the source's stop-word list that are
+        neither the target's stop words nor its ``shared_words``, which the identifier gives to the source."""
+        source, target = self.source, self.target
+        if not self.identified or (source.own_letters and target.own_letters):
+            return []
+        ignored = target.stop_words | target.shared_words
+        candidates = dict.fromkeys(
+            word
+            for word in _WORD.findall(text)
+            if source.lower(word) in source.stop_words and target.lower(word) not in ignored
+        )
+        return [word for word in candidates if self._source_confidence(word) >= SOURCE_WORD_CONFIDENCE]
+
+    def _source_confidence(self, text: str) -> float:
+        source, target = self.source.identify_as, self.target.identify_as
+        assert source is not None and target is not None
+        return identify.confidence(text, source, target)
 
     @property
     def gender_words(self) -> dict[str, str]:

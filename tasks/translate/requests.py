@@ -44,6 +44,17 @@ def prompt_files(source: Language, target: Language) -> tuple[str, ...]:
 PROMPT_FILES = prompt_files(SOURCE, TARGET)
 
 
+def prompt_folder(pair: Pair) -> Path:
+    """Where a pair's prompt files are: its target's own folder (a language a build adds), else ``prompts/``."""
+    return pair.target.prompts or PROMPTS
+
+
+def missing_prompt_files(pair: Pair) -> list[Path]:
+    """The pair's prompt files (:func:`prompt_files`) that its :func:`prompt_folder` lacks."""
+    folder = prompt_folder(pair)
+    return [folder / name for name in prompt_files(pair.source, pair.target) if not (folder / name).is_file()]
+
+
 @dataclass(frozen=True)
 class TranslatePrompts(PromptBundle):
     """``forward`` and ``back`` are system messages (the instructions); ``data`` and ``back_data`` the user
@@ -91,6 +102,7 @@ def forward_request(
         prompt_hash=prompts.sha256,
         stage=pair.stage,
         context=segment["segment_id"],
+        languages=(pair.source_code, pair.target_code),
     )
 
 
@@ -104,6 +116,7 @@ def back_request(
         prompt_hash=prompts.sha256,
         stage=pair.stage,
         context=f"back {segment_id}",
+        languages=(pair.target_code, pair.source_code),
     )
 
 

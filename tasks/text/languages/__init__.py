@@ -1,22 +1,29 @@
-"""Languages as modules: everything a stage does differently per language, behind one interface
-(docs/architecture.md §2, §7).
+"""Languages: everything a stage does differently per language, behind one interface (docs/architecture.md §2, §7;
+docs/languages.md says how to add one).
 
-Each module of this package (``fa.py``, ``en.py``) defines ``LANGUAGE = Language(...)``; its word lists live in a
-TOML file beside it (``fa.toml``, read once by :func:`load_data`). The package finds its modules itself, so adding a
-language is one module plus its data file: :data:`LANGUAGES` maps each code to its language, and a stage asks
-:func:`language` for the one a row's ``lang`` names. Nothing here imports the rest of the package (``text`` is the
-lowest layer); the cue rules built on these members live in :mod:`pbbq.tasks.text.cues`.
+The builder's own languages are the modules of this package (``en.py``, ``fa.py``, ``ur.py``), each defining
+``LANGUAGE = Language(...)`` with its word lists in a TOML file beside it (``fa.toml``, read once by
+:func:`load_data`). A build adds its own from files it names (``[languages] modules``): a language is data first,
+a TOML file declaring the :class:`Language` fields (:mod:`.declared`), a Python module only for rules data cannot
+say. What a build adds is a value, :class:`Languages`, the builder's languages and its own: :func:`using` makes it
+the one :func:`language` and :data:`LANGUAGES` answer from within the build (a context variable, so another build
+in the same process keeps its own). Nothing here imports the rest of the package (``text`` is the lowest layer);
+the cue rules built on these members live in :mod:`pbbq.tasks.text.cues`.
 """
 
 from __future__ import annotations
 
+import ast
+import hashlib
 import importlib
 import importlib.util
 import pkgutil
 import re
 import sys
 import tomllib
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import cache, cached_property
 from pathlib import Path
@@ -112,6 +119,20 @@ class Language:
     option_article: str = ""
     """The article before an entity option, as BBQ writes it in English ("The taxi driver"); empty: the bare phrase
     (Persian, Urdu)."""
+    script_name: str = ""
+    """The Unicode name of its script (``Latin``, ``Arabic``, ``Cyrillic``): two languages of one script cannot be
+    told apart by their letters alone (:meth:`pbbq.tasks.translate.pair.Pair.foreign`); empty: unknown."""
+    identify_as: str | None = None
+    """Its ISO 639-1 code for the language identifier (:mod:`.identify`), if the identifier knows it; None: none
+    is used (its letters alone tell it)."""
+    shared_words: frozenset[str] = frozenset()
+    """Its words spelled as a stop word of a language of its script (Turkish 'at', 'on', 'can'): never read as an
+    untranslated word of that language."""
+    lower: Callable[[str], str] = str.lower
+    suffixing: bool = False
+    """Whether its words take endings after a phrase or a group's name (Turkish 'adamdan', 'Türkler'): a phrase is
+    found at a word's start, whatever ending follows (:meth:`mention`; a glossary rendering likewise)."""
+    """Its lowercasing (Turkish: I → ı, İ → i), where :attr:`cased` words are compared."""
     own_letters: str = ""
     """Letters of its script that another language of the same script does not write, the only sign of which
     language a text of a shared script is in (Persian's ه and ۀ, where Urdu writes ہ and ھ); empty: its script
@@ -131,8 +152,8 @@ class Language:
     """How a phrase is found in a text where its words inflect (Urdu's oblique form); None: as written
     (:meth:`mention`)."""
     prompts: Path | None = None
-    """The folder of the translate prompts into it (``translate.fa-<code>.txt``, …), for a language whose module lives
-    outside the builder (:func:`add_modules`); None: the builder's ``prompts/``."""
+    """The folder of the translate prompts into it and out of it (``translate.en-<code>.txt``, …), for a language a
+    build adds (:func:`load_languages`); None: the builder's ``prompts/``."""
 
     @cached_property
     def stop_words(self) -> frozenset[str]:
@@ -144,7 +165,7 @@ class Language:
 
         The lexical metrics (TTR, NGD; Appendix C.2, C.3) count words; Self-BLEU keeps BLEU's own tokens instead."""
         kept = [token for token in tokens if not is_punctuation(token)]
-        return [token.lower() for token in kept] if self.cased else kept
+        return [self.lower(token) for token in kept] if self.cased else kept
 
     def without_article(self, phrase: str) -> str:
         """The phrase without its leading article."""
@@ -152,12 +173,13 @@ class Language:
 
     @cache  # noqa: B019 (as entity_gender: a check looks up each of its entities in every segment)
     def mention(self, phrase: str) -> re.Pattern[str]:
-        """Finds the phrase (without its article, in any case) as whole words of a text, or as the language's
-        :attr:`find_mention` finds it; compiled once per phrase."""
+        """Finds the phrase (without its article, in any case) as whole words of a text (or words that go on, in a
+        :attr:`suffixing` language), or as the language's :attr:`find_mention` finds it; compiled once per
+        phrase."""
         if self.find_mention is not None:
             return self.find_mention(phrase)
         core = re.escape(self.without_article(phrase.strip()))
-        return re.compile(r"(?<![\w-])" + core + r"(?![\w-])", re.IGNORECASE)
+        return re.compile(r"(?<![\w-])" + core + ("" if self.suffixing else r"(?![\w-])"), re.IGNORECASE)
 
     def gender_of_word(self, word: str) -> str | None:
         """The gender one head word gives, or None."""
@@ -203,74 +225,211 @@ def discover(path: Iterable[str] | None = None) -> dict[str, Language]:
 
 
 class UnknownLanguageError(ValueError):
-    """A ``lang`` code no language module defines."""
+    """A ``lang`` code no language defines, or a language file that cannot be used (one line naming it)."""
 
 
-LANGUAGES: dict[str, Language] = discover()
-"""Every language by its code: this package's, and those of the folders :func:`add_modules` added."""
+class Languages(Mapping[str, Language]):
+    """The languages of a build by code: the builder's own and those its configuration adds, with the files
+    that define the added ones (their hash is part of every stage's cache key, :meth:`cache_identity`)."""
+
+    def __init__(self, languages: Mapping[str, Language], files: Iterable[Path] = ()) -> None:
+        self._languages = dict(sorted(languages.items()))
+        self.files = tuple(dict.fromkeys(files))
+        """The files the added languages were read from: TOML files, the files they include, word lists, prompt
+        folders' files and Python modules."""
+
+    def __getitem__(self, code: str) -> Language:
+        return self._languages[code]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._languages)
+
+    def __len__(self) -> int:
+        return len(self._languages)
+
+    def __repr__(self) -> str:
+        return f"Languages({', '.join(self._languages)})"
+
+    @cached_property
+    def fingerprint(self) -> str:
+        """sha256 of the added languages' files (names and bytes); empty for the builder's own alone."""
+        if not self.files:
+            return ""
+        digest = hashlib.sha256()
+        for file in self.files:
+            digest.update(str(file).encode("utf-8") + b"\0" + file.read_bytes() + b"\0")
+        return digest.hexdigest()
+
+    def cache_identity(self) -> dict[str, Any]:
+        return {"codes": list(self._languages), "files": self.fingerprint}
+
+    def added(self, languages: Mapping[str, Language], files: Iterable[Path]) -> Languages:
+        """These languages and ``languages`` (whose codes none of these has), read from ``files``."""
+        return Languages({**self._languages, **languages}, (*self.files, *files))
 
 
-def _import_file(name: str, file: Path) -> ModuleType:
-    """The module ``name`` from ``file``: the one loaded already if it came from that file, else imported again (a
-    folder written anew elsewhere, as ``pbbq synth`` moves its folder into place)."""
-    loaded = sys.modules.get(name)
-    if loaded is not None and loaded.__file__ is not None and Path(loaded.__file__) == file:
-        return loaded
-    spec = importlib.util.spec_from_file_location(name, file)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"{file} is not a Python module")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
+_ACTIVE: ContextVar[Languages | None] = ContextVar("languages", default=None)
+"""The languages of the build that runs in this context (:func:`using`)."""
+_WORKER: list[Languages] = []
+"""The languages of the build a worker process (a Dask worker) serves (:func:`serve_in_this_process`): a worker
+runs the stages of one build's cluster, and a context does not cross processes."""
+
+
+def active() -> Languages:
+    """The languages of the build running in this context: those :func:`using` set, else the worker's, else the
+    builder's own."""
+    current = _ACTIVE.get()
+    if current is not None:
+        return current
+    return _WORKER[-1] if _WORKER else BUILTIN
+
+
+@contextmanager
+def using(languages: Languages) -> Iterator[Languages]:
+    """Within it (a build, its configuration's loading), :func:`language` and :data:`LANGUAGES` answer from
+    ``languages``; threads that copy the context (Prefect's task runner does) too."""
+    token = _ACTIVE.set(languages)
     try:
-        spec.loader.exec_module(module)
-    except BaseException:
-        del sys.modules[name]
-        raise
-    return module
+        yield languages
+    finally:
+        _ACTIVE.reset(token)
 
 
-def add_modules(folders: Iterable[Path]) -> dict[str, Language]:
-    """Language modules kept outside this package (a build's ``[languages] modules``, so that a team adds a language
-    without forking): each folder joins the package's search path and its modules import as this package's, so the
-    stages' cache keys hash them (:func:`pbbq.tasks.core.caching.module_closure`), and their languages join
-    :data:`LANGUAGES`. Returns the languages defined in ``folders``; a folder that does not exist, holds no language
-    module or a module named as one of the builder's, or defines a code another module defines, raises one line
-    naming it."""
-    own = {module.name for module in pkgutil.iter_modules(__path__[:1])}
-    found: dict[str, Language] = {}
-    for folder in (Path(f).resolve() for f in folders):
-        if not folder.is_dir():
-            raise UnknownLanguageError(f"language module folder {folder} does not exist")
-        if str(folder) not in __path__:
-            __path__.append(str(folder))
-        defined: dict[str, Language] = {}
-        for module in (m for m in pkgutil.iter_modules([str(folder)]) if not m.ispkg):
-            if module.name in own:
-                raise UnknownLanguageError(f"{folder / module.name}.py is named as one of the builder's languages")
-            name = f"{__name__}.{module.name}"
-            previous = getattr(sys.modules.get(name), "LANGUAGE", None)
-            try:
-                candidate = getattr(_import_file(name, folder / f"{module.name}.py"), "LANGUAGE", None)
-            except (ImportError, SyntaxError) as exc:
-                raise UnknownLanguageError(f"{folder / module.name}.py cannot be imported ({exc})") from None
-            if isinstance(previous, Language) and previous is not candidate:
-                LANGUAGES.pop(previous.code, None)  # its module was imported again from this folder
-            if isinstance(candidate, Language):
-                defined[candidate.code] = candidate
-        if not defined:
-            raise UnknownLanguageError(f"language module folder {folder} holds no module defining LANGUAGE")
-        for code, lang in defined.items():
-            if LANGUAGES.get(code, lang) is not lang or found.get(code, lang) is not lang:
-                raise UnknownLanguageError(f"language module folder {folder}: language {code!r} is defined already")
-        found |= defined
-    LANGUAGES.update(found)
-    return found
+class _ActiveLanguages(Mapping[str, Language]):
+    """:func:`active`'s languages, looked up anew on every access."""
+
+    def __getitem__(self, code: str) -> Language:
+        return active()[code]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(active())
+
+    def __len__(self) -> int:
+        return len(active())
+
+
+LANGUAGES: Mapping[str, Language] = _ActiveLanguages()
+"""Every language of the running build by its code (:func:`active`): the builder's own outside a build."""
 
 
 def language(code: str) -> Language:
-    """The language of ``code``; an unknown code raises one line naming it and the known ones."""
+    """The language of ``code`` in the running build; an unknown code raises one line naming it and the known
+    ones."""
+    languages = active()
     try:
-        return LANGUAGES[code]
+        return languages[code]
     except KeyError:
-        known = ", ".join(repr(c) for c in LANGUAGES)
+        known = ", ".join(repr(c) for c in languages)
         raise UnknownLanguageError(f"unknown language {code!r}: expected one of {known}") from None
+
+
+# --- languages a build adds ------------------------------------------------------------------------------------
+
+
+def _defines_language(file: Path) -> bool:
+    """Whether a Python file assigns ``LANGUAGE`` at its top level, read without running it."""
+    try:
+        tree = ast.parse(file.read_bytes(), filename=str(file))
+    except (SyntaxError, ValueError) as exc:
+        raise UnknownLanguageError(f"{file} is not valid Python ({exc})") from None
+    for node in tree.body:
+        targets = (
+            node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        )
+        if any(isinstance(target, ast.Name) and target.id == "LANGUAGE" for target in targets):
+            return True
+    return False
+
+
+def _language_files(path: Path) -> list[Path]:
+    """The files defining languages at ``path``: the file itself, or a folder's TOML files that declare a ``code``
+    and Python files that assign ``LANGUAGE`` (found without running any); one line when there are none."""
+    from .declared import declares_language
+
+    if path.is_file():
+        if path.suffix not in (".toml", ".py"):
+            raise UnknownLanguageError(f"{path} is not a language file (a .toml or a .py)")
+        return [path]
+    if not path.is_dir():
+        raise UnknownLanguageError(f"language file or folder {path} does not exist")
+    files = [f for f in sorted(path.glob("*.toml")) if declares_language(f)]
+    files += [f for f in sorted(path.glob("*.py")) if _defines_language(f)]
+    if not files:
+        raise UnknownLanguageError(
+            f"language folder {path} holds no language (a .toml declaring code, or a .py assigning LANGUAGE)"
+        )
+    return files
+
+
+def module_name(file: Path) -> str:
+    """The name a build's language module runs under: its stem and its path's hash, the same in every process
+    (a Dask worker loads it again, and a language's functions pickle by their module's name)."""
+    return f"pbbq_languages.{file.stem}_{hashlib.sha256(str(file).encode('utf-8')).hexdigest()[:12]}"
+
+
+def run_module(file: Path) -> ModuleType:
+    """Run a build's Python file (a language module, or the rules a TOML language names): code the configuration
+    runs, so trusted as the builder is (docs/languages.md). An error or ``SystemExit`` in it is one line naming the
+    file; the one loaded already from the same bytes is reused."""
+    name = module_name(file)
+    loaded = sys.modules.get(name)
+    if loaded is not None and getattr(loaded, "__pbbq_sha256__", None) == hashlib.sha256(file.read_bytes()).hexdigest():
+        return loaded
+    spec = importlib.util.spec_from_file_location(name, file)
+    if spec is None or spec.loader is None:
+        raise UnknownLanguageError(f"{file} is not a Python module")
+    module = importlib.util.module_from_spec(spec)
+    module.__pbbq_sha256__ = hashlib.sha256(file.read_bytes()).hexdigest()  # type: ignore[attr-defined]
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except SystemExit as exc:
+        del sys.modules[name]
+        raise UnknownLanguageError(
+            f"{file}: the language module exited (SystemExit {exc.code!r}) while loading"
+        ) from None
+    except Exception as exc:  # a user's module: whatever it raises is one line naming it
+        del sys.modules[name]
+        raise UnknownLanguageError(
+            f"{file}: the language module failed to load ({type(exc).__name__}: {exc})"
+        ) from None
+    return module
+
+
+def _module_language(file: Path) -> tuple[Language, list[Path]]:
+    """A Python language module's ``LANGUAGE`` and the files it reads (itself, its data files beside it)."""
+    candidate = getattr(run_module(file), "LANGUAGE", None)
+    if not isinstance(candidate, Language):
+        raise UnknownLanguageError(f"{file}: LANGUAGE is not a Language")
+    beside = [f for f in sorted(file.parent.glob(f"{file.stem}.*")) if f.suffix not in (".py", ".pyc") and f.is_file()]
+    prompts = sorted(candidate.prompts.glob("*.txt")) if candidate.prompts is not None else []
+    return candidate, [file, *beside, *prompts]
+
+
+def load_languages(paths: Iterable[Path], base: Languages | None = None) -> Languages:
+    """``base`` and the languages defined at ``paths`` (TOML files, Python modules, or folders of them): a new
+    value, nothing global changes. A path that does not exist or defines no language, a file that cannot be read or
+    run, or a code defined twice raises one line naming it, before any module of a folder without a language runs."""
+    from .declared import toml_language
+
+    base = BUILTIN if base is None else base
+    files = [file for path in paths for file in _language_files(Path(path).resolve())]
+    found: dict[str, Language] = {}
+    read: list[Path] = []
+    for file in dict.fromkeys(files):
+        lang, sources = toml_language(file) if file.suffix == ".toml" else _module_language(file)
+        if lang.code in base or lang.code in found:
+            raise UnknownLanguageError(f"{file}: language {lang.code!r} is defined already")
+        found[lang.code] = lang
+        read += sources
+    return base.added(found, read) if found else base
+
+
+def serve_in_this_process(paths: Iterable[Path]) -> None:
+    """Make the languages at ``paths`` this worker process's (a Dask worker of a build, which gets no context from
+    the flow's process; :func:`pbbq.flows.build_pbbq.share_languages`)."""
+    _WORKER[:] = [load_languages(paths)]
+
+
+BUILTIN = Languages(discover())
+"""The builder's own languages (this package's modules), found last: a module of it may import this one's names."""
