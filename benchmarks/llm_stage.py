@@ -12,7 +12,7 @@ importing the package before the call: a revision that loads the SDKs there (8d0
 for them outside the timed call.
 
 ``--baseline REV`` (repeatable) measures the client of a git revision too (its package from
-``git archive`` in a temporary folder, run against the same fake server), ``--rounds`` times,
+``git archive`` in a temporary folder; the fake server is this checkout's), ``--rounds`` times,
 interleaved with this checkout's runs and in alternating order, and prints each one's min and
 median and this checkout's median wall time against each base's: a regression shows in that
 number even on a loaded machine, where the ratio to the ideal alone moves with the load
