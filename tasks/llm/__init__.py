@@ -4,8 +4,9 @@ Every request goes through a response store (:mod:`.store`) keyed by ``request_k
 configuration and the model rules); the client (:mod:`.client`) answers from the store the sources its mode and
 transcript allow and hands the misses to one transport (:mod:`.transport`): the live SDK (:mod:`.live`), the
 provider's batch API (:mod:`.batch`) or the stand-in (:mod:`.stand_in`), spaced by ``llm.requests_per_minute``
-(:mod:`.rate`). The SDKs' modules (:mod:`.live`, :mod:`.batch`) are imported when a miss opens the provider's
-transport, so a build that replays its answers never loads ``openai`` or ``anthropic``. The API key is read from
+(:mod:`.rate`). A provider's SDK is imported when a miss opens its transport (the live one loads only the
+configured provider's; a batch loads both), so a build that replays its answers never loads ``openai`` or
+``anthropic``. The API key is read from
 the environment variable the config names, passed to the SDK and scrubbed from every error; it is never stored or
 logged.
 """

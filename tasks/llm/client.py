@@ -21,6 +21,7 @@ from typing import Any
 
 from ..core.artifacts import ArtifactStore
 from ..core.progress import RequestProgress
+from ..imports import one_import_at_a_time
 from .config import (
     BATCH_DISCOUNT,
     STAND_IN_MODE,
@@ -283,11 +284,12 @@ class LLMClient:
                 f"request(s) (first: {place}) but the API key env var {self.config.api_key_env} is not set; set it "
                 "(a local OpenAI-compatible server accepts any value) or replay a complete transcript."
             )
-        from .live import LiveTransport  # the SDKs load only here: a build that replays never imports them
+        from .live import LiveTransport  # imports its provider's SDK: a build that replays never loads one
 
         self.transport = live = LiveTransport(self.config, secret)
         if self.config.mode == "batch":
-            from .batch import BatchTransport
+            with one_import_at_a_time():  # both SDKs
+                from .batch import BatchTransport
 
             self.transport = BatchTransport(live)
         return self.transport

@@ -11,16 +11,19 @@ parameter and what to change (``llm.model_rule``).
 
 The API key is read from the environment variable the config names by the client, passed to the SDK
 and scrubbed from every error this transport raises; it is never stored or logged.
+
+A transport imports its own provider's SDK only, when it opens, under the import lock (``tasks/imports.py``): the
+two SDKs cost 1.2-1.3 s of CPU to import, openai alone 0.45 s, and a build calls one provider.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-import anthropic
-import openai
-
+from ..imports import one_import_at_a_time
 from .config import (
     REDACTED,
     TOKEN_LIMITS,
@@ -32,6 +35,79 @@ from .config import (
 )
 from .transport import Answer, CutOff, MalformedAnswer, Transport, where
 
+if TYPE_CHECKING:
+    import anthropic
+    import openai
+
+
+@dataclass(frozen=True)
+class _SDK:
+    """One provider's SDK as the transport uses it: its client, one call, and the exception classes that
+    :meth:`LiveTransport.answer` tells apart, in the order it tries them."""
+
+    client: openai.OpenAI | anthropic.Anthropic
+    send: Callable[[LLMRequest], Answer]
+    malformed: tuple[type[Exception], ...]
+    """A 200 whose body could not be read: ``json.JSONDecodeError`` or the SDK's response validation error."""
+    status: type[openai.APIStatusError] | type[anthropic.APIStatusError]
+    timeout: type[Exception]
+    connection: type[Exception]
+    other: type[Exception]
+    """The SDK's base error."""
+
+
+def _openai(config: LLMConfig, secret: str) -> _SDK:
+    with one_import_at_a_time():
+        import openai
+
+    sdk = openai.OpenAI(
+        api_key=secret, base_url=config.base_url, max_retries=config.max_retries, timeout=config.timeout
+    )
+
+    def send(request: LLMRequest) -> Answer:
+        completion = sdk.chat.completions.create(
+            model=config.model, messages=sent_messages(config, request), **sent_parameters(config)
+        )
+        return openai_answer(config, completion)
+
+    return _SDK(
+        sdk,
+        send,
+        (json.JSONDecodeError, openai.APIResponseValidationError),
+        openai.APIStatusError,
+        openai.APITimeoutError,
+        openai.APIConnectionError,
+        openai.OpenAIError,
+    )
+
+
+def _anthropic(config: LLMConfig, secret: str) -> _SDK:
+    with one_import_at_a_time():
+        import anthropic
+
+    sdk = anthropic.Anthropic(
+        api_key=secret, base_url=config.base_url, max_retries=config.max_retries, timeout=config.timeout
+    )
+
+    def send(request: LLMRequest) -> Answer:
+        message = sdk.messages.create(
+            model=config.model,
+            messages=anthropic_messages(request),
+            **sent_parameters(config),
+            **anthropic_system(request),
+        )
+        return anthropic_answer(message)
+
+    return _SDK(
+        sdk,
+        send,
+        (json.JSONDecodeError, anthropic.APIResponseValidationError),
+        anthropic.APIStatusError,
+        anthropic.APITimeoutError,
+        anthropic.APIConnectionError,
+        anthropic.AnthropicError,
+    )
+
 
 class LiveTransport(Transport):
     """Each request as one SDK call, with the client's key, endpoint, retries and timeout."""
@@ -39,51 +115,28 @@ class LiveTransport(Transport):
     def __init__(self, config: LLMConfig, secret: str) -> None:
         self.config = config
         self._secret = secret
-        self.sdk: openai.OpenAI | anthropic.Anthropic
-        if config.provider == "openai":
-            self.sdk = openai.OpenAI(
-                api_key=secret, base_url=config.base_url, max_retries=config.max_retries, timeout=config.timeout
-            )
-        else:
-            self.sdk = anthropic.Anthropic(
-                api_key=secret, base_url=config.base_url, max_retries=config.max_retries, timeout=config.timeout
-            )
+        self._api = (_openai if config.provider == "openai" else _anthropic)(config, secret)
+        self.sdk = self._api.client
 
     def answer(self, request: LLMRequest) -> Answer:
         """One SDK call; its failure as an :class:`LLMError` without the key, raised outside the ``except`` so that
         the SDK's exception, whose text may echo the key, is not chained to it."""
+        api = self._api
         try:
-            if isinstance(self.sdk, openai.OpenAI):
-                return self._send_openai(self.sdk, request)
-            return self._send_anthropic(self.sdk, request)
-        except (json.JSONDecodeError, openai.APIResponseValidationError, anthropic.APIResponseValidationError) as err:
+            return api.send(request)
+        except api.malformed as err:
             failure: Exception = MalformedAnswer(self.scrub(f"{type(err).__name__}: {err}"))
-        except (openai.APIStatusError, anthropic.APIStatusError) as err:
+        except api.status as err:
             failure = self.error(request, self.refusal(err), err.status_code)
-        except (openai.APITimeoutError, anthropic.APITimeoutError):
+        except api.timeout:
             failure = self.error(request, f"timed out ({self.config.timeout}s) after {self.config.max_retries} retries")
-        except (openai.APIConnectionError, anthropic.APIConnectionError):
+        except api.connection:
             failure = self.error(request, f"connection failed after {self.config.max_retries} retries")
-        except (openai.OpenAIError, anthropic.AnthropicError) as err:
+        except api.other as err:
             failure = self.error(request, f"{type(err).__name__}: {err}")
         except CutOff as err:
             failure = self.error(request, str(err))
         raise failure
-
-    def _send_openai(self, sdk: openai.OpenAI, request: LLMRequest) -> Answer:
-        completion = sdk.chat.completions.create(
-            model=self.config.model, messages=sent_messages(self.config, request), **sent_parameters(self.config)
-        )
-        return openai_answer(self.config, completion)
-
-    def _send_anthropic(self, sdk: anthropic.Anthropic, request: LLMRequest) -> Answer:
-        message = sdk.messages.create(
-            model=self.config.model,
-            messages=anthropic_messages(request),
-            **sent_parameters(self.config),
-            **anthropic_system(request),
-        )
-        return anthropic_answer(message)
 
     def refusal(self, err: openai.APIStatusError | anthropic.APIStatusError) -> str:
         """An HTTP error in one line: status, the API's type, code and the parameter it named, its message, and
