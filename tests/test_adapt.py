@@ -104,10 +104,11 @@ def test_the_sheet_is_spreadsheet_safe_and_read_back_as_written(tmp_path: Path) 
     ("cells", "problem"),
     [
         ({"class": "XX"}, "class 'XX' is not one of DT, TM, NA, SR"),
-        ({"class": ""}, "class '' is not one of DT, TM, NA, SR"),
+        ({"class": ""}, "1 row(s) not reviewed (no class): Religion-2"),
         ({"class": "SR"}, "SR (simply removed) needs its reason"),
-        ({"class": "TM", "target_other_groups": "Sikh"}, "TM (target modified) needs its modified text"),
+        ({"class": "TM"}, "TM (target modified) changes the groups, the text or both, but no target_ column does"),
         ({"class": "DT", "target_stereotyped_groups": "Sikh"}, "DT keeps BBQ's text and groups but target_stereotyped"),
+        ({"class": "DT", "target_other_groups": "Sikh"}, "target_other_groups changes it: class the row TM (TM may"),
         ({"class": "TM", "target_answer_negative": "The person"}, "TM template: the negative and the non-negative"),
     ],
 )
