@@ -118,9 +118,9 @@ def test_a_category_the_generator_does_not_build_is_named(tmp_path: Path) -> Non
 @pytest.mark.parametrize(
     ("column", "text", "problem"),
     [
-        ("target_disambiguating", "The {{NAM1}} man cleans; the {{NAME2}} man counts.", "unknown placeholder {{NAM1}}"),
-        ("target_disambiguating", "The {{NAME3}} man cleans; the {{NAME2}} man counts.", "unknown placeholder {{NAME3}}"),
-        ("target_disambiguating", "The {{name1}} man cleans; the {{NAME2}} man counts.", "unknown placeholder {{name1}}"),
+        ("target_disambiguating", "The {{NAM1}} man cleans; the {{NAME2}} counts.", "unknown placeholder {{NAM1}}"),
+        ("target_disambiguating", "The {{NAME3}} man cleans; the {{NAME2}} counts.", "unknown placeholder {{NAME3}}"),
+        ("target_disambiguating", "The {{name1}} man cleans; the {{NAME2}} counts.", "unknown placeholder {{name1}}"),
         ("target_question_negative", "Who is the {NAME1}?", "target_question_negative: '{' outside a placeholder"),
         ("target_answer_negative", "The {{NAME1}} {lex}", "target_answer_negative: '{' outside a placeholder"),
         ("target_answer_non_negative", "The {{NAME2}} [[x]]", "target_answer_non_negative: '[[' outside a"),

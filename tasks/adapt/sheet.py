@@ -139,11 +139,6 @@ def review_sheet(templates: pd.DataFrame) -> pd.DataFrame:
     return spreadsheet_safe(sheet.reindex(columns=SHEET_COLUMNS, fill_value="").reset_index(drop=True))
 
 
-def is_reviewed(sheet: pd.DataFrame) -> bool:
-    """Whether any row of a sheet has a class or an edited cell: a sheet not to overwrite unasked."""
-    return bool((sheet.reindex(columns=["class", *EDITED, "reason"], fill_value="") != "").any(axis=None))
-
-
 def _groups(value: str) -> list[str]:
     return [group.strip() for group in value.split(LIST_SEPARATOR) if group.strip()]
 
