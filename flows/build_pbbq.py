@@ -32,6 +32,7 @@ from prefect.runtime import flow_run
 from prefect.states import Crashed
 from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 
+from ..tasks.adapt import ExampleCap
 from ..tasks.core.artifacts import ArtifactStore, StageOutput, atomic_write_bytes, json_text, sha256_bytes, sha256_file
 from ..tasks.core.caching import KeptInput, StoredInput, StoredStage, code_hashes_kept, stage_code_hash, stage_task
 from ..tasks.core.collector import build_collector
@@ -444,7 +445,7 @@ def release_values(
 ) -> dict[str, Callable[[], Any]]:
     """What the publish stage gets from the run: its folder, the run's transcript (and its hash, as the run recorded
     it) and the release's copy of the manifest (written when publish asks for them, after every other stage); and
-    the funnel's extra steps and labels, from the stages' declarations."""
+    the funnel's extra steps and labels, from the stages' declarations; the sheet's example cap ([build])."""
     folder = run.path / build.pipeline.folder("publish")
     written = threading.Lock()
 
@@ -480,6 +481,9 @@ def release_values(
         "funnel_labels": lambda: funnel_labels(runner().pipeline),
         "gate": lambda: build.params(gate_section(build.pipeline)),
         "extra_funnel": lambda: extra_funnel(runner().outputs, runner().pipeline),
+        "example_cap": lambda: ExampleCap(
+            build.running.max_examples_per_template, build.input_paths().get("adapt_sheet")
+        ),
     }
 
 

@@ -15,6 +15,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, get_args, get_type_hints
 
+from ..tasks.adapt import MAX_EXAMPLES_PER_TEMPLATE
 from ..tasks.core.artifacts import REPO_ROOT
 from ..tasks.core.inputs import load_unknown_phrases
 from ..tasks.core.run_folder import display_path
@@ -89,9 +90,15 @@ class RunOptions:
     max_parallel_stages: int | None = None
     """How many stages may run at once (None: as many as the task runner has workers,
     :func:`pbbq.flows.build_pbbq.parallel_stages`); each running stage holds its input frames and results."""
+    max_examples_per_template: int = MAX_EXAMPLES_PER_TEMPLATE
+    """The most examples (``en``) one template of an adaptation sheet may build, estimated before any is built
+    (:class:`pbbq.tasks.adapt.ExampleCap`): a row past it is refused in one line."""
 
 
-RUN_OPTION_RANGES: dict[str, tuple[float | None, float | None]] = {"max_parallel_stages": (1, None)}
+RUN_OPTION_RANGES: dict[str, tuple[float | None, float | None]] = {
+    "max_parallel_stages": (1, None),
+    "max_examples_per_template": (1, None),
+}
 
 
 @dataclass(frozen=True)
