@@ -239,6 +239,7 @@ class PipelineRunner:
         logger.info("%s (%.1f s)", record.summary(), done - submitted)
         for warning in output.report.get("warnings", []):
             logger.warning("%s: %s", folder, warning)
+        self.run.warnings += [f"{folder} {warning}" for warning in output.report.get("manifest_warnings", [])]
         emptied = stage.kept_nothing(output.report)
         if emptied:
             self.run.warnings.append(emptied)

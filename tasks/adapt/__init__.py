@@ -28,6 +28,7 @@ import pyarrow as pa
 from ..core.artifacts import StageOutput, count_reasons
 from ..core.inputs import InputError, load_ratings, read_csv_checked, spreadsheet_row
 from ..core.schemas import EXAMPLE, EXAMPLE_DROPPED, GATE_FIELDS, OPTIONS
+from ..core.soundness import manifest_warnings, unsound_drops
 from ..core.stage import Input, RunValue, Stage, Table
 from ..kappa_gate import GateParams, kappa_gate
 from .bbq_format import PROPER_NAME_COLUMNS, load_bbq_proper_names, load_bbq_vocabulary
@@ -39,7 +40,6 @@ GATED_TEMPLATE = pa.schema([*ADAPTED_TEMPLATE, *GATE_FIELDS])
 """An adapted template with the gate's figures and decision; ``reason`` is ``simply_removed`` for an SR row (the
 experts' reason in ``removal_reason``) or the gate's reason."""
 SIMPLY_REMOVED = "simply_removed"
-UNFILLED = r"\{\{[^{}]*\}\}"
 SOURCE_LANG = "en"
 """The language of BBQ's templates, and of the examples built from them."""
 TEXT_COLUMNS = {
@@ -176,8 +176,9 @@ def adapt_instantiate(
     """English examples of every gated template by BBQ's rules, each template's count estimated first and refused
     past ``cap`` (:class:`ExampleCap`) before any is built. A template with no pair of groups (none of its
     stereotyped groups in the vocabulary, no other group, or no contrast), a ``Proper_nouns_only`` template when no
-    first names are given (``proper_names``: BBQ's ``vocabulary_proper_names.csv``), an example with a slot left
-    unfilled and an exact duplicate are dropped with their reason."""
+    first names are given (``proper_names``: BBQ's ``vocabulary_proper_names.csv``), an unsound example (a
+    placeholder left, two options alike, one entity twice: :func:`~pbbq.tasks.core.soundness.unsound_drops`, also
+    named in the run's manifest) and an exact duplicate are dropped with their reason."""
     names = pd.DataFrame(columns=PROPER_NAME_COLUMNS) if proper_names is None else proper_names
     estimates = [estimate(template, vocabulary, names) for _, template in templates.iterrows()]
     for template_id, estimated in zip(templates["template_id"], estimates, strict=True):
@@ -188,16 +189,10 @@ def adapt_instantiate(
         reason=no_names[~paired].map({True: "no_proper_names", False: "no_group_pair"})
     )
     examples = examples_of(templates[paired], vocabulary, names, params)
-    unfilled = examples[["context", "question", *OPTIONS]].apply(lambda c: c.str.contains(UNFILLED)).any(axis=1)
-    duplicated = examples.duplicated(["context", "question", *OPTIONS]) & ~unfilled
-    dropped_examples = pd.concat(
-        [
-            examples[unfilled].assign(reason="unfilled_placeholder"),
-            examples[duplicated].assign(reason="duplicate_example"),
-        ],
-        ignore_index=True,
-    )
-    examples = examples[~unfilled & ~duplicated].reset_index(drop=True)
+    sound, unsound = unsound_drops(examples)
+    duplicated = examples.duplicated(["context", "question", *OPTIONS]) & sound
+    dropped_examples = pd.concat([unsound, examples[duplicated].assign(reason="duplicate_example")], ignore_index=True)
+    examples = examples[sound & ~duplicated].reset_index(drop=True)
     reasons = pd.concat([dropped_templates["reason"], dropped_examples["reason"]], ignore_index=True)
     report = {
         "parameters": asdict(params),
@@ -205,6 +200,9 @@ def adapt_instantiate(
         "dropped": {"total": len(reasons), "by_reason": count_reasons(reasons)},
         "examples_per_template": {str(k): int(v) for k, v in examples.groupby("template_id").size().items()},
     }
+    warnings = manifest_warnings(unsound)
+    if warnings:
+        report["manifest_warnings"] = warnings
     return StageOutput(
         tables={"examples": examples, "dropped_examples": dropped_examples, "dropped_templates": dropped_templates},
         schemas={"examples": EXAMPLE, "dropped_examples": EXAMPLE_DROPPED, "dropped_templates": GATED_TEMPLATE},
