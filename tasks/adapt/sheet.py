@@ -200,7 +200,8 @@ def _names_problem(row: pd.Series) -> str | None:
             if problem:
                 return f"{column}: {problem}"
             if group.casefold() in seen:
-                return f"{column}: group {group!r} is also {seen[group.casefold()]!r} (groups differ in more than case)"
+                first = seen[group.casefold()]
+                return f"{column}: group {group!r} is also {first!r} (groups differing only in case are one group)"
             seen[group.casefold()] = group
     column = "target_lexical_diversity" if row.target_lexical_diversity else "bbq_lexical_diversity"
     try:
