@@ -109,7 +109,7 @@ def build(code: Path, config: Path, outputs: Path) -> dict[str, object]:
         "instantiate_peak_rss": stage_peak,
         "en": rows.get("05_instantiate"),
         "en-names": rows.get("06_names"),
-        "error": error[0] if error else "",
+        "error": error[0] if error and status else "",
     }
 
 
