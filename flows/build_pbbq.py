@@ -32,7 +32,6 @@ from prefect.runtime import flow_run
 from prefect.states import Crashed
 from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 
-from ..tasks.adapt import ExampleCap
 from ..tasks.core.artifacts import ArtifactStore, StageOutput, atomic_write_bytes, json_text, sha256_bytes, sha256_file
 from ..tasks.core.caching import KeptInput, StoredInput, StoredStage, code_hashes_kept, stage_code_hash, stage_task
 from ..tasks.core.collector import build_collector
@@ -482,9 +481,7 @@ def release_values(
         "funnel_labels": lambda: funnel_labels(runner().pipeline),
         "gate": lambda: build.params(gate_section(build.pipeline)),
         "extra_funnel": lambda: extra_funnel(runner().outputs, runner().pipeline),
-        "example_cap": lambda: ExampleCap(
-            build.running.max_examples_per_template, build.input_paths().get("adapt_sheet")
-        ),
+        "example_cap": build.example_cap,
     }
 
 

@@ -15,7 +15,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, get_args, get_type_hints
 
-from ..tasks.adapt import MAX_EXAMPLES_PER_TEMPLATE
+from ..tasks.adapt import MAX_EXAMPLES_PER_TEMPLATE, ExampleCap
 from ..tasks.core.artifacts import REPO_ROOT
 from ..tasks.core.inputs import load_unknown_phrases
 from ..tasks.core.run_folder import display_path
@@ -136,6 +136,10 @@ class BuildConfig:
             for source in self.pipeline.inputs()
             if source.load is not None and (source.section != "inputs" or source.config_key in self.inputs)
         }
+
+    def example_cap(self) -> ExampleCap:
+        """``[build] max_examples_per_template`` with the sheet it caps (the ``example_cap`` run value)."""
+        return ExampleCap(self.running.max_examples_per_template, self.input_paths().get("adapt_sheet"))
 
     def with_publish(
         self, repo_id: str | None = None, dry_run: bool | None = None, force_synthetic: bool | None = None
