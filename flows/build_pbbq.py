@@ -238,6 +238,7 @@ class PipelineRunner:
         logger.info("%s (%.1f s)", record.summary(), done - submitted)
         for warning in output.report.get("warnings", []):
             logger.warning("%s: %s", folder, warning)
+        self.run.warnings += [f"{folder} {warning}" for warning in output.report.get("manifest_warnings", [])]
         emptied = stage.kept_nothing(output.report)
         if emptied:
             self.run.warnings.append(emptied)
@@ -444,7 +445,7 @@ def release_values(
 ) -> dict[str, Callable[[], Any]]:
     """What the publish stage gets from the run: its folder, the run's transcript (and its hash, as the run recorded
     it) and the release's copy of the manifest (written when publish asks for them, after every other stage); and
-    the funnel's extra steps and labels, from the stages' declarations."""
+    the funnel's extra steps and labels, from the stages' declarations; the sheet's example cap ([build])."""
     folder = run.path / build.pipeline.folder("publish")
     written = threading.Lock()
 
@@ -480,6 +481,7 @@ def release_values(
         "funnel_labels": lambda: funnel_labels(runner().pipeline),
         "gate": lambda: build.params(gate_section(build.pipeline)),
         "extra_funnel": lambda: extra_funnel(runner().outputs, runner().pipeline),
+        "example_cap": build.example_cap,
     }
 
 

@@ -15,6 +15,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, get_args, get_type_hints
 
+from ..tasks.adapt import MAX_EXAMPLES_PER_TEMPLATE, ExampleCap
 from ..tasks.core.artifacts import REPO_ROOT
 from ..tasks.core.inputs import load_unknown_phrases
 from ..tasks.core.run_folder import display_path
@@ -90,9 +91,15 @@ class RunOptions:
     max_parallel_stages: int | None = None
     """How many stages may run at once (None: as many as the task runner has workers,
     :func:`pbbq.flows.build_pbbq.parallel_stages`); each running stage holds its input frames and results."""
+    max_examples_per_template: int = MAX_EXAMPLES_PER_TEMPLATE
+    """The most examples (``en``) one template of an adaptation sheet may build, estimated before any is built
+    (:class:`pbbq.tasks.adapt.ExampleCap`): a row past it is refused in one line."""
 
 
-RUN_OPTION_RANGES: dict[str, tuple[float | None, float | None]] = {"max_parallel_stages": (1, None)}
+RUN_OPTION_RANGES: dict[str, tuple[float | None, float | None]] = {
+    "max_parallel_stages": (1, None),
+    "max_examples_per_template": (1, None),
+}
 
 
 @dataclass(frozen=True)
@@ -133,6 +140,10 @@ class BuildConfig:
             for source in self.pipeline.inputs()
             if source.load is not None and (source.section != "inputs" or source.config_key in self.inputs)
         }
+
+    def example_cap(self) -> ExampleCap:
+        """``[build] max_examples_per_template`` with the sheet it caps (the ``example_cap`` run value)."""
+        return ExampleCap(self.running.max_examples_per_template, self.input_paths().get("adapt_sheet"))
 
     def with_publish(
         self, repo_id: str | None = None, dry_run: bool | None = None, force_synthetic: bool | None = None

@@ -52,6 +52,7 @@ from .core.schemas import (
     UNKNOWN_GROUP,
     group_tag,
 )
+from .core.soundness import manifest_warnings, unsound_drops
 from .core.stage import SEED, Separable, Stage, Table
 from .text.cues import (
     entity_age_band,
@@ -93,7 +94,6 @@ DROPPED_PAIR = pa.schema(
     ]
 )
 """A pair the confound gate did not build, with the cues that decided it."""
-_UNFILLED = re.compile(r"\{[^{}]*\}")
 
 
 @dataclass(frozen=True)
@@ -344,22 +344,16 @@ def checked_examples(
     parts: Mapping[str, pd.DataFrame], templates: pd.DataFrame, stereotypes: pd.DataFrame, params: InstantiateParams
 ) -> StageOutput:
     """The stage's output from every template's tables (:func:`template_tables`): the checks across templates
-    (exact duplicate examples, and any example with a placeholder left unfilled, dropped with their reason), the
-    templates without continuations and the report."""
+    (exact duplicate examples, and any unsound example, a placeholder left unfilled, two options alike or one
+    entity twice, dropped with their reason: :func:`~pbbq.tasks.core.soundness.unsound_drops`, also named in the
+    run's manifest), the templates without continuations and the report."""
     complete = _complete(templates)
     dropped_templates = templates[~complete].assign(kept=False, reason="no_disambiguated_context")
     examples, pairs_table = parts["examples"], parts["dropped_pairs"]
-    unfilled = (
-        examples[["context", "question", *OPTIONS]].apply(lambda column: column.str.contains(_UNFILLED)).any(axis=1)
-    )
-    duplicated = examples.duplicated(DUPLICATE_KEY, keep="first") & ~unfilled
-    dropped_examples = pd.concat(
-        [
-            examples[unfilled].assign(reason="unfilled_placeholder"),
-            examples[duplicated].assign(reason="duplicate_example"),
-        ]
-    )
-    examples = examples[~unfilled & ~duplicated].reset_index(drop=True)
+    sound, unsound = unsound_drops(examples)
+    duplicated = examples.duplicated(DUPLICATE_KEY, keep="first") & sound
+    dropped_examples = pd.concat([unsound, examples[duplicated].assign(reason="duplicate_example")])
+    examples = examples[sound & ~duplicated].reset_index(drop=True)
     per_template = examples.groupby("template_id").size()
     reasons = pd.concat([dropped_templates["reason"], pairs_table["reason"], dropped_examples["reason"]])
     report = {
@@ -387,6 +381,9 @@ def checked_examples(
         "allowed_pairs": parts["allowed_pairs"].to_dict(orient="records"),
         "examples_per_template": {str(k): int(v) for k, v in per_template.items()},
     }
+    warnings = manifest_warnings(unsound)
+    if warnings:
+        report["manifest_warnings"] = warnings
     return StageOutput(
         tables={
             "examples": examples,
@@ -407,7 +404,7 @@ def checked_examples(
 def instantiate(templates: pd.DataFrame, stereotypes: pd.DataFrame, params: InstantiateParams) -> StageOutput:
     """Examples of every gated template that has both disambiguated continuations, from the pairs the confound
     gate builds. Templates without continuations, confounded pairs, exact duplicate examples and (a check of
-    the build) any example with a placeholder left unfilled are dropped, each with its reason."""
+    the build) any unsound example are dropped, each with its reason."""
     return checked_examples(template_tables(templates, stereotypes, params), templates, stereotypes, params)
 
 

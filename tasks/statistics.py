@@ -12,7 +12,7 @@ import pyarrow as pa
 
 from .core.artifacts import StageOutput
 from .core.schemas import CATEGORIES, empty_frame, example_configs
-from .core.soundness import SOUNDNESS, soundness, source_entities
+from .core.soundness import SOUNDNESS, refuse_unsound, soundness, source_entities
 from .core.stage import Configs, Report, RunValue, Stage, Table
 from .crawl import crawl_counts
 from .text.cues import CONFOUNDS
@@ -161,7 +161,10 @@ def statistics(
     extra_funnel: Sequence[tuple[str, int]] = (),
     categories: Sequence[str] = CATEGORIES,
 ) -> StageOutput:
-    """Table 1 over ``categories`` (:func:`table1`), the funnel, the distribution and the soundness checks.
+    """Table 1 over ``categories`` (:func:`table1`), the funnel, the distribution and the soundness checks; the gate
+    before the release: a config holding a row that fails a check of
+    :data:`~pbbq.tasks.core.soundness.RELEASE_BLOCKERS` fails the build
+    (:func:`~pbbq.tasks.core.soundness.refuse_unsound`).
 
     Each config is counted and checked on its own rows, one config at a time: the stage holds one config's rows
     beside the stacked examples, not a copy of all of them. The text columns stay as they come (Arrow-backed
@@ -170,6 +173,8 @@ def statistics(
     configs = example_configs(examples)
     listed = listed_categories(examples, categories)
     sources = source_entities(examples)
+    for config in dict.fromkeys(configs):  # the gate first: nothing is counted for a build that must fail
+        refuse_unsound(config, _rows_where(examples, (configs == config).to_numpy()))
     parts: dict[str, list[pd.DataFrame]] = {"table1": [], "distribution": [], "soundness": []}
     for config in dict.fromkeys(configs) or [None]:  # None: no examples, the tables of an empty one
         part = examples if config is None else _rows_where(examples, (configs == config).to_numpy())

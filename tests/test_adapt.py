@@ -10,7 +10,7 @@ import pytest
 
 from pbbq.tasks.adapt import ADAPT, adapt
 from pbbq.tasks.adapt.bbq_format import load_bbq_templates, load_bbq_vocabulary
-from pbbq.tasks.adapt.sheet import apply_classes, is_reviewed, load_reviewed_sheet, review_sheet
+from pbbq.tasks.adapt.sheet import apply_classes, load_reviewed_sheet, review_sheet
 from pbbq.tasks.core.artifacts import spreadsheet_safe
 from pbbq.tasks.core.inputs import InputError, load_ratings
 from pbbq.tasks.core.schemas import to_arrow
@@ -83,14 +83,12 @@ def _sheet_rows() -> list[dict[str, str]]:
 def test_the_review_sheet_has_one_row_per_template_and_the_columns_to_fill(tmp_path: Path) -> None:
     sheet = review_sheet(pd.concat([load_bbq_templates(NATIONALITY), load_bbq_templates(RELIGION)]))
     assert len(sheet) == 50 and sheet["template_id"].is_unique
-    assert not is_reviewed(sheet)
     first = sheet.iloc[0]
     assert (first.template_id, first.bbq_stereotyped_groups, first.bbq_answer_negative) == (
         "Nationality-1",
         "British",
         "The {{NAME1}} friend",
     )
-    assert is_reviewed(sheet.assign(reason=["", "x", *[""] * 48]))
 
 
 def test_the_sheet_is_spreadsheet_safe_and_read_back_as_written(tmp_path: Path) -> None:
@@ -105,10 +103,11 @@ def test_the_sheet_is_spreadsheet_safe_and_read_back_as_written(tmp_path: Path) 
     ("cells", "problem"),
     [
         ({"class": "XX"}, "class 'XX' is not one of DT, TM, NA, SR"),
-        ({"class": ""}, "class '' is not one of DT, TM, NA, SR"),
+        ({"class": ""}, "1 row(s) not reviewed (no class): Religion-2"),
         ({"class": "SR"}, "SR (simply removed) needs its reason"),
-        ({"class": "TM", "target_other_groups": "Sikh"}, "TM (target modified) needs its modified text"),
+        ({"class": "TM"}, "TM (target modified) changes the groups, the text or both, but no target_ column does"),
         ({"class": "DT", "target_stereotyped_groups": "Sikh"}, "DT keeps BBQ's text and groups but target_stereotyped"),
+        ({"class": "DT", "target_other_groups": "Sikh"}, "target_other_groups changes it: class the row TM (TM may"),
         ({"class": "TM", "target_answer_negative": "The person"}, "TM template: the negative and the non-negative"),
     ],
 )

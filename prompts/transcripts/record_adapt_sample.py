@@ -54,7 +54,9 @@ def record(config: Path = CONFIG, transcript: Path = TRANSCRIPT) -> int:
         outputs: dict[str, StageOutput] = {}
         for stage in stages:
             params: Any = build.params(stage.name) if stage.params else None
-            found = arguments(stage, params, Sources(tables, outputs, lambda: client))
+            found = arguments(
+                stage, params, Sources(tables, outputs, lambda: client, {"example_cap": build.example_cap})
+            )
             outputs[stage.folder] = finish(stage, stage.run(**found), params)
             print(f"{stage.folder}: {outputs[stage.folder].report.get('counts')}")
         count = store.export_jsonl(transcript, header={"note": HEADER_NOTE, "model": llm.model})

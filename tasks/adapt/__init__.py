@@ -19,18 +19,20 @@ templates), ``bbq_vocabulary`` (BBQ's ``vocabulary.csv`` format) and, optional, 
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
 
 from ..core.artifacts import StageOutput, count_reasons
-from ..core.inputs import load_ratings
+from ..core.inputs import InputError, load_ratings, read_csv_checked, spreadsheet_row
 from ..core.schemas import EXAMPLE, EXAMPLE_DROPPED, GATE_FIELDS, OPTIONS
-from ..core.stage import Input, Stage, Table
+from ..core.soundness import manifest_warnings, unsound_drops
+from ..core.stage import Input, RunValue, Stage, Table
 from ..kappa_gate import GateParams, kappa_gate
 from .bbq_format import PROPER_NAME_COLUMNS, load_bbq_proper_names, load_bbq_vocabulary
-from .generate import AdaptInstantiateParams, examples_of, fillings
+from .generate import AdaptInstantiateParams, Estimate, estimate, examples_of
 from .sheet import ADAPTED_TEMPLATE, CLASSES, apply_classes, load_reviewed_sheet
 
 GATE_COLUMNS = [name for name, _ in GATE_FIELDS]
@@ -38,7 +40,6 @@ GATED_TEMPLATE = pa.schema([*ADAPTED_TEMPLATE, *GATE_FIELDS])
 """An adapted template with the gate's figures and decision; ``reason`` is ``simply_removed`` for an SR row (the
 experts' reason in ``removal_reason``) or the gate's reason."""
 SIMPLY_REMOVED = "simply_removed"
-UNFILLED = r"\{\{[^{}]*\}\}"
 SOURCE_LANG = "en"
 """The language of BBQ's templates, and of the examples built from them."""
 TEXT_COLUMNS = {
@@ -80,6 +81,39 @@ BBQ_VOCABULARY = Input("bbq_vocabulary", load_bbq_vocabulary)
 BBQ_PROPER_NAMES = Input(
     "bbq_proper_names", lambda path: None if path is None else load_bbq_proper_names(path), optional=True
 )
+
+
+MAX_EXAMPLES_PER_TEMPLATE = 100_000
+"""``[build] max_examples_per_template``'s default: above the most any of BBQ's own templates builds by this port's
+rules (86,400, Race_ethnicity-26 with BBQ's proper names), far below what exhausts a machine."""
+
+
+@dataclass(frozen=True)
+class ExampleCap:
+    """The most examples (``en``) one template of the sheet may build (``[build] max_examples_per_template``) and
+    the sheet, to name in a refusal. A limit on work, not on what is built: a build under it builds the same
+    examples at any value, so it neither keys the stage's cache nor enters the manifest."""
+
+    max_examples_per_template: int = MAX_EXAMPLES_PER_TEMPLATE
+    sheet: Path | None = None
+
+    def cache_identity(self) -> None:
+        return None
+
+    def check(self, template_id: str, estimated: Estimate) -> None:
+        """Refuse a template estimated past the cap: one :class:`InputError` naming the sheet, the template's row
+        and the estimate."""
+        if estimated.examples <= self.max_examples_per_template:
+            return
+        problem = (
+            f"template {template_id!r} would build {estimated}, more than [build] max_examples_per_template = "
+            f"{self.max_examples_per_template:,} (the names stage and each translation multiply it again)"
+        )
+        if self.sheet is None:
+            raise InputError(Path("adapt_sheet"), None, problem)
+        ids = read_csv_checked(self.sheet, ["template_id"])["template_id"]
+        rows = ids.index[ids == template_id]
+        raise InputError(self.sheet, spreadsheet_row(rows[0]) if len(rows) else None, problem)
 
 
 def _pbbq_slots(text: str) -> str:
@@ -147,30 +181,28 @@ def adapt_instantiate(
     vocabulary: pd.DataFrame,
     params: AdaptInstantiateParams,
     proper_names: pd.DataFrame | None = None,
+    cap: ExampleCap = ExampleCap(),
 ) -> StageOutput:
-    """English examples of every gated template by BBQ's rules. A template with no pair of groups (none of its
+    """English examples of every gated template by BBQ's rules, each template's count estimated first and refused
+    past ``cap`` (:class:`ExampleCap`) before any is built. A template with no pair of groups (none of its
     stereotyped groups in the vocabulary, no other group, or no contrast), a ``Proper_nouns_only`` template when no
-    first names are given (``proper_names``: BBQ's ``vocabulary_proper_names.csv``), an example with a slot left
-    unfilled and an exact duplicate are dropped with their reason."""
+    first names are given (``proper_names``: BBQ's ``vocabulary_proper_names.csv``), an unsound example (a
+    placeholder left, two options alike, one entity twice: :func:`~pbbq.tasks.core.soundness.unsound_drops`, also
+    named in the run's manifest) and an exact duplicate are dropped with their reason."""
     names = pd.DataFrame(columns=PROPER_NAME_COLUMNS) if proper_names is None else proper_names
-    paired = pd.Series(
-        [bool(fillings(t, vocabulary, names)) for _, t in templates.iterrows()], index=templates.index, dtype=bool
-    )
+    estimates = [estimate(template, vocabulary, names) for _, template in templates.iterrows()]
+    for template_id, estimated in zip(templates["template_id"], estimates, strict=True):
+        cap.check(template_id, estimated)
+    paired = pd.Series([bool(e.fillings) for e in estimates], index=templates.index, dtype=bool)
     no_names = templates["proper_nouns_only"] & names.empty
     dropped_templates = templates[~paired].assign(
         reason=no_names[~paired].map({True: "no_proper_names", False: "no_group_pair"})
     )
     examples = examples_of(templates[paired], vocabulary, names, params)
-    unfilled = examples[["context", "question", *OPTIONS]].apply(lambda c: c.str.contains(UNFILLED)).any(axis=1)
-    duplicated = examples.duplicated(["context", "question", *OPTIONS]) & ~unfilled
-    dropped_examples = pd.concat(
-        [
-            examples[unfilled].assign(reason="unfilled_placeholder"),
-            examples[duplicated].assign(reason="duplicate_example"),
-        ],
-        ignore_index=True,
-    )
-    examples = examples[~unfilled & ~duplicated].reset_index(drop=True)
+    sound, unsound = unsound_drops(examples)
+    duplicated = examples.duplicated(["context", "question", *OPTIONS]) & sound
+    dropped_examples = pd.concat([unsound, examples[duplicated].assign(reason="duplicate_example")], ignore_index=True)
+    examples = examples[sound & ~duplicated].reset_index(drop=True)
     reasons = pd.concat([dropped_templates["reason"], dropped_examples["reason"]], ignore_index=True)
     report = {
         "parameters": asdict(params),
@@ -178,6 +210,9 @@ def adapt_instantiate(
         "dropped": {"total": len(reasons), "by_reason": count_reasons(reasons)},
         "examples_per_template": {str(k): int(v) for k, v in examples.groupby("template_id").size().items()},
     }
+    warnings = manifest_warnings(unsound)
+    if warnings:
+        report["manifest_warnings"] = warnings
     return StageOutput(
         tables={"examples": examples, "dropped_examples": dropped_examples, "dropped_templates": dropped_templates},
         schemas={"examples": EXAMPLE, "dropped_examples": EXAMPLE_DROPPED, "dropped_templates": GATED_TEMPLATE},
@@ -213,6 +248,7 @@ ADAPT_INSTANTIATE = Stage(
         "templates": Table("03_adapt", "gated"),
         "vocabulary": BBQ_VOCABULARY,
         "proper_names": BBQ_PROPER_NAMES,
+        "cap": RunValue("example_cap", describes=lambda stage: False),
     },
     outputs={"examples": EXAMPLE, "dropped_examples": EXAMPLE_DROPPED, "dropped_templates": GATED_TEMPLATE},
     params=AdaptInstantiateParams,

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import math
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -80,9 +81,16 @@ _A_BEFORE_VOWEL = re.compile(r"(\s[aA])(\s[aAeEiIoOuU])")
 ORDERS: tuple[tuple[str, str, str], ...] = tuple(itertools.permutations(("neg", "nonneg", "unknown")))
 """The six orders of the three options: the negative answer, the non-negative one, 'unknown'."""
 ROLE_NAMES = {"stereo": "stereotyped", "nonstereo": "non-stereotyped", "unknown": "unknown"}
+ANSWER_ROLES = {
+    roles: {option: ROLE_NAMES[role] for option, role in zip(OPTIONS, roles, strict=True)}
+    for roles in itertools.permutations(ROLE_NAMES)
+}
+"""BBQ's ``answer_roles`` record of each order of the three roles: one record, shared by the examples of that order."""
 SLOT_NAMES = ("NAME1", "NAME2")
 CELLS = (("neg", "ambig"), ("neg", "disambig"), ("nonneg", "ambig"), ("nonneg", "disambig"))
 """The four examples of a filling, in BBQ's order."""
+BATCH_ROWS = 20_000
+"""Examples made as Python dicts before they are converted to Arrow (:func:`examples_of`)."""
 
 
 @dataclass(frozen=True)
@@ -107,10 +115,40 @@ def fill(text: str, name1: str, name2: str, words: dict[str, str], attributes: t
     return text
 
 
-def lexical_variants(value: str) -> list[dict[str, str]]:
-    """Every combination of the ``Lexical_diversity`` words (``[{}]`` without any)."""
+def lexical_variants(value: str) -> Iterator[dict[str, str]]:
+    """Every combination of the ``Lexical_diversity`` words (one empty one without any), one at a time."""
     lists = parse_lexical_diversity(value)
-    return [dict(zip(lists, combination, strict=True)) for combination in itertools.product(*lists.values())]
+    return (dict(zip(lists, combination, strict=True)) for combination in itertools.product(*lists.values()))
+
+
+def lexical_variant_count(value: str) -> int:
+    """How many combinations :func:`lexical_variants` gives, without making them."""
+    return math.prod(len(words) for words in parse_lexical_diversity(value).values())
+
+
+class Estimate(NamedTuple):
+    """How many examples a template builds, before building them: its fillings (every pair of groups in the
+    orders BBQ builds it), its lexical variants and the four examples of each."""
+
+    fillings: int
+    lexical_variants: int
+
+    @property
+    def examples(self) -> int:
+        return self.fillings * self.lexical_variants * len(CELLS)
+
+    def __str__(self) -> str:
+        return (
+            f"{self.examples:,} examples ({self.fillings:,} pairs in their orders × {self.lexical_variants:,} "
+            f"lexical variants × {len(CELLS)})"
+        )
+
+
+def estimate(template: pd.Series, vocabulary: pd.DataFrame, proper_names: pd.DataFrame) -> Estimate:
+    """:class:`Estimate` of one template: its fillings are made (as many as the vocabulary's pairs), its lexical
+    variants only counted (their product is what a sheet row can blow up)."""
+    made = sum(len(unit) for unit in fillings(template, vocabulary, proper_names))
+    return Estimate(made, lexical_variant_count(template.lexical_diversity))
 
 
 def pairs(template: pd.Series, vocabulary: pd.DataFrame) -> list[tuple[str, str]]:
@@ -288,10 +326,11 @@ def _slot_of_negative(template: Mapping[str, Any]) -> str:
 
 def template_examples(
     template: pd.Series, vocabulary: pd.DataFrame, proper_names: pd.DataFrame, params: AdaptInstantiateParams
-) -> list[dict]:
-    """All examples of one adapted template (rows of the EXAMPLE schema, ``lang`` = ``en``). Race_x_gender and
-    Race_x_SES tag each example's ``stereotyped_groups`` with its stereotyped entity's tag (``F-Black``), which
-    varies with the filling, so that lm-eval's BBQ code finds the biased answer."""
+) -> Iterator[dict]:
+    """All examples of one adapted template (rows of the EXAMPLE schema, ``lang`` = ``en``), made one filling at a
+    time as they are read. Race_x_gender and Race_x_SES tag each example's ``stereotyped_groups`` with its
+    stereotyped entity's tag (``F-Black``), which varies with the filling, so that lm-eval's BBQ code finds the
+    biased answer."""
     entity_tagged = template.category in INTERSECTIONAL_CATEGORIES
     metadata = {
         "subcategory": template.subcategory or "None",
@@ -299,9 +338,10 @@ def template_examples(
         "version": RECORD_VERSION,
         "source": template.source,
     }
-    rows: list[dict] = []
-    units = itertools.product(
-        fillings(template, vocabulary, proper_names), lexical_variants(template.lexical_diversity)
+    units = (
+        (unit, words)
+        for unit in fillings(template, vocabulary, proper_names)
+        for words in lexical_variants(template.lexical_diversity)
     )
     start = _start(template.template_id)
     turn = itertools.count()
@@ -310,8 +350,7 @@ def template_examples(
         for filling in unit:
             tags = {"stereotyped_groups": [group_tag(filling.stereo_group)]} if entity_tagged else {}
             turns = (start + unit_index, start + next(turn))
-            rows.extend(_examples(cells, filling, words, params, *turns, metadata | tags))
-    return rows
+            yield from _examples(cells, filling, words, params, *turns, metadata | tags)
 
 
 def _examples(
@@ -368,9 +407,7 @@ def _examples(
                     option: [options[kind], tags[role_of[kind]]] for option, kind in zip(OPTIONS, order, strict=True)
                 },
                 "additional_metadata": metadata,
-                "answer_roles": {
-                    option: ROLE_NAMES[role_of[kind]] for option, kind in zip(OPTIONS, order, strict=True)
-                },
+                "answer_roles": ANSWER_ROLES[tuple(role_of[kind] for kind in order)],
                 "target_loc": [role_of[kind] for kind in order].index("stereo"),
                 "assignment": "none"
                 if condition == "ambig"
@@ -391,8 +428,10 @@ def _examples(
 def examples_of(
     templates: pd.DataFrame, vocabulary: pd.DataFrame, proper_names: pd.DataFrame, params: AdaptInstantiateParams
 ) -> pd.DataFrame:
-    """The examples of every template, in template order."""
+    """The examples of every template, in template order: made :data:`BATCH_ROWS` at a time into a frame, so that
+    no more than a batch of them is ever a row's dict (the frame keeps their texts as Arrow strings)."""
     rows: Iterator[dict] = itertools.chain.from_iterable(
         template_examples(template, vocabulary, proper_names, params) for _, template in templates.iterrows()
     )
-    return pd.DataFrame(list(rows), columns=EXAMPLE.names)
+    batches = [pd.DataFrame(list(batch), columns=EXAMPLE.names) for batch in itertools.batched(rows, BATCH_ROWS)]
+    return pd.concat(batches, ignore_index=True) if batches else pd.DataFrame(columns=EXAMPLE.names)

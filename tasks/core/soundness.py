@@ -2,7 +2,7 @@
 checked on every row of every config in the build, not only in tests.
 
 - ``duplicate_example``: two rows of one config with the same (context, question, ans0, ans1, ans2);
-- ``unfilled_placeholder``: a ``{…}`` left in a text field;
+- ``unfilled_placeholder``: a ``{…}`` or ``[[…]]`` left in a text field (:data:`UNFILLED`);
 - ``label_role``: the correct option's role is not the one its cell demands (PBBQ §3.3: 'unknown' in an
   ambiguous context; in a biased context the stereotyped entity answers the negative question, in a
   counter-biased one the other entity does; the non-negative question is answered by the other one);
@@ -15,10 +15,17 @@ checked on every row of every config in the build, not only in tests.
 - ``gender_added``: an English row whose entity's English gives a gender its Persian does not give, or another
   ('an Indian businessman' for «بازرگان هندی»; English compounds read by their morphology,
   :mod:`pbbq.tasks.text.cues`).
+
+**The release gate.** Three checks block a release (:data:`RELEASE_BLOCKERS`, :func:`unsound_rows`): a placeholder
+left unfilled, a pair whose two entities are one, two options with one text. The stages that make examples
+(both instantiate stages) drop such rows with the check as their reason and say so in the run's manifest
+(:func:`unsound_drops`); the statistics stage, before anything is published, fails the build when any config
+still holds one (a names variant or a translation that made it): :func:`refuse_unsound`.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 import numpy as np
@@ -51,6 +58,11 @@ CHECKS = (
     *CONFOUNDS,
     "gender_added",
 )
+UNFILLED = re.compile(r"\{[^{}]*\}|\[\[[^\[\]]*\]\]")
+"""A placeholder left in a text: ``{…}`` (PBBQ's slots, BBQ's double-braced ones, a typo's) or ``[[…]]``."""
+RELEASE_BLOCKERS = ("unfilled_placeholder", "equal_entities", "identical_options")
+"""The checks no released row may fail (:func:`unsound_rows`), the cause first (one entity twice gives two options
+alike)."""
 SOURCE_COLUMNS = {"stereo_entity": "stereo_fa", "nonstereo_entity": "nonstereo_fa"}
 """An original Persian example's entities as :func:`source_entities` names them beside a translated row's own."""
 SOUNDNESS = pa.schema(
@@ -126,15 +138,64 @@ def row_violations(
     labels, targets = (pa.array(frame[column], pa.int64()) for column in ("label", "target_loc"))
     return {
         "duplicate_example": frame.duplicated(DUPLICATE_KEY, keep="first"),
-        "unfilled_placeholder": frame[["context", "question", *OPTIONS]]
-        .apply(lambda column: column.str.contains(r"\{[^{}]*\}"))
-        .any(axis=1),
+        "unfilled_placeholder": unfilled(frame),
         "label_role": pd.Series(_differs(pc.choose(labels, *role), _cell_roles(frame)), index=frame.index),
         "target_loc": pd.Series(_differs(pc.choose(targets, *role), "stereotyped"), index=frame.index),
         "answer_info_text": pd.Series(info_text, index=frame.index),
         **{reason: original & (confound == reason) & ~kept for reason in CONFOUNDS},
         "gender_added": added.fillna(False).astype(bool),
     }
+
+
+def unfilled(examples: pd.DataFrame) -> pd.Series:
+    """Whether each example holds a placeholder (:data:`UNFILLED`) in its context, question or options."""
+    texts = examples[["context", "question", *OPTIONS]].astype(str)
+    return texts.apply(lambda column: column.str.contains(UNFILLED)).any(axis=1)
+
+
+def unsound_rows(examples: pd.DataFrame) -> dict[str, pd.Series]:
+    """Per check of :data:`RELEASE_BLOCKERS`, whether each example fails it: a placeholder left unfilled, two of
+    its stereotyped and other entity the same, two of its options the same text (case and surrounding space
+    aside)."""
+    options = [examples[option].astype(str).str.strip().str.casefold() for option in OPTIONS]
+    identical = (options[0] == options[1]) | (options[0] == options[2]) | (options[1] == options[2])
+    stereo, other = (examples[column].astype(str).str.strip() for column in ("stereo_entity", "nonstereo_entity"))
+    equal = (stereo == other) & examples["stereo_entity"].notna()
+    return {"unfilled_placeholder": unfilled(examples), "equal_entities": equal, "identical_options": identical}
+
+
+def unsound_drops(examples: pd.DataFrame) -> tuple[pd.Series, pd.DataFrame]:
+    """The examples a stage that makes them keeps (a boolean Series) and those it drops as unsound, with the first
+    check of :data:`RELEASE_BLOCKERS` each fails as their ``reason``."""
+    reason = pd.Series("", index=examples.index, dtype=object)
+    for check, bad in reversed(unsound_rows(examples).items()):
+        reason[bad.to_numpy()] = check
+    unsound = reason != ""
+    return ~unsound, examples[unsound].assign(reason=reason[unsound])
+
+
+def manifest_warnings(dropped: pd.DataFrame) -> list[str]:
+    """The run manifest's warning for unsound examples a stage dropped (rows of :func:`unsound_drops`), or none."""
+    if dropped.empty:
+        return []
+    counts = ", ".join(f"{reason} {n}" for reason, n in dropped["reason"].value_counts().sort_index().items())
+    return [f"dropped {len(dropped)} unsound example(s) ({counts}): never released"]
+
+
+class UnsoundRelease(ValueError):
+    """A config about to be released holds a row that fails a check of :data:`RELEASE_BLOCKERS`."""
+
+
+def refuse_unsound(config: str, examples: pd.DataFrame) -> None:
+    """Raise :class:`UnsoundRelease` naming the config, the check, how many rows fail it and the first one's id
+    when any example of ``config`` fails a check of :data:`RELEASE_BLOCKERS`."""
+    for check, bad in unsound_rows(examples).items():
+        if bad.any():
+            first = examples.loc[bad, "example_id"].iloc[0]
+            raise UnsoundRelease(
+                f"statistics: {int(bad.sum())} of {len(examples)} {config} examples fail {check} (first: {first}): "
+                "a release never holds such a row; the stage that made them must drop it"
+            )
 
 
 def source_entities(examples: pd.DataFrame) -> pd.DataFrame:

@@ -1,0 +1,145 @@
+"""Benchmark: a sheet row that multiplies its words (issue 35 item 3), built with the cap raised.
+
+Run from the repository root: ``python -m benchmarks.sheet_blowup [--words N] [--code DIR ...]``. It writes the
+adaptation sample's sheet with one row blown up (:func:`blown_up_sheet`: ``PK-NA-1``'s ambiguous context gets
+``{{WORD1}}`` and ``{{WORD2}}`` with N words each, N × N lexical variants) and a configuration of the sample that
+builds English only (no ``[translate]``: the stages after instantiation need no LLM answer that the sample's
+transcript lacks) with ``[build] max_examples_per_template`` raised past the row's estimate, then runs ``pbbq
+build`` with each ``--code`` checkout (default: this one; a checkout from before the cap gets no ``[build]`` key) in a
+process of its own, fresh outputs each, and prints the rows of ``en`` and ``en-names``, the build's peak RSS (the
+process's ``ru_maxrss``), the peak of the instantiation stage (``timings.json``) and the seconds.
+
+Measured on the 2-core machine with N = 100 (160,432 ``en`` and 481,008 ``en-names`` rows), one run of each
+checkout in one invocation, the machine shared with other builds (load average 6-18, so the seconds say more about
+the load than the code): :data:`MEASURED`. The bound: a whole build of 160,432 ``en`` examples peaks at 4.5 GB,
+set by the stages after instantiation (names, diversity, statistics and the release each hold their configs'
+tables), and a template at the default cap (100,000 examples) builds fewer. Instantiation itself holds at most
+:data:`pbbq.tasks.adapt.generate.BATCH_ROWS` examples as Python dicts; the process's peak when it was written went
+from 1.09 to 0.92 GB here, and for BBQ's Race_ethnicity file alone (360,912 examples) from 1.14 to 0.69 GB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+SAMPLE = REPO / "configs" / "adapt-sample.toml"
+SHEET = REPO / "annotations" / "bbq" / "adapt-sheet-pakistan-sample.csv"
+ROW = "PK-NA-1"
+"""The sample's row that is blown up: an NA row of 16 examples, through the gate."""
+TRANSLATION_INPUTS = ("bbq_glossary", "bbq_unknown_phrases")
+"""The sample's inputs only a translation reads."""
+MEASURED = {
+    "a5452f8, issue 35's figure": "peak RSS 4.3 GB, 129 s",
+    "a5452f8, this benchmark": "peak RSS 4.50 GB (1.09 GB when instantiation was written), 787 s",
+    "h-sheet (cap raised)": "peak RSS 4.44 GB (0.92 GB when instantiation was written), 991 s",
+}
+
+
+def blown_up_sheet(words: int, out: Path) -> Path:
+    """The sample sheet with :data:`ROW`'s ambiguous context naming ``{{WORD1}}`` and ``{{WORD2}}``, each with
+    ``words`` words: ``words²`` lexical variants of its 16 examples."""
+    with SHEET.open(encoding="utf-8", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    row = next(row for row in rows if row["template_id"] == ROW)
+    row["target_ambiguous"] += " They met at the {{WORD1}} by the {{WORD2}}."
+    first = ", ".join(f"a{i}" for i in range(words))
+    second = ", ".join(f"b{i}" for i in range(words))
+    row["target_lexical_diversity"] = f"WORD1: [{first}]; WORD2: [{second}]"
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=list(rows[0]))
+    writer.writeheader()
+    writer.writerows(rows)
+    out.write_text(buffer.getvalue(), encoding="utf-8")
+    return out
+
+
+def english_config(sheet: Path, out: Path, cap: int | None) -> Path:
+    """The sample's configuration with ``sheet`` as its sheet, every input by absolute path, no ``[translate]``
+    nor its inputs (English only) and, unless None, ``[build] max_examples_per_template = cap``."""
+    lines, section = [], ""
+    for line in SAMPLE.read_text(encoding="utf-8").splitlines():
+        if line.startswith("["):
+            section = line.strip()
+        if section == "[translate]" or line.split("=")[0].strip() in TRANSLATION_INPUTS:
+            continue
+        if section in ("[inputs]", "[llm]") and '= "../' in line:
+            key, value = line.split("=", 1)
+            path = sheet if key.strip() == "adapt_sheet" else (SAMPLE.parent / value.split('"')[1]).resolve()
+            line = f'{key.strip()} = "{path}"'
+        lines.append(line)
+    if cap is not None:
+        lines += ["", "[build]", f"max_examples_per_template = {cap}"]
+    out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return out
+
+
+def build(code: Path, config: Path, outputs: Path) -> dict[str, object]:
+    """``pbbq build`` of ``config`` with the code of ``code`` in a process of its own: its exit status, seconds,
+    peak RSS, the instantiation stage's peak and the rows of each config."""
+    command = [sys.executable, "-m", "pbbq.flows.cli", "build", "--config", str(config), "--outputs", str(outputs)]
+    command += ["--run-id", "bench"]
+    env = {**os.environ, "PYTHONPATH": str(code)}
+    started = time.perf_counter()
+    process = subprocess.Popen(command, cwd=code, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(process.pid, 0)
+    seconds = time.perf_counter() - started
+    error = process.stderr.read().decode("utf-8", "replace").strip().splitlines()[-1:] if process.stderr else []
+    run = outputs / "bench"
+    rows: dict[str, int] = {}
+    stage_peak = None
+    if (run / "manifest.json").is_file():
+        manifest = json.loads((run / "manifest.json").read_text(encoding="utf-8"))
+        for stage in manifest["stages"]:
+            for artifact in stage["artifacts"]:
+                if artifact["path"] in ("05_instantiate/examples.parquet", "06_names/examples.parquet"):
+                    rows[artifact["path"].split("/")[0]] = artifact["rows"]
+    if (run / "timings.json").is_file():
+        timings = json.loads((run / "timings.json").read_text(encoding="utf-8"))["stages"]
+        stage_peak = next((s["peak_rss"] for s in timings if s["folder"] == "05_instantiate"), None)
+    return {
+        "exit": os.waitstatus_to_exitcode(status),
+        "seconds": seconds,
+        "peak_rss": usage.ru_maxrss * 1024,
+        "instantiate_peak_rss": stage_peak,
+        "en": rows.get("05_instantiate"),
+        "en-names": rows.get("06_names"),
+        "error": error[0] if error and status else "",
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--words", type=int, default=100, help="words per WORD list (default: %(default)s)")
+    parser.add_argument(
+        "--code", type=Path, nargs="+", default=[REPO], help="checkouts to build with (default: this one)"
+    )
+    parser.add_argument("--before-cap", type=Path, nargs="*", default=[], help="of --code: those without the cap")
+    args = parser.parse_args()
+    estimate = (args.words**2) * 16
+    with tempfile.TemporaryDirectory(prefix="sheet-blowup-") as folder:
+        work = Path(folder)
+        sheet = blown_up_sheet(args.words, work / "sheet.csv")
+        for number, code in enumerate(args.code):
+            cap = None if code in args.before_cap else estimate
+            config = english_config(sheet, work / f"config-{number}.toml", cap)
+            result = build(code.resolve(), config, work / f"outputs-{number}")
+            peak = result["instantiate_peak_rss"]
+            print(
+                f"{code}: exit {result['exit']}, en {result['en']}, en-names {result['en-names']}, "
+                f"peak RSS {result['peak_rss'] / 1e9:.2f} GB (after instantiation {peak / 1e9 if peak else 0:.2f} GB), "
+                f"{result['seconds']:.0f} s {result['error']}"
+            )
+
+
+if __name__ == "__main__":
+    main()
