@@ -210,7 +210,8 @@ class PipelineRunner:
             self.wait(earlier.folder)
         task, found, future, recorded, submitted = self._pending.pop(folder)
         result = future.result()
-        damaged = result.damaged(self.store) if isinstance(result, StoredStage) else []
+        taken = isinstance(result, StoredStage) and future.state.name == "Cached"  # computed by no process of this run
+        damaged = result.damaged(self.store) if taken else []
         if damaged:  # a store file edited, truncated or replaced: removed, and the stage computed again
             self.run.warnings.append(damaged_warning(folder, damaged))
             get_run_logger().warning(self.run.warnings[-1])

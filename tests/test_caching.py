@@ -3,8 +3,6 @@ that use it; the input part is the tables' content."""
 
 from __future__ import annotations
 
-import errno
-import os
 import pickle
 import stat
 from pathlib import Path
@@ -13,7 +11,6 @@ from typing import Any, cast
 
 import pandas as pd
 import pyarrow as pa
-import pytest
 
 from pbbq.tasks.core.artifacts import FILE_MODE, REPO_ROOT, ArtifactStore, StageOutput, sha256_file
 from pbbq.tasks.core.caching import (

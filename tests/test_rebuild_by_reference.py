@@ -1,6 +1,6 @@
 """A rebuild with nothing changed takes every cached stage's files from the artifact store (a checked copy, never a
-hard link: docs/architecture.md §5), and gives a run that differs from the cold build's only where a run must: its id, its times,
-and whether each stage was cached (docs/architecture.md §5)."""
+hard link), and gives a run that differs from the cold build's only where a run must: its id, its times, and
+whether each stage was cached (docs/architecture.md §5)."""
 
 from __future__ import annotations
 

@@ -11,9 +11,6 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-AFTER_BUILD = ("audit.html", "run.db")
-"""What ``pbbq audit`` and ``pbbq browse`` write into a run folder (``flows/audit/report.py``, ``browse.DB_NAME``)."""
-
 
 def add_verify_command(subparsers: Any) -> argparse.ArgumentParser:
     """Register ``pbbq verify`` on the ``pbbq`` parser's subparsers; its handler is ``args.handler``."""
@@ -26,6 +23,7 @@ def add_verify_command(subparsers: Any) -> argparse.ArgumentParser:
 
 def verify_command(args: argparse.Namespace) -> int:
     from ...tasks.core.verification import verify_folder
+    from ..audit.audit import AFTER_BUILD
     from ..audit.runs import outputs_folder
 
     folder = Path(args.folder)

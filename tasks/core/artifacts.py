@@ -15,6 +15,7 @@ import os
 import shutil
 import tempfile
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -200,6 +201,18 @@ def _signature(status: os.stat_result) -> tuple[int, int, int, int]:
     return (status.st_ino, status.st_size, status.st_mtime_ns, status.st_ctime_ns)
 
 
+RACY_NS = 1_000_000_000
+"""A file changed less than this long before it was hashed is hashed again when next read: a write within the
+file system's timestamp tick after the hash would leave its ctime as it was (git's "racy clean" files)."""
+
+
+def _hashed(path: Path, signature: tuple[int, int, int, int]) -> None:
+    """Note that ``path``, as ``signature`` describes it, was hashed and found right (:data:`_HASHED`)."""
+    if time.time_ns() - signature[3] > RACY_NS:
+        with _HASHED_LOCK:
+            _HASHED[path] = signature
+
+
 def _copy_hashed(source: BinaryIO, target: BinaryIO) -> str:
     """Copy ``source`` into ``target`` and return the sha256 of what was copied (one read of the file, through one
     buffer of :data:`COPY_BLOCK` bytes)."""
@@ -280,8 +293,7 @@ class ArtifactStore:
         found = sha256_file(path)
         if found != sha256:
             return self.discard(sha256, f"{path} does not have the sha256 it is named by ({found})")
-        with _HASHED_LOCK:
-            _HASHED[path] = _signature(status)
+        _hashed(path, _signature(status))
         return None
 
     def discard(self, sha256: str, problem: str) -> str:
@@ -301,8 +313,7 @@ class ArtifactStore:
             known = _HASHED.get(path) == signature
         if not known and sha256_bytes(data) != sha256:
             self._damaged(sha256)
-        with _HASHED_LOCK:
-            _HASHED[path] = signature
+        _hashed(path, signature)
         return data
 
     def _damaged(self, sha256: str) -> NoReturn:
@@ -374,8 +385,7 @@ class ArtifactStore:
                     sha256, f"content store file {source_path} does not have the sha256 it is named by"
                 )
                 raise DamagedStoreFile(f"{problem}; it was removed: build again to compute it anew")
-            with _HASHED_LOCK:
-                _HASHED[source_path] = signature
+            _hashed(source_path, signature)
             os.replace(temporary, target)
         except BaseException:
             temporary.unlink(missing_ok=True)

@@ -135,22 +135,29 @@ def _release_sizes(folder: Path, manifest: Mapping[str, Any], listed: Mapping[st
     return sizes
 
 
+AGREED = ("run_id", "parameters", "inputs", "code_version")
+"""What a run's manifest and the release's copy of it (written while it published) must say alike."""
+
+
 def _release_copy_agrees(folder: Path, manifest: Mapping[str, Any]) -> list[Mismatch]:
-    """A run's manifest against the release's copy of it (written before publish): the same files for every stage
-    the copy lists. A run manifest replaced or edited after the build disagrees."""
+    """A run's manifest against the release's copy of it (written before publish): the same run, parameters,
+    inputs and code, and the same files for every stage the copy lists. A run manifest replaced or edited after
+    the build disagrees."""
     found = []
     listed = {str(f["path"]) for f in manifest.get("files", [])}
     ours = {stage.get("folder"): stage.get("artifacts") for stage in manifest["stages"]}
     for copy in sorted(path for path in listed if Path(path).name == MANIFEST and (folder / path).is_file()):
         try:
-            stages = json.loads((folder / copy).read_text(encoding="utf-8")).get("stages", [])
+            theirs = json.loads((folder / copy).read_text(encoding="utf-8"))
+            stages = theirs.get("stages", [])
         except (OSError, ValueError, AttributeError):
             continue  # its own hash check names it
-        differing = [stage.get("folder") for stage in stages if ours.get(stage.get("folder")) != stage.get("artifacts")]
+        differing = [key for key in AGREED if theirs.get(key) != manifest.get(key)]
+        differing += [
+            stage.get("folder") for stage in stages if ours.get(stage.get("folder")) != stage.get("artifacts")
+        ]
         if differing:
-            found.append(
-                Mismatch(MANIFEST, "sha256", f"lists other files than the release's copy {copy} for {differing}")
-            )
+            found.append(Mismatch(MANIFEST, "sha256", f"differs from the release's copy {copy} in {differing}"))
     return found
 
 

@@ -1,0 +1,187 @@
+"""Trust nothing unchecked (issue 35, items 1, 2 and 9): a run takes checked copies of the content store's files,
+never hard links; a damaged store file is computed again with a warning; ``pbbq verify``, ``pbbq audit`` and
+publish find a run or a release that is not what its manifest says."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import huggingface_hub
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from pbbq.flows.audit.audit import audit_text
+from pbbq.flows.cli import main
+from pbbq.tasks.core.artifacts import ArtifactStore, DamagedStoreFile, StageOutput, sha256_file
+from pbbq.tasks.core.caching import LazyTables, StoredStage
+from pbbq.tasks.core.verification import verify_folder
+from pbbq.tasks.publish.hub import PublishError, upload_release
+from tests.fakes.hub_server import FakeHub
+
+pytestmark = pytest.mark.filterwarnings("ignore:Use 'content=<...>' to upload raw bytes:DeprecationWarning")
+
+EN = "10_publish/hub/data/en/test-00000-of-00001.parquet"
+TOKEN = "hf_test-TOKEN-secret-0000"
+
+
+def _labels_to_zero(path: Path) -> None:
+    """Rewrite a parquet file in place (the same inode), every ``label`` 0: what a user's script may do."""
+    table = pq.read_table(path)
+    index = table.schema.get_field_index("label")
+    table = table.set_column(index, "label", pa.array([0] * table.num_rows, table.schema.field("label").type))
+    with path.open("r+b") as handle:
+        handle.truncate(0)
+        pq.write_table(table, handle)
+
+
+def _build(outputs: Path, run_id: str) -> Path:
+    from pbbq.flows.build_pbbq import build_pbbq
+
+    return Path(build_pbbq(run_id=run_id, outputs=str(outputs)))
+
+
+@pytest.fixture(scope="module")
+def built(prefect_server: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path]]:
+    """The sample built once (``first``) into an outputs folder of this module's."""
+    outputs = tmp_path_factory.mktemp("outputs")
+    yield outputs, _build(outputs, "first")
+    shutil.rmtree(outputs, ignore_errors=True)
+
+
+def _manifest(run: Path) -> dict:
+    return json.loads((run / "manifest.json").read_text(encoding="utf-8"))
+
+
+def _listed(run: Path, path: str) -> str:
+    manifest = _manifest(run)
+    files = [*manifest["files"], *(a for s in manifest["stages"] for a in s["artifacts"])]
+    return next(f["sha256"] for f in files if f["path"] == path)
+
+
+def test_an_edited_release_reaches_neither_the_store_nor_the_next_release(built: tuple[Path, Path]) -> None:
+    outputs, first = built
+    original = _listed(first, EN)
+    _labels_to_zero(first / EN)
+    second = _build(outputs, "edited")
+    assert sha256_file(second / EN) == original == _listed(second, EN)
+    assert set(pq.read_table(second / EN)["label"].to_pylist()) != {0}
+    assert verify_folder(second).ok and verify_folder(second / "10_publish" / "hub").ok
+    found = verify_folder(first)
+    assert {m.path for m in found.mismatches} == {EN, EN.replace("10_publish/hub", "10_data")}
+    assert {m.kind for m in found.mismatches} == {"size"}
+    assert [m.path for m in verify_folder(first / "10_publish" / "hub").mismatches] == [EN.split("hub/")[1]]
+    assert any("TAMPERED" in line and EN in line for line in audit_text(first).splitlines())
+    assert "files: all" in audit_text(second)
+
+
+def test_a_truncated_store_file_is_computed_again_with_a_warning(built: tuple[Path, Path]) -> None:
+    outputs, first = built
+    digest = _listed(first, EN)
+    stored = outputs / ".cache" / "stage-files" / digest
+    data = stored.read_bytes()
+    stored.write_bytes(data[: len(data) // 2])
+    third = _build(outputs, "truncated")
+    assert sha256_file(third / EN) == digest and sha256_file(stored) == digest
+    assert verify_folder(third).ok
+    warnings = _manifest(third)["warnings"]
+    assert any(w.startswith("10_data: computed again") and digest in w for w in warnings), warnings
+
+
+def test_pbbq_verify_names_each_file_that_differs_and_exits_non_zero(
+    built: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, first = built
+    run = tmp_path / "run"
+    shutil.copytree(first, run)
+    (run / "10_publish" / "hub" / "README.md").write_text("# another card\n", encoding="utf-8")  # a replaced card
+    (run / "02_survey" / "report.json").unlink()
+    (run / "01_crawl" / "planted.csv").write_text("x\n", encoding="utf-8")
+    assert main(["verify", str(run)]) == 1
+    out = capsys.readouterr().out
+    assert "10_publish/hub/README.md: sha256:" in out
+    assert "02_survey/report.json: missing" in out and "01_crawl/planted.csv: extra" in out
+    (run / "audit.html").write_text("written by pbbq audit", encoding="utf-8")  # not the build's: left out
+    manifest = _manifest(run)
+    manifest["parameters"]["stages"] = {}  # a replaced manifest
+    (run / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    assert main(["verify", str(run)]) == 1
+    out = capsys.readouterr().out
+    assert "manifest.json: sha256: differs from the release's copy" in out and "audit.html" not in out
+
+
+def test_a_release_whose_manifest_was_replaced_fails_against_its_card(built: tuple[Path, Path], tmp_path: Path) -> None:
+    _, first = built
+    release = tmp_path / "release"
+    shutil.copytree(first / "10_publish" / "hub", release)
+    manifest = _manifest(release)
+    manifest["warnings"] = []
+    (release / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    found = verify_folder(release)
+    assert [(m.path, m.kind) for m in found.mismatches] == [("manifest.json", "sha256")]
+    assert "the dataset card names" in found.mismatches[0].detail
+
+
+def test_publish_refuses_a_release_that_differs_from_its_manifest(
+    built: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, first = built
+    release = tmp_path / "release"
+    shutil.copytree(first / "10_publish" / "hub", release)
+    _labels_to_zero(release / "data" / "fa" / "test-00000-of-00001.parquet")
+    with FakeHub(token=TOKEN) as hub:
+        monkeypatch.setenv("HF_TOKEN", TOKEN)
+        monkeypatch.setenv("HF_HUB_DISABLE_XET", "1")
+        monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_DISABLE_XET", True)
+        monkeypatch.setattr(huggingface_hub.constants, "ENDPOINT", hub.url)
+        with pytest.raises(
+            PublishError,
+            match=r"data/fa/test-00000-of-00001.parquet: sha256.*nothing was uploaded|"
+            r"nothing was uploaded.*data/fa/test-00000-of-00001.parquet: sha256",
+        ):
+            upload_release(
+                release,
+                "pbbq-tests/pbbq",
+                private=True,
+                build_id="first",
+                manifest_sha256=sha256_file(release / "manifest.json"),
+                endpoint=hub.url,
+                tag=None,
+            )
+        assert hub.requests == []
+
+
+# ------------------------------------------------------------------------------------- the store, in small
+
+
+def test_a_damaged_frame_is_refused_when_read_and_removed(tmp_path: Path) -> None:
+    store = ArtifactStore(tmp_path / "store")
+    output = StageOutput({"t": pd.DataFrame({"a": [1, 2]})}, {"t": pa.schema([("a", pa.int64())])}, {})
+    stored = StoredStage.keep(output, store)
+    frame = store.file(stored.frames["t"])
+    frame.write_bytes(frame.read_bytes()[:-1])
+    assert any("bytes, not the" in problem for problem in stored.damaged(store))  # its size, without reading it
+    assert not frame.exists() and not stored.complete(store)
+    digest = store.put(b"frame bytes")
+    store.file(digest).write_bytes(b"frame byteZ")  # same size, other bytes
+    with pytest.raises(DamagedStoreFile, match="does not have the sha256"):
+        LazyTables({"t": digest}, store)["t"]
+    assert not store.has(digest)
+    assert store.put(b"frame bytes") == digest and store.read(digest) == b"frame bytes"
+
+
+def test_a_damaged_store_file_is_never_placed(tmp_path: Path) -> None:
+    store = ArtifactStore(tmp_path / "store")
+    digest = store.put(b"table bytes")
+    store.file(digest).write_bytes(b"table")
+    with pytest.raises(DamagedStoreFile):
+        store.place(digest, tmp_path / "run" / "a.parquet")
+    assert not (tmp_path / "run" / "a.parquet").exists() and list((tmp_path / "run").iterdir()) == []
+    assert store.recall("key") is None
+    store.remember("key", store.put(b"memo"))
+    store.file(sha := store.recall("key") or "").write_bytes(b"memO")
+    assert store.recall("key") is None and not store.has(sha)  # a memo whose file is damaged is made again
