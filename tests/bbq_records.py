@@ -239,17 +239,22 @@ def write_run(run: Path, specs: tuple[Spec, ...] = SPECS) -> Path:
     configs = make_records(specs)
     manifest = run / "manifest.json"
     manifest.parent.mkdir(parents=True, exist_ok=True)
-    manifest.write_text(json.dumps({"run_id": run.name, "status": "built", "stages": []}) + "\n", encoding="utf-8")
-    build_release(
-        run / "10_publish",
-        configs,
-        table1=table1(pd.concat(configs.values(), ignore_index=True)),
-        table2=None,
-        funnel=pd.DataFrame({"step": ["examples"], "count": [len(configs["fa"])]}),
-        manifest_path=manifest,
-        transcript_path=None,
-        card=CardParams(build_id=run.name),
-    )
+    stages: list[dict] = []
+    for _ in range(2):  # the second time with a manifest that lists the release's data, as a build's does
+        manifest.write_text(json.dumps({"run_id": run.name, "status": "built", "stages": stages}) + "\n", "utf-8")
+        release = build_release(
+            run / "10_publish",
+            configs,
+            table1=table1(pd.concat(configs.values(), ignore_index=True)),
+            table2=None,
+            funnel=pd.DataFrame({"step": ["examples"], "count": [len(configs["fa"])]}),
+            manifest_path=manifest,
+            transcript_path=None,
+            card=CardParams(build_id=run.name),
+        )
+        listed = [f for f in release.files if f.path.startswith(("data/", "lm_eval/"))]
+        artifacts = [{"path": f"10_data/{f.path}", "sha256": f.sha256, "rows": f.rows} for f in listed]
+        stages = [{"stage": "release_data", "folder": "10_data", "cached": False, "inputs": {}, "artifacts": artifacts}]
     survey = parquet_bytes(pa.Table.from_pandas(SURVEY, preserve_index=False))
     atomic_write_bytes(run / "02_survey" / "stereotypes.parquet", survey)
     return run

@@ -17,9 +17,11 @@ import pytest
 
 from pbbq.flows.audit.audit import audit_text
 from pbbq.flows.cli import main
-from pbbq.tasks.core.artifacts import ArtifactStore, DamagedStoreFile, StageOutput, sha256_file
+from pbbq.tasks.core.artifacts import REPO_ROOT, ArtifactStore, DamagedStoreFile, StageOutput, sha256_file
 from pbbq.tasks.core.caching import LazyTables, StoredStage
+from pbbq.tasks.core.run_folder import RunExistsError, RunFolder
 from pbbq.tasks.core.verification import verify_folder
+from pbbq.tasks.evaluation.evaluate import EvaluateError, check_release, resolve_release, task_folder
 from pbbq.tasks.publish.hub import PublishError, upload_release
 from tests.fakes.hub_server import FakeHub
 
@@ -185,3 +187,67 @@ def test_a_damaged_store_file_is_never_placed(tmp_path: Path) -> None:
     store.remember("key", store.put(b"memo"))
     store.file(sha := store.recall("key") or "").write_bytes(b"memO")
     assert store.recall("key") is None and not store.has(sha)  # a memo whose file is damaged is made again
+
+
+# ------------------------------------------------------------------------------------------------ evaluate
+
+
+@pytest.fixture
+def release(tmp_path: Path) -> Path:
+    """A release folder (data, lm_eval, manifest listing them, card naming the manifest), no build needed."""
+    from tests.bbq_records import write_run
+
+    return write_run(tmp_path / "build") / "10_publish" / "hub"
+
+
+def test_evaluation_is_keyed_by_the_data_it_reads(release: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "copy"
+    shutil.copytree(release, copy)
+    _labels_to_zero(copy / "data" / "en" / "test-00000-of-00001.parquet")
+    original, edited = (resolve_release(str(folder), tmp_path) for folder in (release, copy))
+    assert check_release(original) == []
+    with pytest.raises(EvaluateError, match=r"data/en/test-00000-of-00001.parquet: sha256.*--unverified"):
+        check_release(edited)
+    assert edited.sha256 != original.sha256  # a cached score of the original is never this copy's
+    (warning,) = check_release(edited, unverified=True)
+    assert "NOT VERIFIED" in warning and "configs scored: en, fa, fa-names" in warning
+
+
+@pytest.mark.parametrize("damage", ["deleted", "unparseable"])
+def test_a_release_without_a_valid_manifest_is_refused_unless_unverified(
+    release: Path, tmp_path: Path, damage: str
+) -> None:
+    if damage == "deleted":
+        (release / "manifest.json").unlink()
+    else:
+        (release / "manifest.json").write_text("{not json", encoding="utf-8")
+    found = resolve_release(str(release), tmp_path)
+    with pytest.raises(EvaluateError, match=r"manifest.*--unverified"):
+        check_release(found)
+    assert "NOT VERIFIED" in check_release(found, unverified=True)[0]
+
+
+def test_a_deleted_config_is_named(release: Path, tmp_path: Path) -> None:
+    shutil.rmtree(release / "data" / "en")
+    found = resolve_release(str(release), tmp_path)
+    with pytest.raises(EvaluateError, match=r"data/en/test-00000-of-00001.parquet: missing"):
+        check_release(found)
+    assert "configs scored: fa, fa-names" in check_release(found, unverified=True)[0]
+
+
+def test_the_release_task_code_runs_only_when_it_is_the_builders(release: Path, tmp_path: Path) -> None:
+    found = resolve_release(str(release), tmp_path)
+    assert task_folder(found, tmp_path / "eval") == (release / "lm_eval", None)
+    utils = release / "lm_eval" / "utils.py"
+    utils.write_text(utils.read_text(encoding="utf-8") + "\nimport os\nos.environ['PWNED'] = '1'\n", encoding="utf-8")
+    folder, note = task_folder(found, tmp_path / "eval")
+    assert folder == tmp_path / "eval" / "lm_eval" and note is not None and "utils.py" in note
+    assert "PWNED" not in (folder / "utils.py").read_text(encoding="utf-8")
+
+
+def test_a_duplicate_eval_id_is_named_as_such(tmp_path: Path) -> None:
+    RunFolder.create(tmp_path, "eval-1", {}, id_option="--eval-id")
+    with pytest.raises(RunExistsError, match="choose another --eval-id"):
+        RunFolder.create(tmp_path, "eval-1", {}, id_option="--eval-id")
+    source = (REPO_ROOT / "flows" / "evaluate_pbbq.py").read_text(encoding="utf-8")
+    assert 'id_option="--eval-id"' in source
