@@ -617,6 +617,8 @@ def build_pbbq(
         llm = dataclasses.replace(llm, store_path=root / ".cache" / "llm" / "responses.sqlite")
     get_run_logger().info("run %s → %s", run.run_id, run.path)
     store = ArtifactStore(root / ".cache" / STAGE_FILES)
+    for leftover in store.remove_leftovers():  # a killed build's half-written files
+        get_run_logger().info("removed %s, left by a killed build", leftover)
     started = time.perf_counter()
     with run.recording(), StageProgress(last_computed(run.path)) as progress, code_hashes_kept(store):
         check_store_path(llm.store_path, build.path)  # this run's own folder is a run folder now

@@ -5,7 +5,10 @@ publish find a run or a release that is not what its manifest says."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -87,7 +90,10 @@ def test_a_truncated_store_file_is_computed_again_with_a_warning(built: tuple[Pa
     stored = outputs / ".cache" / "stage-files" / digest
     data = stored.read_bytes()
     stored.write_bytes(data[: len(data) // 2])
+    leftover = stored.with_name(f".{digest}.{_dead_pid()}-k1lled00.tmp")  # what a SIGKILL mid-write leaves
+    leftover.write_bytes(b"\0" * 6_800_000)
     third = _build(outputs, "truncated")
+    assert not leftover.exists()
     assert sha256_file(third / EN) == digest and sha256_file(stored) == digest
     assert verify_folder(third).ok
     warnings = _manifest(third)["warnings"]
@@ -158,6 +164,29 @@ def test_publish_refuses_a_release_that_differs_from_its_manifest(
 
 
 # ------------------------------------------------------------------------------------- the store, in small
+
+
+def _dead_pid() -> int:
+    """The pid of a process that has ended."""
+    child = subprocess.Popen([sys.executable, "-c", ""])
+    child.wait()
+    return child.pid
+
+
+def test_only_a_dead_process_temporary_files_are_removed(tmp_path: Path) -> None:
+    store = ArtifactStore(tmp_path / "store")
+    digest = store.put(b"kept")
+    dead = [
+        tmp_path / "store" / f".{digest}.{_dead_pid()}-abcd1234.tmp",
+        tmp_path / "store" / "memo" / f".{_dead_pid()}-abcd1234.tmp.jsonl.gz",
+    ]
+    live = tmp_path / "store" / f".{digest}.{os.getpid()}-abcd1234.tmp"  # a live build's, being written
+    other = tmp_path / "store" / ".not-ours.tmp"
+    for path in (*dead, live, other):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"half")
+    assert sorted(store.remove_leftovers()) == sorted(dead)
+    assert live.exists() and other.exists() and store.read(digest) == b"kept"
 
 
 def test_a_damaged_frame_is_refused_when_read_and_removed(tmp_path: Path) -> None:

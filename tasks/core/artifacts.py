@@ -12,6 +12,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import shutil
 import tempfile
 import threading
@@ -82,11 +83,49 @@ FILE_MODE = 0o666 & ~_umask()
 not ``mkstemp``'s private 0600, so another user or a web server can read a published folder."""
 
 
+TEMPORARY = re.compile(r"\.(?:.*\.)?(?P<pid>\d+)-[a-z0-9_]{8}\.tmp(?:\..*)?", re.DOTALL)
+"""The names of this program's temporary files (:func:`temporary_name`, :func:`atomic_write_bytes`): the pid of
+the process writing them in each, so a leftover of a killed process is told from a file a live one writes."""
+
+
+def temporary_name(name: str, suffix: str = "") -> str:
+    """A temporary file's name for ``name`` (``.name.<pid>-<random>.tmp``, then ``suffix``, which a writer that
+    goes by the suffix needs: ``.gz``)."""
+    return f".{name + '.' if name else ''}{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp{suffix}"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's
+    return True
+
+
+def remove_leftovers(folder: Path) -> list[Path]:
+    """Remove the temporary files a killed process of this program left directly in ``folder`` (a SIGKILL skips
+    every cleanup): only names of :data:`TEMPORARY` whose process is gone from this machine, never one a live
+    build writes. Returns what was removed."""
+    removed = []
+    try:
+        entries = list(os.scandir(folder))
+    except FileNotFoundError:
+        return removed
+    for entry in entries:
+        found = TEMPORARY.fullmatch(entry.name) if entry.name.startswith(".") else None
+        if found and entry.is_file(follow_symlinks=False) and not _alive(int(found["pid"])):
+            Path(entry.path).unlink(missing_ok=True)
+            removed.append(Path(entry.path))
+    return removed
+
+
 def atomic_write_bytes(path: Path, data: bytes, sync: bool = True) -> None:
     """Write ``data`` to ``path`` through a temporary file in the same folder and an atomic rename; ``sync``: on
     disk before the rename (off only for a file whose loss in a crash costs nothing but time)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.{os.getpid()}-", suffix=".tmp")
     try:
         os.fchmod(handle, FILE_MODE)
         with os.fdopen(handle, "wb") as stream:
@@ -296,6 +335,10 @@ class ArtifactStore:
         _hashed(path, _signature(status))
         return None
 
+    def remove_leftovers(self) -> list[Path]:
+        """Remove the temporary files killed builds left in the store (:func:`remove_leftovers`)."""
+        return remove_leftovers(self.path) + remove_leftovers(self.path / "memo")
+
     def discard(self, sha256: str, problem: str) -> str:
         """Remove the damaged stored file ``sha256``; returns ``problem``, what was wrong with it."""
         self.file(sha256).unlink(missing_ok=True)
@@ -350,7 +393,7 @@ class ArtifactStore:
         known = self.recall(key)
         if known:
             return known
-        scratch = self.path / f".{uuid.uuid4().hex[:8]}.{name}"
+        scratch = self.path / temporary_name("", "".join(Path(name).suffixes))
         try:
             digest = write(scratch)
             os.chmod(scratch, FILE_MODE)
@@ -366,7 +409,7 @@ class ArtifactStore:
         disk: a copy a power cut loses is what ``pbbq verify`` reports, and the store keeps the file."""
         source_path = self.file(sha256)
         target.parent.mkdir(parents=True, exist_ok=True)
-        temporary = target.with_name(f".{target.name}.{uuid.uuid4().hex[:8]}.tmp")
+        temporary = target.with_name(temporary_name(target.name))
         try:
             with source_path.open("rb") as source, temporary.open("xb") as copy:
                 os.fchmod(copy.fileno(), FILE_MODE)
