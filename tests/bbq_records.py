@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -228,15 +229,18 @@ SURVEY = pd.DataFrame({"stereotype_id": ["AGE-01", "AGE-03", "ETH-01", "SES-01"]
 """The survey's acceptance of the specs' stereotypes (the KL's human side)."""
 
 
-def write_run(run: Path, specs: tuple[Spec, ...] = SPECS) -> Path:
+def write_run(run: Path, specs: tuple[Spec, ...] = SPECS, named: Collection[str] | None = None) -> Path:
     """A build's run folder as the evaluation reads it: ``10_publish/hub`` written by the publish stage's own
-    code from :func:`make_records`, ``02_survey/stereotypes.parquet`` and ``manifest.json``; returns ``run``."""
+    code from :func:`make_records` (``named``: the only categories ``fa-names`` keeps, None: all), its manifest
+    listing the release's files, and ``02_survey/stereotypes.parquet``; returns ``run``."""
     from pbbq.tasks.core.artifacts import atomic_write_bytes, parquet_bytes
     from pbbq.tasks.publish.dataset_card import CardParams
     from pbbq.tasks.publish.release import build_release
     from pbbq.tasks.statistics import table1
 
     configs = make_records(specs)
+    if named is not None:
+        configs["fa-names"] = configs["fa-names"][configs["fa-names"]["category"].isin(named)].reset_index(drop=True)
     manifest = run / "manifest.json"
     manifest.parent.mkdir(parents=True, exist_ok=True)
     stages: list[dict] = []
