@@ -33,7 +33,15 @@ from prefect.states import Crashed
 from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 
 from ..tasks.core.artifacts import ArtifactStore, StageOutput, atomic_write_bytes, json_text, sha256_bytes, sha256_file
-from ..tasks.core.caching import KeptInput, StoredInput, StoredStage, code_hashes_kept, stage_code_hash, stage_task
+from ..tasks.core.caching import (
+    KeptInput,
+    StoredInput,
+    StoredStage,
+    code_hashes_kept,
+    damaged_warning,
+    stage_code_hash,
+    stage_task,
+)
 from ..tasks.core.collector import build_collector
 from ..tasks.core.inputs import instruction_like
 from ..tasks.core.progress import StageProgress
@@ -202,6 +210,11 @@ class PipelineRunner:
             self.wait(earlier.folder)
         task, found, future, recorded, submitted = self._pending.pop(folder)
         result = future.result()
+        taken = isinstance(result, StoredStage) and future.state.name == "Cached"  # computed by no process of this run
+        damaged = result.damaged(self.store) if taken else []
+        if damaged:  # a store file edited, truncated or replaced: removed, and the stage computed again
+            self.run.warnings.append(damaged_warning(folder, damaged))
+            get_run_logger().warning(self.run.warnings[-1])
         if stage.cached and not (isinstance(result, StoredStage) and result.complete(self.store)):
             # a cache entry of an older format, or whose files were removed from the store: computed again
             self.free_slot()
@@ -606,6 +619,8 @@ def build_pbbq(
         llm = dataclasses.replace(llm, store_path=root / ".cache" / "llm" / "responses.sqlite")
     get_run_logger().info("run %s → %s", run.run_id, run.path)
     store = ArtifactStore(root / ".cache" / STAGE_FILES)
+    for leftover in store.remove_leftovers():  # a killed build's half-written files
+        get_run_logger().info("removed %s, left by a killed build", leftover)
     started = time.perf_counter()
     with (
         using(build.registry),

@@ -19,10 +19,12 @@ A model spec's secret arguments (``api_key=…``) are dropped and named in a war
 environment (:data:`pbbq.tasks.evaluation.evaluate.KEY_VARIABLES`). The two steps are stages declared in
 :mod:`pbbq.tasks.evaluation.stages` and run by the build's :class:`~pbbq.flows.build_pbbq.PipelineRunner` (the same
 contract: declared inputs and outputs, the manifest's input hashes, the cache): each unit is cached under
-``<outputs>/.cache/eval/units/`` by :func:`pbbq.tasks.evaluation.evaluate.unit_key` (model spec + release hash + task
-files + config + examples selected), so a rerun of the same evaluation calls no model; lm-eval's own request cache
-(``<outputs>/.cache/eval/requests/``) keeps every answer as it arrives, so a crashed run resumes. This module
-only wires.
+``<outputs>/.cache/eval/units/`` by :func:`pbbq.tasks.evaluation.evaluate.unit_key` (model spec + the data files'
+hashes + task files + config + examples selected), so a rerun of the same evaluation calls no model; lm-eval's
+own request cache (``<outputs>/.cache/eval/requests/``) keeps every answer as it arrives, so a crashed run
+resumes. A release is verified against its manifest before anything runs, and its ``lm_eval/`` task is run only
+when it is the one this builder writes (:func:`~pbbq.tasks.evaluation.evaluate.check_release`, ``task_folder``).
+This module only wires.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from ..tasks.evaluation.evaluate import (
     Release,
     check_arguments,
     check_configs,
+    check_release,
     lm_eval_version,
     resolve_release,
     task_folder,
@@ -88,10 +91,12 @@ def evaluate_pbbq(
     bootstrap: int = 1000,
     seed: int = 0,
     batch_size: int = 8,
+    unverified: bool = False,
 ) -> str:
     """Score ``models`` (``[NAME=]BACKEND:ARGS`` each) on a release (run folder, release folder or Hub dataset)
     for ``configs`` (default: all), ``limit`` examples of each drawn as the module says (default: all); return
-    the run folder."""
+    the run folder. A release that is not exactly what its manifest lists is refused unless ``unverified``
+    (:func:`~pbbq.tasks.evaluation.evaluate.check_release`)."""
     specs = [ModelSpec.parse(model) for model in models]
     check_arguments(specs, limit)
     logger = get_run_logger()
@@ -108,6 +113,7 @@ def evaluate_pbbq(
     root = outputs_folder(outputs)
     cache = root / ".cache" / "eval"
     found: Release = resolve_release(release, cache / "releases")
+    trust = check_release(found, unverified=unverified)
     wanted = check_configs(found, configs)
     selection = _selection(found, wanted, limit, seed)
     survey_path = Path(survey) if survey else found.survey
@@ -123,15 +129,24 @@ def evaluate_pbbq(
         "batch_size": batch_size,
         "lm_eval": lm_eval_version(),
         "survey": str(survey_path) if survey_path else None,
+        "unverified": unverified,
     }
-    run = RunFolder.create(root, f"eval-{new_run_id()}" if eval_id is None else eval_id, parameters)
+    run = RunFolder.create(
+        root, f"eval-{new_run_id()}" if eval_id is None else eval_id, parameters, id_option="--eval-id"
+    )
     logger.info("evaluation %s → %s", run.run_id, run.path)
     with run.recording():
+        for warning in trust:
+            run.warnings.append(warning)
+            logger.warning(warning)
         if (found.folder / "manifest.json").is_file():
             run.record_input("release_manifest", found.folder / "manifest.json", None)
         if survey_path is not None:
             run.record_input("survey", survey_path, None)
-        tasks = task_folder(found, run.path)
+        tasks, replaced = task_folder(found, run.path)
+        if replaced is not None:
+            run.warnings.append(replaced)
+            logger.warning(replaced)
         if tasks.is_relative_to(run.path):  # written here for a release that has no task folder of its own
             run.record_tree(tasks)
         hashes = {"release": found.sha256, "tasks": tasks_sha256(tasks)}

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -228,28 +229,36 @@ SURVEY = pd.DataFrame({"stereotype_id": ["AGE-01", "AGE-03", "ETH-01", "SES-01"]
 """The survey's acceptance of the specs' stereotypes (the KL's human side)."""
 
 
-def write_run(run: Path, specs: tuple[Spec, ...] = SPECS) -> Path:
+def write_run(run: Path, specs: tuple[Spec, ...] = SPECS, named: Collection[str] | None = None) -> Path:
     """A build's run folder as the evaluation reads it: ``10_publish/hub`` written by the publish stage's own
-    code from :func:`make_records`, ``02_survey/stereotypes.parquet`` and ``manifest.json``; returns ``run``."""
+    code from :func:`make_records` (``named``: the only categories ``fa-names`` keeps, None: all), its manifest
+    listing the release's files, and ``02_survey/stereotypes.parquet``; returns ``run``."""
     from pbbq.tasks.core.artifacts import atomic_write_bytes, parquet_bytes
     from pbbq.tasks.publish.dataset_card import CardParams
     from pbbq.tasks.publish.release import build_release
     from pbbq.tasks.statistics import table1
 
     configs = make_records(specs)
+    if named is not None:
+        configs["fa-names"] = configs["fa-names"][configs["fa-names"]["category"].isin(named)].reset_index(drop=True)
     manifest = run / "manifest.json"
     manifest.parent.mkdir(parents=True, exist_ok=True)
-    manifest.write_text(json.dumps({"run_id": run.name, "status": "built", "stages": []}) + "\n", encoding="utf-8")
-    build_release(
-        run / "10_publish",
-        configs,
-        table1=table1(pd.concat(configs.values(), ignore_index=True)),
-        table2=None,
-        funnel=pd.DataFrame({"step": ["examples"], "count": [len(configs["fa"])]}),
-        manifest_path=manifest,
-        transcript_path=None,
-        card=CardParams(build_id=run.name),
-    )
+    stages: list[dict] = []
+    for _ in range(2):  # the second time with a manifest that lists the release's data, as a build's does
+        manifest.write_text(json.dumps({"run_id": run.name, "status": "built", "stages": stages}) + "\n", "utf-8")
+        release = build_release(
+            run / "10_publish",
+            configs,
+            table1=table1(pd.concat(configs.values(), ignore_index=True)),
+            table2=None,
+            funnel=pd.DataFrame({"step": ["examples"], "count": [len(configs["fa"])]}),
+            manifest_path=manifest,
+            transcript_path=None,
+            card=CardParams(build_id=run.name),
+        )
+        listed = [f for f in release.files if f.path.startswith(("data/", "lm_eval/"))]
+        artifacts = [{"path": f"10_data/{f.path}", "sha256": f.sha256, "rows": f.rows} for f in listed]
+        stages = [{"stage": "release_data", "folder": "10_data", "cached": False, "inputs": {}, "artifacts": artifacts}]
     survey = parquet_bytes(pa.Table.from_pandas(SURVEY, preserve_index=False))
     atomic_write_bytes(run / "02_survey" / "stereotypes.parquet", survey)
     return run

@@ -3,8 +3,6 @@ that use it; the input part is the tables' content."""
 
 from __future__ import annotations
 
-import errno
-import os
 import pickle
 import stat
 from pathlib import Path
@@ -13,7 +11,6 @@ from typing import Any, cast
 
 import pandas as pd
 import pyarrow as pa
-import pytest
 
 from pbbq.tasks.core.artifacts import FILE_MODE, REPO_ROOT, ArtifactStore, StageOutput, sha256_file
 from pbbq.tasks.core.caching import (
@@ -165,21 +162,18 @@ def test_a_stored_stage_is_a_record_of_hashes_and_its_frames_load_only_when_read
     assert not record.complete(store)  # a store cleaned by hand: the runner computes the stage again
 
 
-def test_a_file_is_placed_by_a_hard_link_or_else_a_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_file_is_placed_as_a_copy_never_a_hard_link(tmp_path: Path) -> None:
+    """A run folder is a place a user edits: an edit there must not reach the store (issue 35, item 1)."""
     store = ArtifactStore(tmp_path / "store")
     digest = store.put(b"table bytes")
-    store.place(digest, tmp_path / "run" / "a.parquet")
-    assert (tmp_path / "run" / "a.parquet").stat().st_ino == store.file(digest).stat().st_ino
-
-    def no_link(source: Path, target: Path) -> None:
-        raise OSError(errno.EXDEV, "Invalid cross-device link")
-
-    monkeypatch.setattr(os, "link", no_link)
-    store.place(digest, tmp_path / "run" / "b.parquet")
-    copy = tmp_path / "run" / "b.parquet"
-    assert copy.read_bytes() == b"table bytes" and copy.stat().st_ino != store.file(digest).stat().st_ino
-    assert stat.S_IMODE(copy.stat().st_mode) == FILE_MODE
-    assert sorted(p.name for p in (tmp_path / "run").iterdir()) == ["a.parquet", "b.parquet"]  # no temporary left
+    placed = tmp_path / "run" / "a.parquet"
+    store.place(digest, placed)
+    assert placed.read_bytes() == b"table bytes" and placed.stat().st_ino != store.file(digest).stat().st_ino
+    assert store.file(digest).stat().st_nlink == 1
+    assert stat.S_IMODE(placed.stat().st_mode) == FILE_MODE
+    placed.write_bytes(b"edited in place")
+    assert store.read(digest) == b"table bytes"
+    assert sorted(p.name for p in (tmp_path / "run").iterdir()) == ["a.parquet"]  # no temporary left
 
 
 def test_a_costly_file_is_made_once_per_key(tmp_path: Path) -> None:

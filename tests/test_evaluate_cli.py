@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 import pandas as pd
-import pyarrow.parquet as pq
 import pytest
 
 from pbbq.flows.cli import main
@@ -32,11 +31,7 @@ def offline(monkeypatch: pytest.MonkeyPatch) -> None:
 def run_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A build's run folder whose ``fa-names`` covers only some categories, as the sample's does (Age, first in
     ``fa``, has no name variant): the first rows of ``fa`` and of ``fa-names`` share no example."""
-    run = write_run(tmp_path_factory.mktemp("builds") / "build-1")
-    for shard in (run / "10_publish" / "hub" / "data" / "fa-names").glob("*.parquet"):
-        table = pq.read_table(shard)
-        pq.write_table(table.filter(pd.Series(table.column("category").to_pylist()).isin(NAMED).to_numpy()), shard)
-    return run
+    return write_run(tmp_path_factory.mktemp("builds") / "build-1", named=NAMED)
 
 
 def one_error_line(capsys: pytest.CaptureFixture[str]) -> str:

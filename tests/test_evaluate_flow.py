@@ -101,7 +101,7 @@ def test_resolve_release(run_folder: Path, tmp_path: Path) -> None:
     found = resolve_release(str(run_folder), tmp_path)
     assert found.folder == run_folder / "10_publish" / "hub" and found.configs == ("en", "fa", "fa-names")
     assert found.survey == run_folder / "02_survey" / "stereotypes.parquet"
-    assert found.manifest_sha256 is not None and found.sha256 == found.manifest_sha256
+    assert found.manifest_sha256 is not None and found.sha256 == found.data_sha256  # keyed by the data read
     direct = resolve_release(str(found.folder), tmp_path)
     assert direct.survey is None and direct.sha256 == found.sha256
     assert check_configs(found, None) == ["en", "fa", "fa-names"]
@@ -193,7 +193,8 @@ def test_a_release_without_a_task_folder_gets_one(run_folder: Path, tmp_path: Pa
         for shard in source.glob("*.parquet"):
             (release / "data" / config / shard.name).write_bytes(shard.read_bytes())
     found = resolve_release(str(release), tmp_path)
-    folder = task_folder(found, tmp_path / "eval")
+    folder, note = task_folder(found, tmp_path / "eval")
+    assert note is None
     assert folder == tmp_path / "eval" / "lm_eval" and (folder / "pbbq_fa.yaml").is_file()
     with FakeCompletionsServer() as server:
         spec = ModelSpec.parse(
@@ -254,7 +255,7 @@ def test_evaluate_the_tiny_model_end_to_end(
     assert capsys.readouterr().out.splitlines()[0] == str(first)
     manifest = json.loads((first / "manifest.json").read_text(encoding="utf-8"))
     assert manifest["status"] == "completed"
-    assert manifest["parameters"]["release_manifest_sha256"] == resolve_release(str(run_folder), tmp_path).sha256
+    assert manifest["parameters"]["release_sha256"] == resolve_release(str(run_folder), tmp_path).data_sha256
     assert manifest["parameters"]["models"] == [f"tiny=hf:pretrained={tiny_lm},dtype=float32"]
     samples = pd.read_parquet(first / "01_samples" / "samples.parquet")
     assert samples.groupby("config").size().to_dict() == CONFIG_ROWS

@@ -81,7 +81,7 @@ def test_the_path_reads_the_commands_a_curator_types() -> None:
     commands = curator_commands(README.read_text(encoding="utf-8"))
     assert commands[0] == "source .venv/bin/activate"
     verbs = [command.split()[1] for command in commands if command.startswith("pbbq ")]
-    assert verbs == ["audit", "trace", "diff", "browse"]
+    assert verbs == ["audit", "verify", "trace", "diff", "browse"]
     assert commands[1].startswith("RUN=$(pbbq build --sample)")
 
 

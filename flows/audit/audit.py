@@ -22,6 +22,8 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from ...tasks.core.run_folder import run_status
+from ...tasks.core.verification import verify_run
+from .browse import DB_NAME
 from .diff import example_status
 from .runs import (
     AuditError,
@@ -363,7 +365,25 @@ def audit_text(run: Path) -> str:
         f"store, {r['tokens in']} tokens in, {r['tokens out']} out, cost {r['cost']}"
         for r in llm_usage(run).to_dict(orient="records")
     ]
+    lines += tampering(run)
     return "\n".join(lines)
+
+
+# -------------------------------------------------------------------------------------------------- tampering
+
+AFTER_BUILD = ("audit.html", DB_NAME)
+"""What ``pbbq audit`` and ``pbbq browse`` write into a run after its build: not the build's files."""
+
+
+def tampering(run: Path) -> list[str]:
+    """The run's files against its manifest (``pbbq verify``): one line saying they match, or one per file that
+    differs (a replaced data file, card or manifest)."""
+    if run_status(manifest(run)) == "running":
+        return ["files: not checked while the run is running"]
+    found = verify_run(run, ignored=AFTER_BUILD)
+    if found.ok:
+        return [f"files: all {found.checked} match the manifest"]
+    return [f"TAMPERED ({m.kind}): {m.path}: {m.detail}" for m in found.mismatches]
 
 
 # ------------------------------------------------------------------------------------------------------ trace

@@ -21,6 +21,7 @@ from .crawl import add_crawl_commands
 from .evaluate import add_evaluate_command
 from .names import add_names_command
 from .synth import add_synth_command
+from .verify import add_verify_command
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 """The repository (``pbbq.tasks.core.artifacts.REPO_ROOT``; not imported here: ``pbbq --help`` answers at once)."""
@@ -131,6 +132,7 @@ def _parser() -> argparse.ArgumentParser:
     add_names_command(commands)
     add_synth_command(commands)
     add_evaluate_command(commands)
+    add_verify_command(commands)
     add_crawl_commands(commands)
     add_adapt_command(commands)
     return parser
@@ -171,13 +173,14 @@ def _serve() -> int:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     _prefect_defaults()
-    if args.command not in AUDIT_COMMANDS:  # these read runs: no Prefect to quieten
+    if args.command not in (*AUDIT_COMMANDS, "verify"):  # these read runs: no Prefect to quieten
         _quiet_prefect(tracebacks=args.debug, task_runs=args.command != "build" or args.verbose)
     try:
         if args.command in (
             "adapt",
             "names",
             "evaluate",
+            "verify",
             "crawl",
             "questionnaire",
             "responses",

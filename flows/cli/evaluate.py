@@ -2,6 +2,7 @@
 
 pbbq evaluate --release RUN_OR_REPO --model SPEC [--model SPEC ...] [--config fa,fa-names,en] [--limit N]
               [--eval-id ID] [--outputs DIR] [--survey FILE] [--bootstrap N] [--seed N] [--batch-size N]
+              [--unverified]
 
 Prints the evaluation's run folder, then its scores (Table 3's and BBQ's per model and config, and ε_c; every
 table is in ``<run>/02_metrics/tables.md``). Keys come from the environment, where lm-eval reads them:
@@ -53,6 +54,11 @@ def add_evaluate_command(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples over templates (1000)")
     parser.add_argument("--seed", type=int, default=0, help="seed of --limit's draw, the bootstrap and lm-eval (0)")
     parser.add_argument("--batch-size", type=int, default=8, help="lm-eval's batch size (8)")
+    parser.add_argument(
+        "--unverified",
+        action="store_true",
+        help="score a release whose files are not what its manifest lists (or that has none); its run says so",
+    )
     parser.set_defaults(handler=evaluate_command)
     return parser
 
@@ -103,6 +109,7 @@ def evaluate_command(args: argparse.Namespace) -> int:
             bootstrap=args.bootstrap,
             seed=args.seed,
             batch_size=args.batch_size,
+            unverified=args.unverified,
         )
     print(folder)
     print()

@@ -1,24 +1,28 @@
 """What a stage writes and how (docs/architecture.md §5): its output (tables, schemas, report), each table as
 parquet (and a CSV for people, safe to open in a spreadsheet), every file written to a temporary name in its
 folder and renamed, so a killed run never leaves a half-written file, its sha256, and the content store that
-keeps a stage's files once by hash for every run that takes them by reference. The run folder and its manifest
+keeps a stage's files once by hash for every run that takes a checked copy of them. The run folder and its manifest
 are :mod:`pbbq.tasks.core.run_folder`.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import io
 import json
 import os
+import re
 import shutil
 import tempfile
+import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, NoReturn
 
 import pandas as pd
 import pyarrow as pa
@@ -79,11 +83,49 @@ FILE_MODE = 0o666 & ~_umask()
 not ``mkstemp``'s private 0600, so another user or a web server can read a published folder."""
 
 
+TEMPORARY = re.compile(r"\.(?:.*\.)?(?P<pid>\d+)-[a-z0-9_]{8}\.tmp(?:\..*)?", re.DOTALL)
+"""The names of this program's temporary files (:func:`temporary_name`, :func:`atomic_write_bytes`): the pid of
+the process writing them in each, so a leftover of a killed process is told from a file a live one writes."""
+
+
+def temporary_name(name: str, suffix: str = "") -> str:
+    """A temporary file's name for ``name`` (``.name.<pid>-<random>.tmp``, then ``suffix``, which a writer that
+    goes by the suffix needs: ``.gz``)."""
+    return f".{name + '.' if name else ''}{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp{suffix}"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's
+    return True
+
+
+def remove_leftovers(folder: Path) -> list[Path]:
+    """Remove the temporary files a killed process of this program left directly in ``folder`` (a SIGKILL skips
+    every cleanup): only names of :data:`TEMPORARY` whose process is gone from this machine, never one a live
+    build writes. Returns what was removed."""
+    removed = []
+    try:
+        entries = list(os.scandir(folder))
+    except FileNotFoundError:
+        return removed
+    for entry in entries:
+        found = TEMPORARY.fullmatch(entry.name) if entry.name.startswith(".") else None
+        if found and entry.is_file(follow_symlinks=False) and not _alive(int(found["pid"])):
+            Path(entry.path).unlink(missing_ok=True)
+            removed.append(Path(entry.path))
+    return removed
+
+
 def atomic_write_bytes(path: Path, data: bytes, sync: bool = True) -> None:
     """Write ``data`` to ``path`` through a temporary file in the same folder and an atomic rename; ``sync``: on
     disk before the rename (off only for a file whose loss in a crash costs nothing but time)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.{os.getpid()}-", suffix=".tmp")
     try:
         os.fchmod(handle, FILE_MODE)
         with os.fdopen(handle, "wb") as stream:
@@ -178,11 +220,78 @@ class StoredFile:
     rows: int | None
 
 
+class DamagedStoreFile(ValueError):
+    """A file of the content store is not what its name (its sha256) says: truncated, edited or replaced. It is
+    removed from the store when found, so the build that needs it computes it again."""
+
+
+_FICLONE = 0x40049409
+"""Linux's ioctl that makes a file share another's blocks (a reflink: btrfs, XFS; ext4 has none)."""
+
+COPY_BLOCK = 1 << 18
+"""Bytes a checked copy reads at a time."""
+_HASHED: dict[Path, tuple[int, int, int, int]] = {}
+"""Store files this process hashed and found right, by path: their inode, size, mtime and ctime then. Any write to
+a file changes its ctime (which no call can set back), so a file whose four are unchanged is the file hashed."""
+_HASHED_LOCK = threading.Lock()
+
+
+def _signature(status: os.stat_result) -> tuple[int, int, int, int]:
+    return (status.st_ino, status.st_size, status.st_mtime_ns, status.st_ctime_ns)
+
+
+RACY_NS = 1_000_000_000
+"""A file changed less than this long before it was hashed is hashed again when next read: a write within the
+file system's timestamp tick after the hash would leave its ctime as it was (git's "racy clean" files)."""
+
+
+def _hashed(path: Path, signature: tuple[int, int, int, int]) -> None:
+    """Note that ``path``, as ``signature`` describes it, was hashed and found right (:data:`_HASHED`)."""
+    if time.time_ns() - signature[3] > RACY_NS:
+        with _HASHED_LOCK:
+            _HASHED[path] = signature
+
+
+def _copy_hashed(source: BinaryIO, target: BinaryIO) -> str:
+    """Copy ``source`` into ``target`` and return the sha256 of what was copied (one read of the file, through one
+    buffer of :data:`COPY_BLOCK` bytes)."""
+    digest = hashlib.sha256()
+    buffer = bytearray(COPY_BLOCK)
+    view = memoryview(buffer)
+    while count := source.readinto(buffer):  # type: ignore[attr-defined]
+        digest.update(view[:count])
+        target.write(view[:count])
+    return digest.hexdigest()
+
+
+def _kernel_copy(source: BinaryIO, target: BinaryIO) -> None:
+    """Copy ``source`` into ``target`` inside the kernel (``copy_file_range``), or through memory where it cannot."""
+    try:
+        while os.copy_file_range(source.fileno(), target.fileno(), 1 << 30):
+            pass
+    except OSError:
+        source.seek(0)
+        target.seek(0)
+        target.truncate()
+        shutil.copyfileobj(source, target, 1 << 20)
+
+
+def _reflink(source: BinaryIO, target: BinaryIO) -> bool:
+    """Make ``target`` share ``source``'s blocks where the file system can (no data copied); False where not."""
+    try:
+        fcntl.ioctl(target.fileno(), _FICLONE, source.fileno())
+    except OSError:
+        return False
+    return True
+
+
 @dataclass(frozen=True)
 class ArtifactStore:
     """A content-addressed folder (docs/architecture.md §5): each file named by its sha256 and written once. The
-    stage cache keeps a stage's files here, and a run takes them by reference (a hard link, or a copy where a link
-    cannot be made), so a rebuild neither reads nor writes a cached stage's tables again."""
+    stage cache keeps a stage's files here, and a run takes a copy of them (a reflink where the file system has
+    them), never a hard link: a run folder or a release is a place a user edits, and an edit there must not change
+    what later builds take from the store. Whatever is taken from the store is checked against its name first
+    (:meth:`check`, :meth:`read`, :meth:`place`); a file that fails is removed, so that it is made again."""
 
     path: Path
 
@@ -193,21 +302,78 @@ class ArtifactStore:
         return self.file(sha256).is_file()
 
     def put(self, data: bytes) -> str:
-        """Keep ``data`` (once); returns its sha256."""
+        """Keep ``data`` (once; again over a kept file of another size, a damaged one); returns its sha256."""
         digest = sha256_bytes(data)
-        if not self.has(digest):
-            atomic_write_bytes(self.file(digest), data)
+        path = self.file(digest)
+        try:
+            kept = path.stat().st_size == len(data)
+        except FileNotFoundError:
+            kept = False
+        if not kept:
+            atomic_write_bytes(path, data)
         return digest
+
+    def check(self, sha256: str, size: int | None = None, *, read: bool = True) -> str | None:
+        """Why the stored file ``sha256`` cannot be reused (missing, or its size or its sha256 is not what it
+        should be; a damaged file is removed), or None when it can. ``size`` (when known) is checked without
+        reading; with ``read``, the file is hashed, once per process and version of it (:data:`_HASHED`)."""
+        path = self.file(sha256)
+        try:
+            status = path.stat()
+        except FileNotFoundError:
+            return f"{path} is missing"
+        if size is not None and status.st_size != size:
+            return self.discard(sha256, f"{path} has {status.st_size} bytes, not the {size} it was kept with")
+        if not read:
+            return None
+        with _HASHED_LOCK:
+            if _HASHED.get(path) == _signature(status):
+                return None
+        found = sha256_file(path)
+        if found != sha256:
+            return self.discard(sha256, f"{path} does not have the sha256 it is named by ({found})")
+        _hashed(path, _signature(status))
+        return None
+
+    def remove_leftovers(self) -> list[Path]:
+        """Remove the temporary files killed builds left in the store (:func:`remove_leftovers`)."""
+        return remove_leftovers(self.path) + remove_leftovers(self.path / "memo")
+
+    def discard(self, sha256: str, problem: str) -> str:
+        """Remove the damaged stored file ``sha256``; returns ``problem``, what was wrong with it."""
+        self.file(sha256).unlink(missing_ok=True)
+        return problem
+
+    def read(self, sha256: str) -> bytes:
+        """The stored file ``sha256``'s bytes, checked against its name unless this process hashed that very file
+        already (:meth:`check`); :class:`DamagedStoreFile` if they differ (the file is removed, so the next build
+        makes it again)."""
+        path = self.file(sha256)
+        with path.open("rb") as handle:
+            signature = _signature(os.fstat(handle.fileno()))
+            data = handle.read()
+        with _HASHED_LOCK:
+            known = _HASHED.get(path) == signature
+        if not known and sha256_bytes(data) != sha256:
+            self._damaged(sha256)
+        _hashed(path, signature)
+        return data
+
+    def _damaged(self, sha256: str) -> NoReturn:
+        problem = self.discard(
+            sha256, f"content store file {self.file(sha256)} does not have the sha256 it is named by"
+        )
+        raise DamagedStoreFile(f"{problem}; it was removed: build again to compute it anew")
 
     def _note(self, key: str) -> Path:
         return self.path / "memo" / sha256_bytes(key.encode("utf-8"))
 
     def recall(self, key: str) -> str | None:
         """The sha256 of the file kept under ``key`` (:meth:`remember`), or None when there is none (or the file
-        was removed from the store)."""
+        was removed from the store, or is damaged: :meth:`check`)."""
         note = self._note(key)
         known = note.read_text(encoding="ascii") if note.is_file() else ""
-        return known if known and self.has(known) else None
+        return known if known and self.check(known) is None else None
 
     def remember(self, key: str, digest: str) -> str:
         """Note that ``key``, a key that determines the content of the stored file ``digest``, names it; returns
@@ -227,7 +393,7 @@ class ArtifactStore:
         known = self.recall(key)
         if known:
             return known
-        scratch = self.path / f".{uuid.uuid4().hex[:8]}.{name}"
+        scratch = self.path / temporary_name("", "".join(Path(name).suffixes))
         try:
             digest = write(scratch)
             os.chmod(scratch, FILE_MODE)
@@ -237,16 +403,32 @@ class ArtifactStore:
         return self.remember(key, digest)
 
     def place(self, sha256: str, target: Path) -> None:
-        """Put the stored file ``sha256`` at ``target`` as one atomic rename: a hard link to it, or a copy on
-        another file system (or one that has no hard links)."""
+        """Put a copy of the stored file ``sha256`` at ``target`` as one atomic rename: a reflink where the file
+        system has them, else a copy, checked against its name as it is copied (unless this process hashed that
+        very file already, :meth:`check`): :class:`DamagedStoreFile` if it differs. The copy is not synced to
+        disk: a copy a power cut loses is what ``pbbq verify`` reports, and the store keeps the file."""
+        source_path = self.file(sha256)
         target.parent.mkdir(parents=True, exist_ok=True)
-        temporary = target.with_name(f".{target.name}.{uuid.uuid4().hex[:8]}.tmp")
+        temporary = target.with_name(temporary_name(target.name))
         try:
-            try:
-                os.link(self.file(sha256), temporary)
-            except OSError:
-                shutil.copyfile(self.file(sha256), temporary)
-                os.chmod(temporary, FILE_MODE)
+            with source_path.open("rb") as source, temporary.open("xb") as copy:
+                os.fchmod(copy.fileno(), FILE_MODE)
+                signature = _signature(os.fstat(source.fileno()))
+                with _HASHED_LOCK:
+                    known = _HASHED.get(source_path) == signature
+                if _reflink(source, copy):
+                    found = sha256 if known else sha256_file(temporary)
+                elif known:
+                    _kernel_copy(source, copy)
+                    found = sha256
+                else:
+                    found = _copy_hashed(source, copy)
+            if found != sha256:
+                problem = self.discard(
+                    sha256, f"content store file {source_path} does not have the sha256 it is named by"
+                )
+                raise DamagedStoreFile(f"{problem}; it was removed: build again to compute it anew")
+            _hashed(source_path, signature)
             os.replace(temporary, target)
         except BaseException:
             temporary.unlink(missing_ok=True)

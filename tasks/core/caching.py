@@ -28,7 +28,7 @@ import pickle
 import sys
 import threading
 import uuid
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -155,7 +155,7 @@ def _kept_imports(source: str, package: str) -> frozenset[str]:
     key = json.dumps(["imports of a source", hashlib.sha256(source.encode("utf-8")).hexdigest(), package])
     if key not in kept.imports:
         digest = kept.store.memo(key, lambda: json.dumps(sorted(_imports_of(source, package))).encode("utf-8"))
-        kept.imports[key] = frozenset(json.loads(kept.store.file(digest).read_bytes()))
+        kept.imports[key] = frozenset(json.loads(kept.store.read(digest)))
     return kept.imports[key]
 
 
@@ -264,7 +264,7 @@ class LazyTables(Mapping[str, pd.DataFrame]):
     def __getitem__(self, name: str) -> pd.DataFrame:
         with self._lock:
             if name not in self._loaded:
-                self._loaded[name] = pickle.loads(self._store.file(self._frames[name]).read_bytes())
+                self._loaded[name] = pickle.loads(self._store.read(self._frames[name]))
             return self._loaded[name]
 
     def __iter__(self) -> Iterator[str]:
@@ -293,6 +293,9 @@ class StoredStage:
     requests: str | None = None
     """sha256 of the JSON list of the LLM requests its output used (:attr:`.stage.Stage.request_ids`) in the store,
     so a run's transcript is made without its frames; None for a stage that sends none (or a record from before)."""
+    sizes: dict[str, int] | None = None
+    """Bytes of each frame and of the request list, by sha256: checked before the stage is taken from the cache (a
+    record from before has none: their bytes are checked when read)."""
     token: str = field(default_factory=lambda: uuid.uuid4().hex)
     """This result's own id (the run that computed it made it): what a ``report.json`` made from it is kept by."""
     _tables: LazyTables | None = field(default=None, repr=False, compare=False)
@@ -302,23 +305,45 @@ class StoredStage:
         """Put a finished stage's files and frames into ``store``, and the LLM requests it used (``requests``, None
         for a stage that sends none); its tables stay in memory for this run."""
         files = tuple(StoredFile(file.name, store.put(file.data()), file.rows) for file in stage_files(output))
-        frames = {name: store.put(pickle.dumps(frame, PICKLE)) for name, frame in output.tables.items()}
-        used = None if requests is None else store.put(json.dumps(sorted(set(requests))).encode("utf-8"))
-        return cls(files, frames, output.report, used, _tables=LazyTables(frames, store, output.tables))
+        frames: dict[str, str] = {}
+        sizes: dict[str, int] = {}
+        for name, frame in output.tables.items():  # one pickled frame in memory at a time
+            data = pickle.dumps(frame, PICKLE)
+            frames[name] = store.put(data)
+            sizes[frames[name]] = len(data)
+        used = None
+        if requests is not None:
+            listed = json.dumps(sorted(set(requests))).encode("utf-8")
+            used = store.put(listed)
+            sizes[used] = len(listed)
+        return cls(files, frames, output.report, used, sizes=sizes, _tables=LazyTables(frames, store, output.tables))
 
     def complete(self, store: ArtifactStore) -> bool:
         """Whether every file, frame and request list it names is in ``store`` (a store cleaned by hand may lack
         some)."""
-        kept = (
+        return all(store.has(digest) for digest in self._kept())
+
+    def _kept(self) -> tuple[str, ...]:
+        return (
             *(file.sha256 for file in self.files),
             *self.frames.values(),
             *([self.requests] if self.requests else []),
         )
-        return all(store.has(digest) for digest in kept)
+
+    def damaged(self, store: ArtifactStore) -> list[str]:
+        """What of it in ``store`` is not what it was kept as (:meth:`.artifacts.ArtifactStore.check`, each damaged
+        file removed): its files hashed (a run copies them next), its frames and request list by their size (their
+        bytes are checked when a stage that runs reads them). An empty list when everything is there and right,
+        or missing only (:meth:`complete` says so)."""
+        sizes = self.sizes or {}
+        checks = [(file.sha256, None, True) for file in self.files]
+        checks += [(digest, sizes.get(digest), False) for digest in (*self.frames.values(), self.requests) if digest]
+        found = (store.check(digest, size, read=read) for digest, size, read in checks if store.has(digest))
+        return [problem for problem in found if problem is not None]
 
     def request_ids(self, store: ArtifactStore) -> list[str] | None:
         """The LLM requests its output used, as kept (None when it kept none)."""
-        return None if self.requests is None else list(json.loads(store.file(self.requests).read_bytes()))
+        return None if self.requests is None else list(json.loads(store.read(self.requests)))
 
     def tables(self, store: ArtifactStore) -> LazyTables:
         """Its tables, each loaded from ``store`` when first read (those in memory already, as they are)."""
@@ -539,7 +564,7 @@ def _kept_by_key(
                 batches.setdefault(digest, []).append(value)
         pieces: list[tuple[Mapping[str, pd.DataFrame], Collection[str] | None]] = [(computed, None)] if computed else []
         for digest, values in batches.items():
-            pieces.append((pickle.loads(store.file(digest).read_bytes()), set(values)))
+            pieces.append((pickle.loads(store.read(digest)), set(values)))
         names = list(pieces[0][0])
         tables = {name: _in_key_order([(made[name], values) for made, values in pieces], key) for name in names}
     return tables, computed, missing, keys
@@ -600,3 +625,8 @@ def stage_task(stage: Stage, params: Any, store: ArtifactStore) -> Any:
     declared = {"drops": list(stage.drops), "outputs": {table: str(schema) for table, schema in stage.outputs.items()}}
     policy = StageInputsAndCode(code=(stage.run, finish), declared=declared)
     return task(run, name=name, cache_policy=policy, persist_result=True)
+
+
+def damaged_warning(folder: str, problems: Sequence[str]) -> str:
+    """The manifest's warning for a stage whose kept files failed their check (:meth:`StoredStage.damaged`)."""
+    return f"{folder}: computed again, its kept files failed their check: {'; '.join(problems)}"

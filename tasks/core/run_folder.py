@@ -221,10 +221,16 @@ class RunFolder:
 
     @classmethod
     def create(
-        cls, outputs: Path, run_id: str | None, parameters: Mapping[str, Any], process: Mapping[str, str] | None = None
+        cls,
+        outputs: Path,
+        run_id: str | None,
+        parameters: Mapping[str, Any],
+        process: Mapping[str, str] | None = None,
+        id_option: str = "--run-id",
     ) -> RunFolder:
         """Make the run's folder and write its manifest with status ``running`` (and who runs it), so that a
-        run whose process dies reads ``incomplete``, never as no run at all."""
+        run whose process dies reads ``incomplete``, never as no run at all; ``id_option``: the option that names
+        the run, for the error of a folder that exists."""
         run_id = check_run_id(run_id) if run_id is not None else new_run_id()
         path = outputs / run_id
         try:
@@ -232,7 +238,9 @@ class RunFolder:
         except FileExistsError:
             status = _status_of(path)
             if status not in REPLACEABLE:
-                raise RunExistsError(f"run folder {path} exists already ({status}); choose another --run-id") from None
+                raise RunExistsError(
+                    f"run folder {path} exists already ({status}); choose another {id_option}"
+                ) from None
             shutil.rmtree(path)  # an incomplete or failed run of this id: built again from scratch
             path.mkdir()
         run = cls(path=path, run_id=run_id, parameters=dict(parameters), process=dict(process or {}))

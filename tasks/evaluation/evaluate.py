@@ -10,13 +10,17 @@
 - :func:`check_models`: what can be known before lm-eval starts (its extra installed, a local model's
   ``pretrained`` folder), each failure one line naming the ``--model``.
 - :func:`resolve_release`: a build's run folder (its ``10_publish/hub`` release and its ``02_survey`` table), a
-  release folder, or a Hub dataset repository (``namespace/name[@revision]``, downloaded once).
+  release folder, or a Hub dataset repository (``namespace/name[@revision]``, downloaded once, then verified and
+  its task checked like a local one).
 - :func:`run_unit`: one model on one config through ``lm_eval.simple_evaluate`` with ``log_samples=True``, the
   release's own task (``lm_eval/``), and lm-eval's request cache (``use_cache``: every answer is stored as it
   arrives, so a crashed run resumes where it stopped); the samples become the per-sample table
   (:data:`pbbq.tasks.evaluation.metrics.SAMPLES`).
-- :func:`unit_key`: a unit's cache key, the sha256 of the model spec, the release (its manifest's sha256, or of
-  its data files), the task files, the config, the examples selected (:mod:`pbbq.tasks.evaluation.sample`) and
+- :func:`check_release`: a release is scored only when every file is what its manifest lists (``--unverified``
+  scores one that is not, with a warning naming what differs and the configs scored); :func:`task_folder`: its
+  ``lm_eval/`` task is code, run only when it is the task this builder writes, else this builder's own is used.
+- :func:`unit_key`: a unit's cache key, the sha256 of the model spec, the release (its data files' hashes, read
+  from the files), the task files, the config, the examples selected (:mod:`pbbq.tasks.evaluation.sample`) and
   lm-eval's version; a unit whose key is cached is not run again.
 
 lm-eval (the ``[eval]`` extra) is imported inside :func:`run_unit` only: nothing else here needs it.
@@ -41,8 +45,9 @@ import pyarrow.parquet as pq
 from ..core.artifacts import sha256_file
 from ..core.redaction import REDACTED
 from ..core.schemas import OPTIONS
+from ..core.verification import VerificationError, verify_release
 from ..imports import one_import_at_a_time
-from .lm_eval_task import task_name, write_task_folder
+from .lm_eval_task import config_key, task_files, task_name, write_task_folder
 from .lm_eval_utils import parse_choice
 from .metrics import SAMPLES
 
@@ -158,8 +163,9 @@ class Release:
 
     @property
     def sha256(self) -> str:
-        """The release's identity: its manifest's sha256, else the sha256 of its data files' hashes."""
-        return self.manifest_sha256 or self.data_sha256
+        """What a unit's scores are keyed by: the sha256 of the data files' own hashes (read from the files, not
+        taken from the manifest: a copy whose data changed is another release)."""
+        return self.data_sha256
 
     def categories(self) -> dict[str, list[str]]:
         """Each config's categories, read from its parquet files."""
@@ -221,15 +227,59 @@ def resolve_release(release: str, downloads: Path) -> Release:
     return _release_at(target, release, None)
 
 
-def task_folder(release: Release, scratch: Path) -> Path:
-    """The release's own lm-eval task folder, or (a release published before it had one) a task folder written
-    into ``scratch`` that reads the release's data by absolute path."""
+def check_release(release: Release, *, unverified: bool = False) -> list[str]:
+    """Refuse a release that is not exactly what its manifest lists (:func:`~pbbq.tasks.core.verification.
+    verify_release`: a missing or unreadable manifest, a data file changed, added or deleted, a config gone, a
+    manifest its card does not name), naming each file, unless ``unverified``; then returns what was found as
+    warnings (with the configs scored), for the run's manifest."""
+    try:
+        found = verify_release(release.folder)
+    except VerificationError as exc:
+        if not unverified:
+            raise EvaluateError(f"{release.source}: {exc}; --unverified scores it all the same") from None
+        return [f"release {release.source} NOT VERIFIED: {exc}; configs scored: {', '.join(release.configs)}"]
+    if found.ok:
+        return []
+    lines = [mismatch.line() for mismatch in found.mismatches]
+    shown = "; ".join(lines[:5]) + (f"; and {len(lines) - 5} more" if len(lines) > 5 else "")
+    if not unverified:
+        raise EvaluateError(
+            f"{release.source}: {len(lines)} file(s) differ from its manifest: {shown}; --unverified scores it all "
+            "the same"
+        )
+    return [f"release {release.source} NOT VERIFIED: {shown}; configs scored: {', '.join(release.configs)}"]
+
+
+def _categories(release: Release) -> dict[str, list[str]]:
+    """The release's configs with examples and their categories, in a release's order (as its task lists them)."""
+    categories = release.categories()
+    return {config: categories[config] for config in sorted(categories, key=config_key) if categories[config]}
+
+
+def task_folder(release: Release, scratch: Path) -> tuple[Path, str | None]:
+    """The lm-eval task folder to run, and a warning when it is not the release's own. The release's
+    ``lm_eval/`` is code lm-eval imports (``utils.py``, and any ``!function`` a YAML names), so it is run only when
+    its files are those this version of the builder writes for the release (the README aside); otherwise (another
+    builder version's task, an edited one, or a release with none) this version's task is written into
+    ``scratch``, reading the release's data by absolute path."""
     own = release.folder / "lm_eval"
-    if (own / "utils.py").is_file():
-        return own
+    if own.is_dir():
+        present = {
+            path.name: path.read_bytes() for path in own.iterdir() if path.is_file() and path.name != "README.md"
+        }
+        expected = {name: data for name, data in task_files(_categories(release)).items() if name != "README.md"}
+        if present == expected:
+            return own, None
+        differing = sorted(name for name in present.keys() | expected.keys() if present.get(name) != expected.get(name))
+        note = (
+            f"{own}: not the task this builder writes ({', '.join(differing[:5])} differ): it is not run; the "
+            "builder's own task is used"
+        )
+    else:
+        note = None
     folder = scratch / "lm_eval"
-    write_task_folder(folder, release.categories(), data_dir=str((release.folder / "data").resolve()))
-    return folder
+    write_task_folder(folder, _categories(release), data_dir=str((release.folder / "data").resolve()))
+    return folder, note
 
 
 def tasks_sha256(folder: Path) -> str:

@@ -36,6 +36,7 @@ UTILS_SOURCE = Path(__file__).with_name("lm_eval_utils.py")
 MC_TEMPLATE = "_pbbq_mc_template_yaml"
 GEN_TEMPLATE = "_pbbq_gen_template_yaml"
 TASK_VERSION = 1
+CONFIG_ORDER = ("fa", "fa-names", "en", "en-names")
 
 MC_METRICS: tuple[tuple[str, str, bool], ...] = (
     ("acc", "mean", True),
@@ -59,6 +60,11 @@ GEN_METRICS: tuple[tuple[str, str, bool], ...] = (
 )
 """The generation tasks' metrics: no log-likelihood, so no β_amb and no uncertainty; the unparseable share."""
 GENERATION_KWARGS = {"until": ["\n\n"], "max_gen_toks": 64, "do_sample": False, "temperature": 0.0}
+
+
+def config_key(name: str) -> tuple[int, str]:
+    """The order of configs in a release (and in its task's README): :data:`CONFIG_ORDER`, then any other by name."""
+    return (CONFIG_ORDER.index(name) if name in CONFIG_ORDER else len(CONFIG_ORDER), name)
 
 
 def slug(text: str) -> str:

@@ -215,6 +215,7 @@ def _publish(out_dir: Path, data: _DataPart, run: PublishRun) -> StageOutput:
             manifest_sha256=release.manifest_sha256,
             endpoint=run.endpoint,
             tag=params.tag,
+            files={file.path: file.sha256 for file in release.files},
         )
     published = sum(release.configs.values())
     files = release.file_table()

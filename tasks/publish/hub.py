@@ -31,6 +31,7 @@ from huggingface_hub.utils.sha import git_hash
 
 from ..core.artifacts import sha256_file
 from ..core.redaction import REDACTED
+from ..core.verification import MANIFEST, VerificationError, compare_files, read_manifest, release_expected
 from .release import TASK_FOLDER, config_key
 
 log = logging.getLogger(__name__)
@@ -119,6 +120,25 @@ def _commit_text(build_id: str, manifest_sha256: str, files: Mapping[str, Path])
     return message, description
 
 
+def _check_files(folder: Path, files: Mapping[str, str] | None) -> None:
+    """Refuse a release folder that is not what it was written as (``files``) or what its manifest lists for its
+    data, task and transcript (:func:`~pbbq.tasks.core.verification.release_expected`): each file differing,
+    missing or extra named, before anything reaches the Hub."""
+    present = set(_release_files(folder)) - {MANIFEST}
+    try:
+        manifest = read_manifest(folder)
+    except VerificationError as exc:
+        raise PublishError(str(exc)) from None
+    listed = release_expected(manifest, present)
+    found = compare_files(folder, listed, set(listed) & present)
+    if files is not None:
+        found += compare_files(folder, {path: sha for path, sha in files.items() if path != MANIFEST}, present)
+    if found:
+        lines = sorted({mismatch.line() for mismatch in found})
+        shown = "; ".join(lines[:5]) + (f"; and {len(lines) - 5} more" if len(lines) > 5 else "")
+        raise PublishError(f"{folder} is not what its manifest lists; nothing was uploaded: {shown}")
+
+
 def _upload(
     api: HfApi, folder: Path, repo_id: str, *, private: bool, build_id: str, manifest_sha256: str, tag: str
 ) -> UploadResult:
@@ -180,10 +200,14 @@ def upload_release(
     manifest_sha256: str,
     endpoint: str | None = None,
     tag: str | None,
+    files: Mapping[str, str] | None = None,
 ) -> UploadResult:
     """Publish the release folder to the dataset repository ``repo_id`` as one commit, tagged ``tag`` (default:
     the build id). ``endpoint`` is the Hub's URL (default: ``HF_ENDPOINT`` or huggingface.co). The folder must
-    hold the ``manifest.json`` whose sha256 is ``manifest_sha256``. Raises :class:`PublishError`."""
+    hold the ``manifest.json`` whose sha256 is ``manifest_sha256``, and exactly the files its manifest lists with
+    their sha256 (``files``: every file of the folder by path with its sha256, as the release was written; the
+    manifest's own list of the release data is checked too, :func:`_check_files`): nothing is uploaded
+    otherwise. Raises :class:`PublishError`."""
     token = get_token()
     if token is None:
         raise PublishError("no Hugging Face token: set HF_TOKEN or log in with `hf auth login`")
@@ -192,6 +216,7 @@ def upload_release(
         raise PublishError(f"{folder} has no manifest.json; a published release always carries its manifest")
     if sha256_file(manifest) != manifest_sha256:
         raise PublishError(f"{manifest} does not have the sha256 {manifest_sha256} it was published with")
+    _check_files(folder, files)
     api = HfApi(endpoint=endpoint, library_name="pbbq-builder")
     try:
         return _upload(

@@ -42,7 +42,7 @@ import pyarrow.compute as pc
 
 from ..core.artifacts import FILE_MODE, atomic_write_bytes, parquet_bytes, sha256_bytes, sha256_file
 from ..core.schemas import EXAMPLE, example_configs, to_arrow
-from ..evaluation.lm_eval_task import task_files
+from ..evaluation.lm_eval_task import config_key, task_files
 from .dataset_card import STAND_IN_NOTE, CardParams, ConfigInfo, card_with_note, render_card
 
 RELEASE: pa.Schema = EXAMPLE
@@ -50,7 +50,6 @@ RELEASE: pa.Schema = EXAMPLE
 
 RELEASE_FILES = pa.schema([("path", pa.string()), ("sha256", pa.string()), ("bytes", pa.int64()), ("rows", pa.int64())])
 SHARD_ROWS = 100_000
-CONFIG_ORDER = ("fa", "fa-names", "en", "en-names")
 CONFIG_NAME = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*")
 TASK_FOLDER = "lm_eval"
 SYNTHETIC_NOTE = (
@@ -122,11 +121,6 @@ def split_configs(examples: pd.DataFrame, configs: Sequence[str] = ()) -> Config
     """The examples of each published config (``fa``, ``fa-names``, ``en``, ...), by language and variant; each of
     ``configs`` is there even with no examples (a stage that kept nothing gives an empty config)."""
     return ConfigFrames(examples, configs)
-
-
-def config_key(name: str) -> tuple[int, str]:
-    """The order of configs in a release: :data:`CONFIG_ORDER`, then any other by name."""
-    return (CONFIG_ORDER.index(name) if name in CONFIG_ORDER else len(CONFIG_ORDER), name)
 
 
 def _config_table(name: str, frame: pd.DataFrame) -> tuple[pa.Table, int]:
