@@ -24,6 +24,8 @@ from ..core.inputs import InputError, spreadsheet_row
 SECOND_VALUES = {"Race_x_gender": ("M", "F"), "Race_x_SES": ("lowSES", "highSES")}
 """Each category of the second generator → the two values of its second attribute."""
 INTERSECTIONAL_CATEGORIES = tuple(SECOND_VALUES)
+SECOND_ATTRIBUTE_SLOTS = ("{{GEN1}}", "{{GEN2}}", "{{OCC1}}", "{{OCC2}}")
+"""The placeholders of the second attribute's words in these categories' texts (NAME1's and NAME2's)."""
 SPELLINGS = {"Gender_x_race": "Race_x_gender"}
 """How BBQ's Race_x_gender file spells its ``Category`` → the category its generator gives the examples."""
 RACE_COLUMN = "Known_stereotyped_race"

@@ -42,7 +42,7 @@ from .bbq_format import (
     parse_lexical_diversity,
     text_problem,
 )
-from .intersectional_format import INTERSECTIONAL_CATEGORIES, second_attribute
+from .intersectional_format import INTERSECTIONAL_CATEGORIES, SECOND_ATTRIBUTE_SLOTS, second_attribute
 
 CLASSES = ("DT", "TM", "NA", "SR")
 BBQ_COLUMNS = [f"bbq_{field}" for field in TEXT_FIELDS]
@@ -220,18 +220,20 @@ def _names_problem(row: pd.Series) -> str | None:
 
 def _placeholder_problem(row: pd.Series) -> str | None:
     """The first text a row builds from (the experts' where they wrote one, else BBQ's) holding a placeholder
-    that is not one of :data:`PLACEHOLDERS` or a brace outside one, naming its column, or None."""
+    that is not one of :data:`PLACEHOLDERS` (and, in Race_x_gender and Race_x_SES, the second attribute's slots) or
+    a brace outside one, naming its column, or None."""
+    known = PLACEHOLDERS + (SECOND_ATTRIBUTE_SLOTS if row.category in INTERSECTIONAL_CATEGORIES else ())
     for field in TEXT_FIELDS:
         if field == "lexical_diversity":
             continue
         column = f"target_{field}" if row[f"target_{field}"] else f"bbq_{field}"
         text = row[column]
-        unknown = [found for found in _DOUBLE_BRACED.findall(text) if found not in PLACEHOLDERS]
+        unknown = [found for found in _DOUBLE_BRACED.findall(text) if found not in known]
         if unknown:
-            return f"{column}: unknown placeholder {unknown[0]} (known: {', '.join(PLACEHOLDERS)})"
+            return f"{column}: unknown placeholder {unknown[0]} (known: {', '.join(known)})"
         stray = _PLACEHOLDER_SYNTAX.search(_DOUBLE_BRACED.sub("", text))
         if stray:
-            return f"{column}: {stray.group()!r} outside a placeholder (placeholders are {', '.join(PLACEHOLDERS)})"
+            return f"{column}: {stray.group()!r} outside a placeholder (placeholders are {', '.join(known)})"
     return None
 
 
