@@ -5,10 +5,11 @@ what the difference means (a drop, or an example that simply has no name proxy),
 with its first rows, the funnel from crawled posts to published rows per config, the soundness checks, the
 warnings and the LLM usage. :mod:`pbbq.flows.audit.report` draws the same as ``audit.html``. ``trace`` follows one
 example back through the run: its stereotype with its survey figures and any crawl evidence, the template's
-kappa and where its disambiguated context came from, the LLM prompts and answers behind it, its whole family
-(the ``fa`` original, its name-proxy variants, its translations and every drop among them with stage and reason;
-any member, a dropped one too, traces to the same family), and whether it is new or changed since the previous
-completed run.
+kappa and where its disambiguated context came from (on the adaptation path: the BBQ template, its class, the
+sheet row and the gate's kappa instead), the LLM prompts and answers behind it, its whole family (the source
+original, ``fa`` or ``en``, its name-proxy variants, its translations and every drop among them with stage and
+reason; any member, a dropped one too, traces to the same family), and whether it is new or changed since the
+previous completed run of the same configuration.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from .runs import (
     AuditError,
     drop_tables,
     example_tables,
+    input_file,
+    is_adaptation,
     manifest,
     read_table,
     run_folder,
@@ -466,10 +469,8 @@ def trace(run: Path, example_id: str) -> dict[str, Any]:
     family = pd.concat([m for m in members if len(m)] or [pd.DataFrame(columns=["example_id"])], ignore_index=True)
     original = family[family["example_id"] == original_id]
     derived = family[family["example_id"] != original_id]
-    template = read_table(run, "disambiguate/templates").query("template_id == @example.template_id")
-    gate = read_table(run, "kappa_gate/templates").query("template_id == @example.template_id")
-    stereotype = read_table(run, "survey_filter/stereotypes").query("stereotype_id == @example.stereotype_id")
-    attempts = read_table(run, "disambiguate/attempts").query("template_id == @example.template_id")
+    origin = _adapted_origin(run, example) if is_adaptation(run) else _pbbq_origin(run, example)
+    attempts = pd.DataFrame(origin.pop("disambiguation_attempts", []))
     transcript = _transcript(run)
     llm = []
     for key in dict.fromkeys([*attempts.get("request_id", []), *example.llm_request_ids]):
@@ -487,6 +488,27 @@ def trace(run: Path, example_id: str) -> dict[str, Any]:
         "variants": _records(derived.loc[derived["variant"] != "original", shown]),
         "translations": _records(derived.loc[derived["variant"] == "original", shown]),
         "drops": drops_found,
+        **origin,
+        **({} if is_adaptation(run) else {"disambiguation_attempts": _records(attempts)}),
+        "llm": llm,
+        "diff": example_status(run, found, table),
+    }
+
+
+def _rows(run: Path, table: str, column: str, value: Any) -> pd.DataFrame:
+    """The rows of a run's table whose ``column`` is ``value``; none when the run has no such table."""
+    frame = read_table(run, table)
+    return frame[frame[column] == value] if column in frame.columns else frame
+
+
+def _pbbq_origin(run: Path, example: pd.Series) -> dict[str, Any]:
+    """Where a PBBQ example comes from: its stereotype with its survey figures and crawl evidence, its template,
+    the template's gate figures and the attempts that wrote its disambiguated context."""
+    template = _rows(run, "disambiguate/templates", "template_id", example.template_id)
+    gate = _rows(run, "kappa_gate/templates", "template_id", example.template_id)
+    stereotype = _rows(run, "survey_filter/stereotypes", "stereotype_id", example.stereotype_id)
+    attempts = _rows(run, "disambiguate/attempts", "template_id", example.template_id)
+    return {
         "stereotype": _records(stereotype)[0] if not stereotype.empty else None,
         "crawl": crawl_evidence(run, example.stereotype_id),
         "template": _records(template)[0] if not template.empty else None,
@@ -494,6 +516,46 @@ def trace(run: Path, example_id: str) -> dict[str, Any]:
         if not gate.empty
         else None,
         "disambiguation_attempts": _records(attempts),
-        "llm": llm,
-        "diff": example_status(run, found, table),
     }
+
+
+GATE_COLUMNS = ["kappa", "kappa_note", "n_items", "n_annotators", "mean_relevance", "kept", "reason"]
+"""The annotation gate's figures of a template (PakBBQ §3.2), as the adaptation's template table holds them."""
+SHEET_PREFIX = "bbq_"
+"""The sheet's columns holding BBQ's own template (``bbq_ambiguous``, …), beside the adapted ``target_`` ones."""
+
+
+def _adapted_origin(run: Path, example: pd.Series) -> dict[str, Any]:
+    """Where an adaptation example comes from: its adapted template with its class (DT / TM / NA / SR), the BBQ
+    template the sheet row adapts (none for a newly added NA row), the sheet row itself (file and spreadsheet row),
+    the gate's kappa and mean relevance, and the template's texts as the instances were filled from."""
+    row = _rows(run, "adapt/templates", "template_id", example.template_id)
+    texts = _rows(run, "adapt/texts", "template_id", example.template_id)
+    template = _records(row.drop(columns=GATE_COLUMNS, errors="ignore"))[0] if not row.empty else None
+    sheet, bbq = _sheet_row(run, str(example.template_id))
+    return {
+        "template": template,
+        "class": template["class"] if template else None,
+        "bbq_template": bbq if template and template["class"] != "NA" else None,
+        "sheet": sheet,
+        "gate": _records(row[[c for c in GATE_COLUMNS if c in row.columns]])[0] if not row.empty else None,
+        "texts": _records(texts)[0] if not texts.empty else None,
+    }
+
+
+def _sheet_row(run: Path, template_id: str) -> tuple[dict[str, Any], dict[str, str] | None]:
+    """The adaptation sheet's row of a template: its file, its spreadsheet row (header = row 1, as the build's
+    errors count) and whether the file is still the one the run read; and BBQ's template as the row quotes it."""
+    from ...tasks.core.inputs import read_csv_checked, spreadsheet_row
+
+    path, state = input_file(run, "adapt_sheet")
+    sheet: dict[str, Any] = {"file": manifest(run).get("inputs", {}).get("adapt_sheet", {}).get("path"), "file_is": state}
+    if path is None:
+        return sheet | {"row": None}, None
+    frame = read_csv_checked(path, ["template_id"])
+    rows = frame.index[frame["template_id"] == template_id]
+    if not len(rows):
+        return sheet | {"row": None}, None
+    record = frame.loc[rows[0]]
+    bbq = {c.removeprefix(SHEET_PREFIX): record[c] for c in frame.columns if c.startswith(SHEET_PREFIX)}
+    return sheet | {"row": spreadsheet_row(rows[0])}, bbq

@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from ...tasks.core.artifacts import REPO_ROOT
+from ...tasks.core.artifacts import REPO_ROOT, sha256_file
 from ...tasks.core.run_folder import mark_incomplete, run_status
 
 CONFIG_STAGES = {"fa": "instantiate", "fa-names": "names", "en": "translate"}
@@ -115,6 +115,30 @@ def example_tables(run: Path) -> dict[str, str]:
         if "examples" in declared.get("stacks", {}):
             return {str(label): str(path) for label, path in declared["stacks"]["examples"]}
     return {config: f"{stage_folder(run, stage)}/examples" for config, stage in CONFIG_STAGES.items()}
+
+
+def is_adaptation(run: Path) -> bool:
+    """Whether the run built the adaptation path (BBQ's templates classed by a sheet: its ``adapt`` stage), not
+    PBBQ's (crawled posts, a survey, Persian templates)."""
+    return any(stage.get("name") == "adapt" for stage in manifest(run).get("stages", []))
+
+
+def source_config(run: Path) -> str:
+    """The config of the examples the run built before any name proxy or translation (``fa``, or ``en`` on the
+    adaptation path): the first it stacks."""
+    return next(iter(example_tables(run)))
+
+
+def input_file(run: Path, name: str) -> tuple[Path | None, str]:
+    """The file of the run's input ``name`` as its manifest names it (relative to the repository when inside it),
+    and whether it is still the one the run read: ``unchanged``, ``changed since the run`` or ``gone`` (None)."""
+    entry = manifest(run).get("inputs", {}).get(name) or {}
+    if not entry.get("path"):
+        return None, "not an input of the run"
+    path = Path(entry["path"]) if Path(entry["path"]).is_absolute() else REPO_ROOT / entry["path"]
+    if not path.is_file():
+        return None, "gone"
+    return path, "unchanged" if sha256_file(path) == entry.get("sha256") else "changed since the run"
 
 
 def stage_report(run: Path, stage: str) -> dict[str, Any]:
