@@ -33,12 +33,13 @@ from .runs import (
     manifest,
     read_table,
     run_folder,
+    source_config,
     stage_folders,
     stage_report,
     stage_words,
 )
 
-__all__ = ["AuditError", "audit_text", "drops", "funnel", "run_folder", "stage_summary", "trace"]
+__all__ = ["AuditError", "audit_text", "drops", "funnel", "path_words", "run_folder", "stage_summary", "trace"]
 
 REASON_WORDS: dict[str, str] = {
     "stereotype_not_accepted": "its stereotype was not accepted by the survey",
@@ -67,14 +68,21 @@ FUNNEL_WORDS: dict[str, str] = {
     "entity_pairs": "entity pairs",
     "pairs_without_confound": "entity pairs without a confound",
     "examples": "examples (fa)",
+    "adapt_reviewed": "BBQ templates reviewed, and rows added",
+    "adapt_DT": "kept as BBQ wrote them (DT)",
+    "adapt_TM": "modified for the target culture (TM)",
+    "adapt_NA": "newly added (NA)",
+    "adapt_SR": "removed, with the experts' reason (SR)",
+    "adapt_gated": "templates through the annotation gate",
+    "adapt_examples": "examples (en)",
 }
 
 FIRST_ROWS = 3
 """Rows shown per reason; every row stays in the parquet the report links to."""
 COLUMN_PRIORITY = (
-    "reason", "detail", "entity", "pair", "acceptance", "ci_low", "ci_high", "kappa", "mean_relevance", "chrf",
-    "assignment", "attempt", "failures", "stereo_entity", "nonstereo_entity", "category", "statement_fa",
-    "context", "answer", "text_fa", "text_en",
+    "reason", "removal_reason", "class", "detail", "entity", "pair", "acceptance", "ci_low", "ci_high", "kappa",
+    "mean_relevance", "chrf", "assignment", "attempt", "failures", "stereo_entity", "nonstereo_entity", "category",
+    "statement_fa", "context", "answer", "text_fa", "text_en",
 )  # fmt: skip
 """Columns shown in a reason's first rows, after the ids, up to :data:`MAX_COLUMNS`."""
 MAX_COLUMNS = 7
@@ -89,6 +97,28 @@ def _count(value: Any) -> str:
     if isinstance(value, dict):
         return ", ".join(f"{k} {v}" for k, v in value.items())
     return "?" if value is None else str(value)
+
+
+@dataclass(frozen=True)
+class PathWords:
+    """How the audit names what a run built: PBBQ's path (crawled posts, a survey, Persian templates) or the
+    adaptation of BBQ's templates (a reviewed sheet, English examples)."""
+
+    benchmark: str
+    """What the run builds, for titles."""
+    start: str
+    """What its funnel starts from."""
+    source: str
+    """The config of its examples before any name proxy or translation (``fa``, ``en``)."""
+    cite: str
+    """The paper its charts cite (``PBBQ``), empty on the adaptation path."""
+
+
+def path_words(run: Path) -> PathWords:
+    """The words of the run's path (:class:`PathWords`)."""
+    if is_adaptation(run):
+        return PathWords("BBQ adaptation", "the reviewed BBQ templates", source_config(run), "")
+    return PathWords("PBBQ", "crawled posts", source_config(run), "PBBQ")
 
 
 @dataclass(frozen=True)
@@ -549,7 +579,10 @@ def _sheet_row(run: Path, template_id: str) -> tuple[dict[str, Any], dict[str, s
     from ...tasks.core.inputs import read_csv_checked, spreadsheet_row
 
     path, state = input_file(run, "adapt_sheet")
-    sheet: dict[str, Any] = {"file": manifest(run).get("inputs", {}).get("adapt_sheet", {}).get("path"), "file_is": state}
+    sheet: dict[str, Any] = {
+        "file": manifest(run).get("inputs", {}).get("adapt_sheet", {}).get("path"),
+        "file_is": state,
+    }
     if path is None:
         return sheet | {"row": None}, None
     frame = read_csv_checked(path, ["template_id"])

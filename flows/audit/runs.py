@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from ...tasks.core.artifacts import REPO_ROOT, sha256_file
+from ...tasks.core.artifacts import REPO_ROOT, json_text, sha256_bytes, sha256_file
 from ...tasks.core.run_folder import mark_incomplete, run_status
 
 CONFIG_STAGES = {"fa": "instantiate", "fa-names": "names", "en": "translate"}
@@ -224,11 +224,21 @@ def completed_runs(outputs: Path) -> list[Path]:
     return sorted(runs, key=_finished_at)
 
 
+def config_hash(info: dict[str, Any]) -> str:
+    """What identifies the configuration a run was built with (its manifest ``info``): the sha256 of every parameter
+    it records (the configuration file, each stage's section, the LLM's), so that two runs of one configuration
+    share it and a PBBQ build and an adaptation in one outputs folder never do."""
+    return sha256_bytes(json_text(info.get("parameters") or {}).encode("utf-8"))
+
+
 def previous_completed(run: Path) -> Path | None:
-    """The last completed run in ``run``'s outputs folder that finished before ``run`` (any completed run other
-    than ``run`` when ``run`` has not finished yet), or None."""
+    """The last completed run of the same configuration (:func:`config_hash`) in ``run``'s outputs folder that
+    finished before ``run`` (any such run other than ``run`` when ``run`` has not finished yet), or None."""
     run = run.resolve()
-    others = [other for other in completed_runs(run.parent) if other != run]
+    mine_hash = config_hash(manifest(run))
+    others = [
+        other for other in completed_runs(run.parent) if other != run and config_hash(manifest(other)) == mine_hash
+    ]
     if run_status(manifest(run)) == "completed":
         mine = _finished_at(run)
         others = [other for other in others if _finished_at(other) < mine]
