@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import os
 from functools import lru_cache
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import pandas as pd
@@ -226,9 +226,22 @@ def completed_runs(outputs: Path) -> list[Path]:
 
 def config_hash(info: dict[str, Any]) -> str:
     """What identifies the configuration a run was built with (its manifest ``info``): the sha256 of every parameter
-    it records (the configuration file, each stage's section, the LLM's), so that two runs of one configuration
-    share it and a PBBQ build and an adaptation in one outputs folder never do."""
-    return sha256_bytes(json_text(info.get("parameters") or {}).encode("utf-8"))
+    it records (the configuration file, each stage's section, the LLM's), each file by its name alone
+    (:func:`_unlocated`), so that two runs of one configuration share it, from a copy of the repository or a moved
+    folder too, and a PBBQ build and an adaptation in one outputs folder never do."""
+    return sha256_bytes(json_text(_unlocated(info.get("parameters") or {})).encode("utf-8"))
+
+
+def _unlocated(value: Any) -> Any:
+    """A manifest's parameters with each file path (a string with a ``/``, no space and no ``://``) cut to its
+    file name: where the files lie is not what was configured."""
+    if isinstance(value, dict):
+        return {key: _unlocated(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_unlocated(item) for item in value]
+    if isinstance(value, str) and "/" in value and " " not in value and "://" not in value:
+        return PurePosixPath(value).name
+    return value
 
 
 def previous_completed(run: Path) -> Path | None:
