@@ -202,9 +202,13 @@ def run_kind(manifest: dict[str, Any]) -> str:
     return "crawl" if set(parameters) == {"crawl"} else "build"
 
 
+INSTANTIATING = ("instantiate", "adapt_instantiate")
+"""The stages that instantiate a build's examples: PBBQ's and the adaptation path's."""
+
+
 def is_build(manifest: dict[str, Any]) -> bool:
-    """A run of the build (not an evaluation or a crawl alone): one that instantiates examples."""
-    return any(stage.get("name", stage.get("stage")) == "instantiate" for stage in manifest.get("stages", []))
+    """A run of the build (not an evaluation or a crawl alone), on either path: one that instantiates examples."""
+    return any(stage.get("name", stage.get("stage")) in INSTANTIATING for stage in manifest.get("stages", []))
 
 
 def completed_runs(outputs: Path) -> list[Path]:
