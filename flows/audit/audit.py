@@ -426,7 +426,7 @@ def crawl_evidence(run: Path, stereotype_id: str) -> list[dict[str, Any]]:
 
 
 def _original_id(row: pd.Series) -> str:
-    """The id of the ``fa`` original an example was made from (its own id when it is the original)."""
+    """The id of the source original (``fa``, ``en``) an example was made from (its own id when it is one)."""
     source = row.get("source_example_id")
     return source if isinstance(source, str) and source else str(row["example_id"])
 
@@ -489,7 +489,8 @@ def _find(run: Path, example_id: str) -> tuple[pd.DataFrame, str]:
 
 
 def trace(run: Path, example_id: str) -> dict[str, Any]:
-    """Everything the run knows about one example, from its stereotype to its whole family: the ``fa`` original,
+    """Everything the run knows about one example, from its stereotype (on the adaptation path: its BBQ template,
+    class and sheet row) to its whole family: the source original (``fa``, ``en``),
     its name-proxy variants, its translations and every drop among them with its stage and reason. Any member
     traces to the same family, a dropped one too."""
     found, table = _find(run, example_id)
@@ -499,8 +500,9 @@ def trace(run: Path, example_id: str) -> dict[str, Any]:
     family = pd.concat([m for m in members if len(m)] or [pd.DataFrame(columns=["example_id"])], ignore_index=True)
     original = family[family["example_id"] == original_id]
     derived = family[family["example_id"] != original_id]
-    origin = _adapted_origin(run, example) if is_adaptation(run) else _pbbq_origin(run, example)
-    attempts = pd.DataFrame(origin.pop("disambiguation_attempts", []))
+    adapted = is_adaptation(run)
+    origin = _adapted_origin(run, example) if adapted else _pbbq_origin(run, example)
+    attempts = pd.DataFrame() if adapted else _rows(run, "disambiguate/attempts", "template_id", example.template_id)
     transcript = _transcript(run)
     llm = []
     for key in dict.fromkeys([*attempts.get("request_id", []), *example.llm_request_ids]):
@@ -519,7 +521,7 @@ def trace(run: Path, example_id: str) -> dict[str, Any]:
         "translations": _records(derived.loc[derived["variant"] == "original", shown]),
         "drops": drops_found,
         **origin,
-        **({} if is_adaptation(run) else {"disambiguation_attempts": _records(attempts)}),
+        **({} if adapted else {"disambiguation_attempts": _records(attempts)}),
         "llm": llm,
         "diff": example_status(run, found, table),
     }
@@ -532,12 +534,11 @@ def _rows(run: Path, table: str, column: str, value: Any) -> pd.DataFrame:
 
 
 def _pbbq_origin(run: Path, example: pd.Series) -> dict[str, Any]:
-    """Where a PBBQ example comes from: its stereotype with its survey figures and crawl evidence, its template,
-    the template's gate figures and the attempts that wrote its disambiguated context."""
+    """Where a PBBQ example comes from: its stereotype with its survey figures and crawl evidence, its template and
+    the template's gate figures."""
     template = _rows(run, "disambiguate/templates", "template_id", example.template_id)
     gate = _rows(run, "kappa_gate/templates", "template_id", example.template_id)
     stereotype = _rows(run, "survey_filter/stereotypes", "stereotype_id", example.stereotype_id)
-    attempts = _rows(run, "disambiguate/attempts", "template_id", example.template_id)
     return {
         "stereotype": _records(stereotype)[0] if not stereotype.empty else None,
         "crawl": crawl_evidence(run, example.stereotype_id),
@@ -545,7 +546,6 @@ def _pbbq_origin(run: Path, example: pd.Series) -> dict[str, Any]:
         "gate": _records(gate[["kappa", "kappa_note", "mean_relevance", "kept", "reason"]])[0]
         if not gate.empty
         else None,
-        "disambiguation_attempts": _records(attempts),
     }
 
 
