@@ -7,10 +7,11 @@ computed. Instead, for each config:
 - the rows are drawn round-robin over the strata of BBQ's design (Parrish et al. 2022 §3; PBBQ §3.3):
   category × context condition × question polarity, one row per stratum per round, strata and rows in an order
   drawn from the seed (``--seed``), so that N ≥ the number of strata covers every stratum;
-- ``fa-names`` rows are name variants of ``fa`` rows that are drawn too (their ``source_example_id``), as ε_c
-  pairs them (the name-proxy paper §4.3.3): the sources are drawn first, round-robin over their strata, at least
-  one per ``fa-names`` stratum and enough for N variants, and their variants are taken one sub-seed per source in
-  turn; ``fa`` then adds rows round-robin over the strata the sources leave uncovered;
+- ``fa-names`` rows (on an adaptation release ``en-names``: :func:`paired_configs`) are name variants of ``fa``
+  rows that are drawn too (their ``source_example_id``), as ε_c pairs them (the name-proxy paper §4.3.3): the
+  sources are drawn first, round-robin over their strata, at least one per ``fa-names`` stratum and enough for N
+  variants, and their variants are taken one sub-seed per source in turn; ``fa`` then adds rows round-robin over
+  the strata the sources leave uncovered;
 - any other config with a ``source_example_id`` (``en``: the translations) prefers the rows whose source was drawn
   in ``fa``, stratum by stratum, so that the languages are compared on the same examples where they can be.
 
