@@ -17,7 +17,7 @@ from typing import Any, get_args, get_type_hints
 
 from ..tasks.adapt import MAX_EXAMPLES_PER_TEMPLATE, ExampleCap
 from ..tasks.core.artifacts import REPO_ROOT
-from ..tasks.core.inputs import load_unknown_phrases
+from ..tasks.core.inputs import UNKNOWN_PHRASES, load_unknown_phrases
 from ..tasks.core.run_folder import display_path
 from ..tasks.core.stage import Input, Pipeline
 from ..tasks.llm import STAND_IN_MODE, LLMConfig
@@ -223,6 +223,17 @@ def _llm_section(path: Path, raw: dict[str, Any]) -> tuple[dict[str, Any], Path 
     return llm, None if transcript in (None, "") else _file(path, "llm", "transcript", transcript)
 
 
+def _llm_config(raw: dict[str, Any], llm: dict[str, Any]) -> tuple[Any, str | None]:
+    """:class:`LLMConfig` of ``[llm]`` (checked by :func:`_llm_section`), or what is wrong with it in words (a
+    missing section said as one)."""
+    try:
+        return LLMConfig.from_mapping(llm), None
+    except ValueError as exc:
+        if "llm" not in raw:
+            return None, "the [llm] section is missing (its provider and model, at least)"
+        return None, f"[llm] {exc}"
+
+
 def _section(
     path: Path, raw: dict[str, Any], name: str, kind: Any, limits: Mapping[str, tuple[float | None, ...]]
 ) -> Any:
@@ -276,17 +287,19 @@ def _check_prompts(path: Path, pipeline: Pipeline) -> None:
 
 
 def _targets(path: Path, raw: dict[str, Any], source: str, languages: Languages) -> dict[str, Any]:
-    """``[translate] targets`` checked (a non-empty list of distinct language codes other than ``source``, the input
-    path's language), and
-    the raw configuration as the stages read it: without ``targets``, and with each further target's section
-    (``[translate_ur]``) filled from ``[translate]`` where it leaves a key out."""
+    """``[translate] targets`` checked (a list of distinct language codes other than ``source``, the input path's
+    language; ``[]``: no translation, the source language's configs only), and the raw configuration as the stages
+    read it: without ``targets`` (and without ``[translate]`` when it lists none), and with each further target's
+    section (``[translate_ur]``) filled from ``[translate]`` where it leaves a key out."""
     section = _table(path, raw, "translate")
     if "targets" not in section:
         return raw
     targets = section["targets"]
     known = [code for code in languages if code != source]
-    if not isinstance(targets, list) or not targets or not all(isinstance(code, str) for code in targets):
-        raise ConfigError(f"{path}: [translate] targets = {targets!r} is not a non-empty list of language codes")
+    if not isinstance(targets, list) or not all(isinstance(code, str) for code in targets):
+        raise ConfigError(f"{path}: [translate] targets = {targets!r} is not a list of language codes")
+    if not targets:  # its other keys (inherited ones too) configure no stage
+        return {key: value for key, value in raw.items() if key != "translate"}
     wrong = [code for code in targets if code not in known]
     if wrong or len(set(targets)) != len(targets):
         problem = f"{wrong[0]!r} is not one of {', '.join(known)}" if wrong else "names a language twice"
@@ -294,6 +307,17 @@ def _targets(path: Path, raw: dict[str, Any], source: str, languages: Languages)
     shared = {key: value for key, value in section.items() if key != "targets"}
     further = {f"translate_{code}": shared | _table(path, raw, f"translate_{code}") for code in targets[1:]}
     return raw | {"translate": shared} | further
+
+
+def _translation_inputs(raw: dict[str, Any], source: str, pipeline: Pipeline, languages: Languages) -> set[str]:
+    """The ``[inputs]`` keys only translate stages read (the glossary, the targets' 'unknown' phrasings), when
+    ``pipeline`` translates into no language (``targets = []``): named, not read, so that a configuration turns
+    translation off by its targets alone."""
+    if any(stage.name.startswith("translate") for stage in pipeline):
+        return set()
+    target = next(code for code in languages if code != source)
+    translating = pipeline_for({**raw, "translate": {"targets": [target]}})
+    return {source.config_key for source in input_files(translating)}
 
 
 def _read(path: Path, inheriting: tuple[Path, ...] = ()) -> dict[str, Any]:
@@ -352,23 +376,23 @@ def _load(
             f"{path}: unknown section(s) or key(s) {_names(unknown_sections)}; known: {', '.join(known_sections)}"
         )
     declared = _table(path, raw, "inputs")
-    files = [source.config_key for source in input_files(pipeline)]
-    required = [source.config_key for source in input_files(pipeline) if not source.optional]
-    missing = [key for key in required if key not in declared]
-    if missing:
-        raise ConfigError(f"{path}: [inputs] is missing {', '.join(missing)}")
     kinds: dict[str, Any] = stage_params(pipeline)
+    phrases = [UNKNOWN_PHRASES.config_key] * ("instantiate" in kinds)  # PBBQ's instantiate reads them (below)
+    files = list(dict.fromkeys([*(source.config_key for source in input_files(pipeline)), *phrases]))
+    required = [*(source.config_key for source in input_files(pipeline) if not source.optional), *phrases]
+    required = list(dict.fromkeys(required))
+    missing = [key for key in required if key not in declared]
+    llm, transcript = _llm_section(path, raw)
+    llm_config, llm_problem = _llm_config(raw, llm)
+    problems = ([f"[inputs] is missing {', '.join(missing)}"] if missing else []) + [llm_problem] * bool(llm_problem)
+    if problems:  # what the configuration lacks, all at once
+        raise ConfigError(f"{path}: {'; '.join(problems)}")
     if "instantiate" in kinds:  # PBBQ's instantiate takes its 'unknown' options from an input file
         phrases = load_unknown_phrases(_file(path, "inputs", "unknown_phrases", declared["unknown_phrases"]))
         kinds["instantiate"] = partial(kinds["instantiate"], tuple(phrases["phrase_fa"]))
-    unknown = sorted(set(declared) - set(files))
+    unknown = sorted(set(declared) - set(files) - _translation_inputs(raw, source, pipeline, languages))
     if unknown:
         raise ConfigError(f"{path}: [inputs] has unknown key(s) {_names(unknown)}")
-    llm, transcript = _llm_section(path, raw)
-    try:
-        llm_config = LLMConfig.from_mapping(llm)
-    except ValueError as exc:
-        raise ConfigError(f"{path}: [llm] {exc}") from None
     limits = ranges(pipeline)
     stages = {name: _section(path, raw, name, kind, limits.get(name, {})) for name, kind in kinds.items()}
     running = _section(path, raw, "build", RunOptions, RUN_OPTION_RANGES)

@@ -58,7 +58,7 @@ def test_trace_follows_a_name_variant_back_to_its_stereotype_and_llm_answers(two
     assert traced["gate"]["kappa"] >= 0.2 and traced["template"]["template_id"] == variant.template_id
     variants = {v["variant"] for v in traced["variants"]}
     assert {"names-7271", "names-861", "names-5391"} <= variants
-    assert traced["diff"]["status"] == "no earlier completed run to compare with"
+    assert traced["diff"]["status"] == "no earlier completed run of its configuration to compare with"
     if traced["template"]["disambiguated_source"] == "llm":
         assert traced["llm"] and all(entry["answer"] for entry in traced["llm"])
         assert "{stereo}" in traced["llm"][0]["messages"][0][1]  # the Appendix D input that wrote it

@@ -92,9 +92,10 @@ def test_diff_refuses_a_build_against_a_crawl(tmp_path: Path, capsys: pytest.Cap
     make_run(outputs, "build")
     crawl = RunFolder.create(outputs, "crawl", {"crawl": {"sources": "crawl/sources.toml"}})
     crawl.write_manifest("completed")
-    for argv in (["diff", "build", "crawl"], ["diff", "crawl"]):
-        assert main([*argv, "--outputs", str(outputs)]) == 1
-        assert capsys.readouterr().err == (
-            "pbbq: error: run build is a build and run crawl a crawl: pbbq diff compares two runs of one kind\n"
-        )
+    assert main(["diff", "build", "crawl", "--outputs", str(outputs)]) == 1
+    assert capsys.readouterr().err == (
+        "pbbq: error: run build is a build and run crawl a crawl: pbbq diff compares two runs of one kind\n"
+    )
+    assert main(["diff", "crawl", "--outputs", str(outputs)]) == 1  # one run: against the last of its configuration
+    assert capsys.readouterr().err.startswith("pbbq: error: no completed run before crawl of its configuration")
     assert json.loads((outputs / "crawl" / "manifest.json").read_text(encoding="utf-8"))["status"] == "completed"

@@ -116,7 +116,11 @@ def test_a_limited_run_draws_every_stratum_computes_epsilon_and_prints_the_score
     for row in table3.to_dict("records"):  # every model and config with its accuracy and its interval
         cell = f"{row['acc_amb']:.4f} [{row['acc_amb_low']:.4f}, {row['acc_amb_high']:.4f}]"
         assert f"| {row['model']} | {row['config']} | {row['n_examples']} | {cell} |" in scores
-    assert "ε_c" in scores and "| vllm | ambig |" in scores and "| vllm | disambig |" in scores
+    assert (
+        "ε_c" in scores
+        and "| vllm | fa-names against fa | ambig |" in scores
+        and "| vllm | fa-names against fa | disambig |" in scores
+    )
 
 
 def test_a_key_in_a_model_spec_is_kept_nowhere(prefect_server: None, run_folder: Path, tmp_path: Path) -> None:

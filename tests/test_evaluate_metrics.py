@@ -383,5 +383,5 @@ def test_tables_3_and_4_and_their_markdown() -> None:
     assert m1.count("[") == 7  # every figure with its interval
     religion_row = next(line for line in lines if line.startswith("| fa | Religion |"))
     assert "n/a" in religion_row  # no disambiguated rows: nothing to compute Dis. Acc on
-    assert "| **fa** | **Average** |" in text and "Not computed: it needs the `fa` and `fa-names`" in text
+    assert "| **fa** | **Average** |" in text and "Not computed: it needs a config and its name-proxy variant" in text
     assert "D_KL(human || model)" in text

@@ -5,10 +5,11 @@ what the difference means (a drop, or an example that simply has no name proxy),
 with its first rows, the funnel from crawled posts to published rows per config, the soundness checks, the
 warnings and the LLM usage. :mod:`pbbq.flows.audit.report` draws the same as ``audit.html``. ``trace`` follows one
 example back through the run: its stereotype with its survey figures and any crawl evidence, the template's
-kappa and where its disambiguated context came from, the LLM prompts and answers behind it, its whole family
-(the ``fa`` original, its name-proxy variants, its translations and every drop among them with stage and reason;
-any member, a dropped one too, traces to the same family), and whether it is new or changed since the previous
-completed run.
+kappa and where its disambiguated context came from (on the adaptation path: the BBQ template, its class, the
+sheet row and the gate's kappa instead), the LLM prompts and answers behind it, its whole family (the source
+original, ``fa`` or ``en``, its name-proxy variants, its translations and every drop among them with stage and
+reason; any member, a dropped one too, traces to the same family), and whether it is new or changed since the
+previous completed run of the same configuration.
 """
 
 from __future__ import annotations
@@ -29,15 +30,18 @@ from .runs import (
     AuditError,
     drop_tables,
     example_tables,
+    input_file,
+    is_adaptation,
     manifest,
     read_table,
     run_folder,
+    source_config,
     stage_folders,
     stage_report,
     stage_words,
 )
 
-__all__ = ["AuditError", "audit_text", "drops", "funnel", "run_folder", "stage_summary", "trace"]
+__all__ = ["AuditError", "audit_text", "drops", "funnel", "path_words", "run_folder", "stage_summary", "trace"]
 
 REASON_WORDS: dict[str, str] = {
     "stereotype_not_accepted": "its stereotype was not accepted by the survey",
@@ -66,14 +70,21 @@ FUNNEL_WORDS: dict[str, str] = {
     "entity_pairs": "entity pairs",
     "pairs_without_confound": "entity pairs without a confound",
     "examples": "examples (fa)",
+    "adapt_reviewed": "BBQ templates reviewed, and rows added",
+    "adapt_DT": "kept as BBQ wrote them (DT)",
+    "adapt_TM": "modified for the target culture (TM)",
+    "adapt_NA": "newly added (NA)",
+    "adapt_SR": "removed, with the experts' reason (SR)",
+    "adapt_gated": "templates through the annotation gate",
+    "adapt_examples": "examples (en)",
 }
 
 FIRST_ROWS = 3
 """Rows shown per reason; every row stays in the parquet the report links to."""
 COLUMN_PRIORITY = (
-    "reason", "detail", "entity", "pair", "acceptance", "ci_low", "ci_high", "kappa", "mean_relevance", "chrf",
-    "assignment", "attempt", "failures", "stereo_entity", "nonstereo_entity", "category", "statement_fa",
-    "context", "answer", "text_fa", "text_en",
+    "reason", "removal_reason", "class", "detail", "entity", "pair", "acceptance", "ci_low", "ci_high", "kappa",
+    "mean_relevance", "chrf", "assignment", "attempt", "failures", "stereo_entity", "nonstereo_entity", "category",
+    "statement_fa", "context", "answer", "text_fa", "text_en",
 )  # fmt: skip
 """Columns shown in a reason's first rows, after the ids, up to :data:`MAX_COLUMNS`."""
 MAX_COLUMNS = 7
@@ -88,6 +99,28 @@ def _count(value: Any) -> str:
     if isinstance(value, dict):
         return ", ".join(f"{k} {v}" for k, v in value.items())
     return "?" if value is None else str(value)
+
+
+@dataclass(frozen=True)
+class PathWords:
+    """How the audit names what a run built: PBBQ's path (crawled posts, a survey, Persian templates) or the
+    adaptation of BBQ's templates (a reviewed sheet, English examples)."""
+
+    benchmark: str
+    """What the run builds, for titles."""
+    start: str
+    """What its funnel starts from."""
+    source: str
+    """The config of its examples before any name proxy or translation (``fa``, ``en``)."""
+    cite: str
+    """The paper its charts cite (``PBBQ``), empty on the adaptation path."""
+
+
+def path_words(run: Path) -> PathWords:
+    """The words of the run's path (:class:`PathWords`)."""
+    if is_adaptation(run):
+        return PathWords("BBQ adaptation", "the reviewed BBQ templates", source_config(run), "")
+    return PathWords("PBBQ", "crawled posts", source_config(run), "PBBQ")
 
 
 @dataclass(frozen=True)
@@ -413,7 +446,7 @@ def crawl_evidence(run: Path, stereotype_id: str) -> list[dict[str, Any]]:
 
 
 def _original_id(row: pd.Series) -> str:
-    """The id of the ``fa`` original an example was made from (its own id when it is the original)."""
+    """The id of the source original (``fa``, ``en``) an example was made from (its own id when it is one)."""
     source = row.get("source_example_id")
     return source if isinstance(source, str) and source else str(row["example_id"])
 
@@ -476,7 +509,8 @@ def _find(run: Path, example_id: str) -> tuple[pd.DataFrame, str]:
 
 
 def trace(run: Path, example_id: str) -> dict[str, Any]:
-    """Everything the run knows about one example, from its stereotype to its whole family: the ``fa`` original,
+    """Everything the run knows about one example, from its stereotype (on the adaptation path: its BBQ template,
+    class and sheet row) to its whole family: the source original (``fa``, ``en``),
     its name-proxy variants, its translations and every drop among them with its stage and reason. Any member
     traces to the same family, a dropped one too."""
     found, table = _find(run, example_id)
@@ -486,10 +520,9 @@ def trace(run: Path, example_id: str) -> dict[str, Any]:
     family = pd.concat([m for m in members if len(m)] or [pd.DataFrame(columns=["example_id"])], ignore_index=True)
     original = family[family["example_id"] == original_id]
     derived = family[family["example_id"] != original_id]
-    template = read_table(run, "disambiguate/templates").query("template_id == @example.template_id")
-    gate = read_table(run, "kappa_gate/templates").query("template_id == @example.template_id")
-    stereotype = read_table(run, "survey_filter/stereotypes").query("stereotype_id == @example.stereotype_id")
-    attempts = read_table(run, "disambiguate/attempts").query("template_id == @example.template_id")
+    adapted = is_adaptation(run)
+    origin = _adapted_origin(run, example) if adapted else _pbbq_origin(run, example)
+    attempts = pd.DataFrame() if adapted else _rows(run, "disambiguate/attempts", "template_id", example.template_id)
     transcript = _transcript(run)
     llm = []
     for key in dict.fromkeys([*attempts.get("request_id", []), *example.llm_request_ids]):
@@ -507,13 +540,75 @@ def trace(run: Path, example_id: str) -> dict[str, Any]:
         "variants": _records(derived.loc[derived["variant"] != "original", shown]),
         "translations": _records(derived.loc[derived["variant"] == "original", shown]),
         "drops": drops_found,
+        **origin,
+        **({} if adapted else {"disambiguation_attempts": _records(attempts)}),
+        "llm": llm,
+        "diff": example_status(run, found, table),
+    }
+
+
+def _rows(run: Path, table: str, column: str, value: Any) -> pd.DataFrame:
+    """The rows of a run's table whose ``column`` is ``value``; none when the run has no such table."""
+    frame = read_table(run, table)
+    return frame[frame[column] == value] if column in frame.columns else frame
+
+
+def _pbbq_origin(run: Path, example: pd.Series) -> dict[str, Any]:
+    """Where a PBBQ example comes from: its stereotype with its survey figures and crawl evidence, its template and
+    the template's gate figures."""
+    template = _rows(run, "disambiguate/templates", "template_id", example.template_id)
+    gate = _rows(run, "kappa_gate/templates", "template_id", example.template_id)
+    stereotype = _rows(run, "survey_filter/stereotypes", "stereotype_id", example.stereotype_id)
+    return {
         "stereotype": _records(stereotype)[0] if not stereotype.empty else None,
         "crawl": crawl_evidence(run, example.stereotype_id),
         "template": _records(template)[0] if not template.empty else None,
         "gate": _records(gate[["kappa", "kappa_note", "mean_relevance", "kept", "reason"]])[0]
         if not gate.empty
         else None,
-        "disambiguation_attempts": _records(attempts),
-        "llm": llm,
-        "diff": example_status(run, found, table),
     }
+
+
+GATE_COLUMNS = ["kappa", "kappa_note", "n_items", "n_annotators", "mean_relevance", "kept", "reason"]
+"""The annotation gate's figures of a template (PakBBQ §3.2), as the adaptation's template table holds them."""
+SHEET_PREFIX = "bbq_"
+"""The sheet's columns holding BBQ's own template (``bbq_ambiguous``, …), beside the adapted ``target_`` ones."""
+
+
+def _adapted_origin(run: Path, example: pd.Series) -> dict[str, Any]:
+    """Where an adaptation example comes from: its adapted template with its class (DT / TM / NA / SR), the BBQ
+    template the sheet row adapts (none for a newly added NA row), the sheet row itself (file and spreadsheet row),
+    the gate's kappa and mean relevance, and the template's texts as the instances were filled from."""
+    row = _rows(run, "adapt/templates", "template_id", example.template_id)
+    texts = _rows(run, "adapt/texts", "template_id", example.template_id)
+    template = _records(row.drop(columns=GATE_COLUMNS, errors="ignore"))[0] if not row.empty else None
+    sheet, bbq = _sheet_row(run, str(example.template_id))
+    return {
+        "template": template,
+        "class": template["class"] if template else None,
+        "bbq_template": bbq if template and template["class"] != "NA" else None,
+        "sheet": sheet,
+        "gate": _records(row[[c for c in GATE_COLUMNS if c in row.columns]])[0] if not row.empty else None,
+        "texts": _records(texts)[0] if not texts.empty else None,
+    }
+
+
+def _sheet_row(run: Path, template_id: str) -> tuple[dict[str, Any], dict[str, str] | None]:
+    """The adaptation sheet's row of a template: its file, its spreadsheet row (header = row 1, as the build's
+    errors count) and whether the file is still the one the run read; and BBQ's template as the row quotes it."""
+    from ...tasks.core.inputs import read_csv_checked, spreadsheet_row
+
+    path, state = input_file(run, "adapt_sheet")
+    sheet: dict[str, Any] = {
+        "file": manifest(run).get("inputs", {}).get("adapt_sheet", {}).get("path"),
+        "file_is": state,
+    }
+    if path is None:
+        return sheet | {"row": None}, None
+    frame = read_csv_checked(path, ["template_id"])
+    rows = frame.index[frame["template_id"] == template_id]
+    if not len(rows):
+        return sheet | {"row": None}, None
+    record = frame.loc[rows[0]]
+    bbq = {c.removeprefix(SHEET_PREFIX): record[c] for c in frame.columns if c.startswith(SHEET_PREFIX)}
+    return sheet | {"row": spreadsheet_row(rows[0])}, bbq

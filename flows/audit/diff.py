@@ -26,6 +26,7 @@ from ...tasks.core.artifacts import sha256_file
 from .runs import (
     AuditError,
     completed_runs,
+    config_hash,
     example_tables,
     manifest,
     previous_completed,
@@ -431,7 +432,9 @@ class RunDiff(StageChanges):
         return parts
 
     def title(self) -> str:
-        return f"Changes from run {self.a.name} to run {self.b.name}"
+        hashes = [config_hash(manifest(run))[:12] for run in (self.a, self.b)]
+        apart = f" (two configurations: {hashes[0]}, {hashes[1]})" if hashes[0] != hashes[1] else ""
+        return f"Changes from run {self.a.name} to run {self.b.name}{apart}"
 
     def text(self, limit: int | None = SHOWN) -> str:
         lines = [self.title()]
@@ -721,15 +724,24 @@ def default_pair(outputs: Path) -> tuple[Path, Path]:
     return runs[-2], runs[-1]
 
 
+def no_previous_run(run: Path) -> str:
+    """That ``run`` has no earlier completed run of its configuration to compare with, naming its config hash."""
+    return (
+        f"No earlier completed run of this configuration (config hash {config_hash(manifest(run))[:12]}) in "
+        f"{run.parent}"
+    )
+
+
 def changes_since_previous(
     run: Path, limit: int | None = SHOWN, stages: tuple[Path, StageChanges] | None = None
 ) -> str:
-    """Markdown of ``run`` against the previous completed run of its outputs folder (the flow's artifact).
+    """Markdown of ``run`` against the previous completed run of its configuration in its outputs folder (the
+    flow's artifact).
     ``stages``: a run and :func:`stage_changes` against it, computed while the build ran: used when that run is
     still the previous one."""
     previous = previous_completed(run)
     if previous is None:
-        return f"## Changes\n\nNo earlier completed run in {run.parent}: nothing to compare with."
+        return f"## Changes\n\n{no_previous_run(run)}: nothing to compare with."
     known = stages[1] if stages is not None and stages[0] == previous else None
     return diff_runs(previous, run, stages=known).markdown(limit)
 
@@ -739,7 +751,7 @@ def example_status(run: Path, rows: pd.DataFrame, table: str) -> dict[str, Any]:
     or unchanged in that table since the previous completed run, and which fields changed."""
     previous = previous_completed(run)
     if previous is None:
-        return {"previous_run": None, "status": "no earlier completed run to compare with"}
+        return {"previous_run": None, "status": "no earlier completed run of its configuration to compare with"}
     row = rows.iloc[0]
     before = read_table(previous, table)
     before = before[before["example_id"] == row["example_id"]] if "example_id" in before.columns else before

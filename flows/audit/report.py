@@ -11,6 +11,7 @@ stack with Persian glyphs.
 
 from __future__ import annotations
 
+import colorsys
 import html
 import io
 import math
@@ -26,25 +27,42 @@ from ...tasks.core.run_folder import run_status
 from ...tasks.core.schemas import CATEGORIES
 from ...tasks.imports import one_import_at_a_time
 from .audit import (
+    PathWords,
     ReasonDrops,
     drops,
     funnel,
     llm_usage,
+    path_words,
     soundness,
     stage_lines,
     survey_margin,
     warnings,
     words,
 )
-from .diff import diff_runs
-from .runs import manifest, previous_completed, read_table, stage_folder, stage_report, table_path
+from .diff import diff_runs, no_previous_run
+from .runs import (
+    config_hash,
+    example_tables,
+    is_adaptation,
+    manifest,
+    previous_completed,
+    read_table,
+    stage_folder,
+    stage_report,
+    table_path,
+)
 
 FONTS = '"Vazirmatn", "Noto Sans Arabic", "Noto Naskh Arabic", "DejaVu Sans", "Tahoma", sans-serif'
 """Fonts with Persian glyphs first; DejaVu Sans (on most Linux systems) covers Persian too."""
 CELL_WIDTH = 100
 """Characters of a text cell shown in the first rows of a reason; the whole text is its tooltip."""
 KEPT, STOPPED = "#2a6f97", "#c1121f"
-CONFIG_COLOURS = {"fa": "#2a6f97", "fa-names": "#e09f3e", "en": "#6a994e"}
+CONFIG_PALETTE = (
+    "#2a6f97", "#e09f3e", "#6a994e", "#9d4edd", "#c1121f", "#14746f", "#f72585", "#7f5539", "#4361ee", "#b5a642",
+    "#5c677d", "#ff7b00", "#2b9348", "#8338ec", "#ef476f", "#06aed5", "#a44a3f", "#3a0ca3", "#90a955", "#d4a373",
+)  # fmt: skip
+"""The charts' colours, one per config in the order the run builds them (the source, its names variant, then each
+target); a run with more configs than these draws the rest in evenly spaced hues."""
 OUTCOME_COLOURS = {
     "kept": KEPT,
     "kappa_below_threshold": STOPPED,
@@ -52,7 +70,7 @@ OUTCOME_COLOURS = {
     "stereotype_not_accepted": "#8d99ae",
 }
 TEMPLATE_LEVEL_NOTE = (
-    "The paper's Table 2 (PBBQ §3.5, Appendix C): each category's template texts, each written once, with the "
+    "Table 2's measures{cite}: each category's template texts, each written once, with the "
     "placeholders replaced by one neutral word."
 )
 INSTANCE_LEVEL_NOTE = (
@@ -146,6 +164,24 @@ def _figure(width: float, height: float) -> Any:
     return Figure(figsize=(width, height), dpi=72)
 
 
+def config_colours(configs: Iterable[str]) -> dict[str, str]:
+    """One colour per config (:data:`CONFIG_PALETTE`), none shared."""
+    configs = list(dict.fromkeys(configs))
+    if len(configs) <= len(CONFIG_PALETTE):
+        return dict(zip(configs, CONFIG_PALETTE, strict=False))
+    hues = (colorsys.hsv_to_rgb(k / len(configs), 0.65, 0.8) for k in range(len(configs)))
+    return {
+        config: "#" + "".join(f"{round(255 * c):02x}" for c in rgb) for config, rgb in zip(configs, hues, strict=True)
+    }
+
+
+def chart_categories(present: Iterable[str]) -> list[str]:
+    """The categories a chart draws: every one present, PBBQ's in the paper's order first, then the others (BBQ's
+    Race_ethnicity, a sheet's own) in the order they come."""
+    present = list(dict.fromkeys(present))
+    return [c for c in CATEGORIES if c in present] + [c for c in present if c not in CATEGORIES]
+
+
 def acceptance_chart(stereotypes: pd.DataFrame, threshold: float) -> str:
     """Acceptance per stereotype with its Wilson interval and the threshold line, stereotypes grouped by category
     (shaded bands, named on top). At 0 % or 100 % the interval's end meets the point up to floating-point error
@@ -214,11 +250,12 @@ def kappa_chart(templates: pd.DataFrame, min_kappa: float, min_relevance: float)
     return _svg(figure)
 
 
-def table1_chart(table1: pd.DataFrame) -> str:
-    """Examples per category and config (Table 1), categories in the paper's order."""
+def table1_chart(table1: pd.DataFrame, colours: dict[str, str]) -> str:
+    """Examples per category and config (Table 1), every category present (:func:`chart_categories`), each config
+    in its colour (:func:`config_colours`)."""
     rows = table1[table1["category"] != "Total"]
     configs = list(dict.fromkeys(rows["config"]))
-    categories = [c for c in CATEGORIES if c in set(rows["category"])]
+    categories = chart_categories(rows["category"])
     figure = _figure(9, 0.32 * len(categories) * max(1, len(configs)) / 2 + 1.2)
     ax = figure.subplots()
     figure.subplots_adjust(left=0.22, right=0.98, top=0.97, bottom=0.12)
@@ -226,7 +263,7 @@ def table1_chart(table1: pd.DataFrame) -> str:
     for k, config in enumerate(configs):
         samples = rows[rows["config"] == config].set_index("category")["samples"].reindex(categories).fillna(0)
         positions = [i + k * height for i in range(len(categories))]
-        ax.barh(positions, samples, height=height, color=CONFIG_COLOURS.get(config, "#555"), label=config)
+        ax.barh(positions, samples, height=height, color=colours[config], label=config)
     ax.set_yticks([i + height * (len(configs) - 1) / 2 for i in range(len(categories))], categories, fontsize=8)
     ax.invert_yaxis()
     ax.set_xlabel("examples", fontsize=9)
@@ -234,7 +271,7 @@ def table1_chart(table1: pd.DataFrame) -> str:
     return _svg(figure)
 
 
-def table2_chart(table2: pd.DataFrame) -> str:
+def table2_chart(table2: pd.DataFrame, colours: dict[str, str]) -> str:
     """Table 2's metrics per category (and config, at instance level), one panel per metric."""
     metrics = [(c, label) for c, label in METRICS if c in table2.columns and table2[c].notna().any()]
     if "ngd_mean" in dict(metrics):
@@ -249,7 +286,7 @@ def table2_chart(table2: pd.DataFrame) -> str:
         for k, config in enumerate(configs):
             part = table2 if config is None else table2[table2["config"] == config]
             values = part.set_index("category")[column].reindex(categories)
-            colour = CONFIG_COLOURS.get(config, KEPT) if config else KEPT
+            colour = colours[config] if config else KEPT
             ax.barh([i + k * height for i in range(len(categories))], values, height=height, color=colour, label=config)
         ax.set_title(label, fontsize=9)
         ax.tick_params(labelsize=7)
@@ -260,7 +297,7 @@ def table2_chart(table2: pd.DataFrame) -> str:
     return _svg(figure)
 
 
-def balance_chart(distribution: pd.DataFrame) -> str:
+def balance_chart(distribution: pd.DataFrame, colours: dict[str, str]) -> str:
     """Share of examples per answer position, of the correct answer (label) and of the stereotyped entity
     (target_loc), per config; a balanced build sits on the 1/3 line."""
     dimensions = [d for d in ("label", "target_loc") if d in set(distribution["dimension"])]
@@ -275,7 +312,7 @@ def balance_chart(distribution: pd.DataFrame) -> str:
         for k, config in enumerate(configs):
             shares = part[part["config"] == config].set_index("value")["share"].reindex(values).fillna(0)
             ax.bar([i + k * width for i in range(len(values))], shares, width=width,
-                   color=CONFIG_COLOURS.get(config, "#555"), label=config)  # fmt: skip
+                   color=colours[config], label=config)  # fmt: skip
         ax.axhline(1 / 3, color="#555", ls="--", lw=0.8)
         ax.set_xticks([i + width * (len(configs) - 1) / 2 for i in range(len(values))], [f"ans{v}" for v in values])
         ax.set_title(
@@ -288,6 +325,12 @@ def balance_chart(distribution: pd.DataFrame) -> str:
 
 
 # ----------------------------------------------------------------------------------------------------- sections
+
+
+def _cited(said: PathWords, section: str) -> str:
+    """`` (PBBQ §3.5)`` after a title on PBBQ's path; nothing on the adaptation path, whose charts PBBQ's paper does
+    not describe."""
+    return f" ({said.cite} {section})" if said.cite else ""
 
 
 def _section(anchor: str, title: str, *body: str) -> str:
@@ -348,7 +391,7 @@ def summary_section(run: Path) -> str:
                      ("charts", "Charts"), ("changes", "Changes"))
     )  # fmt: skip
     return (
-        f"<h1>PBBQ run {_esc(info['run_id'])}</h1><nav>{nav}</nav><table>{rows}</table>"
+        f"<h1>{_esc(path_words(run).benchmark)} run {_esc(info['run_id'])}</h1><nav>{nav}</nav><table>{rows}</table>"
         f"<h3>Input files</h3>{table_html(inputs)}{warned}"
         + (f"<h3>LLM usage</h3>{table_html(llm)}" if len(llm) else "")
     )
@@ -367,13 +410,15 @@ def funnel_section(run: Path) -> str:
             f'<tr class="{step.kind}"><td>{indent}{_esc(step.label)}</td><td class="n">{step.count}</td>'
             f'<td class="bar"><span style="width:{width:.1f}%"></span></td></tr>'
         )
+    said = path_words(run)
     return _section(
         "funnel",
-        "Funnel: from crawled posts to published rows",
+        f"Funnel: from {said.start} to published rows",
         f"<table><thead><tr><th>step</th><th>count</th><th>(bar length: log scale)</th></tr></thead>"
         f"<tbody>{''.join(rows)}</tbody></table>",
         '<p class="note">Indented: entity pairs dropped for a confound, examples built per config, rows published '
-        "per config. A fa example without a name proxy has no fa-names variant; it is not lost.</p>",
+        f"per config. An {_esc(said.source)} example without a name proxy has no {_esc(said.source)}-names variant; "
+        "it is not lost.</p>",
     )
 
 
@@ -434,8 +479,9 @@ def soundness_section(run: Path) -> str:
     )
 
 
-def _table2_notes(table: pd.DataFrame, instance_level: bool) -> list[str]:
-    notes = [INSTANCE_LEVEL_NOTE if instance_level else TEMPLATE_LEVEL_NOTE]
+def _table2_notes(table: pd.DataFrame, instance_level: bool, cite: str) -> list[str]:
+    """The notes under a Table 2 (``cite``: the paper section the template level follows, :func:`_cited`)."""
+    notes = [INSTANCE_LEVEL_NOTE if instance_level else TEMPLATE_LEVEL_NOTE.format(cite=cite)]
     for column, label in METRICS:
         if column in table.columns and table[column].notna().all() and table[column].nunique() == 1 and len(table) > 1:
             notes.append(f"{label} reads {table[column].iloc[0]:.3f} in every row" + (
@@ -456,40 +502,44 @@ def _left_empty(run: Path, name: str, table: pd.DataFrame) -> bool:
 def charts_section(run: Path) -> str:
     """Every chart the run's tables give; a table a stage left empty (it kept nothing) is said, not drawn."""
     parts = []
+    said = path_words(run)
+    colours = config_colours([*example_tables(run), *read_table(run, "statistics/table1").get("config", [])])
     stereotypes = read_table(run, "survey_filter/stereotypes")
     if not stereotypes.empty:
         threshold = stage_report(run, "survey_filter").get("parameters", {}).get("threshold", 0.6)
         parts += [
-            "<h3>Survey: acceptance per stereotype, by category (PBBQ §3.2)</h3>",
+            f"<h3>Survey: acceptance per stereotype, by category{_cited(said, '§3.2')}</h3>",
             _chart(
                 acceptance_chart(stereotypes, threshold),
                 f"Points: acceptance; bars: Wilson 95 % interval; dashed: the {threshold:.0%} line (kept when above); "
                 "blue kept, red not accepted.",
             ),
         ]
-    templates = read_table(run, "kappa_gate/templates")
-    if not templates.empty:
-        params = stage_report(run, "kappa_gate").get("parameters", {})
+    gate = "adapt" if is_adaptation(run) else "kappa_gate"  # the adaptation gates its templates in its own stage
+    templates = read_table(run, f"{gate}/templates")
+    if not templates.empty and "kappa" in templates.columns:
+        params = stage_report(run, gate).get("parameters", {})
         missing = int(templates["kappa"].isna().sum())
         parts += [
             "<h3>Kappa gate: Fleiss' kappa against mean relevance per template</h3>",
             _chart(
                 kappa_chart(templates, params.get("min_kappa", 0.2), params.get("min_relevance", 1.5)),
                 f"A template passes when kappa ≥ {params.get('min_kappa', 0.2)} (dashed) and mean relevance ≥ "
-                f"{params.get('min_relevance', 1.5)} (dotted) and its stereotype was accepted."
+                f"{params.get('min_relevance', 1.5)} (dotted)"
+                + (" and its stereotype was accepted." if said.cite else "; an SR row is removed before it.")
                 + (f" {missing} template(s) without a kappa (see kappa_note) are not drawn." if missing else ""),
             ),
         ]
     table1 = read_table(run, "statistics/table1")
     if _left_empty(run, "statistics/table1", table1):
-        parts += ["<h3>Table 1 (PBBQ §3.5)</h3>", f"<p>{NOTHING_TO_DRAW}</p>"]
+        parts += [f"<h3>Table 1{_cited(said, '§3.5')}</h3>", f"<p>{NOTHING_TO_DRAW}</p>"]
     elif not table1.empty:
         wide = table1.pivot_table(index="category", columns="config", values=["templates", "samples"], sort=False)
         wide = wide.astype("Int64")
         wide.columns = [f"{config} {value}" for value, config in wide.columns]
         parts += [
-            "<h3>Table 1: templates and examples per category and config (PBBQ §3.5)</h3>",
-            _chart(table1_chart(table1), "Examples per category and config."),
+            f"<h3>Table 1: templates and examples per category and config{_cited(said, '§3.5')}</h3>",
+            _chart(table1_chart(table1, colours), "Examples per category and config."),
             table_html(wide.reset_index()),
         ]
     for name, instance_level in (("table2", False), ("table2_instances", True)):
@@ -501,10 +551,13 @@ def charts_section(run: Path) -> str:
                 [f"<h3>{title}</h3><p>{NOTHING_TO_DRAW}</p>"] if _left_empty(run, f"diversity/{name}", table) else []
             )
             continue
-        notes = "".join(f'<p class="note">{_esc(n)}</p>' for n in _table2_notes(table, instance_level))
+        notes = "".join(
+            f'<p class="note">{_esc(n)}</p>'
+            for n in _table2_notes(table, instance_level, _cited(said, "§3.5, Appendix C"))
+        )
         shown = table.drop(columns=["homogenization_note"], errors="ignore")
-        chart = "" if instance_level else _chart(table2_chart(table), "One panel per metric; ↑ more diverse for NGD "
-                                                 "and TTR, ↓ for Self-BLEU.")  # fmt: skip
+        caption = "One panel per metric; ↑ more diverse for NGD and TTR, ↓ for Self-BLEU."
+        chart = "" if instance_level else _chart(table2_chart(table, colours), caption)
         parts += [f"<h3>{title}</h3>", notes, chart, table_html(shown)]
     distribution = read_table(run, "statistics/distribution")
     if _left_empty(run, "statistics/distribution", distribution):
@@ -513,7 +566,7 @@ def charts_section(run: Path) -> str:
         parts += [
             "<h3>Answer-position balance</h3>",
             _chart(
-                balance_chart(distribution),
+                balance_chart(distribution, colours),
                 "Share of examples with the correct answer, and with the stereotyped entity, in each option; "
                 "dashed: 1/3.",
             ),
@@ -524,8 +577,12 @@ def charts_section(run: Path) -> str:
 def changes_section(run: Path) -> str:
     previous = previous_completed(run)
     if previous is None:
-        return _section("changes", "Changes", f"<p>No earlier completed run in {_esc(run.parent)} to compare with.</p>")
-    return f'<section id="changes">{diff_runs(previous, run).html()}</section>'
+        return _section("changes", "Changes", f"<p>{_esc(no_previous_run(run))} to compare with.</p>")
+    note = (
+        f'<p class="note">Against run {_esc(previous.name)}, the previous completed run of this configuration '
+        f"(config hash <code>{_esc(config_hash(manifest(run))[:12])}</code>).</p>"
+    )
+    return f'<section id="changes">{diff_runs(previous, run).html()}{note}</section>'
 
 
 def audit_html(run: Path) -> str:
@@ -542,7 +599,8 @@ def audit_html(run: Path) -> str:
         "as tables to filter and facet.</p>",
     )
     page = (
-        f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>PBBQ audit {_esc(run.name)}</title>'
+        f'<!doctype html><html lang="en"><head><meta charset="utf-8">'
+        f"<title>{_esc(path_words(run).benchmark)} audit {_esc(run.name)}</title>"
         f'<meta name="viewport" content="width=device-width"><style>{CSS}</style></head><body>'
         + "\n".join(parts)
         + "</body></html>\n"

@@ -9,12 +9,12 @@ from __future__ import annotations
 import json
 import os
 from functools import lru_cache
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import pandas as pd
 
-from ...tasks.core.artifacts import REPO_ROOT
+from ...tasks.core.artifacts import REPO_ROOT, json_text, sha256_bytes, sha256_file
 from ...tasks.core.run_folder import mark_incomplete, run_status
 
 CONFIG_STAGES = {"fa": "instantiate", "fa-names": "names", "en": "translate"}
@@ -117,6 +117,30 @@ def example_tables(run: Path) -> dict[str, str]:
     return {config: f"{stage_folder(run, stage)}/examples" for config, stage in CONFIG_STAGES.items()}
 
 
+def is_adaptation(run: Path) -> bool:
+    """Whether the run built the adaptation path (BBQ's templates classed by a sheet: its ``adapt`` stage), not
+    PBBQ's (crawled posts, a survey, Persian templates)."""
+    return any(stage.get("name") == "adapt" for stage in manifest(run).get("stages", []))
+
+
+def source_config(run: Path) -> str:
+    """The config of the examples the run built before any name proxy or translation (``fa``, or ``en`` on the
+    adaptation path): the first it stacks."""
+    return next(iter(example_tables(run)))
+
+
+def input_file(run: Path, name: str) -> tuple[Path | None, str]:
+    """The file of the run's input ``name`` as its manifest names it (relative to the repository when inside it),
+    and whether it is still the one the run read: ``unchanged``, ``changed since the run`` or ``gone`` (None)."""
+    entry = manifest(run).get("inputs", {}).get(name) or {}
+    if not entry.get("path"):
+        return None, "not an input of the run"
+    path = Path(entry["path"]) if Path(entry["path"]).is_absolute() else REPO_ROOT / entry["path"]
+    if not path.is_file():
+        return None, "gone"
+    return path, "unchanged" if sha256_file(path) == entry.get("sha256") else "changed since the run"
+
+
 def stage_report(run: Path, stage: str) -> dict[str, Any]:
     """A stage's ``report.json`` (the stage by its declared name or its folder), or an empty report when the
     stage folder has none (a failed stage)."""
@@ -178,9 +202,13 @@ def run_kind(manifest: dict[str, Any]) -> str:
     return "crawl" if set(parameters) == {"crawl"} else "build"
 
 
+INSTANTIATING = ("instantiate", "adapt_instantiate")
+"""The stages that instantiate a build's examples: PBBQ's and the adaptation path's."""
+
+
 def is_build(manifest: dict[str, Any]) -> bool:
-    """A run of the build (not an evaluation or a crawl alone): one that instantiates examples."""
-    return any(stage.get("name", stage.get("stage")) == "instantiate" for stage in manifest.get("stages", []))
+    """A run of the build (not an evaluation or a crawl alone), on either path: one that instantiates examples."""
+    return any(stage.get("name", stage.get("stage")) in INSTANTIATING for stage in manifest.get("stages", []))
 
 
 def completed_runs(outputs: Path) -> list[Path]:
@@ -200,11 +228,34 @@ def completed_runs(outputs: Path) -> list[Path]:
     return sorted(runs, key=_finished_at)
 
 
+def config_hash(info: dict[str, Any]) -> str:
+    """What identifies the configuration a run was built with (its manifest ``info``): the sha256 of every parameter
+    it records (the configuration file, each stage's section, the LLM's), each file by its name alone
+    (:func:`_unlocated`), so that two runs of one configuration share it, from a copy of the repository or a moved
+    folder too, and a PBBQ build and an adaptation in one outputs folder never do."""
+    return sha256_bytes(json_text(_unlocated(info.get("parameters") or {})).encode("utf-8"))
+
+
+def _unlocated(value: Any) -> Any:
+    """A manifest's parameters with each file path (a string with a ``/``, no space and no ``://``) cut to its
+    file name: where the files lie is not what was configured."""
+    if isinstance(value, dict):
+        return {key: _unlocated(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_unlocated(item) for item in value]
+    if isinstance(value, str) and "/" in value and " " not in value and "://" not in value:
+        return PurePosixPath(value).name
+    return value
+
+
 def previous_completed(run: Path) -> Path | None:
-    """The last completed run in ``run``'s outputs folder that finished before ``run`` (any completed run other
-    than ``run`` when ``run`` has not finished yet), or None."""
+    """The last completed run of the same configuration (:func:`config_hash`) in ``run``'s outputs folder that
+    finished before ``run`` (any such run other than ``run`` when ``run`` has not finished yet), or None."""
     run = run.resolve()
-    others = [other for other in completed_runs(run.parent) if other != run]
+    mine_hash = config_hash(manifest(run))
+    others = [
+        other for other in completed_runs(run.parent) if other != run and config_hash(manifest(other)) == mine_hash
+    ]
     if run_status(manifest(run)) == "completed":
         mine = _finished_at(run)
         others = [other for other in others if _finished_at(other) < mine]

@@ -32,7 +32,9 @@ def add_audit_commands(subparsers: Any) -> None:
     trace.add_argument("--run", required=True, help="run id (under --outputs) or run folder")
     trace.set_defaults(handler=trace_command)
     diff = subparsers.add_parser("diff", help="what changed between two runs (default: the last two completed)")
-    diff.add_argument("runs", nargs="*", metavar="RUN", help="RUN_A RUN_B, or one run (against the one before it)")
+    diff.add_argument(
+        "runs", nargs="*", metavar="RUN", help="RUN_A RUN_B, or one run (against the previous run of its configuration)"
+    )
     diff.add_argument(
         "--all",
         action="store_true",
@@ -102,7 +104,7 @@ def diff_command(args: argparse.Namespace) -> int:
         b = _run(args, args.runs[0])
         previous = previous_completed(b)
         if previous is None:
-            raise AuditError(f"no completed run before {b.name} in {b.parent}")
+            raise AuditError(f"no completed run before {b.name} of its configuration in {b.parent}")
         a = previous
     else:
         a, b = default_pair(outputs_folder(str(args.outputs) if args.outputs else None))

@@ -77,9 +77,12 @@ def instruction_like(
 
     ``keys``: per input, a key that determines its table (its file's hash, those of the inputs its loader reads,
     the loader's and this scan's code); the verdict on an input with a key is kept in ``kept`` under it and its
-    file name, so an unchanged input is not scanned again (docs/architecture.md §5)."""
+    file name, so an unchanged input is not scanned again (docs/architecture.md §5). An optional input left out
+    (None) has no cells."""
     warnings = []
     for name, frame in tables.items():
+        if frame is None:  # an optional input left out: nothing reaches a prompt
+            continue
         where = paths.get(name, Path(name))
         key = (keys or {}).get(name)
         if kept is None or key is None:

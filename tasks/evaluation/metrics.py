@@ -44,8 +44,9 @@ from __future__ import annotations
 import hashlib
 import math
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -424,8 +425,20 @@ def category_table(samples: pd.DataFrame, params: BootstrapParams) -> pd.DataFra
 # ------------------------------------------------------------------------------------- error retention
 
 
+NAMES_SUFFIX = "-names"
+"""A name-proxy config is its source config's name and this (``fa-names``, ``en-names``)."""
+
+
+def names_pairs(configs: Iterable[str]) -> list[tuple[str, str]]:
+    """Each config whose name-proxy variant is there too, with it: ``(explicit, names)``, such as ``("fa",
+    "fa-names")`` or ``("en", "en-names")``, in the order of ``configs``."""
+    present = list(dict.fromkeys(configs))
+    return [(config, f"{config}{NAMES_SUFFIX}") for config in present if f"{config}{NAMES_SUFFIX}" in present]
+
+
 ERROR_RETENTION_COLUMNS = [
     "model",
+    "config",
     "context_condition",
     "epsilon",
     "epsilon_std",
@@ -440,7 +453,7 @@ ERROR_RETENTION_COLUMNS = [
 
 
 ERROR_RETENTION = pa.schema(
-    [("model", pa.string()), ("context_condition", pa.string())]
+    [("model", pa.string()), ("config", pa.string()), ("context_condition", pa.string())]
     + [(name, pa.float64()) for name in ("epsilon", "epsilon_std", "epsilon_low", "epsilon_high")]
     + [("n_seeds", pa.int64()), ("per_seed", pa.string())]
     + [("acc_names", pa.float64()), ("acc_explicit", pa.float64()), ("n_pairs", pa.int64())]
@@ -456,12 +469,23 @@ def _epsilon(errors_names: np.ndarray, errors_explicit: np.ndarray) -> np.ndarra
 
 
 def error_retention(samples: pd.DataFrame, params: BootstrapParams | None = None) -> pd.DataFrame:
-    """The name-proxy paper's ε_c (§4.3.3) per model and context condition: each sub-seed's ``fa-names`` rows
-    against the ``fa`` rows of the same model they were made from, ε per sub-seed, then the mean over the
-    sub-seeds and their standard deviation (ddof 1), with a bootstrap interval of the mean over templates."""
+    """The name-proxy paper's ε_c (§4.3.3) per names config, model and context condition: each sub-seed's rows of
+    a ``-names`` config (``fa-names``, ``en-names``: :func:`names_pairs`) against the rows of its source config of
+    the same model they were made from, ε per sub-seed, then the mean over the sub-seeds and their standard
+    deviation (ddof 1), with a bootstrap interval of the mean over templates."""
     params = params or BootstrapParams()
-    names = samples[samples["config"] == "fa-names"]
-    explicit = samples[samples["config"] == "fa"]
+    rows = []
+    for explicit_config, names_config in names_pairs(sorted(samples["config"].unique())):
+        names = samples[samples["config"] == names_config]
+        explicit = samples[samples["config"] == explicit_config]
+        rows += _error_retention(names, explicit, names_config, params)
+    return pd.DataFrame(rows, columns=ERROR_RETENTION_COLUMNS)
+
+
+def _error_retention(
+    names: pd.DataFrame, explicit: pd.DataFrame, config: str, params: BootstrapParams
+) -> list[dict[str, Any]]:
+    """:func:`error_retention`'s rows of one names config (``config``, its rows ``names``) against its source's."""
     rows = []
     for model in sorted(names["model"].unique()):
         mine = names[names["model"] == model]
@@ -503,6 +527,7 @@ def error_retention(samples: pd.DataFrame, params: BootstrapParams | None = None
             rows.append(
                 {
                     "model": model,
+                    "config": config,
                     "context_condition": condition,
                     "epsilon": float(np.mean(defined)) if defined.size else math.nan,
                     "epsilon_std": float(np.std(defined, ddof=1)) if defined.size > 1 else math.nan,
@@ -515,7 +540,7 @@ def error_retention(samples: pd.DataFrame, params: BootstrapParams | None = None
                     "n_pairs": len(part),
                 }
             )
-    return pd.DataFrame(rows, columns=ERROR_RETENTION_COLUMNS)
+    return rows
 
 
 # ------------------------------------------------------------------------------------ KL to the survey

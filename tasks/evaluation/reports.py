@@ -25,7 +25,7 @@ import pyarrow as pa
 from ..core.markdown import markdown_table
 from ..core.schemas import CATEGORIES
 from ..imports import one_import_at_a_time
-from .metrics import AVERAGE
+from .metrics import AVERAGE, NAMES_SUFFIX
 
 TABLE_COLUMNS: tuple[tuple[str, str], ...] = (
     ("acc_amb", "Amb. Acc"),
@@ -128,14 +128,21 @@ INTERVAL_NOTE = (
 )
 
 
+EPSILON_NEEDS = "it needs a config and its name-proxy variant (`en` and `en-names`, say) of the same model"
+"""What ε_c is computed on (:func:`pbbq.tasks.evaluation.metrics.names_pairs`), said when it is not."""
+EPSILON_TITLE = "Error Retention Ratio ε_c (each `-names` config against the config it was made from"
+
+
 def epsilon_markdown(epsilon: pd.DataFrame) -> str:
     """ε_c per model and context condition (from :func:`pbbq.tasks.evaluation.metrics.error_retention`), or why not."""
     if epsilon.empty:
-        return "Not computed: it needs the `fa` and `fa-names` configs of the same model."
-    headers = ["Model", "Context", "ε_c (mean over sub-seeds)", "std", "per sub-seed", "acc names", "acc explicit"]
+        return f"Not computed: {EPSILON_NEEDS}."
+    headers = ["Model", "Configs", "Context", "ε_c (mean over sub-seeds)", "std", "per sub-seed", "acc names"]
+    headers.append("acc explicit")
     rows = [
         [
             row["model"],
+            f"{row['config']} against {row['config'].removesuffix(NAMES_SUFFIX)}",
             row["context_condition"],
             _cell(row["epsilon"], row["epsilon_low"], row["epsilon_high"]),
             "n/a" if math.isnan(row["epsilon_std"]) else f"{row['epsilon_std']:.4f}",
@@ -168,7 +175,7 @@ def scores_summary(t3: pd.DataFrame, bbq: pd.DataFrame, epsilon: pd.DataFrame) -
         [
             "Scores (value [95 % bootstrap interval over templates], averaged over categories):",
             _markdown(merged, keys, SUMMARY_COLUMNS),
-            "Error Retention Ratio ε_c (fa-names against fa):",
+            f"{EPSILON_TITLE}):",
             epsilon_markdown(epsilon),
         ]
     )
@@ -192,7 +199,7 @@ def reports_markdown(
         _markdown(t4, (("config", "Config"), ("category", "Category")), TABLE_COLUMNS),
         "## BBQ bias scores (Parrish et al.; the name-proxy paper's Eq. 1–2)",
         _markdown(bbq, (("model", "Model"), ("config", "Config")), BBQ_COLUMNS),
-        "## Error Retention Ratio ε_c (fa-names against fa; the name-proxy paper §4.3.3)",
+        f"## {EPSILON_TITLE}; the name-proxy paper §4.3.3)",
     ]
     parts.append(epsilon_markdown(epsilon))
     parts.append("## KL divergence to the survey (PBBQ §5)")

@@ -7,10 +7,11 @@ computed. Instead, for each config:
 - the rows are drawn round-robin over the strata of BBQ's design (Parrish et al. 2022 §3; PBBQ §3.3):
   category × context condition × question polarity, one row per stratum per round, strata and rows in an order
   drawn from the seed (``--seed``), so that N ≥ the number of strata covers every stratum;
-- ``fa-names`` rows are name variants of ``fa`` rows that are drawn too (their ``source_example_id``), as ε_c
-  pairs them (the name-proxy paper §4.3.3): the sources are drawn first, round-robin over their strata, at least
-  one per ``fa-names`` stratum and enough for N variants, and their variants are taken one sub-seed per source in
-  turn; ``fa`` then adds rows round-robin over the strata the sources leave uncovered;
+- ``fa-names`` rows (on an adaptation release ``en-names``: :func:`paired_configs`) are name variants of ``fa``
+  rows that are drawn too (their ``source_example_id``), as ε_c pairs them (the name-proxy paper §4.3.3): the
+  sources are drawn first, round-robin over their strata, at least one per ``fa-names`` stratum and enough for N
+  variants, and their variants are taken one sub-seed per source in turn; ``fa`` then adds rows round-robin over
+  the strata the sources leave uncovered;
 - any other config with a ``source_example_id`` (``en``: the translations) prefers the rows whose source was drawn
   in ``fa``, stratum by stratum, so that the languages are compared on the same examples where they can be.
 
@@ -23,7 +24,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,10 +33,20 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from .metrics import names_pairs
+
 STRATUM = ("category", "context_condition", "question_polarity")
 """BBQ's design cells a quick run covers."""
 COLUMNS = ("example_id", *STRATUM, "variant", "source_example_id")
 EXPLICIT, NAMES = "fa", "fa-names"
+"""The configs a release pairs when it has no other config with its name-proxy variant (:func:`paired_configs`)."""
+
+
+def paired_configs(configs: Iterable[str]) -> tuple[str, str]:
+    """The source config and its name-proxy variant the draw pairs (as ε_c pairs them, :func:`names_pairs`): the
+    first of ``configs`` that has its variant among them (``en`` and ``en-names`` on the adaptation path), else
+    ``fa`` and ``fa-names``."""
+    return next(iter(names_pairs(configs)), (EXPLICIT, NAMES))
 
 
 def read_config(folder: Path, config: str) -> pd.DataFrame:
@@ -125,25 +136,26 @@ def select_examples(frames: Mapping[str, pd.DataFrame], limit: int, seed: int) -
     """``limit`` rows of each config in ``frames`` (config → :func:`read_config`), as the module says."""
     selection = Selection()
     frames = {config: frame.reset_index(drop=True) for config, frame in frames.items()}
+    source, variants = paired_configs(frames)
     small = {config for config, frame in frames.items() if len(frame) <= limit}
     for config in small:
         selection.add(config, frames[config], np.arange(len(frames[config])))
-    explicit, names = frames.get(EXPLICIT), frames.get(NAMES)
-    if explicit is not None and names is not None and not {EXPLICIT, NAMES} & small:
+    explicit, names = frames.get(source), frames.get(variants)
+    if explicit is not None and names is not None and not {source, variants} & small:
         picked, sources = _names_and_sources(names, explicit, limit, seed)
-        selection.add(NAMES, names, picked, paired=len(picked))
+        selection.add(variants, names, picked, paired=len(picked))
         rest = explicit.drop(index=sources)
-        fill = round_robin(_strata(rest), _rng(seed, EXPLICIT), taken=Counter(_strata(explicit).iloc[sources]))
-        selection.add(EXPLICIT, explicit, np.concatenate([sources, rest.index[fill[: limit - len(sources)]]]))
-    for config in sorted(frames, key=lambda name: (name != EXPLICIT, name)):
+        fill = round_robin(_strata(rest), _rng(seed, source), taken=Counter(_strata(explicit).iloc[sources]))
+        selection.add(source, explicit, np.concatenate([sources, rest.index[fill[: limit - len(sources)]]]))
+    for config in sorted(frames, key=lambda name: (name != source, name)):
         if config in selection.docs:
             continue
         frame = frames[config]
-        if config == EXPLICIT:  # a release whose fa-names is whole: its sources first
-            drawn = selection.sources(NAMES, names) if names is not None and NAMES in selection.docs else set()
+        if config == source:  # a release whose fa-names is whole: its sources first
+            drawn = selection.sources(variants, names) if names is not None and variants in selection.docs else set()
             prefer = frame["example_id"].isin(drawn).to_numpy()
         else:
-            drawn = selection.ids(EXPLICIT, explicit) if EXPLICIT in selection.docs else set()
+            drawn = selection.ids(source, explicit) if source in selection.docs else set()
             prefer = frame["source_example_id"].isin(drawn).to_numpy()
         positions = round_robin(_strata(frame), _rng(seed, config), prefer=prefer)[:limit]
         selection.add(config, frame, positions, paired=int(prefer[positions].sum()) if drawn else None)

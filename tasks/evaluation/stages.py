@@ -37,6 +37,7 @@ from .metrics import (
 )
 from .reports import (
     BBQ_TABLE,
+    EPSILON_NEEDS,
     TABLE3,
     TABLE4,
     bbq_table,
@@ -150,7 +151,7 @@ def metrics(samples: pd.DataFrame, survey: pd.DataFrame | None, params: Bootstra
     t3, t4, bbq = table3(scores), table4(categories), bbq_table(scores)
     epsilon = error_retention(samples, params)
     if epsilon.empty:
-        notes.append("ε_c not computed: it needs results on both fa and fa-names for a model")
+        notes.append(f"ε_c not computed: {EPSILON_NEEDS}")
     if survey is not None:
         kl, kl_detail = kl_to_survey(samples, survey, params)
     else:

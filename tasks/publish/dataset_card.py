@@ -109,18 +109,44 @@ CARD_TEMPLATE = Path(__file__).with_name("templates") / "dataset_card.md"
 """The card's Markdown body, with ``${name}`` for what each build fills in (``string.Template``)."""
 
 
+BBQ_CITATION = """```bibtex
+@inproceedings{parrish-etal-2022-bbq,
+  title     = {{BBQ}: A hand-built bias benchmark for question answering},
+  author    = {Parrish, Alicia and Chen, Angelica and Nangia, Nikita and Padmakumar, Vishakh and Phang, Jason and
+               Thompson, Jana and Htut, Phu Mon and Bowman, Samuel R.},
+  booktitle = {Findings of the Association for Computational Linguistics: ACL 2022},
+  year      = {2022},
+  pages     = {2086--2105}
+}
+```"""
+"""BBQ, whose templates an adaptation build's examples are made from (CC BY 4.0 asks to cite it)."""
+
+
 @dataclass(frozen=True)
 class CardBody:
     """What a card says that depends on the pipeline's input path: its title, its Markdown body
-    (``string.Template``) and what each config holds (config → (language, contents))."""
+    (``string.Template``), what each config holds (config → (language, contents)), the language its examples are
+    built in, what a translation of them is, the benchmark's short name and what to cite."""
 
     pretty_name: str
     template: str
     config_docs: Mapping[str, tuple[str, str]]
+    source: str = "fa"
+    """The language code of the examples before translation (``fa``; ``en`` on the adaptation path)."""
+    translation: str = "Instance-level translation of `fa` (who translated: step 5 and the limitations below)."
+    """What a target language's config holds (``ur``, ``tr``: any target the configuration lists)."""
+    short_name: str = "PBBQ"
+    citation: str = ""
+    """The card's BibTeX block; empty: the PBBQ paper's (:func:`_citation`)."""
+
+
+PBBQ_BODY = CardBody(pretty_name=PRETTY_NAME, template="", config_docs=CONFIG_DOCS)
+"""What PBBQ's card says (its template: :data:`CARD_TEMPLATE`)."""
 
 
 def adapt_card_body() -> CardBody:
-    """The card of an adaptation build (BBQ's templates adapted to a culture, PakBBQ §3.1): English is the source."""
+    """The card of an adaptation build (BBQ's templates adapted to a culture, PakBBQ §3.1): English is the source,
+    every target's config its instance-level translation (step 4)."""
     return CardBody(
         pretty_name="BBQ adapted to a culture (PBBQ builder, adaptation path)",
         template=CARD_TEMPLATE.with_name("dataset_card_adapt.md").read_text(encoding="utf-8"),
@@ -131,8 +157,11 @@ def adapt_card_body() -> CardBody:
                 "The same examples with each group mention replaced by a first name of the group, one variant per "
                 "sampling seed (name proxies, step 5).",
             ),
-            "ur": ("Urdu", "Instance-level translation of `en` (who translated: step 4)."),
         },
+        source="en",
+        translation="Instance-level translation of `en` (who translated: step 4).",
+        short_name="this benchmark",
+        citation=BBQ_CITATION,
     )
 
 
@@ -206,15 +235,16 @@ def size_category(rows: int) -> str:
 
 def card_data(configs: Sequence[ConfigInfo], schema: pa.Schema, card: CardParams) -> DatasetCardData:
     """The YAML header: configs with their files, features per config, license, languages (those of the
-    configs, Persian first), tasks, and the size bucket of all configs' examples together."""
+    configs, Persian first), tasks, tags (the source language's name among them), and the size bucket of all
+    configs' examples together."""
     langs = {lang for config in configs for lang in config.langs}
-    language = [lang for lang in LANGUAGE_ORDER if lang in langs] + sorted(langs - set(LANGUAGE_ORDER))
+    languages = [lang for lang in LANGUAGE_ORDER if lang in langs] + sorted(langs - set(LANGUAGE_ORDER))
     default = "fa" if any(config.name == "fa" for config in configs) else configs[0].name
     return DatasetCardData(
         pretty_name=card.pretty_name,
         license=card.license,
-        language=language,
-        multilinguality="multilingual" if len(language) > 1 else "monolingual",
+        language=languages,
+        multilinguality="multilingual" if len(languages) > 1 else "monolingual",
         task_categories=["question-answering", "multiple-choice"],
         task_ids=["multiple-choice-qa"],
         size_categories=size_category(sum(config.rows for config in configs)),
@@ -223,7 +253,7 @@ def card_data(configs: Sequence[ConfigInfo], schema: pa.Schema, card: CardParams
         if _people_wrote(card.transcript_header)
         else ["expert-generated", "machine-generated"],
         source_datasets=["original"],
-        tags=["bias", "fairness", "stereotypes", "social-bias", "bbq", "persian"],
+        tags=["bias", "fairness", "stereotypes", "social-bias", "bbq", language(_body(card).source).name.lower()],
         configs=[
             {
                 "config_name": config.name,
@@ -245,9 +275,15 @@ def card_data(configs: Sequence[ConfigInfo], schema: pa.Schema, card: CardParams
     )
 
 
-def translated(configs: Sequence[ConfigInfo]) -> list[str]:
-    """The configs that translate ``fa`` (each named by its language's code: ``en``, ``ur``), in release order."""
-    return [config.name for config in configs if config.name in LANGUAGES and config.name != "fa"]
+def _body(card: CardParams) -> CardBody:
+    """What the card's path says (:class:`CardBody`): its own, or PBBQ's."""
+    return card.body or PBBQ_BODY
+
+
+def translated(configs: Sequence[ConfigInfo], source: str = "fa") -> list[str]:
+    """The configs that translate ``source``'s examples (each named by its language's code: ``en``, ``ur``), in
+    release order."""
+    return [config.name for config in configs if config.name in LANGUAGES and config.name != source]
 
 
 def _listed(words: Sequence[str], conjunction: str = "and") -> str:
@@ -255,25 +291,26 @@ def _listed(words: Sequence[str], conjunction: str = "and") -> str:
     return f" {conjunction} ".join([", ".join(words[:-1]), words[-1]] if len(words) > 1 else words)
 
 
-def _config_doc(config: ConfigInfo, docs: Mapping[str, tuple[str, str]] = CONFIG_DOCS) -> tuple[str, str]:
-    """A config's language and contents: ``docs``' (:data:`CONFIG_DOCS`, or the card body's), a translation's
-    (``ur``) as ``en``'s, else its languages and variants."""
-    if config.name in docs:
-        return docs[config.name]
-    if config.name in translated([config]):
-        return language(config.name).name, CONFIG_DOCS["en"][1]
+def _config_doc(config: ConfigInfo, body: CardBody = PBBQ_BODY) -> tuple[str, str]:
+    """A config's language and contents: the card body's (:data:`CONFIG_DOCS` for PBBQ), a translation's (``ur``,
+    ``tr``) as the body says translations are (from its source language, at its step), else its languages and
+    variants."""
+    if config.name in body.config_docs:
+        return body.config_docs[config.name]
+    if config.name in translated([config], body.source):
+        return language(config.name).name, body.translation
     return ", ".join(config.langs), f"Examples of variant(s) {', '.join(config.variants)}."
 
 
 def _config_section(configs: Sequence[ConfigInfo], card: CardParams) -> str:
     rows = []
     for config in configs:
-        language, contents = _config_doc(config, card.body.config_docs if card.body else CONFIG_DOCS)
+        language, contents = _config_doc(config, _body(card))
         rows.append([f"`{config.name}`", language, contents, f"{config.rows:,}", f"`{config.data_files}`"])
     source = f'"{card.repo_id}"' if card.repo_id else '"path/to/this/folder"'
     return f"""## Configurations
 
-All examples are in a single split, `test`: PBBQ is meant for evaluation, not for training.
+All examples are in a single split, `test`: {_body(card).short_name} is meant for evaluation, not for training.
 
 {markdown_table(["Config", "Language", "Contents", "Examples", "Files"], rows)}{_empty_note(configs)}
 
@@ -464,12 +501,12 @@ def _table2_instances_section(table2_instances: pd.DataFrame | None) -> str:
     return "\n\n" + _table2_section(table2_instances)
 
 
-def _fields_section(schema: pa.Schema, targets: Sequence[str] = ("en",)) -> str:
-    """Every published column and its meaning; ``lang`` lists Persian, English and any other target's code."""
+def _fields_section(schema: pa.Schema, codes: Sequence[str]) -> str:
+    """Every published column and its meaning; ``lang`` lists the languages of the release (``codes``: the source's
+    first, then each target's)."""
     undocumented = [field.name for field in schema if field.name not in FIELD_DOCS]
     if undocumented:
         raise KeyError(f"dataset card: no description for the column(s) {undocumented}; add them to FIELD_DOCS")
-    codes = dict.fromkeys(["fa", "en", *targets])
     languages = _listed([f"`{code}` ({language(code).name})" for code in codes], "or")
     rows = [
         [f"`{field.name}`", f"`{field.type}`", Template(FIELD_DOCS[field.name]).safe_substitute(languages=languages)]
@@ -532,7 +569,8 @@ def render_card(
     proxy_strength: pd.DataFrame | None = None,
 ) -> DatasetCard:
     """The dataset card of a release: the YAML header from :func:`card_data`, then the Markdown body."""
-    targets = translated(configs)
+    body = _body(card)
+    targets = translated(configs, body.source)
     return DatasetCard(
         f"---\n{card_data(configs, schema, card).to_yaml()}\n---\n"
         + Template(card.body.template if card.body else CARD_TEMPLATE.read_text(encoding="utf-8")).substitute(
@@ -553,10 +591,10 @@ def render_card(
             table1=_table1_section(table1),
             table2=_table2_section(table2),
             table2_instances=_table2_instances_section(table2_instances),
-            fields=_fields_section(schema, targets),
+            fields=_fields_section(schema, list(dict.fromkeys([body.source, *targets]))),
             rebuild=_rebuild_section(card, manifest_sha256, has_transcript),
             license=card.license,
-            citation=_citation(),
+            citation=body.citation or _citation(),
         )
     )
 
