@@ -20,8 +20,10 @@ they fill ``{{GEN1}}``/``{{OCC1}}`` and ``{{GEN2}}``/``{{OCC2}}``.
 Where BBQ draws five names or races at random, this port takes every one, stepping through the three lists side
 by side as BBQ does (one step: one a, one b, one c); where BBQ draws a word of the second attribute for each step
 and a last name for each name, it rotates through them from a start given by the template's id; a contrast BBQ
-would build twice (Race_x_gender's ``a`` at every step) is built once. The groups tagged are BBQ's: ``F-Black``
-(gender, race), ``lowSES-Black`` (SES, race), ``lowSES-M-Black`` (SES, gender, ethnicity).
+would build twice (Race_x_gender's ``a`` at every step) is built once. The groups tagged are BBQ's, ``F-Black``
+(gender, race), ``lowSES-Black`` (SES, race), ``lowSES-M-Black`` (SES, gender, ethnicity), spelled as every tag is
+(:func:`~pbbq.tasks.core.schemas.group_tag`) so that lm-eval's BBQ code reads each back as itself: ``f-Black``,
+``lowses-Black``, ``lowses-m-Black``.
 """
 
 from __future__ import annotations
