@@ -329,8 +329,8 @@ def template_examples(
 ) -> Iterator[dict]:
     """All examples of one adapted template (rows of the EXAMPLE schema, ``lang`` = ``en``), made one filling at a
     time as they are read. Race_x_gender and Race_x_SES tag each example's ``stereotyped_groups`` with its
-    stereotyped entity's tag (``f-Black``: BBQ's ``F-Black`` as :func:`group_tag` spells it), which varies with the filling, so that lm-eval's BBQ code finds the
-    biased answer."""
+    stereotyped entity's tag (``f-Black``: BBQ's ``F-Black`` as :func:`group_tag` spells it), which varies with
+    the filling, so that lm-eval's BBQ code finds the biased answer."""
     entity_tagged = template.category in INTERSECTIONAL_CATEGORIES
     metadata = {
         "subcategory": template.subcategory or "None",
