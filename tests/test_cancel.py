@@ -13,14 +13,19 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from pbbq.flows.cli import main
+from pbbq.flows.server import stop
 from pbbq.tasks.core.artifacts import REPO_ROOT, StageOutput, sha256_file
 from pbbq.tasks.core.run_folder import RunFolder
+from tests.fakes.llm_servers import FakeLLMServer
+from tests.helpers import FAKE_API_KEY
 
 ENDS_WITHIN = 20
 """Seconds a stopped build may take to end: ``STOP_GRACE`` (5 s) and room for a loaded machine (it never ended)."""
@@ -249,3 +254,85 @@ def test_code_a_build_runs_that_calls_sys_exit_is_one_error_line_naming_it(sampl
     lines = ended.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("pbbq: error: "), ended.stderr
     assert "quits.py" in lines[0]
+
+
+def _api(method: str, url: str, body: dict | None = None) -> dict:
+    request = urllib.request.Request(url, method=method, data=json.dumps(body).encode() if body is not None else None)
+    request.add_header("Content-Type", "application/json")
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return json.loads(response.read() or b"{}")
+
+
+def _until(check: Callable[[], object], seconds: float, what: str) -> object:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        found = check()
+        if found:
+            return found
+        time.sleep(0.5)
+    raise TimeoutError(what)
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+@pytest.mark.deployment
+def test_prefect_cancelling_a_served_flow_run_ends_it_within_seconds_incomplete(
+    environment: dict[str, str], sample_copy: Path, tmp_path: Path
+) -> None:
+    """``prefect flow-run cancel`` against the build ``pbbq serve`` serves, while a stage waits on a model that does
+    not answer: the runner's SIGTERM ends the flow run's process within seconds, its run ``incomplete``, the flow
+    run Cancelled."""
+    config = sample_copy / "configs" / "sample.toml"
+    text = config.read_text(encoding="utf-8").replace('transcript = "../prompts/transcripts/sample.jsonl.gz"\n', "")
+    config.write_text(text.replace("[llm]\n", f'[llm]\nstore_path = "{tmp_path / "store.sqlite"}"\n'), "utf-8")
+    api, outputs = environment["PREFECT_API_URL"], tmp_path / "outputs"
+    with FakeLLMServer(latency=600) as model:  # every answer ten minutes away
+        env = {
+            **environment,
+            "OPENAI_API_KEY": FAKE_API_KEY,
+            "PBBQ_LLM_MODE": "live",
+            "PBBQ_LLM_BASE_URL": model.openai_base_url,
+            "PBBQ_OUTPUTS": str(outputs),
+        }
+        log = (tmp_path / "serve.log").open("w")
+        serve = subprocess.Popen([sys.executable, "-m", "pbbq.flows.cli", "serve"], env=env, stdout=log, stderr=log)
+        try:
+            deployment = _until(lambda: _deployment(api), 180, "the served deployment")
+            flow_run = _api(
+                "POST", f"{api}/deployments/{deployment}/create_flow_run", {"parameters": {"config": str(config)}}
+            )
+            _until(lambda: model.requests_total, 300, "the first request to the model")
+            running = _manifest(next(outputs.glob("*/manifest.json")).parent)
+            assert running["status"] == "running"
+            cancel = [Path(sys.executable).parent / "prefect", "flow-run", "cancel", flow_run["id"]]
+            sent = time.monotonic()
+            subprocess.run(cancel, env=env, check=True, capture_output=True, timeout=120)
+            _until(lambda: _gone(running["process"]["pid"]), ENDS_WITHIN + 30, "the flow run's process to end")
+            ended = time.monotonic() - sent
+            state = _until(
+                lambda: (_api("GET", f"{api}/flow_runs/{flow_run['id']}")["state"] or {}).get("type") == "CANCELLED",
+                60,
+                "the flow run Cancelled",
+            )
+        finally:
+            stop(serve, timeout=30)
+            log.close()
+    run = next(outputs.glob("*/manifest.json")).parent
+    manifest = _manifest(run)
+    assert manifest["status"] == "incomplete" and manifest["error"] == "cancelled by SIGTERM before it finished"
+    assert "04_disambiguate" not in [stage["folder"] for stage in manifest["stages"]]
+    assert _on_disk(run) == _listed(manifest)
+    assert state and ended < ENDS_WITHIN + 30, (tmp_path / "serve.log").read_text()
+
+
+def _deployment(api: str) -> str | None:
+    try:
+        return _api("GET", f"{api}/deployments/name/build-pbbq/build-pbbq")["id"]
+    except urllib.error.HTTPError:
+        return None
