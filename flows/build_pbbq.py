@@ -562,15 +562,17 @@ class StageThreads(ThreadPoolTaskRunner):
 
 @contextmanager
 def ended_when_stopped(grace: float = STOP_GRACE) -> Iterator[None]:
-    """A build stopped from outside ends within ``grace`` seconds, whatever its stages are doing. Python runs a
-    signal's handler in the main thread only, and nothing stops a stage's thread: the run is marked
+    """A build terminated (SIGTERM) ends its process within ``grace`` seconds, whatever its stages are doing. Python
+    runs a signal's handler in the main thread only, and nothing stops a stage's thread: the run is marked
     ``incomplete`` (:meth:`RunFolder.recording`), the flow reports its end to Prefect without waiting for the
     stages (:class:`StageThreads`), and if the process is still there ``grace`` seconds later (the interpreter
     too waits for the threads at its exit), faulthandler's watchdog ends it (exit code 1). The watchdog is a C
-    thread: it fires even while a stage holds the GIL in a long call into pandas or pyarrow."""
+    thread: it fires even while a stage holds the GIL in a long call into pandas or pyarrow. An interrupt (SIGINT)
+    stops the flow the same way but leaves the process to its caller (``pbbq build`` ends it; a notebook's kernel
+    lives on)."""
     try:
         yield
-    except STOPS:
+    except TerminationSignal:
         nowhere = open(os.devnull, "w")  # noqa: SIM115  (faulthandler keeps it: the stacks stay off the terminal)
         faulthandler.dump_traceback_later(grace, exit=True, file=nowhere)
         raise

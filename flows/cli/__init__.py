@@ -199,6 +199,10 @@ def main(argv: list[str] | None = None) -> int:
             return args.handler(args)
         return _build(args) if args.command == "build" else _serve()
     except KeyboardInterrupt:
+        if args.command == "build":  # its run is marked incomplete; a stage's thread would hold the exit (docs/runs.md)
+            for stream in (sys.stdout, sys.stderr):
+                stream.flush()
+            os._exit(130)
         return 130
     except SystemExit as exc:  # argparse's exits are behind: this one comes from code the build ran
         if args.command != "build" or args.debug:
