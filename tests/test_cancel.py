@@ -213,7 +213,7 @@ def full_disk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[RunFolde
 def test_a_full_disk_leaves_the_run_failed_never_running(full_disk: tuple[RunFolder, OSError]) -> None:
     run, _ = full_disk
     manifest = _manifest(run.path)
-    assert manifest["status"] == "failed"  # its traceback could not be written either: the manifest comes first
+    assert manifest["status"] == "failed"  # its traceback could not be written: the manifest says failed all the same
     assert manifest["error"].startswith("OSError: [Errno 28] No space left on device")
     assert _on_disk(run.path) == {"manifest.json"}  # no temporary file left
 

@@ -152,20 +152,17 @@ def listed_files(manifest: Mapping[str, Any]) -> set[str]:
     return {"manifest.json", *stages, *(file["path"] for file in manifest.get("files", []))}
 
 
-def discard_unlisted(run: Path, listed: set[str]) -> list[str]:
+def discard_unlisted(run: Path, listed: set[str]) -> None:
     """Remove from a run that ended before it finished everything its manifest does not list (``listed``): the
     files of the stage it was writing, the atomic writer's temporary files (``.*.tmp``), publish's staging folder
-    (``.hub-*``); then the folders left empty. A link goes, never what it points to. Returns what it removed."""
-    removed: list[str] = []
+    (``.hub-*``); then the folders left empty. A link goes, never what it points to."""
     for folder, folders, files in os.walk(run, topdown=False):  # never into a linked folder
         here = Path(folder)
         for name in [*files, *(f for f in folders if (here / f).is_symlink())]:
             if (here / name).relative_to(run).as_posix() not in listed:
                 (here / name).unlink(missing_ok=True)
-                removed.append((here / name).relative_to(run).as_posix())
-        if here != run and not here.is_symlink() and not any(here.iterdir()):
+        if here != run and not any(here.iterdir()):
             here.rmdir()
-    return removed
 
 
 def mark_incomplete(run: Path) -> bool:
@@ -399,7 +396,7 @@ class RunFolder:
             log = self.path / "error.log"
             try:
                 atomic_write_bytes(log, "".join(traceback.format_exception(exc)).encode("utf-8"))
-            except OSError:  # the failure is likely the full disk itself: the manifest comes first
+            except OSError:  # a full disk, likely the failure itself: no traceback kept, the manifest says failed
                 log = None
             if log is not None:
                 self.record_file(log)
