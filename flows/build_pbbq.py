@@ -11,13 +11,16 @@ finish in. This module only wires.
 from __future__ import annotations
 
 import dataclasses
+import faulthandler
 import json
+import logging
 import os
 import resource
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, wait
+from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -26,7 +29,7 @@ from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.client.orchestration import get_client
 from prefect.context import FlowRunContext
-from prefect.exceptions import ObjectNotFound
+from prefect.exceptions import ObjectNotFound, TerminationSignal
 from prefect.futures import PrefectFuture, as_completed
 from prefect.runtime import flow_run
 from prefect.states import Crashed
@@ -139,6 +142,7 @@ class PipelineRunner:
         """Every stage, each submitted once the stages it reads are written, with the garbage collector set for a
         build (:func:`~pbbq.tasks.core.collector.build_collector`); returns their outputs by folder."""
         with build_collector():
+            stopped = False
             try:
                 for stage in self.pipeline:
                     for folder in sorted(stage.upstream):
@@ -146,11 +150,15 @@ class PipelineRunner:
                     self.submit(stage)
                 for stage in self.pipeline:
                     self.wait(stage.folder)
+            except STOPS:
+                stopped = True  # cancelled: nothing is waited for, the process ends (ended_when_stopped)
+                raise
             finally:  # work started early is done before the run is said finished or failed
                 started = [future for _, _, future in self._early if _started(future)]
                 for _, _, future in self._early:
                     future.cancel()  # one whose stages were never written (a stage failed): never started
-                wait(started)
+                if not stopped:
+                    wait(started)
         return self.outputs
 
     def when_written(self, stages: Iterable[str], make: Callable[[], Any]) -> Future[Any]:
@@ -371,12 +379,13 @@ CRAWLED = "posts"
 """The input the build makes itself when its pipeline declares it: the posts the crawl's sources give (fetched)."""
 
 
-def load_build_inputs(build: BuildConfig, root: Path, log: Callable[[str], None]) -> BuildInputs:
+def load_build_inputs(build: BuildConfig, root: Path, log: Callable[[str], None], *, fetch: bool = True) -> BuildInputs:
     """Every input the build's stages declare, checked (its loader, ``Input.load``, and the instruction-like scan),
     then the crawl's sources fetched when a stage reads its posts (the network: never cached; ``log`` says what it
     fetches). An input whose key (:func:`_input_keys`) an earlier build checked is not read again: its rows and
     warnings are those kept in the content store under that key, its table loaded only when a stage that runs
-    reads it (:class:`KeptInput`). A bad input stops the build before anything is fetched or written."""
+    reads it (:class:`KeptInput`). A bad input stops the build before anything is fetched or written. ``fetch``
+    False: the inputs checked, nothing fetched (:func:`check_build_inputs`)."""
     paths = build.input_paths()
     declared = build.pipeline.inputs()
     files: dict[str, tuple[Path, int | None]] = {name: (path, None) for name, path in paths.items()}
@@ -395,7 +404,7 @@ def load_build_inputs(build: BuildConfig, root: Path, log: Callable[[str], None]
             kept[source.name].load()  # not checked before: loaded and checked now
     others: dict[str, Any] = {}
     fetch_report: dict[str, Any] = {}
-    if any(source.name == CRAWLED for source in declared):
+    if fetch and any(source.name == CRAWLED for source in declared):
         crawled = fetch_sources(build.crawl, root / ".crawl", log=log)
         files |= {name: (path, None) for name, path in crawled.files.items()}
         hashes |= {name: sha256_file(path) for name, path in crawled.files.items()} | {CRAWLED: crawled.sha256}
@@ -408,6 +417,18 @@ def load_build_inputs(build: BuildConfig, root: Path, log: Callable[[str], None]
             files[name] = (paths[name], checked["rows"])
     warnings += instruction_like(others, paths, store, _input_keys(declared, hashes))
     return BuildInputs(InputTables(kept, others), hashes, files, warnings, fetch_report, kept)
+
+
+def check_build_inputs(build: BuildConfig, outputs: str | None) -> None:
+    """What ``pbbq build`` does before it starts the flow: every input checked as the flow checks it
+    (:func:`load_build_inputs`, the crawl's sources not fetched), so that a bad input is one line, with no Prefect
+    flow run and no run folder. Each check is kept in the content store, where the flow finds it (an input is read
+    once more only by a stage that runs), and the libraries of the stages a changed input will run start
+    loading (:func:`preload_for_changed_inputs`)."""
+    root = outputs_folder(outputs)
+    with using(build.registry), code_hashes_kept(ArtifactStore(root / ".cache" / STAGE_FILES)):
+        inputs = load_build_inputs(build, root, log=logging.getLogger(__name__).info, fetch=False)
+    preload_for_changed_inputs(inputs, build.pipeline)
 
 
 def _checked_key(handle: KeptInput) -> str:
@@ -532,6 +553,44 @@ def changes_when_done(runner: PipelineRunner, run: Path) -> Callable[[], str]:
 
 
 TASK_RUNNERS = ("threads", "dask")
+STOPS = (KeyboardInterrupt, TerminationSignal)
+"""What stops a build from outside: SIGINT, and SIGTERM as Prefect raises it in the flow (``kill``, ``timeout``, a
+machine shutting down, Prefect's cancellation of the flow run, which sends it)."""
+STOP_GRACE = 5.0
+"""Seconds a stopped build's process has, once its run is marked ``incomplete``, to report its end to Prefect
+before it is ended whatever its stages are doing (:func:`ended_when_stopped`)."""
+
+
+class StageThreads(ThreadPoolTaskRunner):
+    """Prefect's thread pool, except that a flow stopped from outside (:data:`STOPS`) does not wait for the stages
+    still running when it ends: a thread cannot be interrupted, and Prefect's pool waits for its threads
+    (``ThreadPoolExecutor.shutdown(wait=True)``), so a build stopped in a stage deep in work ran on until the stage
+    ended. A flow that failed still waits for them, as before."""
+
+    def __exit__(self, exc_type: Any, exc_value: Any, traceback: Any) -> None:
+        executor = self._executor
+        if executor is not None and exc_type is not None and issubclass(exc_type, STOPS):
+            self._executor = None  # Prefect's own exit would wait for the running stages
+            executor.shutdown(wait=False, cancel_futures=True)
+        super().__exit__(exc_type, exc_value, traceback)
+
+
+@contextmanager
+def ended_when_stopped(grace: float = STOP_GRACE) -> Iterator[None]:
+    """A build terminated (SIGTERM) ends its process within ``grace`` seconds, whatever its stages are doing. Python
+    runs a signal's handler in the main thread only, and nothing stops a stage's thread: the run is marked
+    ``incomplete`` (:meth:`RunFolder.recording`), the flow reports its end to Prefect without waiting for the
+    stages (:class:`StageThreads`), and if the process is still there ``grace`` seconds later (the interpreter
+    too waits for the threads at its exit), faulthandler's watchdog ends it (exit code 1). The watchdog is a C
+    thread: it fires even while a stage holds the GIL in a long call into pandas or pyarrow. An interrupt (SIGINT)
+    stops the flow the same way but leaves the process to its caller (``pbbq build`` ends it; a notebook's kernel
+    lives on)."""
+    try:
+        yield
+    except TerminationSignal:
+        nowhere = open(os.devnull, "w")  # noqa: SIM115  (faulthandler keeps it: the stacks stay off the terminal)
+        faulthandler.dump_traceback_later(grace, exit=True, file=nowhere)
+        raise
 
 
 def parallel_stages() -> int:
@@ -562,7 +621,7 @@ def task_runner(name: str = "threads", address: str | None = None, workers: int 
     if name == "threads":
         if workers is not None:
             raise ValueError("--dask-workers needs --task-runner dask")
-        return ThreadPoolTaskRunner()
+        return StageThreads()
     if name != "dask":
         raise ValueError(f"task runner {name!r} is not one of {', '.join(TASK_RUNNERS)}")
     if address and workers is not None:
@@ -590,7 +649,7 @@ def share_languages(folders: tuple[Path, ...]) -> None:
         client.register_worker_callbacks(partial(serve_in_this_process, folders))
 
 
-@flow(name="build-pbbq", task_runner=ThreadPoolTaskRunner())
+@flow(name="build-pbbq", task_runner=StageThreads())
 def build_pbbq(
     config: str | None = None,
     run_id: str | None = None,
@@ -613,61 +672,57 @@ def build_pbbq(
     share_languages(build.languages)
     root = outputs_folder(outputs)
     mark_crashed(mark_killed_runs(root))
-    run = RunFolder.create(root, run_id, build.parameters(), process={"flow_run_id": str(flow_run.id)})
-    llm = build.llm
-    if not llm.store_path.is_absolute():  # not configured: one response store per outputs folder
-        llm = dataclasses.replace(llm, store_path=root / ".cache" / "llm" / "responses.sqlite")
-    get_run_logger().info("run %s → %s", run.run_id, run.path)
     store = ArtifactStore(root / ".cache" / STAGE_FILES)
     for leftover in store.remove_leftovers():  # a killed build's half-written files
         get_run_logger().info("removed %s, left by a killed build", leftover)
     started = time.perf_counter()
-    with (
-        using(build.registry),
-        run.recording(),
-        StageProgress(last_computed(run.path)) as progress,
-        code_hashes_kept(store),
-    ):
-        check_store_path(llm.store_path, build.path)  # this run's own folder is a run folder now
-        client = open_llm(llm, build.transcript)  # a damaged transcript stops the build here, before stage 01
-        if client.stand_in:
-            run.warnings.append(STAND_IN_WARNING)
-            get_run_logger().warning(STAND_IN_WARNING)
-        inputs = load_build_inputs(build, root, log=get_run_logger().info)
+    with using(build.registry), ended_when_stopped(), code_hashes_kept(store):
+        inputs = load_build_inputs(build, root, log=get_run_logger().info)  # a bad input: no run folder is made
         preload_for_changed_inputs(inputs, build.pipeline)
-        run.warnings += inputs.warnings
-        for warning in inputs.warnings:
-            get_run_logger().warning("input: %s", warning)
-        for name, (path, rows) in inputs.files.items():
-            run.record_input(name, path, rows, sha256=inputs.hashes[name])
-        runner = PipelineRunner(
-            run,
-            root / ".cache" / "prefect-results",
-            build,
-            client,
-            inputs,
-            release_values(run, build, client, lambda: runner),
-            build.pipeline,
-            progress=progress,
-            max_parallel=build.running.max_parallel_stages,
-        )
-        if CRAWLED in inputs.tables:
-            runner.reports[build.pipeline.folder("crawl")] = inputs.fetch_report
-        runner.make_early("transcript_path", after=(s.folder for s in build.pipeline if s.request_ids is not None))
-        changes = changes_when_done(runner, run.path)
-        runner.run_all()
-        published = runner.outputs[build.pipeline.folder("publish")]
-        release = published.report
-        run.record_tree(Path(release["folder"]), known=release_hashes(published))
-        create_release_artifact(release)
-        logger = get_run_logger()
-        for line in usage_summary({r.folder: r.report for r in run.stages}):
-            logger.info("LLM %s", line)
-        logger.info("release: %s", release["link"])
-        _table_artifacts(runner)
-        run.write_manifest("running")  # the diff reads this run's inputs, code and tables from its manifest
-        create_markdown_artifact(key="changes", markdown=changes(), description="pbbq diff against the last run")
-        timings = {"flow_seconds": time.perf_counter() - started, "stages": runner.timings}
-        atomic_write_bytes(run.path / "timings.json", json_text(timings).encode("utf-8"))
-        run.record_file(run.path / "timings.json")  # listed, like every file of the run; its times differ per run
+        run = RunFolder.create(root, run_id, build.parameters(), process={"flow_run_id": str(flow_run.id)})
+        llm = build.llm
+        if not llm.store_path.is_absolute():  # not configured: one response store per outputs folder
+            llm = dataclasses.replace(llm, store_path=root / ".cache" / "llm" / "responses.sqlite")
+        get_run_logger().info("run %s → %s", run.run_id, run.path)
+        with run.recording(STOPS), StageProgress(last_computed(run.path)) as progress:
+            check_store_path(llm.store_path, build.path)  # this run's own folder is a run folder now
+            client = open_llm(llm, build.transcript)  # a damaged transcript stops the build here, before stage 01
+            if client.stand_in:
+                run.warnings.append(STAND_IN_WARNING)
+                get_run_logger().warning(STAND_IN_WARNING)
+            run.warnings += inputs.warnings
+            for warning in inputs.warnings:
+                get_run_logger().warning("input: %s", warning)
+            for name, (path, rows) in inputs.files.items():
+                run.record_input(name, path, rows, sha256=inputs.hashes[name])
+            runner = PipelineRunner(
+                run,
+                root / ".cache" / "prefect-results",
+                build,
+                client,
+                inputs,
+                release_values(run, build, client, lambda: runner),
+                build.pipeline,
+                progress=progress,
+                max_parallel=build.running.max_parallel_stages,
+            )
+            if CRAWLED in inputs.tables:
+                runner.reports[build.pipeline.folder("crawl")] = inputs.fetch_report
+            runner.make_early("transcript_path", after=(s.folder for s in build.pipeline if s.request_ids is not None))
+            changes = changes_when_done(runner, run.path)
+            runner.run_all()
+            published = runner.outputs[build.pipeline.folder("publish")]
+            release = published.report
+            run.record_tree(Path(release["folder"]), known=release_hashes(published))
+            create_release_artifact(release)
+            logger = get_run_logger()
+            for line in usage_summary({r.folder: r.report for r in run.stages}):
+                logger.info("LLM %s", line)
+            logger.info("release: %s", release["link"])
+            _table_artifacts(runner)
+            run.write_manifest("running")  # the diff reads this run's inputs, code and tables from its manifest
+            create_markdown_artifact(key="changes", markdown=changes(), description="pbbq diff against the last run")
+            timings = {"flow_seconds": time.perf_counter() - started, "stages": runner.timings}
+            atomic_write_bytes(run.path / "timings.json", json_text(timings).encode("utf-8"))
+            run.record_file(run.path / "timings.json")  # listed, like every file of the run; its times differ per run
     return str(run.path)

@@ -51,7 +51,7 @@ def test_a_dask_build_on_worker_processes_gives_the_thread_builds_dataset_and_ma
 def test_the_task_runner_setting_is_checked() -> None:
     with pytest.raises(ValueError, match="not one of threads, dask"):
         task_runner("ray")
-    assert type(task_runner()).__name__ == "ThreadPoolTaskRunner"
+    assert type(task_runner()).__name__ == "StageThreads"  # Prefect's thread pool, left at once when stopped
     with pytest.raises(ValueError, match="--dask-workers needs --task-runner dask"):
         task_runner("threads", workers=2)
     with pytest.raises(ValueError, match="--dask-workers 0 must be at least 1"):

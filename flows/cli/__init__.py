@@ -12,6 +12,7 @@ import argparse
 import logging
 import os
 import sys
+import traceback
 from pathlib import Path
 
 from .adapt import add_adapt_command
@@ -77,9 +78,18 @@ def _quiet_prefect(tracebacks: bool, task_runs: bool) -> None:
 
 
 def _message(exc: BaseException) -> str:
-    """One line: the error and, when the run kept it, where its traceback is."""
+    """One line: the error (a system error as its file and what went wrong: ``FILE: No space left on device``)
+    and, when the run kept it, where its traceback is."""
     notes = [note for note in getattr(exc, "__notes__", []) if note.startswith("traceback: ")]
-    return f"{exc}" + (f" ({notes[0]})" if notes else "")
+    named = isinstance(exc, OSError) and exc.filename is not None and exc.strerror
+    return (f"{exc.filename}: {exc.strerror}" if named else f"{exc}") + (f" ({notes[0]})" if notes else "")
+
+
+def _exit_called(exc: SystemExit) -> str:
+    """One line for a ``sys.exit`` that code a build ran called (a configuration's language module, say): where."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = f"{frames[-1].filename}, line {frames[-1].lineno}" if frames else "code the build ran"
+    return f"{where}: called sys.exit({exc.code!r}) during pbbq build; code a build runs must raise an error instead"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -142,8 +152,10 @@ def _build(args: argparse.Namespace) -> int:
     from ..config import load_config
 
     config = args.config or SAMPLES[args.sample]
-    load_config(config)  # a bad configuration fails here, before a Prefect server starts
-    from ..build_pbbq import build_pbbq, task_runner
+    build = load_config(config)  # a bad configuration fails here, before a Prefect server starts
+    from ..build_pbbq import build_pbbq, check_build_inputs, task_runner
+
+    check_build_inputs(build, str(args.outputs) if args.outputs else None)  # and so does a bad input
     from ..server import startup_timeout, temporary_server
 
     flow = build_pbbq.with_options(task_runner=task_runner(args.task_runner, args.dask_address, args.dask_workers))
@@ -190,7 +202,16 @@ def main(argv: list[str] | None = None) -> int:
             return args.handler(args)
         return _build(args) if args.command == "build" else _serve()
     except KeyboardInterrupt:
+        if args.command == "build":  # its run is marked incomplete; a stage's thread would hold the exit (docs/runs.md)
+            for stream in (sys.stdout, sys.stderr):
+                stream.flush()
+            os._exit(130)
         return 130
+    except SystemExit as exc:  # argparse's exits are behind: this one comes from code the build ran
+        if args.command != "build" or args.debug:
+            raise
+        print(f"pbbq: error: {_exit_called(exc)}", file=sys.stderr)
+        return 1
     except Exception as exc:  # the one place that turns any failure into a message and an exit code
         if args.debug:
             raise

@@ -134,8 +134,10 @@ def atomic_write_bytes(path: Path, data: bytes, sync: bool = True) -> None:
             if sync:
                 os.fsync(stream.fileno())
         os.replace(temporary, path)
-    except BaseException:
+    except BaseException as error:
         Path(temporary).unlink(missing_ok=True)
+        if isinstance(error, OSError) and error.filename is None:
+            error.filename = str(path)  # write() and fsync() name no file (a full disk): the one being written
         raise
 
 

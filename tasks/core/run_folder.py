@@ -135,8 +135,6 @@ class RunExistsError(FileExistsError):
 REPLACEABLE = ("incomplete", "failed")
 """Statuses of a run whose id a new build may take: its folder is replaced (its finished stages come back from
 the result cache)."""
-LEFTOVERS = (".*.tmp", ".hub-*")
-"""What a killed process leaves in a run: the atomic writer's temporary files, publish's staging folder."""
 KILL_HOOK = "PBBQ_TEST_KILL_IN"
 """Fault injection for tests/test_killed_runs.py: a build whose environment names a stage folder here is killed
 (SIGKILL) half-way through writing that stage, after its first file."""
@@ -148,14 +146,28 @@ def _kill_hook(folder: str) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
-def leftovers(run: Path) -> list[Path]:
-    """Temporary files and folders a killed process left in ``run``."""
-    return sorted({path for pattern in LEFTOVERS for path in run.rglob(pattern)})
+def listed_files(manifest: Mapping[str, Any]) -> set[str]:
+    """Every file a manifest lists, by path in its run: the stages' artifacts, the run-level files, itself."""
+    stages = [artifact["path"] for stage in manifest.get("stages", []) for artifact in stage.get("artifacts", [])]
+    return {"manifest.json", *stages, *(file["path"] for file in manifest.get("files", []))}
+
+
+def discard_unlisted(run: Path, listed: set[str]) -> None:
+    """Remove from a run that ended before it finished everything its manifest does not list (``listed``): the
+    files of the stage it was writing, the atomic writer's temporary files (``.*.tmp``), publish's staging folder
+    (``.hub-*``); then the folders left empty. A link goes, never what it points to."""
+    for folder, folders, files in os.walk(run, topdown=False):  # never into a linked folder
+        here = Path(folder)
+        for name in [*files, *(f for f in folders if (here / f).is_symlink())]:
+            if (here / name).relative_to(run).as_posix() not in listed:
+                (here / name).unlink(missing_ok=True)
+        if here != run and not any(here.iterdir()):
+            here.rmdir()
 
 
 def mark_incomplete(run: Path) -> bool:
     """If ``run`` reads ``incomplete`` (``running`` in its manifest, its process gone), say so in its manifest
-    and remove its leftovers; True when it did."""
+    and remove what it does not list (:func:`discard_unlisted`); True when it did."""
     path = run / "manifest.json"
     try:
         manifest = json.loads(path.read_text(encoding="utf-8"))
@@ -163,11 +175,7 @@ def mark_incomplete(run: Path) -> bool:
         return False
     if manifest.get("status") != "running" or run_status(manifest) != "incomplete":
         return False
-    for leftover in leftovers(run):
-        if leftover.is_dir() and not leftover.is_symlink():
-            shutil.rmtree(leftover)
-        else:  # a file, or a link (to a folder too): the link goes, never what it points to
-            leftover.unlink(missing_ok=True)
+    discard_unlisted(run, listed_files(manifest))
     manifest.update(status="incomplete", error="the build's process ended before the run finished (killed?)")
     write_json(path, manifest)
     return True
@@ -381,16 +389,32 @@ class RunFolder:
         return target
 
     @contextmanager
-    def recording(self) -> Iterator[RunFolder]:
-        """Write the manifest when the run ends: ``completed``, or ``failed`` with the error, keeping every
-        stage that finished before the failure."""
+    def recording(self, stops: tuple[type[BaseException], ...] = (KeyboardInterrupt,)) -> Iterator[RunFolder]:
+        """Write the manifest when the run ends: ``completed``; ``incomplete`` when it was stopped from outside
+        (``stops``: SIGINT, and SIGTERM as the flow receives it; :meth:`stop`); or ``failed`` with the error,
+        keeping every stage that finished before the failure, its traceback in ``error.log`` unless that cannot be
+        written either (a full disk): the manifest says ``failed`` all the same."""
         try:
             yield self
+        except stops as exc:
+            number = getattr(exc, "signal", signal.SIGINT)  # Prefect's TerminationSignal carries its signal
+            self.stop(f"cancelled by {signal.Signals(number).name} before it finished")
+            raise
         except BaseException as exc:
             log = self.path / "error.log"
-            atomic_write_bytes(log, "".join(traceback.format_exception(exc)).encode("utf-8"))
-            self.record_file(log)
-            exc.add_note(f"traceback: {log}")
+            try:
+                atomic_write_bytes(log, "".join(traceback.format_exception(exc)).encode("utf-8"))
+            except OSError:  # a full disk, likely the failure itself: no traceback kept, the manifest says failed
+                log = None
+            if log is not None:
+                self.record_file(log)
+                exc.add_note(f"traceback: {log}")
             self.write_manifest("failed", error=f"{type(exc).__name__}: {exc}")
             raise
         self.write_manifest("completed")
+
+    def stop(self, reason: str) -> None:
+        """End the run ``incomplete`` with ``reason``: its manifest lists the stages written so far, and what it
+        does not list (the stage being written, temporary files) is removed (:func:`discard_unlisted`)."""
+        manifest = self.write_manifest("incomplete", error=reason)
+        discard_unlisted(self.path, listed_files(json.loads(manifest.read_text(encoding="utf-8"))))
