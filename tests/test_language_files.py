@@ -295,7 +295,9 @@ def test_stand_in_answers_the_adaptation_sample_in_urdu(tmp_path: Path, monkeypa
         outputs: dict[str, StageOutput] = {}
         for stage in build.pipeline:
             params = build.params(stage.name) if stage.params else None
-            found = arguments(stage, params, Sources(tables, outputs, lambda: client))
+            found = arguments(
+                stage, params, Sources(tables, outputs, lambda: client, {"example_cap": build.example_cap})
+            )
             outputs[stage.folder] = finish(stage, stage.run(**found), params)
             if stage.name == "translate":
                 break
