@@ -20,6 +20,7 @@ from .audit import AUDIT_COMMANDS, add_audit_commands
 from .crawl import add_crawl_commands
 from .evaluate import add_evaluate_command
 from .names import add_names_command
+from .review import add_review_command
 from .synth import add_synth_command
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -133,6 +134,7 @@ def _parser() -> argparse.ArgumentParser:
     add_evaluate_command(commands)
     add_crawl_commands(commands)
     add_adapt_command(commands)
+    add_review_command(commands)
     return parser
 
 
@@ -182,6 +184,7 @@ def main(argv: list[str] | None = None) -> int:
             "questionnaire",
             "responses",
             "synth",
+            "review",
             *AUDIT_COMMANDS,
         ):
             return args.handler(args)
