@@ -207,6 +207,6 @@ def label_studio_command(args: argparse.Namespace) -> int:
     from ...tasks.review.sheets import read_round
 
     meta, items, assignment = read_round(args.round)
-    project = create_project(args.url, _token(), meta, items, assignment, args.title)
-    print(f"round {meta['round_id']}: Label Studio project {project} at {args.url}/projects/{project}")
+    projects = create_project(args.url.rstrip("/"), _token(), meta, items, assignment, args.title)
+    print(f"round {meta['round_id']}: Label Studio projects {projects}")
     return 0

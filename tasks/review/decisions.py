@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
@@ -47,43 +48,64 @@ def empty_decisions() -> pd.DataFrame:
     return pd.DataFrame(columns=DECISION_COLUMNS, dtype=str)
 
 
+def _first(path: Path, bad: pd.Series, problem: str | Callable[[int], str]) -> None:
+    """One :class:`InputError` for the first row where ``bad`` holds, if any."""
+    if bad.any():
+        index = int(bad.to_numpy().nonzero()[0][0])
+        raise InputError(path, spreadsheet_row(index), problem if isinstance(problem, str) else problem(index))
+
+
+def _answers_problem(kind: str, text: str) -> str | None:
+    """What is wrong with a decision's answers to its kind's questions (None: nothing)."""
+    try:
+        answers = json.loads(text or "{}")
+    except json.JSONDecodeError:
+        return f"answers {text[:40]!r} are not JSON"
+    asked = {q.key: q for q in QUESTIONS[base_kind(kind)]}
+    if not isinstance(answers, dict) or set(answers) - set(asked):
+        return f"answers must be an object with keys among {', '.join(asked)}"
+    for key, answer in answers.items():
+        if asked[key].choices and answer not in asked[key].choices:
+            return f"{key} = {answer!r} is not one of {', '.join(asked[key].choices)}"
+    return None
+
+
 def check_decisions(frame: pd.DataFrame, path: Path) -> pd.DataFrame:
-    """The decisions, each row checked (one :class:`InputError` naming the file and row): a known kind, a 64-hex
-    hash, a verdict, a fix's text, a reject's reason, answers to the kind's questions only, one decision per
-    reviewer, round and item."""
+    """The decisions, each row checked (one :class:`InputError` naming the file and row): a reviewer, a known kind,
+    a 64-hex hash, a verdict, a fix's text, a reject's reason, answers to the kind's questions only, one decision
+    per reviewer, round and item."""
     frame = frame[DECISION_COLUMNS].map(from_spreadsheet).reset_index(drop=True)
-    for index, row in frame.iterrows():
-        line = spreadsheet_row(int(index))
-        if not row["reviewer"]:
-            raise InputError(path, line, "no reviewer")
-        if base_kind(row["kind"]) not in KINDS:
-            raise InputError(path, line, f"kind {row['kind']!r} is not one of {', '.join(KINDS)}")
-        if not _HASH.fullmatch(row["hash"]):
-            raise InputError(path, line, f"hash {row['hash'][:20]!r} is not a sha256 (64 hex digits)")
-        if row["verdict"] not in VERDICTS:
-            raise InputError(path, line, f"verdict {row['verdict']!r} is not one of {', '.join(VERDICTS)}")
-        if row["verdict"] == "fix" and not row["fix_text"]:
-            raise InputError(path, line, "verdict fix without the corrected text (fix_text)")
-        if row["verdict"] == "reject" and not row["reason"]:
-            raise InputError(path, line, "verdict reject without a reason")
-        try:
-            answers = json.loads(row["answers"] or "{}")
-        except json.JSONDecodeError:
-            raise InputError(path, line, f"answers {row['answers'][:40]!r} are not JSON") from None
-        asked = {q.key: q for q in QUESTIONS[base_kind(row["kind"])]}
-        if not isinstance(answers, dict) or set(answers) - set(asked):
-            raise InputError(path, line, f"answers must be an object with keys among {', '.join(asked)}")
-        for key, answer in answers.items():
-            if asked[key].choices and answer not in asked[key].choices:
-                raise InputError(path, line, f"{key} = {answer!r} is not one of {', '.join(asked[key].choices)}")
+    _first(path, frame["reviewer"] == "", "no reviewer")
+    kinds = frame["kind"].str.split(":", n=1).str[0]
+    _first(path, ~kinds.isin(KINDS), lambda i: f"kind {frame.at[i, 'kind']!r} is not one of {', '.join(KINDS)}")
+    _first(
+        path,
+        ~frame["hash"].str.fullmatch(_HASH.pattern),
+        lambda i: f"hash {frame.at[i, 'hash'][:20]!r} is not a sha256 (64 hex digits)",
+    )
+    _first(
+        path,
+        ~frame["verdict"].isin(VERDICTS),
+        lambda i: f"verdict {frame.at[i, 'verdict']!r} is not one of {', '.join(VERDICTS)}",
+    )
+    _first(
+        path,
+        (frame["verdict"] == "fix") & (frame["fix_text"] == ""),
+        "verdict fix without the corrected text (fix_text)",
+    )
+    _first(path, (frame["verdict"] == "reject") & (frame["reason"] == ""), "verdict reject without a reason")
+    problems = [
+        _answers_problem(kind, text)
+        for kind, text in zip(frame["kind"].tolist(), frame["answers"].tolist(), strict=True)
+    ]
+    bad = pd.Series([p is not None for p in problems], index=frame.index, dtype=bool)
+    _first(path, bad, lambda i: str(problems[i]))
     twice = frame.duplicated(["round_id", "reviewer", "kind", "item_id"], keep="first")
-    if twice.any():
-        index = int(twice.idxmax())
-        raise InputError(
-            path,
-            spreadsheet_row(index),
-            f"reviewer {frame.at[index, 'reviewer']} decided item {frame.at[index, 'item_id']} twice in one round",
-        )
+    _first(
+        path,
+        twice,
+        lambda i: f"reviewer {frame.at[i, 'reviewer']} decided item {frame.at[i, 'item_id']} twice in one round",
+    )
     return frame
 
 

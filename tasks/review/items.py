@@ -172,37 +172,34 @@ def translation_items(
     return _frame(rows)
 
 
-def name_item_id(lang: str, group: str, name: str) -> str:
-    return f"{lang}:{group}:{name}"
-
-
 def name_items(name_table: pd.DataFrame, proxy_strength: pd.DataFrame) -> pd.DataFrame:
-    """An item per first name of the name table whose group the build measured (``proxy_strength``): the name,
-    the group and gender it is meant to signal, the other groups of its category (the reviewer's choices) and
-    the classifier's verdict on its group."""
-    measured = proxy_strength.set_index(["lang", "category", "group"])
+    """An item per first name of the name table whose group the build measured (``proxy_strength``), judged blind:
+    the reviewer sees the name and the groups of its category to choose from, not the group it is meant to signal
+    nor the classifier's verdict (``source``, not shown, holds the intended ``group|gender``; the item id is
+    opaque)."""
     groups_of = proxy_strength.groupby(["lang", "category"])["group"].apply(list).to_dict()
+    category_of = {(r.lang, r.group): r.category for r in proxy_strength.itertuples(index=False)}
     rows = []
     for n in name_table.itertuples(index=False):
-        for (lang, category, group), strength in measured.iterrows():
-            if lang != n.lang or group != n.group:
-                continue
-            rows.append(
-                {
-                    "kind": "names",
-                    "item_id": name_item_id(lang, group, n.name),
-                    "hash": content_hash(lang, group, n.name, n.gender),
-                    "category": category,
-                    "source": "name_table",
-                    "lang": lang,
-                    "source_text": f"{group} ({n.gender})",
-                    "machine_output": n.name,
-                    "stereotype": "",
-                    "rules": f"classifier proxy strength of {group}: {strength['strength']:.2f} "
-                    f"(threshold {strength['threshold']:.2f})",
-                    "details": "choices: " + "; ".join([*groups_of[(lang, category)], "none"]),
-                }
-            )
+        category = category_of.get((n.lang, n.group))
+        if category is None:
+            continue
+        digest = content_hash(n.lang, n.group, n.name, n.gender)
+        rows.append(
+            {
+                "kind": "names",
+                "item_id": f"name-{digest[:12]}",
+                "hash": digest,
+                "category": category,
+                "source": f"{n.group}|{n.gender}",
+                "lang": n.lang,
+                "source_text": "",
+                "machine_output": n.name,
+                "stereotype": "",
+                "rules": "",
+                "details": "choices: " + "; ".join([*groups_of[(n.lang, category)], "none"]),
+            }
+        )
     return _frame(rows)
 
 

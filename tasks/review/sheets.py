@@ -16,7 +16,7 @@ import pandas as pd
 from ..core.artifacts import from_spreadsheet, spreadsheet_safe
 from ..core.inputs import InputError, read_csv_checked, spreadsheet_row
 from .decisions import DECISION_COLUMNS, check_decisions
-from .items import ITEM_COLUMNS, QUESTIONS, VERDICTS, base_kind
+from .items import ITEM_COLUMNS, QUESTIONS, base_kind
 from .rounds import ASSIGNMENT_COLUMNS
 
 ANSWER_COLUMNS = ["verdict", "fix_text", "reason"]
@@ -113,35 +113,39 @@ def read_round(folder: Path) -> tuple[dict, pd.DataFrame, pd.DataFrame]:
         raise InputError(meta_path, exc.lineno, f"not JSON ({exc.msg})") from None
     items = read_csv_checked(folder / "items.csv", ITEM_COLUMNS, allow_empty=True).map(from_spreadsheet)
     assignment = read_csv_checked(folder / "assignment.csv", ASSIGNMENT_COLUMNS, allow_empty=True)
-    return meta, items, assignment.map(from_spreadsheet)
+    return meta | {"folder": str(folder)}, items, assignment.map(from_spreadsheet)
 
 
 def sheet_decisions(path: Path, assignment: pd.DataFrame) -> pd.DataFrame:
     """A reviewer's filled sheet as decisions: the rows with a verdict, each checked against the round's
     assignment (its reviewer was given that item, with that hash: a sheet cannot judge what it was not shown)."""
     sheet = read_csv_checked(path, [*SHEET_INFO[:5], *ANSWER_COLUMNS], allow_empty=True).map(from_spreadsheet)
-    given = {(r.reviewer, r.kind, r.item_id): r.hash for r in assignment.itertuples(index=False)}
-    rows = []
-    for index, row in sheet.iterrows():
-        if not row["verdict"]:
-            continue
-        key = (row["reviewer"], row["kind"], row["item_id"])
-        if key not in given:
-            raise InputError(path, spreadsheet_row(int(index)), f"item {row['item_id']} was not given to {key[0]}")
-        if given[key] != row["hash"]:
-            raise InputError(path, spreadsheet_row(int(index)), f"item {row['item_id']}: its hash was changed")
-        if row["verdict"] not in VERDICTS:
+    answered = sheet[sheet["verdict"] != ""]
+    keys = ["reviewer", "kind", "item_id"]
+    given = answered[keys].merge(assignment[[*keys, "hash"]], on=keys, how="left")["hash"]
+    for index, row_hash, expected in zip(answered.index, answered["hash"], given, strict=True):
+        if not isinstance(expected, str):
+            problem = f"item {sheet.at[index, 'item_id']} was not given to {sheet.at[index, 'reviewer']}"
+            raise InputError(path, spreadsheet_row(int(index)), problem)
+        if expected != row_hash:
             raise InputError(
-                path, spreadsheet_row(int(index)), f"verdict {row['verdict']!r}: write one of {', '.join(VERDICTS)}"
+                path, spreadsheet_row(int(index)), f"item {sheet.at[index, 'item_id']}: its hash was changed"
             )
-        asked = [q.key for q in QUESTIONS[base_kind(row["kind"])]]
-        answers = {key: row[key] for key in asked if key in sheet.columns and row[key]}
-        rows.append(
-            {**row[["round_id", "reviewer", "kind", "item_id", "hash", *ANSWER_COLUMNS]].to_dict()}
-            | {"answers": json.dumps(answers, ensure_ascii=False, sort_keys=True)}
-        )
-    frame = pd.DataFrame(rows, columns=DECISION_COLUMNS).astype(str)
-    return check_decisions(frame, path)
+    columns = {
+        kind: [q.key for q in QUESTIONS[base_kind(kind)] if q.key in sheet.columns] for kind in set(answered["kind"])
+    }
+    records = answered.to_dict(orient="records")
+    answers = [
+        json.dumps({key: row[key] for key in columns[row["kind"]] if row[key]}, ensure_ascii=False, sort_keys=True)
+        for row in records
+    ]
+    frame = answered[DECISION_COLUMNS[:-1]].assign(answers=answers).reset_index(drop=True)
+    try:
+        return check_decisions(frame, path)
+    except InputError as error:  # name the sheet's row, not the answered rows' count
+        if error.row is None:
+            raise
+        raise InputError(path, spreadsheet_row(int(answered.index[error.row - 2])), error.problem) from None
 
 
 def write_decisions(path: Path, decisions: pd.DataFrame) -> None:
