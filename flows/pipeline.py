@@ -207,10 +207,13 @@ def reviewed(pipeline: Pipeline, require: bool = False) -> Pipeline:
                 ),
             )
         stages.append(stage)
-    stages = [reading(s, review=Report("08_review", dict)) if s.name == "publish" else s for s in stages]
-    wired = dataclasses.replace(pipeline, stages=tuple(stages))
     contexts = any(stage.run is disambiguate.disambiguate for stage in stages)
-    return wired.inserted(review_stage(contexts, targets), before="09_statistics")
+    review = review_stage(contexts, targets)
+    at = next(i for i, stage in enumerate(stages) if stage.folder == "09_statistics")
+    stages.insert(at, review)
+    card = Report(review.folder, dict)  # the card states what people checked
+    stages = [reading(stage, review=card) if stage.name == "publish" else stage for stage in stages]
+    return dataclasses.replace(pipeline, stages=tuple(stages))
 
 
 def source_of(config: Mapping[str, Any]) -> str:

@@ -47,7 +47,7 @@ def test_a_round_answered_by_csv_changes_the_next_build(
     config = sample_copy / "configs" / "sample.toml"
     first = _build(config, outputs, "first")
     folder = tmp_path / "round"
-    assert main(["review", "export", str(first), "--items", "contexts,translations:en", "--reviewers", "ana,bob",
+    assert main(["review", "export", str(first), "--items", "contexts,translations:en,names", "--reviewers", "ana,bob",
                  "--out", str(folder)]) == 0  # fmt: skip
     items = pd.read_csv(folder / "items.csv", dtype=str, keep_default_na=False, encoding="utf-8-sig")
     contexts = items[items["kind"] == "contexts"]["item_id"].tolist()
@@ -60,6 +60,11 @@ def test_a_round_answered_by_csv_changes_the_next_build(
     unanswered = {c for c in unanswered if c in contexts[2:]}
     fixed_segment, rejected_segment = questions[0], context_segments[0]
     fix = "=Which one of them, by the reviewers' fix, is it?"
+    strength = pd.read_parquet(first / "06_names" / "proxy_strength.parquet").drop_duplicates(["lang", "group"])
+    weak = strength.loc[~strength["strong"], "group"].iloc[0]  # the classifier's verdict, which readers overrule
+    names = items[items["kind"] == "names"].assign(group=lambda f: f["source"].str.split("|").str[0])
+    signalled = set(names.loc[names["group"] == weak, "item_id"])
+    unsignalling = names[names["group"] != weak].iloc[0]  # a name the readers give to no group
 
     def reviewer(name: str):
         def choose(row: pd.Series) -> dict[str, str]:
@@ -73,6 +78,10 @@ def test_a_round_answered_by_csv_changes_the_next_build(
                 return {"verdict": "fix", "fix_text": fix, "faithful": "no"}
             if row["item_id"] == rejected_segment:
                 return {"verdict": "reject", "reason": "the calque a native reader would not write", "natural": "no"}
+            if row["kind"] == "names":
+                intended = names.set_index("item_id").loc[row["item_id"], "source"].split("|")
+                group = "none" if row["item_id"] == unsignalling["item_id"] else intended[0]
+                return {"verdict": "accept", "group": group, "gender": intended[1]}
             if row["kind"] == "contexts":
                 return {"verdict": "accept", "disambiguates": "yes", "natural": "yes"}
             return {"verdict": "accept", "faithful": "yes", "natural": "yes", "same_entities": "yes"}
@@ -112,6 +121,22 @@ def test_a_round_answered_by_csv_changes_the_next_build(
     assert set(status) == {"applied", "absent"}  # absent: the segments of the rejected templates' examples
     report = json.loads((second / "08_review" / "report.json").read_text(encoding="utf-8"))
     assert report["counts"]["reviewers"] == 2 and report["disagreements"] >= 1
+    assert signalled  # readers named the group its classifier found weak: people decide, it is strong now
+    now = pd.read_parquet(second / "06_names" / "proxy_strength.parquet")
+    assert now.loc[now["group"] == weak, "strong"].all()
+    fa_names = _release(second, "fa-names")
+    assert not fa_names["context"].str.contains(unsignalling["machine_output"], regex=False).any()
+    card = (second / "10_publish" / "hub" / "README.md").read_text(encoding="utf-8")
+    assert "## Review by people" in card and "| contexts |" in card and "Krippendorff" in card
+    assert main(["audit", str(second)]) == 0
+    assert "disagreements:" in capsys.readouterr().out
+    assert "Review by people" in (second / "audit.html").read_text(encoding="utf-8")
+    assert main(["diff", str(first), str(second)]) == 0
+    assert f"contexts {rejected_context}: decided reject" in capsys.readouterr().out
+    accepted = next(c for c in contexts[2:] if c not in unanswered)
+    example = fa[fa["template_id"] == accepted.split(":")[0]]["example_id"].iloc[0]
+    assert main(["trace", example, "--run", str(second)]) == 0
+    assert f"contexts {accepted}: accept by 2" in capsys.readouterr().out
 
     with config.open("a", encoding="utf-8") as handle:
         handle.write("require = true\n")

@@ -173,7 +173,7 @@ def _serve() -> int:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     _prefect_defaults()
-    if args.command not in AUDIT_COMMANDS:  # these read runs: no Prefect to quieten
+    if args.command not in (*AUDIT_COMMANDS, "review"):  # these read runs: no Prefect to quieten
         _quiet_prefect(tracebacks=args.debug, task_runs=args.command != "build" or args.verbose)
     try:
         if args.command in (

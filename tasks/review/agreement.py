@@ -124,6 +124,7 @@ def agreement(decisions: pd.DataFrame) -> pd.DataFrame:
 
 
 def below(table: pd.DataFrame, min_alpha: float) -> pd.DataFrame:
-    """The rows whose alpha is under ``min_alpha`` or undefined: a round to report, not to use silently."""
+    """The rows whose alpha is under ``min_alpha``: a round to report, not to use silently (an undefined alpha,
+    every answer the same, is shown as such, not as a disagreement)."""
     alpha = pd.to_numeric(table["alpha"], errors="coerce")
-    return table[alpha.isna() | (alpha < min_alpha)]
+    return table[alpha.notna() & (alpha < min_alpha)]

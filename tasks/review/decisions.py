@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..core.artifacts import from_spreadsheet
+from ..core.artifacts import FORMULA_START
 from ..core.inputs import InputError, read_csv_checked, spreadsheet_row
 from .items import KINDS, QUESTIONS, VERDICTS, base_kind
 
@@ -74,7 +74,7 @@ def check_decisions(frame: pd.DataFrame, path: Path) -> pd.DataFrame:
     """The decisions, each row checked (one :class:`InputError` naming the file and row): a reviewer, a known kind,
     a 64-hex hash, a verdict, a fix's text, a reject's reason, answers to the kind's questions only, one decision
     per reviewer, round and item."""
-    frame = frame[DECISION_COLUMNS].map(from_spreadsheet).reset_index(drop=True)
+    frame = frame[DECISION_COLUMNS].reset_index(drop=True)
     _first(path, frame["reviewer"] == "", "no reviewer")
     kinds = frame["kind"].str.split(":", n=1).str[0]
     _first(path, ~kinds.isin(KINDS), lambda i: f"kind {frame.at[i, 'kind']!r} is not one of {', '.join(KINDS)}")
@@ -111,7 +111,9 @@ def check_decisions(frame: pd.DataFrame, path: Path) -> pd.DataFrame:
 
 def load_decisions(path: Path) -> pd.DataFrame:
     """A decisions file (``pbbq review import`` writes it; ``[review] decisions`` names it), checked."""
-    return check_decisions(read_csv_checked(path, DECISION_COLUMNS, allow_empty=True), path)
+    frame = read_csv_checked(path, DECISION_COLUMNS, allow_empty=True)[DECISION_COLUMNS]
+    protected = frame.apply(lambda cells: cells.str.startswith("'") & cells.str[1:].str.startswith(FORMULA_START))
+    return check_decisions(frame.where(~protected, frame.apply(lambda cells: cells.str[1:])), path)
 
 
 def answers_of(decisions: pd.DataFrame) -> pd.DataFrame:
@@ -120,43 +122,57 @@ def answers_of(decisions: pd.DataFrame) -> pd.DataFrame:
     return decisions.drop(columns="answers").join(parsed.fillna("").astype(str))
 
 
-def _one(group: pd.DataFrame) -> dict:
-    answers = list(zip(group["verdict"], group["fix_text"], group["reason"], strict=True))
-    decided = [(verdict, fix if verdict == "fix" else "") for verdict, fix, _ in answers]
-    counts = pd.Series(decided).value_counts()
-    top, votes = counts.index[0], int(counts.iloc[0])
-    reasons = "; ".join(dict.fromkeys(r for v, _, r in answers if v == "reject" and r))
-    if votes == len(decided):
-        (verdict, fix), how = top, "unanimous"
-    elif votes * 2 > len(decided):
-        (verdict, fix), how = top, "majority"
-    else:
-        verdict = max((v for v, _ in decided), key=STRICTNESS.__getitem__)
-        fixes = {f for v, f in decided if v == "fix"}
-        how = "stricter"
-        fix = ""
-        if verdict == "fix":
-            if len(fixes) == 1:
-                fix = next(iter(fixes))
-            else:
-                verdict, how = "unresolved", "unresolved"
-    return {
-        "verdict": verdict,
-        "fix_text": fix,
-        "reason": reasons if verdict == "reject" else "",
-        "n_reviewers": len(group),
-        "how": how,
-        "reviewers": "; ".join(group["reviewer"]),
-        "verdicts": "; ".join(f"{r}: {v}" for r, v in zip(group["reviewer"], group["verdict"], strict=True)),
-    }
-
-
 def adjudicate(decisions: pd.DataFrame) -> pd.DataFrame:
-    """One decision per item and judged hash, from its reviewers' (the module's rule); in the items' order."""
+    """One decision per item and judged hash, from its reviewers' (the module's rule), by item."""
     if decisions.empty:
         return pd.DataFrame(columns=ADJUDICATED_COLUMNS)
-    rows = [
-        {"kind": kind, "item_id": item_id, "hash": digest, **_one(group)}
-        for (kind, item_id, digest), group in decisions.groupby(["kind", "item_id", "hash"], sort=True)
-    ]
-    return pd.DataFrame(rows, columns=ADJUDICATED_COLUMNS)
+    key = ["kind", "item_id", "hash"]
+    frame = decisions[[*key, "reviewer", "verdict", "fix_text", "reason"]].copy()
+    frame["fix_text"] = frame["fix_text"].where(frame["verdict"] == "fix", "")
+    frame["said"] = frame["verdict"] + "\x1f" + frame["fix_text"]
+    frame["strictness"] = frame["verdict"].map(STRICTNESS)
+    frame["shown"] = frame["reviewer"] + ": " + frame["verdict"]
+    groups = frame.groupby(key, sort=True)
+    votes = frame.groupby([*key, "said"], sort=True).size().rename("votes").reset_index()
+    votes = votes.sort_values([*key, "votes", "said"], ascending=[True, True, True, False, True], kind="stable")
+    top = votes.drop_duplicates(key, keep="first").set_index(key)
+    fixes = frame[frame["verdict"] == "fix"].groupby(key)["fix_text"].agg(["nunique", "first"])
+    reasons = (
+        frame[(frame["verdict"] == "reject") & (frame["reason"] != "")]
+        .drop_duplicates([*key, "reason"])
+        .groupby(key)["reason"]
+        .agg("; ".join)
+    )
+    table = pd.DataFrame(
+        {
+            "n_reviewers": groups.size(),
+            "strictest": groups["strictness"].max(),
+            "reviewers": groups["reviewer"].agg("; ".join),
+            "verdicts": groups["shown"].agg("; ".join),
+        }
+    ).join(top[["said", "votes"]])
+    table = table.join(fixes).join(reasons.rename("reasons"))
+    agreed_verdict = table["said"].str.split("\x1f", n=1).str[0]
+    agreed_fix = table["said"].str.split("\x1f", n=1).str[1]
+    unanimous = table["votes"] == table["n_reviewers"]
+    majority = table["votes"] * 2 > table["n_reviewers"]
+    by_strictness = {value: verdict for verdict, value in STRICTNESS.items()}
+    stricter = table["strictest"].map(by_strictness)
+    verdict = agreed_verdict.where(majority, stricter)
+    verdict = verdict.where(majority | (verdict != "fix") | (table["nunique"].fillna(0) == 1), "unresolved")
+    fix_text = agreed_fix.where(majority, table["first"].fillna("")).where(verdict == "fix", "")
+    how = pd.Series("stricter", index=table.index).where(~majority, "majority").where(~unanimous, "unanimous")
+    how = how.where(verdict != "unresolved", "unresolved")
+    out = pd.DataFrame(
+        {
+            "verdict": verdict,
+            "fix_text": fix_text,
+            "reason": table["reasons"].fillna("").where(verdict == "reject", ""),
+            "n_reviewers": table["n_reviewers"].astype(int),
+            "how": how,
+            "reviewers": table["reviewers"],
+            "verdicts": table["verdicts"],
+        },
+        index=table.index,
+    ).reset_index()
+    return out[ADJUDICATED_COLUMNS]

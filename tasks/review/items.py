@@ -147,29 +147,33 @@ def translation_items(
     category_of: dict[str, str] = {}
     if examples is not None:
         for column in ("context", "question"):
-            for text, category in zip(examples[column], examples["category"], strict=True):
+            for text, category in zip(examples[column].tolist(), examples["category"].tolist(), strict=True):
                 category_of.setdefault(text, category)
-    rows = []
     passed = segments[segments["failures"] == ""]
-    for s in passed.itertuples(index=False):
-        original, text = getattr(s, source), getattr(s, target)
-        rows.append(
-            {
-                "kind": f"translations:{lang}",
-                "item_id": s.segment_id,
-                "hash": content_hash(original, text),
-                "category": category_of.get(original, ""),
-                "source": s.kind,
-                "lang": lang,
-                "source_text": original,
-                "machine_output": text,
-                "stereotype": "",
-                "rules": TRANSLATION_RULES,
-                "details": f"glossary: {'; '.join(s.glossary)}\n"
-                f"back-translation: {getattr(s, f'back_{source_lang}')} (chrF {s.chrf:.1f})",
-            }
+    originals, texts = passed[source].tolist(), passed[target].tolist()
+    details = [
+        f"glossary: {'; '.join(glossary)}\nback-translation: {back} (chrF {chrf:.1f})"
+        for glossary, back, chrf in zip(
+            passed["glossary"].tolist(), passed[f"back_{source_lang}"].tolist(), passed["chrf"].tolist(), strict=True
         )
-    return _frame(rows)
+    ]
+    frame = pd.DataFrame(
+        {
+            "kind": f"translations:{lang}",
+            "item_id": passed["segment_id"].tolist(),
+            "hash": [content_hash(o, t) for o, t in zip(originals, texts, strict=True)],
+            "category": [category_of.get(o, "") for o in originals],
+            "source": passed["kind"].tolist(),
+            "lang": lang,
+            "source_text": originals,
+            "machine_output": texts,
+            "stereotype": "",
+            "rules": TRANSLATION_RULES,
+            "details": details,
+        },
+        columns=ITEM_COLUMNS,
+    )
+    return frame.astype(str)
 
 
 def name_items(name_table: pd.DataFrame, proxy_strength: pd.DataFrame) -> pd.DataFrame:

@@ -62,12 +62,19 @@ def assign(items: pd.DataFrame, reviewers: Sequence[str], overlap: int, seed: in
         raise ValueError(f"overlap {overlap} with {len(names)} reviewer(s): name at least {overlap}")
     identity = round_id(items, names, overlap, seed)
     order = np.random.default_rng(seed).permutation(len(items))
-    rows = []
-    for turn, index in enumerate(order):
-        item = items.iloc[index]
-        for step in range(overlap):
-            rows.append((identity, item["kind"], item["item_id"], item["hash"], names[(turn + step) % len(names)]))
-    table = pd.DataFrame(rows, columns=ASSIGNMENT_COLUMNS)
+    turns = np.repeat(np.arange(len(items)), overlap)
+    steps = np.tile(np.arange(overlap), len(items))
+    at = order[turns]
+    table = pd.DataFrame(
+        {
+            "round_id": identity,
+            "kind": items["kind"].to_numpy(dtype=object)[at],
+            "item_id": items["item_id"].to_numpy(dtype=object)[at],
+            "hash": items["hash"].to_numpy(dtype=object)[at],
+            "reviewer": np.array(names, dtype=object)[(turns + steps) % len(names)],
+        },
+        columns=ASSIGNMENT_COLUMNS,
+    )
     return table.sort_values(["reviewer", "kind", "item_id"], kind="stable").reset_index(drop=True)
 
 

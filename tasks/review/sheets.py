@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..core.artifacts import from_spreadsheet, spreadsheet_safe
+from ..core.artifacts import FORMULA_START
 from ..core.inputs import InputError, read_csv_checked, spreadsheet_row
 from .decisions import DECISION_COLUMNS, check_decisions
 from .items import ITEM_COLUMNS, QUESTIONS, base_kind
@@ -27,8 +27,25 @@ RTL = {"fa", "ur", "ar", "he", "ps", "sd"}
 
 
 def people_csv(frame: pd.DataFrame) -> bytes:
-    """A CSV for people: UTF-8 with a BOM, every text cell spreadsheet-safe."""
-    return ("\ufeff" + spreadsheet_safe(frame.astype(str)).to_csv(index=False, lineterminator="\n")).encode("utf-8")
+    """A CSV for people: UTF-8 with a BOM, every cell spreadsheet-safe (as :func:`spreadsheet_safe` makes it, a
+    column at a time)."""
+    safe = frame.astype(object).where(frame.notna(), "").astype(str)
+    for column in safe.columns:
+        cells = safe[column]
+        safe[column] = cells.where(~cells.str.startswith(FORMULA_START, na=False), "'" + cells)
+    return ("\ufeff" + safe.to_csv(index=False, lineterminator="\n")).encode("utf-8")
+
+
+def restored(frame: pd.DataFrame) -> pd.DataFrame:
+    """A table read from a CSV for people, every cell as it was before :func:`people_csv` protected it (the
+    leading ``'`` of a cell that starts like a formula taken off, a column at a time)."""
+    frame = frame.copy()
+    for column in frame.columns:
+        cells = frame[column].astype(str)
+        rest = cells.str[1:]
+        protected = cells.str.startswith("'") & rest.str.startswith((*FORMULA_START, "'"))
+        frame[column] = cells.where(~protected, rest)
+    return frame
 
 
 def question_keys(kinds: Iterable[str]) -> list[str]:
@@ -111,15 +128,15 @@ def read_round(folder: Path) -> tuple[dict, pd.DataFrame, pd.DataFrame]:
         meta = json.loads(meta_path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise InputError(meta_path, exc.lineno, f"not JSON ({exc.msg})") from None
-    items = read_csv_checked(folder / "items.csv", ITEM_COLUMNS, allow_empty=True).map(from_spreadsheet)
-    assignment = read_csv_checked(folder / "assignment.csv", ASSIGNMENT_COLUMNS, allow_empty=True)
-    return meta | {"folder": str(folder)}, items, assignment.map(from_spreadsheet)
+    items = restored(read_csv_checked(folder / "items.csv", ITEM_COLUMNS, allow_empty=True))
+    assignment = restored(read_csv_checked(folder / "assignment.csv", ASSIGNMENT_COLUMNS, allow_empty=True))
+    return meta | {"folder": str(folder)}, items, assignment
 
 
 def sheet_decisions(path: Path, assignment: pd.DataFrame) -> pd.DataFrame:
     """A reviewer's filled sheet as decisions: the rows with a verdict, each checked against the round's
     assignment (its reviewer was given that item, with that hash: a sheet cannot judge what it was not shown)."""
-    sheet = read_csv_checked(path, [*SHEET_INFO[:5], *ANSWER_COLUMNS], allow_empty=True).map(from_spreadsheet)
+    sheet = restored(read_csv_checked(path, [*SHEET_INFO[:5], *ANSWER_COLUMNS], allow_empty=True))
     answered = sheet[sheet["verdict"] != ""]
     keys = ["reviewer", "kind", "item_id"]
     given = answered[keys].merge(assignment[[*keys, "hash"]], on=keys, how="left")["hash"]
@@ -134,11 +151,14 @@ def sheet_decisions(path: Path, assignment: pd.DataFrame) -> pd.DataFrame:
     columns = {
         kind: [q.key for q in QUESTIONS[base_kind(kind)] if q.key in sheet.columns] for kind in set(answered["kind"])
     }
-    records = answered.to_dict(orient="records")
-    answers = [
-        json.dumps({key: row[key] for key in columns[row["kind"]] if row[key]}, ensure_ascii=False, sort_keys=True)
-        for row in records
-    ]
+    answers = pd.Series("", index=answered.index, dtype=object)
+    for kind, rows in answered.groupby("kind", sort=False):
+        keys = sorted(columns[kind])
+        values = zip(*(rows[key].tolist() for key in keys), strict=True) if keys else ((),) * len(rows)
+        answers[rows.index] = [
+            json.dumps({k: v for k, v in zip(keys, said, strict=True) if v}, ensure_ascii=False, sort_keys=True)
+            for said in values
+        ]
     frame = answered[DECISION_COLUMNS[:-1]].assign(answers=answers).reset_index(drop=True)
     try:
         return check_decisions(frame, path)
