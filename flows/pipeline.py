@@ -192,14 +192,14 @@ def reviewed(pipeline: Pipeline, require: bool = False) -> Pipeline:
     each translate stage read the decisions (and whether only reviewed items are released), and the review stage,
     before statistics, states what people checked. Without ``[review]`` a pipeline runs as it was, byte for byte."""
     rules = Resource(functools.partial(ReviewRules, require=require))
-    stages, targets = [], {}
+    stages, targets, name_table = [], {}, None
     for stage in pipeline:
         if stage.run is translate.translate:
             targets[stage.inputs["pair"].load().target.code] = stage.folder
         if stage.run in (translate.translate, disambiguate.disambiguate):
             stage = reading(stage, decisions=DECISIONS, rules=rules)
         if stage.name == "names":  # the name table as the round left it (tasks/review/names.py)
-            table = stage.inputs["name_table"]
+            table = name_table = stage.inputs["name_table"]
             stage = reading(
                 stage,
                 name_table=dataclasses.replace(
@@ -208,7 +208,7 @@ def reviewed(pipeline: Pipeline, require: bool = False) -> Pipeline:
             )
         stages.append(stage)
     contexts = any(stage.run is disambiguate.disambiguate for stage in stages)
-    review = review_stage(contexts, targets)
+    review = review_stage(contexts, targets, name_table)
     at = next(i for i, stage in enumerate(stages) if stage.folder == "09_statistics")
     stages.insert(at, review)
     card = Report(review.folder, dict)  # the card states what people checked

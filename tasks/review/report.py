@@ -53,6 +53,16 @@ def card_section(report: Mapping[str, Any]) -> str:
             f"| {row['kind']} | {row['question']} | {row['n_items']} | {row['n_reviewers']} | {_alpha(row['alpha'])} "
             f"| {_alpha(row['fleiss_kappa'])} |"
         )
+    decided = report.get("names_decided_by_people") or {}
+    if decided:
+        shown = ", ".join(f"{group.split(':', 1)[1]} {share:.2f}" for group, share in decided.items())
+        lines += [
+            "",
+            f"Name proxies decided by people (the share of reviewers' answers naming the group): {shown}. For these "
+            "groups this measure, not the classifier's, decided whether their names stand for them (same threshold); "
+            "names the reviewers did not read as their group or gender left its draw. Every other group: the "
+            "classifier.",
+        ]
     if report.get("below_min_alpha"):
         lines += [
             "",

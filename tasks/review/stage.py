@@ -20,6 +20,7 @@ from .agreement import AGREEMENT_COLUMNS, agreement, below
 from .apply import STATUS_COLUMNS, resolve
 from .decisions import ADJUDICATED_COLUMNS, adjudicate, load_decisions
 from .items import content_hash
+from .names import HUMAN_STRENGTH, reviewed_name_table
 
 STAGE_NAME = "review"
 
@@ -105,21 +106,38 @@ def current_hashes(
     return hashes
 
 
+def human_strengths(name_table: pd.DataFrame, decisions: pd.DataFrame) -> dict[str, float]:
+    """Each judged group's human proxy strength (``lang:group``), which decides it in place of the classifier."""
+    table = reviewed_name_table(name_table, decisions).dropna(subset=[HUMAN_STRENGTH])
+    groups = table.drop_duplicates(["lang", "group"])
+    return {f"{r.lang}:{r.group}": round(float(getattr(r, HUMAN_STRENGTH)), 4) for r in groups.itertuples()}
+
+
 def review(
     decisions: pd.DataFrame,
     params: ReviewParams,
     contexts: pd.DataFrame | None = None,
+    name_table: pd.DataFrame | None = None,
     **translated: pd.DataFrame,
 ) -> StageOutput:
-    """Every decision's status against this build, the agreement per round and question, the disagreements."""
+    """Every decision's status against this build, the agreement per round and question, the disagreements.
+    Adapted templates' decisions are measured, not applied (``measured``): the adaptation's sheet decides."""
     langs = sorted({name.split("__")[1] for name in translated})
     pairs = {lang: (translated[f"segments__{lang}"], translated[f"attempts__{lang}"]) for lang in langs}
     hashes = current_hashes(contexts, pairs)
-    statuses = pd.concat(
-        [resolve(decisions, kind, hashes.get(kind, {})).statuses for kind in sorted(set(decisions["kind"]))]
-        or [pd.DataFrame(columns=STATUS_COLUMNS)],
-        ignore_index=True,
-    )
+    if name_table is not None:
+        hashes["names"] = {
+            f"name-{digest[:12]}": digest
+            for digest in (
+                content_hash(*row)
+                for row in zip(*(name_table[c].tolist() for c in ("lang", "group", "name", "gender")), strict=True)
+            )
+        }
+    parts = []
+    for kind in sorted(set(decisions["kind"])):
+        status = resolve(decisions, kind, hashes.get(kind, {})).statuses
+        parts.append(status.assign(status="measured") if kind == "adapt" else status)
+    statuses = pd.concat(parts or [pd.DataFrame(columns=STATUS_COLUMNS)], ignore_index=True)
     measured = agreement(decisions)
     decided = adjudicate(decisions)
     disagreements = decided[decided["how"] != "unanimous"].reset_index(drop=True)
@@ -150,6 +168,7 @@ def review(
         "agreement": measured.astype(object).where(measured.notna(), None).to_dict(orient="records"),
         "below_min_alpha": [f"{r.round_id} {r.kind} {r.question}" for r in low.itertuples()],
         "disagreements": len(disagreements),
+        "names_decided_by_people": human_strengths(name_table, decisions) if name_table is not None else {},
         "warnings": [
             f"review round {r.round_id}: {r.kind} {r.question} alpha "
             + ("undefined" if pd.isna(r.alpha) else f"{r.alpha:.3f}")
@@ -164,10 +183,12 @@ def review(
     )
 
 
-def review_stage(contexts: bool, translate_stages: dict[str, str]) -> Stage:
-    """The review stage of a pipeline whose disambiguate stage exists (``contexts``) and whose translate stages are
-    ``translate_stages`` (language → folder)."""
+def review_stage(contexts: bool, translate_stages: dict[str, str], name_table: Input | None = None) -> Stage:
+    """The review stage of a pipeline whose disambiguate stage exists (``contexts``), whose translate stages are
+    ``translate_stages`` (language → folder) and whose names stage reads ``name_table``."""
     inputs: dict = {"decisions": DECISIONS}
+    if name_table is not None:
+        inputs["name_table"] = name_table
     if contexts:
         inputs["contexts"] = Table("04_disambiguate", "attempts")
     for lang, folder in translate_stages.items():
