@@ -354,9 +354,8 @@ def checked_examples(
     complete = _complete(templates)
     left_out = templates[~complete]
     # a review round's reject, or no decision under [review] require, says so (tasks/review); else no continuation
-    reviewed = left_out["disambiguated_source"].where(
-        left_out["disambiguated_source"].isin(REVIEW_REASONS), "no_disambiguated_context"
-    )
+    sources = left_out.get("disambiguated_source", pd.Series("", index=left_out.index, dtype=object))
+    reviewed = sources.where(sources.isin(REVIEW_REASONS), "no_disambiguated_context")
     dropped_templates = left_out.assign(kept=False, reason=reviewed)
     examples, pairs_table = parts["examples"], parts["dropped_pairs"]
     unfilled = (

@@ -43,18 +43,24 @@ def labeling_config(kind: str, lang: str, source_lang: str) -> str:
     """The labeling configuration of a kind of item whose machine text is in ``lang`` and its source in
     ``source_lang``: what the reviewer reads (each in its direction), then the questions and the verdict (each
     required; the fixed text and the reason are free text, asked for by the verdict's hint)."""
+    blind = base_kind(kind) == "names"  # a name is judged blind: no group, no classifier verdict shown
     parts = [
         '<View style="max-width: 60em">',
         '<Header value="$title"/>',
         '<Text name="task_note" value="$note"/>',
-        '<Header value="Source" size="5"/>',
-        _text("source", "source_text", source_lang),
-        '<Header value="What the machine wrote (judge this)" size="5"/>',
+        *(() if blind else ('<Header value="Source" size="5"/>', _text("source", "source_text", source_lang))),
+        f'<Header value="{"The first name to judge" if blind else "What the machine wrote (judge this)"}" size="5"/>',
         _text("output", "machine_output", lang),
-        '<Header value="Stereotype tested (judge the text, not the belief)" size="6"/>',
-        _text("stereotype", "stereotype", source_lang),
-        '<Header value="Checks it already passed, and what else you need" size="6"/>',
-        '<Text name="rules" value="$rules"/>',
+        *(
+            ()
+            if blind
+            else (
+                '<Header value="Stereotype tested (judge the text, not the belief)" size="6"/>',
+                _text("stereotype", "stereotype", source_lang),
+                '<Header value="Checks it already passed, and what else you need" size="6"/>',
+                '<Text name="rules" value="$rules"/>',
+            )
+        ),
         '<View style="white-space: pre-wrap"><Text name="details" value="$details"/></View>',
     ]
     for question in QUESTIONS[base_kind(kind)]:
@@ -76,7 +82,9 @@ def labeling_config(kind: str, lang: str, source_lang: str) -> str:
         '(say why below)" size="5"/>',
         f'<Choices name="verdict" toName="output" choice="single-radio" required="true" showInline="true">'
         f"{verdicts}</Choices>",
-        '<Header value="Your corrected text (only for fix; a context keeps {stereo} and {nonstereo})" size="6"/>',
+        '<Header value="Your corrected text (only for fix'
+        + ("; a context keeps {stereo} and {nonstereo})" if base_kind(kind) == "contexts" else ")")
+        + '" size="6"/>',
         f'<View style="direction: {_direction(lang)}">',
         '<TextArea name="fix_text" toName="output" rows="3" maxSubmissions="1" editable="true"/>',
         "</View>",
