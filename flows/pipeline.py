@@ -202,8 +202,12 @@ def reviewed(pipeline: Pipeline, require: bool = False) -> Pipeline:
             table = name_table = stage.inputs["name_table"]
             stage = reading(
                 stage,
-                name_table=dataclasses.replace(
-                    table, load=names.load_reviewed_name_table, needs=(*table.needs, DECISIONS)
+                name_table=dataclasses.replace(  # its own input, read from the same [inputs] file
+                    table,
+                    name=f"reviewed_{table.name}",
+                    key=table.config_key,
+                    load=names.load_reviewed_name_table,
+                    needs=(*table.needs, DECISIONS),
                 ),
             )
         stages.append(stage)

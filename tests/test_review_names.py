@@ -23,3 +23,4 @@ def _variants(out: Path, *flags: str) -> tuple[int, dict]:
 def test_pbbq_names_gives_the_papers_9240_variants_by_default(tmp_path: Path) -> None:
     count, report = _variants(tmp_path / "paper")
     assert (count, report["counts"]["in"], report["counts"]["mapped"]) == (9240, 3080, 3080)
+    assert report["parameters"]["drop_weak_proxies"] is False  # the paper's protocol: no proxy-strength gate
