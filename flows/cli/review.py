@@ -171,7 +171,7 @@ def import_command(args: argparse.Namespace) -> int:
     from ...tasks.review.decisions import adjudicate, empty_decisions
     from ...tasks.review.sheets import people_csv, read_round, sheet_decisions, write_decisions
 
-    meta, _, assignment = read_round(args.round)
+    meta, _, assignment = read_round(args.round, with_items=False)
     parts = []
     if args.label_studio:
         from ...tasks.review.label_studio import pull_decisions

@@ -16,6 +16,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from ..core.artifacts import FORMULA_START
@@ -122,6 +123,19 @@ def answers_of(decisions: pd.DataFrame) -> pd.DataFrame:
     return decisions.drop(columns="answers").join(parsed.fillna("").astype(str))
 
 
+def _joined(frame: pd.DataFrame, key: list[str], column: str) -> pd.Series:
+    """``column``'s values of each ``key`` group joined by ``"; "`` in their order (a column at a time: a group
+    holds a few reviewers, the round many items)."""
+    if frame.empty:
+        return pd.Series(dtype=object)
+    wide = frame.set_index([*key, frame.groupby(key).cumcount()])[column].unstack()
+    joined = wide[0].astype(object)
+    for position in wide.columns[1:]:
+        more = wide[position]
+        joined = joined + np.where(more.notna(), "; " + more.fillna("").astype(str), "")
+    return joined
+
+
 def adjudicate(decisions: pd.DataFrame) -> pd.DataFrame:
     """One decision per item and judged hash, from its reviewers' (the module's rule), by item."""
     if decisions.empty:
@@ -137,18 +151,14 @@ def adjudicate(decisions: pd.DataFrame) -> pd.DataFrame:
     votes = votes.sort_values([*key, "votes", "said"], ascending=[True, True, True, False, True], kind="stable")
     top = votes.drop_duplicates(key, keep="first").set_index(key)
     fixes = frame[frame["verdict"] == "fix"].groupby(key)["fix_text"].agg(["nunique", "first"])
-    reasons = (
-        frame[(frame["verdict"] == "reject") & (frame["reason"] != "")]
-        .drop_duplicates([*key, "reason"])
-        .groupby(key)["reason"]
-        .agg("; ".join)
-    )
+    given = frame[(frame["verdict"] == "reject") & (frame["reason"] != "")].drop_duplicates([*key, "reason"])
+    reasons = _joined(given, key, "reason")
     table = pd.DataFrame(
         {
             "n_reviewers": groups.size(),
             "strictest": groups["strictness"].max(),
-            "reviewers": groups["reviewer"].agg("; ".join),
-            "verdicts": groups["shown"].agg("; ".join),
+            "reviewers": _joined(frame, key, "reviewer"),
+            "verdicts": _joined(frame, key, "shown"),
         }
     ).join(top[["said", "votes"]])
     table = table.join(fixes).join(reasons.rename("reasons"))

@@ -119,8 +119,9 @@ def write_round(
     return written
 
 
-def read_round(folder: Path) -> tuple[dict, pd.DataFrame, pd.DataFrame]:
-    """A round's ``round.json``, items and assignment."""
+def read_round(folder: Path, with_items: bool = True) -> tuple[dict, pd.DataFrame, pd.DataFrame]:
+    """A round's ``round.json``, items (without ``with_items``: none, an import needs the assignment only) and
+    assignment."""
     meta_path = folder / "round.json"
     if not meta_path.is_file():
         raise InputError(meta_path, None, "file not found: not a review round folder (pbbq review export makes one)")
@@ -128,7 +129,11 @@ def read_round(folder: Path) -> tuple[dict, pd.DataFrame, pd.DataFrame]:
         meta = json.loads(meta_path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise InputError(meta_path, exc.lineno, f"not JSON ({exc.msg})") from None
-    items = restored(read_csv_checked(folder / "items.csv", ITEM_COLUMNS, allow_empty=True))
+    items = (
+        restored(read_csv_checked(folder / "items.csv", ITEM_COLUMNS, allow_empty=True))
+        if with_items
+        else pd.DataFrame(columns=ITEM_COLUMNS)
+    )
     assignment = restored(read_csv_checked(folder / "assignment.csv", ASSIGNMENT_COLUMNS, allow_empty=True))
     return meta | {"folder": str(folder)}, items, assignment
 
