@@ -127,7 +127,7 @@ def _joined(frame: pd.DataFrame, key: list[str], column: str) -> pd.Series:
     """``column``'s values of each ``key`` group joined by ``"; "`` in their order (a column at a time: a group
     holds a few reviewers, the round many items)."""
     if frame.empty:
-        return pd.Series(dtype=object)
+        return pd.Series(dtype=object, index=pd.MultiIndex.from_tuples([], names=key))
     wide = frame.set_index([*key, frame.groupby(key).cumcount()])[column].unstack()
     joined = wide[0].astype(object)
     for position in wide.columns[1:]:
