@@ -168,3 +168,18 @@ def test_a_bad_decision_row_is_one_line_naming_file_and_row(tmp_path: Path) -> N
     row = _decision("a", "I1", "maybe")
     with pytest.raises(InputError, match=r"d.csv, row 2: verdict 'maybe'"):
         check_decisions(pd.DataFrame([row], columns=DECISION_COLUMNS), tmp_path / "d.csv")
+
+
+def test_a_pool_a_review_emptied_is_drawn_around_not_crashed_on() -> None:
+    """A round took an era's names of a group out of the draw (tasks/review/names.py): the draw lands elsewhere."""
+    from pbbq.tasks.names.draw import PairRequest, draw_pair
+
+    pools = {
+        ("en", "Afghan", "male", "post1995"): (),
+        ("en", "Afghan", "male", "1970-1995"): ("Zalmai", "Mirwais"),
+        ("en", "Punjabi", "male", "post1995"): ("Bilal",),
+        ("en", "Punjabi", "male", "1970-1995"): ("Imran", "Asif"),
+    }
+    request = PairRequest("en", ("Afghan", "Punjabi"), ("male", "male"), ("post1995", "1970-1995"))
+    draws = [draw_pair(pools, request, np.random.default_rng(seed)) for seed in range(20)]
+    assert {d.era for d in draws} == {"1970-1995"}
