@@ -12,6 +12,7 @@ entry below.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -29,9 +30,11 @@ from ..tasks import (
     translate,
 )
 from ..tasks.core.artifacts import StageOutput
-from ..tasks.core.stage import Pipeline, Resource, Source, Stage, Table
+from ..tasks.core.stage import Pipeline, Report, Resource, Source, Stage, Table
 from ..tasks.kappa_gate import GateParams
 from ..tasks.publish.dataset_card import adapt_card_body
+from ..tasks.review.stage import DECISIONS, ReviewRules, review_stage
+from ..tasks.review.stage import STAGE_NAME as REVIEW
 
 TARGETS = ("en",)
 """``[translate] targets`` left out: the languages PBBQ's examples are translated into (PBBQ §3.4: English)."""
@@ -177,7 +180,44 @@ def _input_path(config: Mapping[str, Any]) -> str:
 def pipeline_for(config: Mapping[str, Any]) -> Pipeline:
     """The pipeline a build configuration (its TOML, as read) runs: its ``[input] path`` (default ``crawl``: PBBQ's,
     into its ``[translate] targets``); a ValueError names a path that is not one of :data:`PATHS`."""
-    return PATHS[_input_path(config)](config)
+    pipeline = PATHS[_input_path(config)](config)
+    section = config.get(REVIEW)
+    if isinstance(section, Mapping):
+        return reviewed(pipeline, require=section.get("require") is True)
+    return pipeline
+
+
+def reviewed(pipeline: Pipeline, require: bool = False) -> Pipeline:
+    """A pipeline whose build takes review decisions (``[review]``, :mod:`pbbq.tasks.review.stage`): disambiguate and
+    each translate stage read the decisions (and whether only reviewed items are released), and the review stage,
+    before statistics, states what people checked. Without ``[review]`` a pipeline runs as it was, byte for byte."""
+    rules = Resource(functools.partial(ReviewRules, require=require))
+    stages, targets, name_table = [], {}, None
+    for stage in pipeline:
+        if stage.run is translate.translate:
+            targets[stage.inputs["pair"].load().target.code] = stage.folder
+        if stage.run in (translate.translate, disambiguate.disambiguate):
+            stage = reading(stage, decisions=DECISIONS, rules=rules)
+        if stage.name == "names":  # the name table as the round left it (tasks/review/names.py)
+            table = name_table = stage.inputs["name_table"]
+            stage = reading(
+                stage,
+                name_table=dataclasses.replace(  # its own input, read from the same [inputs] file
+                    table,
+                    name=f"reviewed_{table.name}",
+                    key=table.config_key,
+                    load=names.load_reviewed_name_table,
+                    needs=(*table.needs, DECISIONS),
+                ),
+            )
+        stages.append(stage)
+    contexts = any(stage.run is disambiguate.disambiguate for stage in stages)
+    review = review_stage(contexts, targets, name_table)
+    at = next(i for i, stage in enumerate(stages) if stage.folder == "09_statistics")
+    stages.insert(at, review)
+    card = Report(review.folder, dict)  # the card states what people checked
+    stages = [reading(stage, review=card) if stage.name == "publish" else stage for stage in stages]
+    return dataclasses.replace(pipeline, stages=tuple(stages))
 
 
 def source_of(config: Mapping[str, Any]) -> str:

@@ -6,7 +6,10 @@ negative question); it comes from, in order of precedence:
 
 1. the template itself (a human-written disambiguated context wins over the LLM);
 2. ``annotations/disambiguation_overrides.csv`` (a human fix of an answer that failed review);
-3. the LLM, with the Appendix D prompt in Persian (``prompts/disambiguate.fa.txt``).
+3. the LLM, with the Appendix D prompt in Persian (``prompts/disambiguate.fa.txt``), unless a review round judged
+   its answer (``[review]``, :mod:`pbbq.tasks.review`): a fix replaces it (``review_fix``), a reject leaves the
+   template out (``review_rejected``), and under ``require`` an answer nobody judged does too
+   (``review_required``). A decision on another text than the LLM's answer now is stale: reported, not applied.
 
 The *counter-biased* continuation is the same text with ``{stereo}`` and ``{nonstereo}`` exchanged: BBQ's
 control, under which the two answer assignments differ only in who is who, so that Δbias (PBBQ Eq. 3)
@@ -38,6 +41,9 @@ from .core.prompts import PromptBundle, retry_request
 from .core.schemas import TEMPLATE_DISAMBIGUATED
 from .core.stage import Client, Resource, Stage, Table
 from .llm import LLMClient, LLMRequest
+from .review.apply import REJECTED, UNREVIEWED, Applied, resolve
+from .review.items import content_hash, context_item_id
+from .review.stage import ReviewRules
 from .text.languages import language
 from .text.languages.fa import normalize_fa
 
@@ -196,6 +202,29 @@ def follow_up(request: LLMRequest, answer: str, failures: list[str], prompts: Pr
     return retry_request(request, answer, Template(prompts.retry).substitute(failure=named))
 
 
+def _reviewed(
+    rows: list[Any], filled: dict[str, dict[int, str]], decisions: pd.DataFrame | None, rules: ReviewRules | None
+) -> Applied:
+    """Apply a review round's decisions to the LLM's accepted continuations in ``filled`` (in place): a fix
+    replaces the text, a reject (and, under ``require``, no decision) leaves it out; by the hash of the answer."""
+    answered = {
+        index: text
+        for index, text in filled["disambiguated_fa"].items()
+        if filled["disambiguated_source"][index] == "llm"
+    }
+    items = {index: context_item_id(rows[index].template_id, "biased") for index in answered}
+    applied = resolve(decisions, "contexts", {items[i]: content_hash(text) for i, text in answered.items()})
+    require = rules is not None and rules.require
+    for index, item in items.items():
+        if item in applied.fixes:
+            filled["disambiguated_fa"][index] = normalize_fa(applied.fixes[item])
+            filled["disambiguated_source"][index] = "review_fix"
+        elif item in applied.rejects or (require and item not in applied.reviewed):
+            del filled["disambiguated_fa"][index]
+            filled["disambiguated_source"][index] = REJECTED if item in applied.rejects else UNREVIEWED
+    return applied
+
+
 def disambiguate(
     templates: pd.DataFrame,
     stereotypes: pd.DataFrame,
@@ -203,9 +232,11 @@ def disambiguate(
     prompts: Prompts,
     client: LLMClient,
     params: DisambiguateParams,
+    decisions: pd.DataFrame | None = None,
+    rules: ReviewRules | None = None,
 ) -> StageOutput:
-    """Fill every template's biased continuation (template > override > LLM) and its counter-biased one (the
-    mirror, or the declared exception's own text); route failures to review."""
+    """Fill every template's biased continuation (template > override > LLM, as a review round decided) and its
+    counter-biased one (the mirror, or the declared exception's own text); route failures to review."""
     table = templates.reset_index(drop=True).assign(disambiguated_source="", counter_biased_source="", mirror_diff="")
     statements = stereotypes.set_index("stereotype_id")["statement_fa"]
     fixes = {(r.template_id, r.assignment): r.text for r in overrides.itertuples()}
@@ -250,6 +281,7 @@ def disambiguate(
             else:
                 filled["disambiguated_fa"][index] = text
         pending = still
+    applied = _reviewed(rows, filled, decisions, rules)
     for column, values in filled.items():
         if values:
             table.loc[list(values), column] = list(values.values())
@@ -259,7 +291,8 @@ def disambiguate(
     table["llm_request_ids"] = table["template_id"].map(request_ids)
     for index in pending:
         table.at[index, "disambiguated_source"] = table.at[index, "counter_biased_source"] = "review"
-    mirrored = (table["mirror_exception"] == "") & (table["disambiguated_source"] != "review")
+    left_out = table["disambiguated_source"].isin(["review", REJECTED, UNREVIEWED])
+    mirrored = (table["mirror_exception"] == "") & ~left_out
     table.loc[mirrored, "disambiguated_counter_biased_fa"] = table.loc[mirrored, "disambiguated_fa"].map(swap_roles)
     table.loc[mirrored, "counter_biased_source"] = "mirror"
     declared = table["mirror_exception"] != ""
@@ -288,7 +321,7 @@ def disambiguate(
         "failures_by_rule": count_reasons(log["failures"].str.split(";").explode().loc[lambda s: s != ""]),
         "attempts": len(log),
         "llm": client.usage(STAGE_NAME).as_dict(),
-    }
+    } | ({"review": applied.report()} if decisions is not None else {})
     return StageOutput(
         tables={"templates": table, "review": review, "attempts": log},
         schemas={"templates": TEMPLATE_DISAMBIGUATED, "review": REVIEW, "attempts": REVIEW},

@@ -54,6 +54,7 @@ from .core.schemas import (
 )
 from .core.soundness import manifest_warnings, unsound_drops
 from .core.stage import SEED, Separable, Stage, Table
+from .review.apply import REJECTED, UNREVIEWED
 from .text.cues import (
     entity_age_band,
     entity_maturity,
@@ -315,6 +316,10 @@ ALLOWED_PAIR = ["template_id", "stereo_entity", "nonstereo_entity", "confound", 
 """A confounded pair a template's ``allowed_pairs`` keeps, and why (the report's ``allowed_pairs``)."""
 
 
+REVIEW_REASONS = (REJECTED, UNREVIEWED)
+"""Why a review round left a template's continuation out."""
+
+
 def _complete(templates: pd.DataFrame) -> pd.Series:
     """The templates with both disambiguated continuations: those that are instantiated."""
     return (templates["disambiguated_fa"] != "") & (templates["disambiguated_counter_biased_fa"] != "")
@@ -348,7 +353,11 @@ def checked_examples(
     entity twice, dropped with their reason: :func:`~pbbq.tasks.core.soundness.unsound_drops`, also named in the
     run's manifest), the templates without continuations and the report."""
     complete = _complete(templates)
-    dropped_templates = templates[~complete].assign(kept=False, reason="no_disambiguated_context")
+    left_out = templates[~complete]
+    # a review round's reject, or no decision under [review] require, says so (tasks/review); else no continuation
+    sources = left_out.get("disambiguated_source", pd.Series("", index=left_out.index, dtype=object))
+    reviewed = sources.where(sources.isin(REVIEW_REASONS), "no_disambiguated_context")
+    dropped_templates = left_out.assign(kept=False, reason=reviewed)
     examples, pairs_table = parts["examples"], parts["dropped_pairs"]
     sound, unsound = unsound_drops(examples)
     duplicated = examples.duplicated(DUPLICATE_KEY, keep="first") & sound
@@ -369,7 +378,10 @@ def checked_examples(
             "pairs_dropped": len(pairs_table),
         },
         "dropped": {"total": len(reasons), "by_reason": count_reasons(reasons)},
-        "drops": [{"template_id": t, "reason": "no_disambiguated_context"} for t in dropped_templates["template_id"]]
+        "drops": [
+            {"template_id": t, "reason": r}
+            for t, r in zip(dropped_templates["template_id"], dropped_templates["reason"], strict=True)
+        ]
         + [
             {"template_id": r.template_id, "pair": f"{r.stereo_entity} / {r.nonstereo_entity}", "reason": r.reason}
             for r in pairs_table.itertuples()

@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 
 from ...tasks.core.run_folder import run_status
 from ...tasks.core.verification import verify_run
+from ...tasks.review.report import audit_lines, example_history
 from .browse import DB_NAME
 from .diff import example_status
 from .runs import (
@@ -393,6 +394,9 @@ def audit_text(run: Path) -> str:
     if margin:
         lines.append(margin)
     lines += [f"warning ({w.split(': ', 1)[0]}): {w.split(': ', 1)[1]}" for w in warnings(run)]
+    review = stage_report(run, "review")
+    if review:  # review rounds (docs/review.md): what people checked, the disagreements
+        lines += audit_lines(review, read_table(run, "review/disagreements"))
     lines += [
         f"LLM {r['stage']}: {r['model']}, {r['requests sent']} requests sent, {r['from the store']} answers from the "
         f"store, {r['tokens in']} tokens in, {r['tokens out']} out, cost {r['cost']}"
@@ -544,6 +548,9 @@ def trace(run: Path, example_id: str) -> dict[str, Any]:
         **({} if adapted else {"disambiguation_attempts": _records(attempts)}),
         "llm": llm,
         "diff": example_status(run, found, table),
+        "review": example_history(
+            (original if not original.empty else found).iloc[0], read_table(run, "review/decisions")
+        ),
     }
 
 

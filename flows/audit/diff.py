@@ -23,6 +23,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ...tasks.core.artifacts import sha256_file
+from ...tasks.review.report import decision_changes
 from .runs import (
     AuditError,
     completed_runs,
@@ -429,6 +430,9 @@ class RunDiff(StageChanges):
             parts.append(("Table 1", capped([delta.line() for delta in self.table1])))
         if self.table2:
             parts.append(("Table 2", capped([delta.line() for delta in self.table2])))
+        reviewed = decision_changes(read_table(self.a, "review/decisions"), read_table(self.b, "review/decisions"))
+        if reviewed:  # review rounds (docs/review.md): the decisions that changed
+            parts.append(("Review decisions", capped(reviewed)))
         return parts
 
     def title(self) -> str:

@@ -26,6 +26,7 @@ from ...tasks.core.artifacts import atomic_write_bytes
 from ...tasks.core.run_folder import run_status
 from ...tasks.core.schemas import CATEGORIES
 from ...tasks.imports import one_import_at_a_time
+from ...tasks.review.report import audit_lines
 from .audit import (
     PathWords,
     ReasonDrops,
@@ -585,6 +586,25 @@ def changes_section(run: Path) -> str:
     return f'<section id="changes">{diff_runs(previous, run).html()}{note}</section>'
 
 
+def review_section(run: Path) -> str:
+    """What people reviewed (docs/review.md): agreement per question, the stale decisions and the disagreements;
+    nothing for a run without review rounds."""
+    report = stage_report(run, "review")
+    if not report:
+        return ""
+    agreement = pd.DataFrame(report.get("agreement", []))
+    stale = pd.DataFrame(report.get("stale", []))
+    return _section(
+        "review",
+        "Review by people",
+        f"<p>{_esc(audit_lines(report, pd.DataFrame())[0])}</p>",
+        table_html(agreement) if len(agreement) else "",
+        f"<h3>Stale decisions (not applied)</h3>{table_html(stale)}" if len(stale) else "",
+        "<h3>Disagreements</h3>",
+        table_html(read_table(run, "review/disagreements"), truncate=50),
+    )
+
+
 def audit_html(run: Path) -> str:
     """The page, as text."""
     parts: Iterable[str] = (
@@ -593,6 +613,7 @@ def audit_html(run: Path) -> str:
         stages_section(run),
         drops_section(run),
         soundness_section(run),
+        review_section(run),
         charts_section(run),
         changes_section(run),
         '<p class="note">Every row is in the parquet files of this folder; <code>pbbq browse RUN</code> serves them '

@@ -21,6 +21,7 @@ from .audit import AUDIT_COMMANDS, add_audit_commands
 from .crawl import add_crawl_commands
 from .evaluate import add_evaluate_command
 from .names import add_names_command
+from .review import add_review_command
 from .synth import add_synth_command
 from .verify import add_verify_command
 
@@ -145,6 +146,7 @@ def _parser() -> argparse.ArgumentParser:
     add_verify_command(commands)
     add_crawl_commands(commands)
     add_adapt_command(commands)
+    add_review_command(commands)
     return parser
 
 
@@ -185,7 +187,7 @@ def _serve() -> int:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     _prefect_defaults()
-    if args.command not in (*AUDIT_COMMANDS, "verify"):  # these read runs: no Prefect to quieten
+    if args.command not in (*AUDIT_COMMANDS, "verify", "review"):  # these read runs: no Prefect to quieten
         _quiet_prefect(tracebacks=args.debug, task_runs=args.command != "build" or args.verbose)
     try:
         if args.command in (
@@ -197,6 +199,7 @@ def main(argv: list[str] | None = None) -> int:
             "questionnaire",
             "responses",
             "synth",
+            "review",
             *AUDIT_COMMANDS,
         ):
             return args.handler(args)

@@ -1,12 +1,14 @@
 """``pbbq names``: name-proxy variants of any BBQ-format JSONL file (Obscured but Not Erased §4.1, Appendix C).
 
-pbbq names --input FILE.jsonl --names TABLE.csv --lang en --out DIR [--seed 42 --n-seeds 3]
+pbbq names --input FILE.jsonl --names TABLE.csv --lang en --out DIR [--seed 42 --n-seeds 3] [--proxy-gate]
 
 Writes ``DIR/<input stem>.names.jsonl`` (one BBQ record per variant, plus ``variant`` and ``source_example_id``;
 BBQ's ``answer_info`` and ``additional_metadata`` as the source record has them, so lm-evaluation-harness's BBQ
 code still finds the stereotyped answer by its label) and ``DIR/report.json`` (counts per sub-seed and per
 category, every unmapped record with its reason). The names are drawn as the build's names stage draws them
 (:mod:`pbbq.tasks.names.draw`): one era per pair, one gender where the entities share one, three different variants.
+By default as the paper's protocol does (003 §4.1: all 3,080 Nationality records → 9,240 variants), without the
+build's proxy-strength gate; ``--proxy-gate`` applies it (the build's ``[names] drop_weak_proxies``).
 """
 
 from __future__ import annotations
@@ -33,6 +35,12 @@ def add_names_command(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument("--out", type=Path, required=True, help="folder for the variants and report.json")
     parser.add_argument("--seed", type=int, help="global seed of the sub-seeds (default: the [names] stage's)")
     parser.add_argument("--n-seeds", type=integer(1), help="sub-seeds, i.e. variants per record (default: the stage's)")
+    parser.add_argument(
+        "--proxy-gate",
+        action="store_true",
+        help="leave out records naming a group whose names do not tell it apart (the build's weak_proxy gate); "
+        "default off: the name-proxy paper's protocol, every mappable record gets its variants",
+    )
     parser.set_defaults(handler=names_command)
     return parser
 
@@ -51,7 +59,7 @@ def names_command(args: argparse.Namespace) -> int:
         print(f"pbbq names: error: {exc}", file=sys.stderr)
         return 1
     examples, rejected = bbq_examples(records, args.lang)
-    given = {"seed": args.seed, "n_seeds": args.n_seeds}
+    given = {"seed": args.seed, "n_seeds": args.n_seeds, "drop_weak_proxies": args.proxy_gate}
     params = NamesParams(**{name: value for name, value in given.items() if value is not None})
     output = names(examples, table, params)
     variants = bbq_variants(records, output["examples"])

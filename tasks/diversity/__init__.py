@@ -47,6 +47,7 @@ from ..core.markdown import markdown_table
 from ..core.schemas import example_configs
 from ..core.stage import SEED, Configs, Stage, Table
 from ..imports import one_import_at_a_time
+from ..review.apply import REJECTED, UNREVIEWED
 from ..text.languages import language
 from .homogenization import (
     DEFAULT_HOMOGENIZATION_LAYERS,
@@ -147,16 +148,18 @@ def template_units(templates: pd.DataFrame) -> pd.DataFrame:
 
     ``templates`` is the ``04_disambiguate/templates`` table. A template is of the dataset when neither of its
     continuations is in review (``disambiguated_source`` and ``counter_biased_source`` not ``review``: a template
-    with a continuation in review yields no example). Columns: template_id, category, column, text; one row per
-    template and text column, in the table's order. A used template with an empty text is an error.
+    with a continuation in review, or left out by a review round, yields no example). Columns: template_id,
+    category, column, text; one row per template and text column, in the table's order. A used template with an
+    empty text is an error.
     """
     columns = [f"{text}_{template_language(templates)}" for text in TEMPLATE_TEXTS]
     missing = {"template_id", "category", "disambiguated_source", "counter_biased_source", *columns}
     missing -= set(templates.columns)
     if missing:
         raise ValueError(f"diversity: the 04_disambiguate templates table lacks the columns {sorted(missing)}")
+    left_out = {REVIEW_SOURCE, REJECTED, UNREVIEWED}  # and those a review round left out (tasks/review)
     used = templates[
-        (templates["disambiguated_source"] != REVIEW_SOURCE) & (templates["counter_biased_source"] != REVIEW_SOURCE)
+        ~templates["disambiguated_source"].isin(left_out) & ~templates["counter_biased_source"].isin(left_out)
     ]
     rows = []
     for template in used.itertuples(index=False):

@@ -57,6 +57,7 @@ from ..core.inputs import TEMPLATES
 from ..core.schemas import EXAMPLE, EXAMPLE_DROPPED, OPTIONS
 from ..core.stage import SEED, Client, Input, Resource, Separable, Stage, Table, listed, ordered
 from ..llm import LLMClient, LLMRequest
+from ..review.names import reviewed_name_table, with_human_verdict
 from ..text.cues import NONE, entity_age_band
 from .draw import Drawn, PairRequest, Pools, TooFewPairs, draw_variants, name_pools, pair_eras, sub_seeds
 from .patterns import NEUTRAL, UNDECIDED, fill, persian_entity, reference_gender, rewrite
@@ -508,7 +509,8 @@ def _named_parts(
     groups: dict[tuple[str, str], set[str]] = {}
     for lang, category, group in zip(measured["lang"], measured["category"], measured["group"], strict=True):
         groups.setdefault((lang, category), set()).add(group)
-    strength = proxy_strength(name_table, groups, params.min_proxy_margin, params.seed)
+    # where a review round judged a group's names, its human proxy strength decides (tasks/review/names.py)
+    strength = with_human_verdict(proxy_strength(name_table, groups, params.min_proxy_margin, params.seed), name_table)
     strong = {(r.lang, r.category, r.group) for r in strength.itertuples() if r.strong}
     is_weak = [
         params.drop_weak_proxies and not all((p.row["lang"], p.row["category"], g) in strong for g in p.groups)
@@ -694,6 +696,14 @@ def _report(
         "reference_genders": count_reasons(genders),
         "patterns": count_reasons(patterns),
     }
+
+
+def load_reviewed_name_table(path: Path, *needs: pd.DataFrame) -> pd.DataFrame:
+    """The name table (:func:`load_name_table`, checked against the other ``needs``) as a review round left it
+    (the last of ``needs``: its decisions): without the names judged not to signal their group or gender, with each
+    judged group's human proxy strength (:func:`pbbq.tasks.review.names.reviewed_name_table`)."""
+    *checked, decisions = needs
+    return reviewed_name_table(load_name_table(path, *checked), decisions)
 
 
 NAME_TABLE = Input("names", load_name_table, needs=(TEMPLATES,))

@@ -115,14 +115,20 @@ def _pool(pools: Pools, request: PairRequest, index: int, gender: str, era: str)
 
 
 def draw_pair(pools: Pools, request: PairRequest, rng: np.random.Generator) -> Drawn:
-    """One draw (module docstring, steps 1–4) from ``rng``."""
-    era = request.eras[int(rng.integers(len(request.eras)))]
-    choices = gender_choices(request.genders)
-    genders = choices[int(rng.integers(len(choices)))] if len(choices) > 1 else choices[0]
-    first_pool = _pool(pools, request, 0, genders[0], era)
-    first = first_pool[int(rng.integers(len(first_pool)))]
-    second_pool = [name for name in _pool(pools, request, 1, genders[1], era) if apart(first, name)]
-    return Drawn(era, (first, second_pool[int(rng.integers(len(second_pool)))]))
+    """One draw (module docstring, steps 1–4) from ``rng``; a draw that lands on an empty pool (a review round took
+    its names out of the draw: ``pbbq.tasks.review.names``) is drawn again from the same stream, so a table whose
+    pools are all filled draws as before. The caller knows a pair is possible (:func:`possible_pairs`)."""
+    while True:
+        era = request.eras[int(rng.integers(len(request.eras)))]
+        choices = gender_choices(request.genders)
+        genders = choices[int(rng.integers(len(choices)))] if len(choices) > 1 else choices[0]
+        first_pool = _pool(pools, request, 0, genders[0], era)
+        if not first_pool:
+            continue
+        first = first_pool[int(rng.integers(len(first_pool)))]
+        second_pool = [name for name in _pool(pools, request, 1, genders[1], era) if apart(first, name)]
+        if second_pool:
+            return Drawn(era, (first, second_pool[int(rng.integers(len(second_pool)))]))
 
 
 def apart(first: str, second: str) -> bool:

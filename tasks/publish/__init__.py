@@ -27,6 +27,7 @@ from ..core.artifacts import StageOutput, atomic_write_bytes
 from ..core.stage import Configs, Report, RunValue, Stage, Table
 from ..kappa_gate import GateParams
 from ..llm import transcript_header
+from ..review.report import card_section
 from .dataset_card import CardBody, CardParams, ConfigInfo
 from .hub import PublishError, upload_release
 from .release import (
@@ -115,6 +116,8 @@ class PublishRun(RunInputs):
     gate: GateParams | None = None
     endpoint: str | None = None
     card_body: CardBody | None = None
+    review: Mapping[str, Any] | None = None
+    """The review stage's report, when the build took review decisions (``[review]``)."""
 
     def card(self) -> CardParams:
         """The dataset card's parameters for this run."""
@@ -127,6 +130,7 @@ class PublishRun(RunInputs):
             funnel_labels=dict(self.funnel_labels or {}),
             transcript_header=None if self.transcript_path is None else transcript_header(self.transcript_path),
             body=body,
+            review=card_section(self.review) if self.review else "",
             **({"pretty_name": body.pretty_name} if body else {}),
             **({"min_kappa": gate.min_kappa, "min_relevance": gate.min_relevance} if gate else {}),
         )

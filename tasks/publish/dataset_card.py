@@ -186,6 +186,9 @@ class CardParams:
     body: CardBody | None = None
     """The card's body as its pipeline declares it (:func:`adapt_card_body`); None: PBBQ's (:data:`CARD_TEMPLATE`,
     :data:`CONFIG_DOCS`)."""
+    review: str = ""
+    """The section on what people reviewed (``pbbq.tasks.review.report.card_section``), after the body; empty
+    without review rounds."""
 
 
 @dataclass(frozen=True)
@@ -596,6 +599,7 @@ def render_card(
             license=card.license,
             citation=body.citation or _citation(),
         )
+        + card.review
     )
 
 

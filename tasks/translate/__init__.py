@@ -57,6 +57,9 @@ from ..core.inputs import TEMPLATES, UNKNOWN_PHRASES, read_csv_checked, require_
 from ..core.schemas import EXAMPLE, EXAMPLE_DROPPED, OPTIONS
 from ..core.stage import Client, Input, Resource, Separable, Stage, Table, listed, ordered
 from ..llm import LLMClient
+from ..review.apply import REJECTED, UNREVIEWED, resolve
+from ..review.items import content_hash
+from ..review.stage import ReviewRules
 from ..text.languages import LANGUAGES
 from .batch import translate_segments
 from .examples import translated_examples, with_option_entities
@@ -106,6 +109,8 @@ def template_own_segments(
     client: LLMClient,
     params: TranslateParams,
     pair: Pair = PERSIAN_ENGLISH,
+    decisions: pd.DataFrame | None = None,
+    rules: ReviewRules | None = None,
 ) -> dict[str, pd.DataFrame]:
     """Each template's segments on its own (:func:`~.segments.own_segments`): what :func:`template_segments` reads
     of a template, made from its rows alone."""
@@ -123,6 +128,8 @@ def template_segments(
     client: LLMClient,
     params: TranslateParams,
     pair: Pair = PERSIAN_ENGLISH,
+    decisions: pd.DataFrame | None = None,
+    rules: ReviewRules | None = None,
 ) -> dict[str, pd.DataFrame]:
     """What each template's translations read of every template's examples: the segments of all of them
     (:func:`~.segments.segments`: a question holds the entities of every template that asks it), a row per template
@@ -140,6 +147,8 @@ def template_translations(
     client: LLMClient,
     params: TranslateParams,
     pair: Pair = PERSIAN_ENGLISH,
+    decisions: pd.DataFrame | None = None,
+    rules: ReviewRules | None = None,
 ) -> dict[str, pd.DataFrame]:
     """The work of the stage per template (``segments``: the templates' rows of :func:`template_segments`): each
     distinct segment translated once, and the templates' target examples, kept and dropped; the segments and their
@@ -149,6 +158,7 @@ def template_translations(
     lookup = Glossary(glossary, pair.target, pair.source)
     table = _in_table_order(segments.drop(columns="template_id"), pair)
     translated, attempts = translate_segments(table, prompts, client, params, lookup, pair)
+    translated = reviewed_segments(translated, decisions, rules, pair)
     kept, dropped = translated_examples(originals, translated, unknown_phrases, params, pair)
     used = list(zip(segments["template_id"].tolist(), segments["segment_id"].tolist(), strict=True))
     return {
@@ -157,6 +167,33 @@ def template_translations(
         "segments": _per_template(used, translated),
         "attempts": _per_template(used, attempts),
     }
+
+
+def reviewed_segments(
+    translated: pd.DataFrame, decisions: pd.DataFrame | None, rules: ReviewRules | None, pair: Pair
+) -> pd.DataFrame:
+    """The segments with a review round's decisions on the target's translations applied, by the hash of the source
+    and the translation the checks passed: a fix replaces the translation, a reject (and, under ``require``, no
+    decision) fails the segment (``review_rejected``, ``review_required``: its examples are dropped so)."""
+    if decisions is None:
+        return translated
+    source, target = pair.source_column, pair.target_column
+    passed = translated["failures"] == ""
+    current = {
+        segment: content_hash(original, text)
+        for segment, original, text in zip(
+            *(translated.loc[passed, c] for c in ("segment_id", source, target)), strict=True
+        )
+    }
+    applied = resolve(decisions, f"translations:{pair.target.code}", current)
+    translated = translated.copy()
+    ids = translated["segment_id"]
+    fixed = ids.isin(list(applied.fixes)) & passed
+    translated.loc[fixed, target] = ids[fixed].map(applied.fixes).map(pair.target.normalize)
+    translated.loc[ids.isin(list(applied.rejects)) & passed, "failures"] = REJECTED
+    if rules is not None and rules.require:
+        translated.loc[passed & ~ids.isin(list(applied.reviewed)), "failures"] = UNREVIEWED
+    return translated
 
 
 def _per_template(used: list[tuple[str, str]], frame: pd.DataFrame) -> pd.DataFrame:
@@ -180,6 +217,8 @@ def translated_output(
     client: LLMClient,
     params: TranslateParams,
     pair: Pair = PERSIAN_ENGLISH,
+    decisions: pd.DataFrame | None = None,
+    rules: ReviewRules | None = None,
 ) -> StageOutput:
     """The stage's output from every template's part (:func:`template_translations`): each segment and attempt once,
     in the segment table's order (attempts as they were asked: entity phrases, variants and groups first, each
@@ -258,6 +297,8 @@ def translate(
     client: LLMClient,
     params: TranslateParams,
     pair: Pair = PERSIAN_ENGLISH,
+    decisions: pd.DataFrame | None = None,
+    rules: ReviewRules | None = None,
 ) -> StageOutput:
     """The target's config of the source's original examples, with the segment table, every attempt, the
     review table (segments that failed validation or were flagged) and what was dropped: every template's part
@@ -270,6 +311,8 @@ def translate(
         "client": client,
         "params": params,
         "pair": pair,
+        "decisions": decisions,
+        "rules": rules,
     }
     spread = template_segments(**arguments, **template_own_segments(**arguments))
     parts = template_translations(**arguments, **spread)

@@ -9,6 +9,7 @@ from typing import Any
 import pandas as pd
 
 from ..core.schemas import EXAMPLE, OPTIONS, UNKNOWN_GROUP, group_tag
+from ..review.apply import REJECTED, UNREVIEWED
 from ..text.languages import Language
 from .frames import from_columns, records
 from .pair import PERSIAN_ENGLISH, Pair, TranslateParams
@@ -44,6 +45,10 @@ _READ = (
 """The columns of a source example that :func:`translated_examples` reads."""
 
 
+REVIEW_REASONS = {REJECTED, UNREVIEWED}
+"""A segment's failure a review round set (``pbbq.tasks.review.apply``): its examples are dropped with it as reason."""
+
+
 def translated_examples(
     examples: pd.DataFrame,
     translated: pd.DataFrame,
@@ -63,7 +68,8 @@ def translated_examples(
     # A segment's key, as an example's keys below name it: (kind, source text, agreement).
     segment_keys = list(zip(translated["kind"].tolist(), translated[source_column].tolist(), agreements, strict=True))
     rendering = dict(zip(segment_keys, translated[pair.target_column].tolist(), strict=True))
-    failed = {key for key, f in zip(segment_keys, translated["failures"].tolist(), strict=True) if f}
+    failures = dict(zip(segment_keys, translated["failures"].tolist(), strict=True))
+    failed = {key for key, f in failures.items() if f}
     flagged = {key for key, f in zip(segment_keys, translated["flagged"].tolist(), strict=True) if f}
     request_ids = dict(zip(segment_keys, translated["request_ids"].tolist(), strict=True))
     unknown = dict(
@@ -97,7 +103,9 @@ def translated_examples(
         [stereotyped] = [option for option in entity_options if row["answer_roles"][option] == "stereotyped"]
         reason = ""
         if failed.intersection(keys):
-            reason = "failed_validation"
+            # a review round's reject or requirement (tasks/review) says so; any other failure is the checks'
+            reviewed = {failures[key] for key in failed.intersection(keys)} & REVIEW_REASONS
+            reason = min(reviewed) if reviewed else "failed_validation"
         elif not params.keep_flagged and flagged.intersection(keys):
             reason = "flagged_translation"
         values = texts | {
