@@ -47,8 +47,8 @@ def test_a_round_answered_by_csv_changes_the_next_build(
     config = sample_copy / "configs" / "sample.toml"
     first = _build(config, outputs, "first")
     folder = tmp_path / "round"
-    assert main(["review", "export", str(first), "--items", "contexts,translations:en,names", "--reviewers", "ana,bob",
-                 "--out", str(folder)]) == 0  # fmt: skip
+    items_flags = ["--items", "contexts,translations:en", "--items", "names"]  # a repeated --items adds
+    assert main(["review", "export", str(first), *items_flags, "--reviewers", "ana,bob", "--out", str(folder)]) == 0
     items = pd.read_csv(folder / "items.csv", dtype=str, keep_default_na=False, encoding="utf-8-sig")
     contexts = items[items["kind"] == "contexts"]["item_id"].tolist()
     questions = items[(items["kind"] == "translations:en") & (items["source"] == "question")]["item_id"].tolist()

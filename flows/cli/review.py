@@ -35,7 +35,8 @@ def add_review_command(subparsers: Any) -> argparse.ArgumentParser:
     export.add_argument(
         "--items",
         required=True,
-        help="what to judge, comma-separated: contexts, translations:<lang>, names, adapt",
+        action="append",
+        help="what to judge, comma-separated or the flag repeated: contexts, translations:<lang>, names, adapt",
     )
     export.add_argument("--sample", type=integer(1), help="a seeded sample of N items, stratified (default: all)")
     export.add_argument("--seed", type=int, default=0, help="seed of the sample and the assignment (default 0)")
@@ -120,7 +121,7 @@ def export_command(args: argparse.Namespace) -> int:
     from ..audit.runs import outputs_folder, run_folder
 
     run = run_folder(args.run, outputs_folder(args.outputs))
-    kinds = [k.strip() for k in args.items.split(",") if k.strip()]
+    kinds = list(dict.fromkeys(k.strip() for items in args.items for k in items.split(",") if k.strip()))
     items = stratified_sample(_run_items(run, kinds), args.sample, args.seed)
     if items.empty:
         raise ValueError(f"run {run.name} has no items of {', '.join(kinds)} to review")
