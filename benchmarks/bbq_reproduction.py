@@ -132,11 +132,13 @@ def key_digest(key: Key) -> str:
 
 
 def built_examples(templates: Path, vocabulary: Path = VOCABULARY, proper_names: Path = PROPER_NAMES) -> pd.DataFrame:
-    """The English examples of every template of ``templates`` classed DT."""
+    """The English examples of every template of ``templates`` classed DT, but those the generation drops
+    (``reason``: Race_x_gender's and Race_x_SES's ``pronoun_gender_clash``)."""
     sheet = review_sheet(load_bbq_templates(templates)).assign(**{"class": "DT"})
     built, _ = apply_classes(sheet)
     names = load_bbq_proper_names(proper_names)
-    return examples_of(built, load_bbq_vocabulary(vocabulary), names, AdaptInstantiateParams())
+    examples = examples_of(built, load_bbq_vocabulary(vocabulary), names, AdaptInstantiateParams())
+    return examples[examples["reason"] == ""].drop(columns="reason").reset_index(drop=True)
 
 
 def _unknown_of_built(roles: Mapping[str, str]) -> str:

@@ -17,7 +17,8 @@ from pbbq.flows.cli import main
 from pbbq.tasks.adapt import ADAPT_INSTANTIATE, adapt_instantiate
 from pbbq.tasks.adapt.bbq_format import PROPER_NAME_COLUMNS, VOCABULARY_COLUMNS, load_bbq_templates
 from pbbq.tasks.adapt.generate import AdaptInstantiateParams, fill, fillings
-from pbbq.tasks.adapt.sheet import SHEET_COLUMNS, apply_classes, load_reviewed_sheet
+from pbbq.tasks.adapt.intersectional import pronoun_genders
+from pbbq.tasks.adapt.sheet import SHEET_COLUMNS, apply_classes, load_reviewed_sheet, review_sheet
 from pbbq.tasks.core.inputs import InputError
 from pbbq.tasks.core.schemas import OPTIONS, to_arrow
 from pbbq.tasks.core.stage import finish
@@ -256,6 +257,72 @@ def test_the_second_attributes_words_fill_their_slots_with_bbqs_a_an_rule() -> N
     assert fill(text, "Purple", "Green", {}, ("usher", "judge")) == "Purple, an usher, met Green, a judge."
     assert fill(text, "Purple", "Green", {}, ("judge", "surgeon")) == "Purple, a judge, met Green, a surgeon."
     assert fill("A {{NAME1}} {{GEN1}}", "Latino", "Green", {}, ("woman", "man")) == "A Latina woman"
+
+
+def _instantiated(path: Path, vocabulary: pd.DataFrame = VOCABULARY) -> dict[str, pd.DataFrame]:
+    """The templates of a second-generator file classed DT, gated and built: the stage's tables."""
+    built, _ = apply_classes(review_sheet(load_bbq_templates(path)).assign(**{"class": "DT"}))
+    gated = built.assign(n_items=4, n_annotators=3, kappa=1.0, kappa_note="", mean_relevance=3.0, kept=True)
+    params = AdaptInstantiateParams()
+    output = finish(ADAPT_INSTANTIATE, adapt_instantiate(gated, vocabulary, params, PROPER_NAMES), params)
+    for name, table in output.tables.items():
+        to_arrow(table, output.schemas[name], name)
+    return output.tables
+
+
+def test_a_pronoun_refers_to_the_slot_before_it_not_to_a_person_of_its_gender_written_there() -> None:
+    """'him' never refers to its clause's subject; a pronoun after a written person of its gender refers to that
+    person ('their husband when he'); one of another gender is passed over ('told the man her'); a question's
+    pronoun that refers to no one asks for a person of that gender, whichever slot it is."""
+    texts = dict.fromkeys(["ambiguous", "answer_negative", "answer_non_negative", "question_negative"], "")
+    context = "The {{NAME1}} {{GEN1}} waved at him. The {{NAME2}} {{GEN2}} told the man her plan; the {{NAME1}} did"
+    texts |= {"disambiguating": f"{context} as their husband said he would.", "question_non_negative": "Who is he?"}
+    assert pronoun_genders(texts) == {"NAME1": {"M"}, "NAME2": {"F", "M"}}
+
+
+PRONOUN_CONTEXT = GENDER_LABELS | {
+    "Q_id": "3",
+    "Disambiguating_Context": "The {{NAME1}} {{GEN1}} forgot the keys as she does; the {{NAME2}} {{GEN2}} kept them.",
+}
+PRONOUN_QUESTION = GENDER_NAMES | {"Q_id": "4", "Question_non_negative": "Who kept the keys she found?"}
+
+
+def test_a_pair_whose_gender_a_pronoun_contradicts_is_dropped_in_both_orders(tmp_path: Path) -> None:
+    """BBQ's generator puts a man into a slot its text calls 'she' (the other order of its contrasts a and c):
+    such a pair is dropped with its reason in both orders; the pairs of two women are kept whole."""
+    tables = _instantiated(write_csv(tmp_path / "t.csv", [PRONOUN_CONTEXT, PRONOUN_QUESTION], COLUMNS))
+    examples, dropped = tables["examples"], tables["dropped_examples"]
+    assert set(dropped["reason"]) == {"pronoun_gender_clash"}
+    assert examples.groupby("template_id").size().to_dict() == {"Race_x_gender-3": 2 * 8, "Race_x_gender-4": 4 * 8}
+    assert dropped.groupby("template_id").size().to_dict() == {"Race_x_gender-3": 3 * 8, "Race_x_gender-4": 4 * 8}
+    kept_tags = {tag for info in examples["answer_info"] for _, tag in info.values()}
+    assert not any(tag.startswith("m-") for tag in kept_tags)
+    assert not examples["context"].str.contains(r"\bman forgot the keys as she").any()
+    assert dropped["context"].str.contains("Purple man forgot the keys as she").any()
+    orders = examples.groupby(["template_id", "assignment"]).size().unstack()
+    assert (orders["biased"] == orders["counter_biased"]).all()
+
+
+def test_a_after_a_parenthesis_becomes_an_before_a_vowel() -> None:
+    text = "They met {{NAME1}} (a {{OCC1}}) and {{NAME2}} (a {{OCC2}})."
+    expected = "They met Purple (an optometrist) and Green (a judge)."
+    assert fill(text, "Purple", "Green", {}, ("optometrist", "judge")) == expected
+
+
+def test_latino_before_a_womans_word_is_latina_in_the_text_and_in_the_entities(tmp_path: Path) -> None:
+    """BBQ corrects 'Latino woman' in the text; so does this port, for 'girl', 'lady', 'mother', 'women' too, and
+    the entity the metadata names is the one the text names."""
+    assert fill("A {{NAME1}} {{GEN1}}", "Latino", "Green", {}, ("girl", "boy")) == "A Latina girl"
+    assert fill("{{NAME1}} {{GEN1}}", "Latino", "Green", {}, ("women", "men")) == "Latina women"
+    vocabulary = pd.concat([VOCABULARY, pd.DataFrame([{"Category": "Race_ethnicity", "Name": "Latino"}])])
+    row = GENDER_LABELS | {"Known_stereotyped_race": '["Latino"]', "Names": '["boy", "girl"]'}
+    examples = _instantiated(write_csv(tmp_path / "t.csv", [row], COLUMNS), vocabulary.fillna(""))["examples"]
+    texts = pd.concat([examples[column] for column in ["context", *OPTIONS, "stereo_entity", "nonstereo_entity"]])
+    assert not texts.str.contains("Latino girl").any()
+    assert set(examples["stereo_entity"]) == {"Latina girl"}
+    for row in examples.itertuples():
+        stereo_option = next(o for o, role in row.answer_roles.items() if role == "stereotyped")
+        assert row.answer_info[stereo_option][0] == f"The {row.stereo_entity}"
 
 
 @pytest.mark.parametrize(

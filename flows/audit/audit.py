@@ -54,6 +54,7 @@ REASON_WORDS: dict[str, str] = {
     "age_confound": "the two entities' age bands differ outside Age",
     "duplicate_example": "an exact duplicate of another example",
     "unfilled_placeholder": "a placeholder left unfilled",
+    "pronoun_gender_clash": "a pronoun of the template gives an entity the other gender (its pair goes in both orders)",
     "entity_not_in_name_table": "an entity no name of the table stands for",
     "flagged_translation": "a segment's back-translation under the chrF threshold",
     "pair_incomplete": "another example of its entity pair has no English version (pairs stay whole)",

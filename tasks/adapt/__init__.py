@@ -186,7 +186,8 @@ def adapt_instantiate(
     """English examples of every gated template by BBQ's rules, each template's count estimated first and refused
     past ``cap`` (:class:`ExampleCap`) before any is built. A template with no pair of groups (none of its
     stereotyped groups in the vocabulary, no other group, or no contrast), a ``Proper_nouns_only`` template when no
-    first names are given (``proper_names``: BBQ's ``vocabulary_proper_names.csv``), an unsound example (a
+    first names are given (``proper_names``: BBQ's ``vocabulary_proper_names.csv``), a Race_x_gender or Race_x_SES
+    pair whose genders a pronoun of the template contradicts (``pronoun_gender_clash``), an unsound example (a
     placeholder left, two options alike, one entity twice: :func:`~pbbq.tasks.core.soundness.unsound_drops`, also
     named in the run's manifest) and an exact duplicate are dropped with their reason."""
     names = pd.DataFrame(columns=PROPER_NAME_COLUMNS) if proper_names is None else proper_names
@@ -198,10 +199,13 @@ def adapt_instantiate(
     dropped_templates = templates[~paired].assign(
         reason=no_names[~paired].map({True: "no_proper_names", False: "no_group_pair"})
     )
-    examples = examples_of(templates[paired], vocabulary, names, params)
+    built = examples_of(templates[paired], vocabulary, names, params)
+    gated = built["reason"] != ""
+    examples = built[~gated].drop(columns="reason").reset_index(drop=True)
     sound, unsound = unsound_drops(examples)
     duplicated = examples.duplicated(["context", "question", *OPTIONS]) & sound
-    dropped_examples = pd.concat([unsound, examples[duplicated].assign(reason="duplicate_example")], ignore_index=True)
+    duplicates = examples[duplicated].assign(reason="duplicate_example")
+    dropped_examples = pd.concat([built[gated], unsound, duplicates], ignore_index=True)
     examples = examples[sound & ~duplicated].reset_index(drop=True)
     reasons = pd.concat([dropped_templates["reason"], dropped_examples["reason"]], ignore_index=True)
     report = {

@@ -34,8 +34,13 @@ share one order), so within each assignment and question the label sits at each 
 cycle; each rotation starts at a point given by the template's id.
 
 Text is filled as BBQ's ``do_slotting`` fills it: ``{{NAME1}}``/``{{NAME2}}``/``{{WORD1}}``/``{{WORD2}}`` in every
-field, its two fixed corrections ('lesbian man', 'Latino woman'), and 'a' → 'an' before a vowel when a filled
-group starts with one (its regular expression, with its exception 'a European').
+field, its two fixed corrections ('lesbian man'; 'Latino woman', here for every word of a woman or girl after
+'Latino', and in the entities the metadata names too), and 'a' → 'an' before a vowel when a filled group starts
+with one (its regular expression, with its exception 'a European', and also after a parenthesis).
+
+Race_x_gender and Race_x_SES only: a pair of entities whose gender a gendered pronoun of the template contradicts
+(:func:`pbbq.tasks.adapt.intersectional.pronoun_genders`; BBQ builds these) is built in neither order, its
+examples dropped as ``pronoun_gender_clash``.
 """
 
 from __future__ import annotations
@@ -50,7 +55,7 @@ from typing import Any, NamedTuple
 
 import pandas as pd
 
-from ..core.schemas import EXAMPLE, OPTIONS, RECORD_VERSION, UNKNOWN_GROUP, group_tag
+from ..core.schemas import EXAMPLE_DROPPED, OPTIONS, RECORD_VERSION, UNKNOWN_GROUP, group_tag
 from .bbq_format import (
     BBQ_GENDER_WORDS,
     PAIRED_CATEGORIES,
@@ -59,7 +64,7 @@ from .bbq_format import (
     parse_lexical_diversity,
     parse_names,
 )
-from .intersectional import RACE_CATEGORY, contrasts
+from .intersectional import PRONOUN_GENDER_CLASH, RACE_CATEGORY, contrasts, pronoun_clash, pronoun_genders
 from .intersectional_format import INTERSECTIONAL_CATEGORIES
 
 BBQ_UNKNOWN = (
@@ -75,9 +80,12 @@ BBQ_UNKNOWN = (
     "Undetermined",
 )
 """BBQ's 'unknown' phrasings (``unknown_options`` of its generator), in its order."""
-BBQ_FIXES = (("lesbian man", "lesbian woman"), ("Latino woman", "Latina woman"))
-"""The corrections BBQ's ``do_slotting`` makes after filling."""
-_A_BEFORE_VOWEL = re.compile(r"(\s[aA])(\s[aAeEiIoOuU])")
+BBQ_FIXES = (("lesbian man", "lesbian woman"),)
+"""The corrections BBQ's ``do_slotting`` makes after filling (its other one, 'Latino woman', is :data:`_LATINA`)."""
+_LATINA = re.compile(r"\bLatino(?= (?:wom[ae]n|girls?|lad(?:y|ies)|mothers?|wi(?:fe|ves)|daughters?|sisters?)\b)")
+"""BBQ's 'Latino woman' → 'Latina woman', for every word of a woman or girl BBQ's templates put after a race."""
+_A_BEFORE_VOWEL = re.compile(r"([\s(][aA])(\s[aAeEiIoOuU])")
+"""BBQ's 'a' → 'an' rule, also for an 'a' after a parenthesis ('(an optometrist'), which BBQ's misses."""
 ORDERS: tuple[tuple[str, str, str], ...] = tuple(itertools.permutations(("neg", "nonneg", "unknown")))
 """The six orders of the three options: the negative answer, the non-negative one, 'unknown'."""
 ROLE_NAMES = {"stereo": "stereotyped", "nonstereo": "non-stereotyped", "unknown": "unknown"}
@@ -108,11 +116,18 @@ def fill(text: str, name1: str, name2: str, words: dict[str, str], attributes: t
             text = text.replace(f"{{{{GEN{index}}}}}", attribute).replace(f"{{{{OCC{index}}}}}", attribute)
     for slot, word in words.items():
         text = text.replace("{{" + slot + "}}", word)
-    for wrong, right in BBQ_FIXES:
-        text = text.replace(wrong, right)
+    text = corrected(text)
     if any(re.match("[aeiou]", name.lower()) for name in (name1, name2, *attributes)):
         text = _A_BEFORE_VOWEL.sub(r"\1n\2", text).replace(" an European", " a European")
     return text
+
+
+def corrected(text: str) -> str:
+    """``text`` with BBQ's corrections (:data:`BBQ_FIXES`, :data:`_LATINA`): of a filled field, and of an entity's
+    words, so that the entity the metadata names is the one the text names."""
+    for wrong, right in BBQ_FIXES:
+        text = text.replace(wrong, right)
+    return _LATINA.sub("Latina", text)
 
 
 def lexical_variants(value: str) -> Iterator[dict[str, str]]:
@@ -180,6 +195,12 @@ class Filling(NamedTuple):
     other_group: str
     attribute1: str = ""
     attribute2: str = ""
+
+    @property
+    def groups(self) -> tuple[str, str]:
+        """The groups of NAME1 and NAME2."""
+        pair = (self.stereo_group, self.other_group)
+        return pair if self.stereo_slot == "NAME1" else (pair[1], pair[0])
 
     @property
     def stereo(self) -> str:
@@ -327,9 +348,11 @@ def _slot_of_negative(template: Mapping[str, Any]) -> str:
 def template_examples(
     template: pd.Series, vocabulary: pd.DataFrame, proper_names: pd.DataFrame, params: AdaptInstantiateParams
 ) -> Iterator[dict]:
-    """All examples of one adapted template (rows of the EXAMPLE schema, ``lang`` = ``en``), made one filling at a
-    time as they are read. Race_x_gender and Race_x_SES tag each example's ``stereotyped_groups`` with its
-    stereotyped entity's tag (``f-Black``: BBQ's ``F-Black`` as :func:`group_tag` spells it), which varies with
+    """All examples of one adapted template (rows of the EXAMPLE_DROPPED schema, ``lang`` = ``en``), made one filling
+    at a time as they are read; ``reason`` is empty but for a pair of Race_x_gender or Race_x_SES whose genders a
+    pronoun of the template contradicts in either order (``pronoun_gender_clash``: both orders dropped, so that
+    every pair kept has both assignments). Race_x_gender and Race_x_SES tag each example's ``stereotyped_groups``
+    with its stereotyped entity's tag (``f-Black``: BBQ's ``F-Black`` as :func:`group_tag` spells it), which varies with
     the filling, so that lm-eval's BBQ code finds the biased answer."""
     entity_tagged = template.category in INTERSECTIONAL_CATEGORIES
     metadata = {
@@ -346,11 +369,14 @@ def template_examples(
     start = _start(template.template_id)
     turn = itertools.count()
     cells = template.to_dict()
+    genders = pronoun_genders(cells) if entity_tagged else None
     for unit_index, (unit, words) in enumerate(units):
+        clash = genders is not None and any(pronoun_clash(genders, filling.groups) for filling in unit)
         for filling in unit:
             tags = {"stereotyped_groups": [group_tag(filling.stereo_group)]} if entity_tagged else {}
             turns = (start + unit_index, start + next(turn))
-            yield from _examples(cells, filling, words, params, *turns, metadata | tags)
+            for row in _examples(cells, filling, words, params, *turns, metadata | tags):
+                yield row | {"reason": PRONOUN_GENDER_CLASH if clash else ""}
 
 
 def _examples(
@@ -368,7 +394,7 @@ def _examples(
     first_slot = (
         "NAME1" if template["ambiguous"].index("{{NAME1}}") < template["ambiguous"].index("{{NAME2}}") else "NAME2"
     )
-    stereo, other = filling.stereo, filling.other
+    stereo, other = corrected(filling.stereo), corrected(filling.other)
     attributes = (filling.attribute1, filling.attribute2)
     texts = {field: fill(template[field], filling.name1, filling.name2, words, attributes) for field in TEXT_FIELDS}
     negative_role = "stereo" if negative_slot == filling.stereo_slot else "nonstereo"
@@ -428,10 +454,12 @@ def _examples(
 def examples_of(
     templates: pd.DataFrame, vocabulary: pd.DataFrame, proper_names: pd.DataFrame, params: AdaptInstantiateParams
 ) -> pd.DataFrame:
-    """The examples of every template, in template order: made :data:`BATCH_ROWS` at a time into a frame, so that
-    no more than a batch of them is ever a row's dict (the frame keeps their texts as Arrow strings)."""
+    """The examples of every template, in template order, with their ``reason`` (empty: kept;
+    :func:`template_examples`): made :data:`BATCH_ROWS` at a time into a frame, so that no more than a batch of them
+    is ever a row's dict (the frame keeps their texts as Arrow strings)."""
     rows: Iterator[dict] = itertools.chain.from_iterable(
         template_examples(template, vocabulary, proper_names, params) for _, template in templates.iterrows()
     )
-    batches = [pd.DataFrame(list(batch), columns=EXAMPLE.names) for batch in itertools.batched(rows, BATCH_ROWS)]
-    return pd.concat(batches, ignore_index=True) if batches else pd.DataFrame(columns=EXAMPLE.names)
+    columns = EXAMPLE_DROPPED.names
+    batches = [pd.DataFrame(list(batch), columns=columns) for batch in itertools.batched(rows, BATCH_ROWS)]
+    return pd.concat(batches, ignore_index=True) if batches else pd.DataFrame(columns=columns)

@@ -29,17 +29,80 @@ would build twice (Race_x_gender's ``a`` at every step) is built once. The group
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
+import re
+from collections.abc import Iterator, Mapping
 from typing import NamedTuple
 
 import pandas as pd
 
+from ..text.languages import LANGUAGES
 from .bbq_format import is_stereotyped
-from .intersectional_format import SecondAttribute, other_value, second_attribute
+from .intersectional_format import GENDERS, SecondAttribute, other_value, second_attribute
 
 RACE_CATEGORY = "Race_ethnicity"
 """The vocabulary category both take their races from (BBQ: ``vocab.Category == "Race_ethnicity"``)."""
 SES_CATEGORY = "SES"
+
+
+_ENGLISH = LANGUAGES["en"]
+_BBQ_GENDER = {"male": "M", "female": "F"}
+PRONOUN_GENDERS = {word: _BBQ_GENDER[gender] for word, gender in _ENGLISH.pronoun_gender.items() if word != "him"}
+"""English's gendered pronouns (its language's ``pronoun_gender``), each referring to a person named before it,
+in BBQ's M/F. 'him' is not one: an object, it never refers to the subject of its own clause, which the slot before
+it is (BBQ's 'The {{NAME1}} passed by him': a man at the bar)."""
+PERSON_NOUN_GENDERS = {
+    word: _BBQ_GENDER[gender]
+    for table in (_ENGLISH.person_gender, _ENGLISH.kin_gender)
+    for word, gender in table.items()
+    if gender
+}
+"""English's words of a person of one gender (``person_gender``, ``kin_gender``): a pronoun of that gender after
+one, written in a template, refers to that person."""
+CONTEXT_FIELDS = ("ambiguous", "disambiguating", "answer_negative", "answer_non_negative")
+QUESTION_FIELDS = ("question_negative", "question_non_negative")
+PRONOUN_GENDER_CLASH = "pronoun_gender_clash"
+_SENTENCE = re.compile(r"[^.!?;]+")
+_WORD = re.compile(r"\{\{(NAME[12])\}\}|[A-Za-z]+")
+SLOTS = ("NAME1", "NAME2")
+
+
+def _referents(text: str) -> Iterator[tuple[str, str]]:
+    """(gender, what it refers to) of each gendered pronoun of ``text``: the nearest slot (``NAME1``, ``NAME2``)
+    before it in its sentence, skipping words of a person of the other gender; that word when a word of a person
+    of its own gender comes first (``husband`` in 'obeying their husband when he said'); ``""`` when neither does."""
+    for sentence in _SENTENCE.findall(text):
+        words = [match.group(1) or match.group(0).lower() for match in _WORD.finditer(sentence)]
+        for index, word in enumerate(words):
+            if word in PRONOUN_GENDERS:
+                gender = PRONOUN_GENDERS[word]
+                before = (w for w in reversed(words[:index]) if w in SLOTS or PERSON_NOUN_GENDERS.get(w) == gender)
+                yield gender, next(before, "")
+
+
+def pronoun_genders(template: Mapping[str, str]) -> dict[str, set[str]]:
+    """The genders the template's pronouns give the entity of each slot (``NAME1``, ``NAME2``). A pronoun of a
+    context or an answer: its slot's (:func:`_referents`). A pronoun of a question that refers to no one before
+    it: both slots', since the question asks for a person of that gender, which names the answer of the ambiguous
+    context when only one of the two is one ('Which person only shops for the things she needs?')."""
+    genders: dict[str, set[str]] = {slot: set() for slot in SLOTS}
+    for field in (*CONTEXT_FIELDS, *QUESTION_FIELDS):
+        for gender, referent in _referents(template[field]):
+            slots = [referent] if referent in SLOTS else SLOTS if field in QUESTION_FIELDS and not referent else []
+            for slot in slots:
+                genders[slot].add(gender)
+    return genders
+
+
+def gender_of(group: str) -> str:
+    """The gender in a group's tag (``F-Black``, ``lowSES-M-Black``), or ``""`` (``lowSES-Black``)."""
+    return next((part for part in group.split("-") if part in GENDERS), "")
+
+
+def pronoun_clash(genders: dict[str, set[str]], groups: tuple[str, str]) -> bool:
+    """Whether the entity of a slot (its group's tag: NAME1's, NAME2's) has a gender other than one the template's
+    pronouns give that slot (:func:`pronoun_genders`): 'The Black man sat and quietly nursed her drink'."""
+    slot_genders = zip(SLOTS, map(gender_of, groups), strict=True)
+    return any(gender and genders[slot] - {gender} for slot, gender in slot_genders)
 
 
 class Entity(NamedTuple):
