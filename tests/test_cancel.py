@@ -248,7 +248,8 @@ def test_code_a_build_runs_that_calls_sys_exit_is_one_error_line_naming_it(sampl
     """A configuration's language module that calls ``sys.exit(0)`` when it loads: never exit 0 with no output."""
     folder = sample_copy / "configs" / "mine"
     folder.mkdir()
-    (folder / "quits.py").write_text("import sys\n\nsys.exit(0)\n", encoding="utf-8")
+    quits = "import sys\n\nsys.exit(0)\nLANGUAGE = None  # a language module, run when the build loads it\n"
+    (folder / "quits.py").write_text(quits, encoding="utf-8")
     config = sample_copy / "configs" / "mine.toml"
     config.write_text('inherit = "sample.toml"\n\n[languages]\nmodules = ["mine"]\n', encoding="utf-8")
     command = [sys.executable, "-m", "pbbq.flows.cli", "build", "--config", str(config), "--outputs", str(tmp_path)]
