@@ -77,6 +77,10 @@ def test_sample_is_seeded_and_stratified_and_assignment_spreads_the_load() -> No
     assert one.equals(again) and not one.equals(other)
     assert one["category"].value_counts().to_dict() == {"Age": 2, "Gender": 2, "Ethnicity": 2}
     assert len(stratified_sample(items, None, 0)) == 12
+    few = _items(2).assign(kind="names", item_id=lambda f: "N" + f["item_id"])  # 2 names beside 12 contexts
+    mixed = stratified_sample(pd.concat([items, few], ignore_index=True), 6, 3)
+    assert mixed["kind"].value_counts().to_dict() == {"contexts": 6, "names": 2}  # each kind sampled, the few whole
+    assert mixed[mixed["kind"] == "contexts"].reset_index(drop=True).equals(one)
     assignment = assign(one, ["ana", "bob", "cyrus"], 2, seed=3)
     assert (assignment.groupby("item_id")["reviewer"].nunique() == 2).all()
     assert sorted(assignment["reviewer"].value_counts()) == [4, 4, 4]

@@ -38,7 +38,9 @@ def add_review_command(subparsers: Any) -> argparse.ArgumentParser:
         action="append",
         help="what to judge, comma-separated or the flag repeated: contexts, translations:<lang>, names, adapt",
     )
-    export.add_argument("--sample", type=integer(1), help="a seeded sample of N items, stratified (default: all)")
+    export.add_argument(
+        "--sample", type=integer(1), help="a seeded sample of N items of each kind, stratified (default: all)"
+    )
     export.add_argument("--seed", type=int, default=0, help="seed of the sample and the assignment (default 0)")
     export.add_argument("--reviewers", default="reviewer-1,reviewer-2", help="reviewer names, comma-separated")
     export.add_argument("--overlap", type=integer(2), default=2, help="reviewers per item (default 2)")

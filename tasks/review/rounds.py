@@ -17,15 +17,26 @@ ASSIGNMENT_COLUMNS = ["round_id", "kind", "item_id", "hash", "reviewer"]
 
 
 def stratified_sample(items: pd.DataFrame, size: int | None, seed: int) -> pd.DataFrame:
-    """``size`` items (None or at least as many as there are: all), drawn without replacement per stratum
-    (``kind``, ``category``, ``source``) in proportion to its size (largest remainder; a stratum with an item
-    in the sample never gets fewer than one while ``size`` allows), seeded; in the items' order."""
+    """``size`` items of each kind (None, or at least as many as a kind has: all of it), so that a round of
+    contexts, translations and names samples each (2,370 translation segments beside 48 contexts would otherwise
+    take every place); within a kind, drawn without replacement per stratum (``category``, ``source``) in
+    proportion to its size (largest remainder; a stratum never gets fewer than one while ``size`` allows), seeded;
+    in the items' order."""
     items = items.sort_values(["kind", "item_id"], kind="stable").reset_index(drop=True)
-    if size is None or size >= len(items):
+    if size is None:
         return items
     if size < 1:
         raise ValueError(f"a sample of {size} items: give at least 1")
-    strata = items.groupby(["kind", "category", "source"], sort=True).indices
+    kinds = [_kind_sample(part, size, seed) for _, part in items.groupby("kind", sort=True)]
+    return pd.concat(kinds, ignore_index=True) if kinds else items
+
+
+def _kind_sample(items: pd.DataFrame, size: int, seed: int) -> pd.DataFrame:
+    """:func:`stratified_sample` of one kind's items."""
+    items = items.reset_index(drop=True)
+    if size >= len(items):
+        return items
+    strata = items.groupby(["category", "source"], sort=True).indices
     keys = sorted(strata)
     sizes = np.array([len(strata[k]) for k in keys], dtype=float)
     quota = sizes * size / sizes.sum()
