@@ -261,8 +261,21 @@ def test_code_a_build_runs_that_calls_sys_exit_is_one_error_line_naming_it(sampl
 
 
 def _api(method: str, url: str, body: dict | None = None) -> dict:
+    """A call to Prefect's API; a 503 (the server's database busy while the suite loads the machine) is tried
+    again for up to a minute, as Prefect's own client does."""
     request = urllib.request.Request(url, method=method, data=json.dumps(body).encode() if body is not None else None)
     request.add_header("Content-Type", "application/json")
+    for _ in range(30):
+        try:
+            return _answer(request)
+        except urllib.error.HTTPError as error:
+            if error.code != 503:
+                raise
+            time.sleep(2)
+    return _answer(request)
+
+
+def _answer(request: urllib.request.Request) -> dict:
     with urllib.request.urlopen(request, timeout=30) as response:
         return json.loads(response.read() or b"{}")
 
