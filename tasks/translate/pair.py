@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 from string import Template
 from typing import Literal
 
@@ -97,8 +97,7 @@ class Pair:
     def shares_script(self) -> bool:
         """Whether source and target write one script (English and Turkish; Persian and Urdu), so that letters
         alone do not tell a text in the source: by their scripts' names, or both declaring letters of their own."""
-        named = self.source.script_name and self.source.script_name == self.target.script_name
-        return bool(named) or bool(self.source.own_letters and self.target.own_letters)
+        return one_script(self.source, self.target)
 
     @property
     def identified(self) -> bool:
@@ -119,7 +118,7 @@ class Pair:
         target's stop words or ``shared_words``), where own letters do not tell the pair apart, or a text of
         :data:`MIN_WORDS_TO_IDENTIFY` words that reads as the source (``text``)."""
         source, target = self.source, self.target
-        if not self.shares_script:
+        if not one_script(source, target):
             return "letters" if source.script.search(text) is not None else None
         if source.own_letters and re.search(f"[{source.own_letters}]", text):
             return "letters"
@@ -162,6 +161,13 @@ class Pair:
     @property
     def gender_words(self) -> dict[str, str]:
         return {"male": "male", "female": "female", NONE: f"of a gender the {self.source.name} does not give"}
+
+
+@lru_cache(maxsize=64)
+def one_script(source: Language, target: Language) -> bool:
+    """:attr:`Pair.shares_script` of two languages (once per pair of a build's languages: every text asks)."""
+    named = source.script_name and source.script_name == target.script_name
+    return bool(named) or bool(source.own_letters and target.own_letters)
 
 
 PERSIAN_ENGLISH = Pair()

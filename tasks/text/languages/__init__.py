@@ -315,9 +315,11 @@ LANGUAGES: Mapping[str, Language] = _ActiveLanguages()
 def language(code: str) -> Language:
     """The language of ``code`` in the running build; an unknown code raises one line naming it and the known
     ones."""
-    languages = active()
+    languages = _ACTIVE.get()  # before active()'s call: every translated text asks (a hot path)
+    if languages is None:
+        languages = active()
     try:
-        return languages[code]
+        return languages._languages[code]
     except KeyError:
         known = ", ".join(repr(c) for c in languages)
         raise UnknownLanguageError(f"unknown language {code!r}: expected one of {known}") from None
