@@ -24,9 +24,9 @@ import pandas as pd
 
 from ...tasks.core.artifacts import atomic_write_bytes
 from ...tasks.core.run_folder import run_status
-from ...tasks.core.schemas import CATEGORIES
 from ...tasks.imports import one_import_at_a_time
 from ...tasks.review.report import audit_lines
+from ...tasks.text.categories import CATEGORIES
 from .audit import (
     PathWords,
     ReasonDrops,

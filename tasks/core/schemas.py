@@ -12,26 +12,6 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-CATEGORIES: tuple[str, ...] = (
-    "Age",
-    "Profession",
-    "Socio-economic Status",
-    "Educational Background",
-    "Disability",
-    "Disease",
-    "Domestic Area",
-    "Ethnicity",
-    "Family Structure",
-    "Gender",
-    "Property Ownership",
-    "Nationality",
-    "Physical Appearance",
-    "Political Orientation",
-    "Religion",
-    "Sexual Orientation",
-)
-"""The 16 bias topics of the PBBQ paper, §3.1, in the paper's order."""
-
 UNKNOWN_GROUP = "unknown"
 """The group tag of the 'unknown' option in ``answer_info``, as BBQ writes it."""
 RECORD_VERSION = "pbbq-1"

@@ -23,8 +23,8 @@ import pandas as pd
 import pyarrow as pa
 
 from ..core.markdown import markdown_table
-from ..core.schemas import CATEGORIES
 from ..imports import one_import_at_a_time
+from ..text.categories import CATEGORIES
 from .metrics import AVERAGE, NAMES_SUFFIX
 
 TABLE_COLUMNS: tuple[tuple[str, str], ...] = (
