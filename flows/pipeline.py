@@ -30,7 +30,7 @@ from ..tasks import (
     translate,
 )
 from ..tasks.core.artifacts import StageOutput
-from ..tasks.core.stage import Pipeline, Report, Resource, Source, Stage, Table
+from ..tasks.core.stage import Pipeline, ReleaseConfig, Report, Resource, Source, Stage, Table
 from ..tasks.kappa_gate import GateParams
 from ..tasks.publish.dataset_card import adapt_card_body
 from ..tasks.review.stage import DECISIONS, ReviewRules, review_stage
@@ -56,9 +56,14 @@ def translations(targets: Sequence[str], source: str = translate.SOURCE.code, **
     }
 
 
-def translated_configs(stages: Mapping[str, Stage]) -> dict[str, Table]:
-    """Each target's config: its translate stage's examples."""
-    return {code: Table(stage.folder, "examples") for code, stage in stages.items()}
+def translated_configs(stages: Mapping[str, Stage], source: str, step: str) -> dict[str, ReleaseConfig]:
+    """Each target's config: its translate stage's examples, an instance-level translation of ``source``'s (its card
+    says who translated at ``step``)."""
+    description = f"Instance-level translation of `{source}` (who translated: {step})."
+    return {
+        code: ReleaseConfig(Table(stage.folder, "examples"), code, description, made_from=source)
+        for code, stage in stages.items()
+    }
 
 
 def pbbq_pipeline(targets: Sequence[str] = TARGETS) -> Pipeline:
@@ -81,9 +86,20 @@ def pbbq_pipeline(targets: Sequence[str] = TARGETS) -> Pipeline:
             publish.STAGE,
         ),
         configs={
-            "fa": Table(instantiate.STAGE.folder, "examples"),
-            "fa-names": Table(names.STAGE.folder, "examples"),
-            **translated_configs(stages),
+            "fa": ReleaseConfig(
+                Table(instantiate.STAGE.folder, "examples"),
+                "fa",
+                "The original examples, with the groups named explicitly.",
+            ),
+            "fa-names": ReleaseConfig(
+                Table(names.STAGE.folder, "examples"),
+                "fa",
+                "The same examples with each group mention replaced by a culturally indicative first name, "
+                "one variant per sampling seed (name proxies).",
+                made_from="fa",
+                names=True,
+            ),
+            **translated_configs(stages, "fa", "step 5 and the limitations below"),
         },
     )
 
@@ -136,9 +152,20 @@ def adapt_pipeline(targets: Sequence[str] = ()) -> Pipeline:
             reading(publish.STAGE, card_body=Resource(adapt_card_body)),
         ),
         configs={
-            adapt.SOURCE_LANG: Table(adapt.ADAPT_INSTANTIATE.folder, "examples"),
-            f"{adapt.SOURCE_LANG}-names": Table(names.STAGE.folder, "examples"),
-            **translated_configs(stages),
+            adapt.SOURCE_LANG: ReleaseConfig(
+                Table(adapt.ADAPT_INSTANTIATE.folder, "examples"),
+                adapt.SOURCE_LANG,
+                "The examples built by BBQ's rules from the adapted templates (step 3).",
+            ),
+            f"{adapt.SOURCE_LANG}-names": ReleaseConfig(
+                Table(names.STAGE.folder, "examples"),
+                adapt.SOURCE_LANG,
+                "The same examples with each group mention replaced by a first name of the group, one variant per "
+                "sampling seed (name proxies, step 5).",
+                made_from=adapt.SOURCE_LANG,
+                names=True,
+            ),
+            **translated_configs(stages, adapt.SOURCE_LANG, "step 4"),
         },
     )
 

@@ -157,9 +157,14 @@ EXAMPLE_DROPPED = EXAMPLE.append(pa.field("reason", pa.string()))
 """An example a stage did not keep, with its reason: the drop table of every stage that drops examples."""
 
 
+NAMES_SUFFIX = "-names"
+"""A name-proxy config is its source config's name and this (``fa-names``, ``en-names``): how the evaluation pairs
+the two for ε_c (:func:`pbbq.tasks.evaluation.metrics.names_pairs`) in a release that carries no declaration."""
+
+
 def config_name(lang: str, variant: str) -> str:
     """The published config an example belongs to: ``fa``, ``fa-names``, ``en`` (``en-names`` if ever made)."""
-    return lang if variant == "original" else f"{lang}-names"
+    return lang if variant == "original" else f"{lang}{NAMES_SUFFIX}"
 
 
 def example_configs(examples: pd.DataFrame) -> pd.Series:

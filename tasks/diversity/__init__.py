@@ -65,8 +65,6 @@ from .ngrams import (
 )
 from .self_bleu import self_bleu_of_codes
 
-CONFIGS = ("fa", "fa-names", "en")
-"""The configs of the instance-level table in its order; a further target language's (``ur``) follows them."""
 METRICS = ("ngd", "ttr", "self_bleu", "homogenization")
 NEUTRAL_TOKEN = "فلانی"
 """What each placeholder of a template text becomes at the template level: 'so-and-so', one Persian word that
@@ -312,8 +310,8 @@ def _instance_table(examples: pd.DataFrame, homogenizers: Mapping[str, Homogeniz
         raise ValueError(f"diversity: the example table lacks the columns {sorted(missing)}")
     configs = example_configs(examples)
     rows = []
-    present = dict.fromkeys(configs.unique())  # in order of first row, not one Arrow-backed row at a time
-    for config in [*(name for name in CONFIGS if name in present), *(name for name in present if name not in CONFIGS)]:
+    # the configs in the order of their first rows: the pipeline's order, in which its stages stack them
+    for config in dict.fromkeys(configs.unique()):
         part = examples.loc[(configs == config).to_numpy(), ["category", "lang", "context"]]  # one config's units
         lang = part["lang"].iloc[0]
         rows += [
