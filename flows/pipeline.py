@@ -108,13 +108,6 @@ PIPELINE = pbbq_pipeline()
 """PBBQ as the default build runs it: Persian translated into English."""
 
 
-def targets_of(config: Mapping[str, Any], default: tuple[str, ...] = TARGETS) -> tuple[str, ...]:
-    """``[translate] targets`` of a build configuration (its TOML, as read), ``default`` when left out (PBBQ's:
-    :data:`TARGETS`); the configuration checks it (:func:`pbbq.flows.config.load_config`)."""
-    section = config.get("translate", {})
-    return tuple(section.get("targets", default)) if isinstance(section, Mapping) else default
-
-
 def adapt_pipeline(targets: Sequence[str] = ()) -> Pipeline:
     """The adaptation path (PakBBQ §3.1–§3.3, after KoBBQ): BBQ's templates classed and gated (``03_adapt``), built
     by BBQ's rules into English examples (``05_instantiate``), translated into each of ``targets`` as PBBQ's
@@ -174,21 +167,20 @@ ADAPT_PIPELINE = adapt_pipeline()
 """The adaptation path without translation: its English examples alone."""
 
 
-def _crawl_pipeline(config: Mapping[str, Any]) -> Pipeline:
-    targets = targets_of(config)
-    return PIPELINE if targets == TARGETS else pbbq_pipeline(targets)
+def _crawl_pipeline(targets: tuple[str, ...] | None) -> Pipeline:
+    return PIPELINE if targets in (None, TARGETS) else pbbq_pipeline(targets)
 
 
-def _adapt_pipeline(config: Mapping[str, Any]) -> Pipeline:
-    targets = targets_of(config, ())
+def _adapt_pipeline(targets: tuple[str, ...] | None) -> Pipeline:
     return adapt_pipeline(targets) if targets else ADAPT_PIPELINE
 
 
-PATHS: dict[str, Callable[[Mapping[str, Any]], Pipeline]] = {
+PATHS: dict[str, Callable[[tuple[str, ...] | None], Pipeline]] = {
     "crawl": _crawl_pipeline,
     "adapt": _adapt_pipeline,
 }
-"""``[input] path``: the build's input path and how its pipeline follows from the configuration."""
+"""``[input] path``: the build's input path and how its pipeline follows from its ``[translate] targets`` (None:
+left out, the path's default: PBBQ's :data:`TARGETS`, none on the adaptation path)."""
 SOURCES = {"crawl": translate.SOURCE.code, "adapt": adapt.SOURCE_LANG}
 """The language each input path builds its examples in, which its translate stages translate from."""
 
@@ -204,10 +196,11 @@ def _input_path(config: Mapping[str, Any]) -> str:
     return path
 
 
-def pipeline_for(config: Mapping[str, Any]) -> Pipeline:
-    """The pipeline a build configuration (its TOML, as read) runs: its ``[input] path`` (default ``crawl``: PBBQ's,
-    into its ``[translate] targets``); a ValueError names a path that is not one of :data:`PATHS`."""
-    pipeline = PATHS[_input_path(config)](config)
+def pipeline_for(config: Mapping[str, Any], targets: tuple[str, ...] | None = None) -> Pipeline:
+    """The pipeline a build configuration (its TOML, as read) runs: its ``[input] path`` (default ``crawl``: PBBQ's),
+    into ``targets`` (its ``[translate] targets`` as :func:`pbbq.flows.config.load_config` parsed them; None: left
+    out); a ValueError names a path that is not one of :data:`PATHS`."""
+    pipeline = PATHS[_input_path(config)](targets)
     section = config.get(REVIEW)
     if isinstance(section, Mapping):
         return reviewed(pipeline, require=section.get("require") is True)
@@ -221,7 +214,7 @@ def reviewed(pipeline: Pipeline, require: bool = False) -> Pipeline:
     rules = Resource(functools.partial(ReviewRules, require=require))
     stages, targets, name_table = [], {}, None
     for stage in pipeline:
-        if stage.run is translate.translate:
+        if stage in translate_stages(pipeline):
             targets[stage.inputs["pair"].load().target.code] = stage.folder
         if stage.run in (translate.translate, disambiguate.disambiguate):
             stage = reading(stage, decisions=DECISIONS, rules=rules)
@@ -245,6 +238,11 @@ def reviewed(pipeline: Pipeline, require: bool = False) -> Pipeline:
     card = Report(review.folder, dict)  # the card states what people checked
     stages = [reading(stage, review=card) if stage.name == "publish" else stage for stage in stages]
     return dataclasses.replace(pipeline, stages=tuple(stages))
+
+
+def translate_stages(pipeline: Pipeline) -> tuple[Stage, ...]:
+    """The pipeline's translate stages, one per target language (:func:`translations`), in its order."""
+    return tuple(stage for stage in pipeline if stage.run is translate.translate)
 
 
 def source_of(config: Mapping[str, Any]) -> str:

@@ -4,15 +4,24 @@ sample with it in a fresh process, so that nothing but that edit tells the code 
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
+from pbbq.flows.pipeline import PIPELINE
 from pbbq.tasks.core.artifacts import REPO_ROOT
+from pbbq.tasks.core.stage import ReleaseConfig, Table
+from pbbq.tasks.evaluation.metrics import names_pairs
+from pbbq.tasks.publish import PublishParams, publish_stage
+from pbbq.tasks.statistics import table1
+from tests.release_support import make_configs, make_examples, run_inputs
 
 IGNORED = shutil.ignore_patterns(".git", ".venv", "outputs", "__pycache__", "*.egg-info", ".*_cache", "node_modules")
 
@@ -84,3 +93,27 @@ def test_a_category_is_one_declaration(tmp_path: Path) -> None:
     categories = list(dict.fromkeys(table1["category"]))
     assert categories.index("Caste") == categories.index("Sexual Orientation") + 1
     assert "Caste" in (release / "README.md").read_text(encoding="utf-8")  # the card names it
+
+
+def test_a_release_config_is_one_declaration(tmp_path: Path) -> None:
+    """One :class:`ReleaseConfig` on PBBQ's pipeline (``en-names``: name proxies of the English examples) gives the
+    release its data in the declared order, the card its row (its language's name and its contents) and the
+    evaluation its ε_c pair; a name-proxy config named against the rule the evaluation pairs by is refused."""
+    declared = ReleaseConfig(
+        Table(PIPELINE.folder("names"), "examples"), "en", "The English examples with name proxies.", "en", names=True
+    )
+    pipeline = dataclasses.replace(PIPELINE, configs={**PIPELINE.configs, "en-names": declared})
+    examples = pd.concat(
+        [*make_configs().values(), make_examples(15, lang="en", variant="names-7271")], ignore_index=True
+    )
+    inputs = {**run_inputs(tmp_path, table1(examples)), "params": PublishParams(synthetic=True)}
+    out = tmp_path / "10_publish"
+    publish_stage(out, examples, configs=tuple(pipeline.configs), release_configs=pipeline.configs, **inputs)
+    card = (out / "hub" / "README.md").read_text(encoding="utf-8")
+    assert "| `en-names` | English | The English examples with name proxies. | 15 |" in card
+    assert "| `fa` | Persian | The original examples, with the groups named explicitly. |" in card
+    names = re.findall(r"^- config_name: (\S+)", card, flags=re.MULTILINE)
+    assert names == 2 * ["fa", "fa-names", "en", "en-names"]  # configs, then dataset_info
+    assert names_pairs(pipeline.configs) == [("fa", "fa-names"), ("en", "en-names")]
+    with pytest.raises(ValueError, match="name-proxy config en-proxies must be called en-names"):
+        dataclasses.replace(PIPELINE, configs={**PIPELINE.configs, "en-proxies": declared})
