@@ -214,7 +214,7 @@ def reviewed(pipeline: Pipeline, require: bool = False) -> Pipeline:
     rules = Resource(functools.partial(ReviewRules, require=require))
     stages, targets, name_table = [], {}, None
     for stage in pipeline:
-        if stage in translate_stages(pipeline):
+        if stage.run is translate.translate:
             targets[stage.inputs["pair"].load().target.code] = stage.folder
         if stage.run in (translate.translate, disambiguate.disambiguate):
             stage = reading(stage, decisions=DECISIONS, rules=rules)
