@@ -21,6 +21,7 @@ import pandas as pd
 from pbbq.flows.pipeline import PIPELINE
 from pbbq.tasks import diversity
 from pbbq.tasks.core.schemas import example_configs
+from pbbq.tasks.core.stage import examples_of
 from pbbq.tasks.diversity.ngrams import (
     CodedTexts,
     code_texts,
@@ -106,7 +107,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     examples = pd.concat(
-        [pd.read_parquet(args.run / table.folder / f"{table.name}.parquet") for table in PIPELINE.configs.values()],
+        [pd.read_parquet(args.run / t.folder / f"{t.name}.parquet") for t in examples_of(PIPELINE.configs).values()],
         ignore_index=True,
     )
     templates = pd.read_parquet(args.run / "04_disambiguate" / "templates.parquet")

@@ -70,7 +70,7 @@ from ..tasks.text.languages import serve_in_this_process, using
 from .audit.diff import STAGES_COMPARED, changes_since_previous, stage_changes
 from .audit.runs import mark_killed_runs, outputs_folder, previous_completed
 from .config import BuildConfig, check_store_path, load_config
-from .pipeline import extra_funnel, funnel_labels, gate_section
+from .pipeline import extra_funnel, funnel_labels, gate_section, translate_stages
 
 STAND_IN_WARNING = (
     'STAND-IN answers: every LLM answer of this build is placeholder text (--stand-in, [llm] mode = "stand-in", '
@@ -545,7 +545,8 @@ def changes_when_done(runner: PipelineRunner, run: Path) -> Callable[[], str]:
     if previous is None or stacked is None:
         return lambda: changes_since_previous(run)
     tables = {label: path for label, path in stacked}
-    read = {*STAGES_COMPARED, *(path.split("/")[0] for path in tables.values())}
+    translating = (stage.name for stage in translate_stages(runner.pipeline))
+    read = {*STAGES_COMPARED, *translating, *(path.split("/")[0] for path in tables.values())}
     folders = [stage.folder for stage in runner.pipeline]
     last = max(i for i, stage in enumerate(runner.pipeline) if stage.name in read or stage.folder in read)
     compared = runner.when_written(folders[: last + 1], partial(stage_changes, previous, run, examples=tables))

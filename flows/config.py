@@ -23,7 +23,7 @@ from ..tasks.core.stage import Input, Pipeline
 from ..tasks.llm import STAND_IN_MODE, LLMConfig
 from ..tasks.text.languages import BUILTIN, Languages, UnknownLanguageError, load_languages, using
 from ..tasks.translate.requests import missing_prompt_files
-from .pipeline import PIPELINE, pipeline_for, source_of
+from .pipeline import PIPELINE, pipeline_for, source_of, translate_stages
 
 SAMPLE_CONFIG = REPO_ROOT / "configs" / "sample.toml"
 
@@ -286,26 +286,35 @@ def _check_prompts(path: Path, pipeline: Pipeline) -> None:
             )
 
 
-def _targets(path: Path, raw: dict[str, Any], source: str, languages: Languages) -> dict[str, Any]:
-    """``[translate] targets`` checked (a list of distinct language codes other than ``source``, the input path's
-    language; ``[]``: no translation, the source language's configs only), and the raw configuration as the stages
-    read it: without ``targets`` (and without ``[translate]`` when it lists none), and with each further target's
-    section (``[translate_ur]``) filled from ``[translate]`` where it leaves a key out."""
+def _targets(path: Path, raw: dict[str, Any], source: str, languages: Languages) -> tuple[str, ...] | None:
+    """``[translate] targets``, parsed once and checked: distinct language codes other than ``source``, the input
+    path's language (``()``: no translation, the source language's configs only); None: left out."""
     section = _table(path, raw, "translate")
     if "targets" not in section:
-        return raw
+        return None
     targets = section["targets"]
     known = [code for code in languages if code != source]
     if not isinstance(targets, list) or not all(isinstance(code, str) for code in targets):
         raise ConfigError(f"{path}: [translate] targets = {targets!r} is not a list of language codes")
-    if not targets:  # its other keys (inherited ones too) configure no stage
-        return {key: value for key, value in raw.items() if key != "translate"}
     wrong = [code for code in targets if code not in known]
     if wrong or len(set(targets)) != len(targets):
         problem = f"{wrong[0]!r} is not one of {', '.join(known)}" if wrong else "names a language twice"
         raise ConfigError(f"{path}: [translate] targets = {targets!r}: {problem}")
+    return tuple(targets)
+
+
+def _translate_sections(path: Path, raw: dict[str, Any], pipeline: Pipeline) -> dict[str, Any]:
+    """The raw configuration as the stages read it: without ``[translate] targets`` (and without ``[translate]``
+    when the pipeline translates into no language), and with the section of each translate stage after the first
+    (``[translate_ur]``, named by the stage) filled from ``[translate]`` where it leaves a key out."""
+    section = _table(path, raw, "translate")
+    if "targets" not in section:
+        return raw
+    stages = translate_stages(pipeline)
+    if not stages:  # its other keys (inherited ones too) configure no stage
+        return {key: value for key, value in raw.items() if key != "translate"}
     shared = {key: value for key, value in section.items() if key != "targets"}
-    further = {f"translate_{code}": shared | _table(path, raw, f"translate_{code}") for code in targets[1:]}
+    further = {stage.name: shared | _table(path, raw, stage.name) for stage in stages[1:]}
     return raw | {"translate": shared} | further
 
 
@@ -313,10 +322,10 @@ def _translation_inputs(raw: dict[str, Any], source: str, pipeline: Pipeline, la
     """The ``[inputs]`` keys only translate stages read (the glossary, the targets' 'unknown' phrasings), when
     ``pipeline`` translates into no language (``targets = []``): named, not read, so that a configuration turns
     translation off by its targets alone."""
-    if any(stage.name.startswith("translate") for stage in pipeline):
+    if translate_stages(pipeline):
         return set()
     target = next(code for code in languages if code != source)
-    translating = pipeline_for({**raw, "translate": {"targets": [target]}})
+    translating = pipeline_for(raw, (target,))
     return {source.config_key for source in input_files(translating)}
 
 
@@ -362,13 +371,13 @@ def _load(
         source = source_of(raw)  # checks [input] path, which pipeline_for reads too
     except ValueError as exc:
         raise ConfigError(f"{path}: {exc}") from None
-    checked = _targets(path, raw, source, languages)
-    pipeline = pipeline or pipeline_for(raw)
+    targets = _targets(path, raw, source, languages)
+    pipeline = pipeline or pipeline_for(raw, targets)
     _check_prompts(path, pipeline)
     unknown_input = sorted(set(_table(path, raw, "input")) - {"path"})
     if unknown_input:
         raise ConfigError(f"{path}: [input] has unknown key(s) {_names(unknown_input)}; known: path")
-    raw = checked
+    raw = _translate_sections(path, raw, pipeline)
     known_sections = sections(pipeline)
     unknown_sections = sorted(set(raw) - set(known_sections))
     if unknown_sections:

@@ -30,7 +30,7 @@ from ..tasks import (
     translate,
 )
 from ..tasks.core.artifacts import StageOutput
-from ..tasks.core.stage import Pipeline, Report, Resource, Source, Stage, Table
+from ..tasks.core.stage import Pipeline, ReleaseConfig, Report, Resource, Source, Stage, Table
 from ..tasks.kappa_gate import GateParams
 from ..tasks.publish.dataset_card import adapt_card_body
 from ..tasks.review.stage import DECISIONS, ReviewRules, review_stage
@@ -56,9 +56,14 @@ def translations(targets: Sequence[str], source: str = translate.SOURCE.code, **
     }
 
 
-def translated_configs(stages: Mapping[str, Stage]) -> dict[str, Table]:
-    """Each target's config: its translate stage's examples."""
-    return {code: Table(stage.folder, "examples") for code, stage in stages.items()}
+def translated_configs(stages: Mapping[str, Stage], source: str, step: str) -> dict[str, ReleaseConfig]:
+    """Each target's config: its translate stage's examples, an instance-level translation of ``source``'s (its card
+    says who translated at ``step``)."""
+    description = f"Instance-level translation of `{source}` (who translated: {step})."
+    return {
+        code: ReleaseConfig(Table(stage.folder, "examples"), code, description, made_from=source)
+        for code, stage in stages.items()
+    }
 
 
 def pbbq_pipeline(targets: Sequence[str] = TARGETS) -> Pipeline:
@@ -81,22 +86,26 @@ def pbbq_pipeline(targets: Sequence[str] = TARGETS) -> Pipeline:
             publish.STAGE,
         ),
         configs={
-            "fa": Table(instantiate.STAGE.folder, "examples"),
-            "fa-names": Table(names.STAGE.folder, "examples"),
-            **translated_configs(stages),
+            "fa": ReleaseConfig(
+                Table(instantiate.STAGE.folder, "examples"),
+                "fa",
+                "The original examples, with the groups named explicitly.",
+            ),
+            "fa-names": ReleaseConfig(
+                Table(names.STAGE.folder, "examples"),
+                "fa",
+                "The same examples with each group mention replaced by a culturally indicative first name, "
+                "one variant per sampling seed (name proxies).",
+                made_from="fa",
+                names=True,
+            ),
+            **translated_configs(stages, "fa", "step 5 and the limitations below"),
         },
     )
 
 
 PIPELINE = pbbq_pipeline()
 """PBBQ as the default build runs it: Persian translated into English."""
-
-
-def targets_of(config: Mapping[str, Any], default: tuple[str, ...] = TARGETS) -> tuple[str, ...]:
-    """``[translate] targets`` of a build configuration (its TOML, as read), ``default`` when left out (PBBQ's:
-    :data:`TARGETS`); the configuration checks it (:func:`pbbq.flows.config.load_config`)."""
-    section = config.get("translate", {})
-    return tuple(section.get("targets", default)) if isinstance(section, Mapping) else default
 
 
 def adapt_pipeline(targets: Sequence[str] = ()) -> Pipeline:
@@ -136,9 +145,20 @@ def adapt_pipeline(targets: Sequence[str] = ()) -> Pipeline:
             reading(publish.STAGE, card_body=Resource(adapt_card_body)),
         ),
         configs={
-            adapt.SOURCE_LANG: Table(adapt.ADAPT_INSTANTIATE.folder, "examples"),
-            f"{adapt.SOURCE_LANG}-names": Table(names.STAGE.folder, "examples"),
-            **translated_configs(stages),
+            adapt.SOURCE_LANG: ReleaseConfig(
+                Table(adapt.ADAPT_INSTANTIATE.folder, "examples"),
+                adapt.SOURCE_LANG,
+                "The examples built by BBQ's rules from the adapted templates (step 3).",
+            ),
+            f"{adapt.SOURCE_LANG}-names": ReleaseConfig(
+                Table(names.STAGE.folder, "examples"),
+                adapt.SOURCE_LANG,
+                "The same examples with each group mention replaced by a first name of the group, one variant per "
+                "sampling seed (name proxies, step 5).",
+                made_from=adapt.SOURCE_LANG,
+                names=True,
+            ),
+            **translated_configs(stages, adapt.SOURCE_LANG, "step 4"),
         },
     )
 
@@ -147,21 +167,20 @@ ADAPT_PIPELINE = adapt_pipeline()
 """The adaptation path without translation: its English examples alone."""
 
 
-def _crawl_pipeline(config: Mapping[str, Any]) -> Pipeline:
-    targets = targets_of(config)
-    return PIPELINE if targets == TARGETS else pbbq_pipeline(targets)
+def _crawl_pipeline(targets: tuple[str, ...] | None) -> Pipeline:
+    return PIPELINE if targets in (None, TARGETS) else pbbq_pipeline(targets)
 
 
-def _adapt_pipeline(config: Mapping[str, Any]) -> Pipeline:
-    targets = targets_of(config, ())
+def _adapt_pipeline(targets: tuple[str, ...] | None) -> Pipeline:
     return adapt_pipeline(targets) if targets else ADAPT_PIPELINE
 
 
-PATHS: dict[str, Callable[[Mapping[str, Any]], Pipeline]] = {
+PATHS: dict[str, Callable[[tuple[str, ...] | None], Pipeline]] = {
     "crawl": _crawl_pipeline,
     "adapt": _adapt_pipeline,
 }
-"""``[input] path``: the build's input path and how its pipeline follows from the configuration."""
+"""``[input] path``: the build's input path and how its pipeline follows from its ``[translate] targets`` (None:
+left out, the path's default: PBBQ's :data:`TARGETS`, none on the adaptation path)."""
 SOURCES = {"crawl": translate.SOURCE.code, "adapt": adapt.SOURCE_LANG}
 """The language each input path builds its examples in, which its translate stages translate from."""
 
@@ -177,10 +196,11 @@ def _input_path(config: Mapping[str, Any]) -> str:
     return path
 
 
-def pipeline_for(config: Mapping[str, Any]) -> Pipeline:
-    """The pipeline a build configuration (its TOML, as read) runs: its ``[input] path`` (default ``crawl``: PBBQ's,
-    into its ``[translate] targets``); a ValueError names a path that is not one of :data:`PATHS`."""
-    pipeline = PATHS[_input_path(config)](config)
+def pipeline_for(config: Mapping[str, Any], targets: tuple[str, ...] | None = None) -> Pipeline:
+    """The pipeline a build configuration (its TOML, as read) runs: its ``[input] path`` (default ``crawl``: PBBQ's),
+    into ``targets`` (its ``[translate] targets`` as :func:`pbbq.flows.config.load_config` parsed them; None: left
+    out); a ValueError names a path that is not one of :data:`PATHS`."""
+    pipeline = PATHS[_input_path(config)](targets)
     section = config.get(REVIEW)
     if isinstance(section, Mapping):
         return reviewed(pipeline, require=section.get("require") is True)
@@ -218,6 +238,11 @@ def reviewed(pipeline: Pipeline, require: bool = False) -> Pipeline:
     card = Report(review.folder, dict)  # the card states what people checked
     stages = [reading(stage, review=card) if stage.name == "publish" else stage for stage in stages]
     return dataclasses.replace(pipeline, stages=tuple(stages))
+
+
+def translate_stages(pipeline: Pipeline) -> tuple[Stage, ...]:
+    """The pipeline's translate stages, one per target language (:func:`translations`), in its order."""
+    return tuple(stage for stage in pipeline if stage.run is translate.translate)
 
 
 def source_of(config: Mapping[str, Any]) -> str:

@@ -11,10 +11,11 @@ import pandas as pd
 import pyarrow as pa
 
 from .core.artifacts import StageOutput
-from .core.schemas import CATEGORIES, empty_frame, example_configs
+from .core.schemas import empty_frame, example_configs
 from .core.soundness import SOUNDNESS, refuse_unsound, soundness, source_entities
 from .core.stage import Configs, Report, RunValue, Stage, Table
 from .crawl import crawl_counts
+from .text.categories import CATEGORIES
 from .text.cues import CONFOUNDS
 
 TABLE1 = pa.schema(

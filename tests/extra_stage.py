@@ -12,8 +12,9 @@ import pyarrow as pa
 
 from pbbq.tasks.core.artifacts import StageOutput
 from pbbq.tasks.core.inputs import InputError, read_csv_filled, require_none
-from pbbq.tasks.core.schemas import CATEGORIES, EXAMPLE, EXAMPLE_DROPPED
+from pbbq.tasks.core.schemas import EXAMPLE, EXAMPLE_DROPPED
 from pbbq.tasks.core.stage import Input, Stage, Table
+from pbbq.tasks.text.categories import CATEGORIES
 
 LENGTHS = pa.schema([("example_id", pa.string()), ("words", pa.int64())])
 

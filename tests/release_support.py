@@ -10,8 +10,9 @@ from typing import Any
 
 import pandas as pd
 
-from pbbq.tasks.core.schemas import CATEGORIES, EXAMPLE
+from pbbq.tasks.core.schemas import EXAMPLE
 from pbbq.tasks.instantiate import answer_role
+from pbbq.tasks.text.categories import CATEGORIES
 from tests.bbq_records import CELLS, PERMUTATIONS
 
 BUILD = "20250101-000000-abc123"

@@ -54,7 +54,7 @@ def test_the_configuration_chooses_the_path() -> None:
     sample = load_config(SAMPLES["adapt"]).pipeline
     adapted = [stage.name for stage in ADAPT_PIPELINE]
     assert [stage.name for stage in sample] == [*adapted[:3], "translate", *adapted[3:]]
-    assert sample.configs["ur"] == Table("07_translate", "examples") and "translate" not in adapted
+    assert sample.configs["ur"].examples == Table("07_translate", "examples") and "translate" not in adapted
     assert load_config(SAMPLES["pbbq"]).pipeline is PIPELINE
 
 

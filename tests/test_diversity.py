@@ -9,7 +9,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pbbq.tasks.core.schemas import CATEGORIES
 from pbbq.tasks.diversity import (
     METRICS,
     TABLE2,
@@ -22,6 +21,7 @@ from pbbq.tasks.diversity import (
     template_diversity_table,
     template_units,
 )
+from pbbq.tasks.text.categories import CATEGORIES
 from pbbq.tasks.text.languages.fa import tokenize_fa
 from tests.diversity_support import make_examples, make_templates, reference_bleu_scores, template_row, tiny_bert
 

@@ -57,7 +57,6 @@ from pbbq.tasks.core.inputs import (
     load_templates,
     load_unknown_phrases,
 )
-from pbbq.tasks.core.schemas import CATEGORIES
 from pbbq.tasks.crawl import CrawlParams
 from pbbq.tasks.disambiguate import DisambiguateParams
 from pbbq.tasks.diversity import DiversityParams
@@ -68,6 +67,7 @@ from pbbq.tasks.names import NamesParams
 from pbbq.tasks.names.tables import GENDERS, LANGUAGES, NAME_COLUMNS, load_name_table, parse_eras
 from pbbq.tasks.publish import PublishParams
 from pbbq.tasks.survey_filter import SurveyParams
+from pbbq.tasks.text.categories import CATEGORIES
 from pbbq.tasks.translate.glossary import GLOSSARY_COLUMNS, load_glossary
 from pbbq.tasks.translate.pair import TranslateParams
 

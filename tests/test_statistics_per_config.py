@@ -9,9 +9,10 @@ import pyarrow as pa
 import pytest
 
 import pbbq.tasks.statistics
-from pbbq.tasks.core.schemas import CATEGORIES, EXAMPLE, example_configs
+from pbbq.tasks.core.schemas import EXAMPLE, example_configs
 from pbbq.tasks.core.soundness import soundness
 from pbbq.tasks.statistics import _rows_where, distribution, statistics, table1
+from pbbq.tasks.text.categories import CATEGORIES
 from tests.bbq_records import make_records
 
 

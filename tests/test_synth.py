@@ -18,7 +18,6 @@ import pytest
 from pbbq.flows.cli import main
 from pbbq.flows.config import load_config
 from pbbq.tasks.core.inputs import load_inputs
-from pbbq.tasks.core.schemas import CATEGORIES
 from pbbq.tasks.disambiguate import Prompts, disambiguate
 from pbbq.tasks.instantiate import instantiate
 from pbbq.tasks.kappa_gate import kappa_gate
@@ -31,6 +30,7 @@ from pbbq.tasks.survey_filter import survey_filter
 from pbbq.tasks.synth import SynthError, plan, synthesize
 from pbbq.tasks.synth.files import LLM_SECTION, TRANSCRIPT
 from pbbq.tasks.synth.scale import SCALES, TABLE1
+from pbbq.tasks.text.categories import CATEGORIES
 from pbbq.tasks.translate import translate
 from pbbq.tasks.translate.glossary import load_glossary
 from pbbq.tasks.translate.requests import TranslatePrompts

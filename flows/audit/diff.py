@@ -32,6 +32,7 @@ from .runs import (
     manifest,
     previous_completed,
     read_table,
+    stage_folders,
     stage_report,
     table_path,
 )
@@ -503,9 +504,37 @@ def _in_review(row: Mapping[str, Any]) -> bool:
     return any(row.get(column) == REVIEW for column in SOURCE_COLUMNS)
 
 
+def translated_segments(*runs: Path) -> dict[str, str]:
+    """The segments table of every translate stage of the runs (``<folder>/segments``, one per target language, the
+    first's ``07_translate``), each with its target's text column (``text_en``: the text column without a back-
+    translation), as the runs wrote them."""
+    found: dict[str, str] = {}
+    for run in runs:
+        for folder in stage_folders(run):
+            path = run / folder / "segments.parquet"
+            if f"{folder}/segments" not in found and path.is_file():
+                names = pq.read_schema(path).names
+                texts = [n for n in names if n.startswith("text_") and f"back_{n.removeprefix('text_')}" not in names]
+                found[f"{folder}/segments"] = texts[0]
+    return found
+
+
+def _translation_kind(word: str, number: int, column: str) -> str:
+    """How the diff names a translate stage's decisions or answers: ``translation``, a further target's
+    ``translation (ur)`` (``number``: its place among the run's translate stages, ``column``: its target's text)."""
+    return word if number == 0 else f"{word} ({column.removeprefix('text_')})"
+
+
 def decisions(a: Path, b: Path) -> list[Flip]:
-    """Survey acceptance, the kappa gate, continuations into or out of review, translations flagged or not."""
+    """Survey acceptance, the kappa gate, continuations into or out of review, translations flagged or not (every
+    target's)."""
     flips: list[Flip] = []
+    translations = tuple(
+        (_translation_kind("translation review", number, column), table,
+         ["segment_id"], lambda r: bool(r["flagged"]),
+         lambda r: f"{'flagged' if r['flagged'] else 'kept'} (chrF {_number(r['chrf'])})", ("flagged", "chrf"))
+        for number, (table, column) in enumerate(translated_segments(a, b).items())
+    )  # fmt: skip
     checks = (
         ("acceptance", "survey_filter/stereotypes", ["stereotype_id"], lambda r: bool(r["kept"]), _acceptance,
          ("kept", "acceptance", "ci_low", "ci_high")),
@@ -513,8 +542,7 @@ def decisions(a: Path, b: Path) -> list[Flip]:
          ("kept", "reason", "kappa", "mean_relevance")),
         ("review", "disambiguate/templates", ["template_id"], _in_review,
          lambda r: "in review" if _in_review(r) else "built", SOURCE_COLUMNS),
-        ("translation review", "translate/segments", ["segment_id"], lambda r: bool(r["flagged"]),
-         lambda r: f"{'flagged' if r['flagged'] else 'kept'} (chrF {_number(r['chrf'])})", ("flagged", "chrf")),
+        *translations,
     )  # fmt: skip
     for decision, table, key, decided, shown, read in checks:
         if _same_table(a, b, table):
@@ -545,11 +573,14 @@ def _rows_moved(old: pd.DataFrame, new: pd.DataFrame) -> np.ndarray:
 
 def _llm_answers(a: Path, b: Path) -> tuple[dict[str, IdChanges], dict[str, list[tuple[str, str, str]]]]:
     """The disambiguation attempts (by template, assignment and attempt) and the translated segments (by
-    segment id) whose answer differs, and those asked in one run only."""
+    segment id, of every target) whose answer differs, and those asked in one run only."""
     found, texts = {}, {}
     for kind, table, key, column in (
         ("disambiguation", "disambiguate/attempts", ["template_id", "assignment", "attempt"], "answer"),
-        ("translation", "translate/segments", ["segment_id"], "text_en"),
+        *(
+            (_translation_kind("translation", number, column), table, ["segment_id"], column)
+            for number, (table, column) in enumerate(translated_segments(a, b).items())
+        ),
     ):
         found[kind] = compare_tables(a, b, table, key, [column])
         texts[kind] = [(k, *values[column]) for k, values in found[kind].changed.items()]
@@ -664,8 +695,9 @@ def example_changes(a: Path, b: Path, tables: Mapping[str, str] | None = None) -
     return {config: compare_tables(a, b, table, ["example_id"]) for config, table in tables.items()}
 
 
-STAGES_COMPARED = ("survey_filter", "kappa_gate", "disambiguate", "translate")
-"""The stages (by declared name) whose tables :func:`stage_changes` reads besides the configs' examples."""
+STAGES_COMPARED = ("survey_filter", "kappa_gate", "disambiguate")
+"""The stages (by declared name) whose tables :func:`stage_changes` reads besides the configs' examples and every
+translate stage's segments (:func:`translated_segments`)."""
 
 
 def stage_changes(a: Path, b: Path, margin: float = MARGIN, examples: Mapping[str, str] | None = None) -> StageChanges:

@@ -24,9 +24,10 @@ import pandas as pd
 
 from ...tasks.core.artifacts import atomic_write_bytes
 from ...tasks.core.run_folder import run_status
-from ...tasks.core.schemas import CATEGORIES
 from ...tasks.imports import one_import_at_a_time
 from ...tasks.review.report import audit_lines
+from ...tasks.survey_filter import SurveyParams
+from ...tasks.text.categories import CATEGORIES
 from .audit import (
     PathWords,
     ReasonDrops,
@@ -507,7 +508,7 @@ def charts_section(run: Path) -> str:
     colours = config_colours([*example_tables(run), *read_table(run, "statistics/table1").get("config", [])])
     stereotypes = read_table(run, "survey_filter/stereotypes")
     if not stereotypes.empty:
-        threshold = stage_report(run, "survey_filter").get("parameters", {}).get("threshold", 0.6)
+        threshold = stage_report(run, "survey_filter").get("parameters", {}).get("threshold", SurveyParams.threshold)
         parts += [
             f"<h3>Survey: acceptance per stereotype, by category{_cited(said, '§3.2')}</h3>",
             _chart(

@@ -17,10 +17,10 @@ from typing import Any
 
 import pandas as pd
 
+from ..text.categories import CATEGORIES, not_one_of
 from ..text.languages import LANGUAGES
 from ..text.languages.fa import normalize_fa
 from .artifacts import ArtifactStore, json_text
-from .schemas import CATEGORIES
 from .stage import Input
 from .stage import load_inputs as load_declared
 
@@ -238,9 +238,7 @@ def load_questionnaire(path: Path, data: bytes | None = None) -> pd.DataFrame:
     _require_unique(frame, "stereotype_id", path, "stereotype_id")
     for index, row in frame.iterrows():
         if row.category not in CATEGORIES:
-            raise InputError(
-                path, spreadsheet_row(index), f"category {row.category!r} is not one of the 16: {', '.join(CATEGORIES)}"
-            )
+            raise InputError(path, spreadsheet_row(index), not_one_of(row.category))
         if row.source not in SOURCES:
             raise InputError(path, spreadsheet_row(index), f"source {row.source!r} is not one of {', '.join(SOURCES)}")
     return frame.reset_index(drop=True)

@@ -12,26 +12,6 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-CATEGORIES: tuple[str, ...] = (
-    "Age",
-    "Profession",
-    "Socio-economic Status",
-    "Educational Background",
-    "Disability",
-    "Disease",
-    "Domestic Area",
-    "Ethnicity",
-    "Family Structure",
-    "Gender",
-    "Property Ownership",
-    "Nationality",
-    "Physical Appearance",
-    "Political Orientation",
-    "Religion",
-    "Sexual Orientation",
-)
-"""The 16 bias topics of the PBBQ paper, §3.1, in the paper's order."""
-
 UNKNOWN_GROUP = "unknown"
 """The group tag of the 'unknown' option in ``answer_info``, as BBQ writes it."""
 RECORD_VERSION = "pbbq-1"
@@ -177,9 +157,14 @@ EXAMPLE_DROPPED = EXAMPLE.append(pa.field("reason", pa.string()))
 """An example a stage did not keep, with its reason: the drop table of every stage that drops examples."""
 
 
+NAMES_SUFFIX = "-names"
+"""A name-proxy config is its source config's name and this (``fa-names``, ``en-names``): how the evaluation pairs
+the two for ε_c (:func:`pbbq.tasks.evaluation.metrics.names_pairs`) in a release that carries no declaration."""
+
+
 def config_name(lang: str, variant: str) -> str:
     """The published config an example belongs to: ``fa``, ``fa-names``, ``en`` (``en-names`` if ever made)."""
-    return lang if variant == "original" else f"{lang}-names"
+    return lang if variant == "original" else f"{lang}{NAMES_SUFFIX}"
 
 
 def example_configs(examples: pd.DataFrame) -> pd.Series:

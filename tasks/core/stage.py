@@ -25,6 +25,7 @@ import pandas as pd
 import pyarrow as pa
 
 from .artifacts import StageOutput, count_reasons
+from .schemas import NAMES_SUFFIX
 
 
 @dataclass(frozen=True)
@@ -123,6 +124,14 @@ class Resource:
 
 
 @dataclass(frozen=True)
+class Declared:
+    """A value of the pipeline's own declarations (its configs', :class:`ReleaseConfig`), given as it is: code, which
+    the build's code hash covers, not an input the manifest records."""
+
+    value: Any
+
+
+@dataclass(frozen=True)
 class Client:
     """The build's LLM client, opened once by the runner; None when ``when(params)`` is false."""
 
@@ -146,12 +155,32 @@ class RunValue:
 
 
 @dataclass(frozen=True)
+class ReleaseConfig:
+    """A config the pipeline publishes, declared once (docs/architecture.md, "Adding a release config"): where its
+    examples are, their language, what the dataset card says it holds, and the config its examples are made from.
+    Its place among :attr:`Pipeline.configs` is its order in the run (the tables stacked, the instance-level
+    diversity, the audit's charts and their colours); its name gives its lm-eval tasks (``pbbq_<name>``)."""
+
+    examples: Table
+    language: str
+    """The language code of its examples (``fa``)."""
+    description: str
+    """What the dataset card says it holds."""
+    made_from: str | None = None
+    """The config whose examples its own are made from (``fa`` for ``fa-names`` and ``en``); None: the source."""
+    names: bool = False
+    """Whether its examples are name-proxy variants of :attr:`made_from`'s (the evaluation's ε_c pairs the two)."""
+
+
+@dataclass(frozen=True)
 class Configs:
     """The examples of every config the pipeline publishes (:attr:`Pipeline.configs`), stacked into one table; or,
-    with ``names``, the configs' names. The pipeline turns it into :class:`Tables` (or a :class:`Resource`), so that
-    a stage reading every config does not name the stages that write them."""
+    with ``names``, the configs' names; with ``declared``, their declarations. The pipeline turns it into
+    :class:`Tables` (or a :class:`Resource`), so that a stage reading every config does not name the stages that
+    write them."""
 
     names: bool = False
+    declared: bool = False
 
 
 SEED = (0, 2**32 - 1)
@@ -169,7 +198,7 @@ def ordered(frame: pd.DataFrame, keys: Sequence[tuple[Any, ...]]) -> pd.DataFram
     return frame.take(sorted(range(len(keys)), key=keys.__getitem__)).reset_index(drop=True)
 
 
-Source = Input | Table | Tables | Report | Resource | Client | RunValue | Configs
+Source = Input | Table | Tables | Report | Resource | Declared | Client | RunValue | Configs
 
 
 def resource_hash(value: Any) -> str:
@@ -265,10 +294,17 @@ class Stage:
         return {step: int(counts[step]) for step in self.funnel if step in counts}
 
 
-def _resolve(source: Source, configs: Tables) -> Source:
+def _resolve(source: Source, configs: Mapping[str, ReleaseConfig]) -> Source:
     if not isinstance(source, Configs):
         return source
-    return Resource(partial(tuple, configs.tables)) if source.names else configs
+    if source.declared:
+        return Declared(dict(configs))
+    return Resource(partial(tuple, configs)) if source.names else Tables(examples_of(configs))
+
+
+def examples_of(configs: Mapping[str, ReleaseConfig]) -> dict[str, Table]:
+    """Each config's table of examples, in the configs' order."""
+    return {name: config.examples for name, config in configs.items()}
 
 
 @dataclass(frozen=True)
@@ -278,16 +314,20 @@ class Pipeline:
     configures or audits it."""
 
     stages: tuple[Stage, ...]
-    configs: Mapping[str, Table] = field(default_factory=dict)
-    """Config → the table of its examples, in the order the configs are built."""
+    configs: Mapping[str, ReleaseConfig] = field(default_factory=dict)
+    """Every config it publishes, declared (:class:`ReleaseConfig`), in the order the configs are built."""
 
     def __post_init__(self) -> None:
-        stacked = Tables(dict(self.configs))
         resolved = tuple(
-            dataclasses.replace(stage, inputs={n: _resolve(s, stacked) for n, s in stage.inputs.items()})
+            dataclasses.replace(stage, inputs={n: _resolve(s, self.configs) for n, s in stage.inputs.items()})
             for stage in self.stages
         )
         object.__setattr__(self, "stages", resolved)
+        for name, config in self.configs.items():
+            if config.made_from is not None and config.made_from not in self.configs:
+                raise ValueError(f"pipeline: config {name} is made from {config.made_from}, not a config it publishes")
+            if config.names and name != f"{config.made_from}{NAMES_SUFFIX}":
+                raise ValueError(f"pipeline: name-proxy config {name} must be called {config.made_from}{NAMES_SUFFIX}")
         seen: set[str] = set()
         for stage in resolved:
             if stage.folder in seen:
@@ -391,6 +431,8 @@ def arguments(stage: Stage, params: Any, sources: Sources) -> dict[str, Any]:
                 found[name] = compute(sources.outputs[folder].report)
             case Resource(load, when, default):
                 found[name] = load() if when(params) else default
+            case Declared(value):
+                found[name] = value
             case Client(when):
                 found[name] = sources.client() if when(params) else None
             case RunValue(value_name):

@@ -37,8 +37,8 @@ import pandas as pd
 import pyarrow as pa
 
 from ..core.inputs import InputError, read_csv_filled, require_none, spreadsheet_row
-from ..core.schemas import CATEGORIES
 from ..imports import one_import_at_a_time
+from ..text.categories import CATEGORIES, not_one_of
 from ..text.languages.fa import ZWNJ, normalize_fa
 
 if TYPE_CHECKING:  # the LLM SDKs load only when the extractor runs
@@ -111,7 +111,7 @@ def load_lexicon(path: Path) -> pd.DataFrame:
     require_none(
         path,
         ~frame["category"].isin(CATEGORIES),
-        lambda i: f"category {frame.at[i, 'category']!r} is not one of the 16: {', '.join(CATEGORIES)}",
+        lambda i: not_one_of(frame.at[i, "category"]),
     )
     frame = frame.assign(group=frame["group"].map(normalize_fa), term=frame["term"].map(normalize_fa))
     duplicated = frame["term"].duplicated(keep="first")

@@ -41,30 +41,11 @@ from ..core.inputs import (
     load_questionnaire,
     spreadsheet_row,
 )
-from ..core.schemas import CATEGORIES
+from ..text.categories import CATEGORIES, SURVEY_CODES, not_one_of
 from ..text.languages.fa import normalize_fa
 from .candidates import REVIEW_COLUMNS, people_csv, restore_cell
 from .scrub import scrub_segments
 
-CATEGORY_CODES = {
-    "Age": "AGE",
-    "Profession": "PRO",
-    "Socio-economic Status": "SES",
-    "Educational Background": "EDU",
-    "Disability": "DIS",
-    "Disease": "DSE",
-    "Domestic Area": "DOM",
-    "Ethnicity": "ETH",
-    "Family Structure": "FAM",
-    "Gender": "GEN",
-    "Property Ownership": "PRP",
-    "Nationality": "NAT",
-    "Physical Appearance": "APP",
-    "Political Orientation": "POL",
-    "Religion": "REL",
-    "Sexual Orientation": "SEX",
-}
-"""The stereotype id prefix of each category (survey/README.md)."""
 DECISIONS = ("keep", "drop")
 
 _NOT_SAYING = "ترجیح می‌دهم نگویم"
@@ -181,11 +162,7 @@ def kept_rows(path: Path) -> ReviewedSheet:
             if not row[column]:
                 raise InputError(path, spreadsheet_row(index), f"kept row has an empty {column}")
         if row["category"] not in CATEGORIES:
-            raise InputError(
-                path,
-                spreadsheet_row(index),
-                f"category {row['category']!r} is not one of the 16: {', '.join(CATEGORIES)}",
-            )
+            raise InputError(path, spreadsheet_row(index), not_one_of(row["category"]))
     table = pd.DataFrame(
         {
             "row": [spreadsheet_row(i) for i in kept.index],
@@ -241,7 +218,7 @@ def questionnaire_update(path: Path, sheet: ReviewedSheet) -> QuestionnaireUpdat
         if row.statement_fa in known:
             already.append({"row": row.row, "cluster_id": row.cluster_id, "stereotype_id": known[row.statement_fa]})
             continue
-        code = CATEGORY_CODES[row.category]
+        code = SURVEY_CODES[row.category]
         numbers[code] = numbers.get(code, 0) + 1
         stereotype_id = f"{code}-{numbers[code]:02d}"
         known[row.statement_fa] = stereotype_id

@@ -46,6 +46,7 @@ from ..core.inputs import PLACEHOLDER
 from ..core.markdown import markdown_table
 from ..core.schemas import example_configs
 from ..core.stage import SEED, Configs, Stage, Table
+from ..evaluation.lm_eval_task import config_key
 from ..imports import one_import_at_a_time
 from ..review.apply import REJECTED, UNREVIEWED
 from ..text.languages import language
@@ -65,8 +66,6 @@ from .ngrams import (
 )
 from .self_bleu import self_bleu_of_codes
 
-CONFIGS = ("fa", "fa-names", "en")
-"""The configs of the instance-level table in its order; a further target language's (``ur``) follows them."""
 METRICS = ("ngd", "ttr", "self_bleu", "homogenization")
 NEUTRAL_TOKEN = "فلانی"
 """What each placeholder of a template text becomes at the template level: 'so-and-so', one Persian word that
@@ -306,14 +305,16 @@ def template_diversity_table(
     )
 
 
-def _instance_table(examples: pd.DataFrame, homogenizers: Mapping[str, Homogenizer]) -> pd.DataFrame:
+def _instance_table(
+    examples: pd.DataFrame, homogenizers: Mapping[str, Homogenizer], order: Sequence[str] = ()
+) -> pd.DataFrame:
     missing = {"category", "lang", "variant", "context"} - set(examples.columns)
     if missing:
         raise ValueError(f"diversity: the example table lacks the columns {sorted(missing)}")
     configs = example_configs(examples)
     rows = []
-    present = dict.fromkeys(configs.unique())  # in order of first row, not one Arrow-backed row at a time
-    for config in [*(name for name in CONFIGS if name in present), *(name for name in present if name not in CONFIGS)]:
+    present = set(configs.unique())  # in ``order`` (the pipeline's), any other as a release orders it
+    for config in [*(name for name in order if name in present), *sorted(present - set(order), key=config_key)]:
         part = examples.loc[(configs == config).to_numpy(), ["category", "lang", "context"]]  # one config's units
         lang = part["lang"].iloc[0]
         rows += [
@@ -324,7 +325,7 @@ def _instance_table(examples: pd.DataFrame, homogenizers: Mapping[str, Homogeniz
 
 
 def diversity_table(
-    examples: pd.DataFrame, params: DiversityParams | None = None, *, device: str = "cpu"
+    examples: pd.DataFrame, params: DiversityParams | None = None, *, device: str = "cpu", order: Sequence[str] = ()
 ) -> pd.DataFrame:
     """The instance-level diversity per config: one row per category, an 'Average' row (the unweighted mean of
     the category rows) and an 'Overall' row (all units of the config). Not the paper's Table 2 (see the module).
@@ -338,7 +339,7 @@ def diversity_table(
     homogenization_note.
     """
     langs = sorted(set(examples["lang"])) if len(examples) else []
-    return _instance_table(examples, _homogenizers(params or DiversityParams(), langs, device))
+    return _instance_table(examples, _homogenizers(params or DiversityParams(), langs, device), order)
 
 
 # ----------------------------------------------------------------------------------------------- reporting
@@ -438,13 +439,16 @@ def _records(table: pd.DataFrame) -> list[dict[str, object]]:
     return table.astype(object).where(table.notna(), None).to_dict(orient="records")
 
 
-def diversity(examples: pd.DataFrame, templates: pd.DataFrame, params: DiversityParams) -> StageOutput:
+def diversity(
+    examples: pd.DataFrame, templates: pd.DataFrame, params: DiversityParams, configs: Iterable[str] = ()
+) -> StageOutput:
     """Table 2 twice: ``table2``, the paper's, on the template texts of ``templates`` (the ``04_disambiguate``
-    templates table), and ``table2_instances``, on the contexts of ``examples`` per config; each as parquet, CSV,
-    Markdown and a bar chart per metric. Each BERTScore model is loaded once for both tables."""
+    templates table), and ``table2_instances``, on the contexts of ``examples`` per config, in the order the
+    pipeline declares its ``configs``; each as parquet, CSV, Markdown and a bar chart per metric. Each BERTScore
+    model is loaded once for both tables."""
     homogenizers = _homogenizers(params, dict.fromkeys(["fa", "en", *examples["lang"].unique()]), "cpu")
     table = _template_table(templates, homogenizers)
-    instances = _instance_table(examples, homogenizers)
+    instances = _instance_table(examples, homogenizers, tuple(configs))
     in_review = (templates["disambiguated_source"] == REVIEW_SOURCE) | (
         templates["counter_biased_source"] == REVIEW_SOURCE
     )
@@ -484,7 +488,11 @@ STAGE = Stage(
     "08_diversity",
     "diversity",
     diversity,
-    inputs={"examples": Configs(), "templates": Table("04_disambiguate", "templates")},
+    inputs={
+        "examples": Configs(),
+        "templates": Table("04_disambiguate", "templates"),
+        "configs": Configs(declared=True),
+    },
     outputs={"table2": TABLE2, "table2_instances": TABLE2_INSTANCES},
     params=DiversityParams,
     ranges={"homogenization_num_layers": (1, None), "homogenization_max_pairs": (1, None)}

@@ -53,7 +53,7 @@ import pandas as pd
 import pyarrow as pa
 from scipy.special import logsumexp, rel_entr
 
-from ..core.schemas import ANSWER_ROLES, OPTIONS
+from ..core.schemas import ANSWER_ROLES, NAMES_SUFFIX, OPTIONS
 
 UNPARSEABLE = -1
 SAMPLES = pa.schema(
@@ -423,10 +423,6 @@ def category_table(samples: pd.DataFrame, params: BootstrapParams) -> pd.DataFra
 
 
 # ------------------------------------------------------------------------------------- error retention
-
-
-NAMES_SUFFIX = "-names"
-"""A name-proxy config is its source config's name and this (``fa-names``, ``en-names``)."""
 
 
 def names_pairs(configs: Iterable[str]) -> list[tuple[str, str]]:

@@ -23,9 +23,10 @@ import pandas as pd
 import pyarrow as pa
 
 from ..core.markdown import markdown_table
-from ..core.schemas import CATEGORIES
+from ..core.schemas import NAMES_SUFFIX
 from ..imports import one_import_at_a_time
-from .metrics import AVERAGE, NAMES_SUFFIX
+from ..text.categories import CATEGORIES
+from .metrics import AVERAGE
 
 TABLE_COLUMNS: tuple[tuple[str, str], ...] = (
     ("acc_amb", "Amb. Acc"),

@@ -24,7 +24,7 @@ import pandas as pd
 from prefect.artifacts import create_link_artifact
 
 from ..core.artifacts import StageOutput, atomic_write_bytes
-from ..core.stage import Configs, Report, RunValue, Stage, Table
+from ..core.stage import Configs, ReleaseConfig, Report, RunValue, Stage, Table
 from ..kappa_gate import GateParams
 from ..llm import transcript_header
 from ..review.report import card_section
@@ -116,6 +116,8 @@ class PublishRun(RunInputs):
     gate: GateParams | None = None
     endpoint: str | None = None
     card_body: CardBody | None = None
+    release_configs: Mapping[str, ReleaseConfig] | None = None
+    """The configs as the pipeline declares them (what the card says each holds)."""
     review: Mapping[str, Any] | None = None
     """The review stage's report, when the build took review decisions (``[review]``)."""
 
@@ -130,6 +132,7 @@ class PublishRun(RunInputs):
             funnel_labels=dict(self.funnel_labels or {}),
             transcript_header=None if self.transcript_path is None else transcript_header(self.transcript_path),
             body=body,
+            release_configs=dict(self.release_configs or {}),
             review=card_section(self.review) if self.review else "",
             **({"pretty_name": body.pretty_name} if body else {}),
             **({"min_kappa": gate.min_kappa, "min_relevance": gate.min_relevance} if gate else {}),
@@ -278,6 +281,7 @@ STAGE = Stage(
         "funnel": Table("09_statistics", "funnel"),
         "proxy_strength": Table("06_names", "proxy_strength"),
         "funnel_labels": RunValue("funnel_labels"),
+        "release_configs": Configs(declared=True),
         "gate": RunValue("gate"),
         "out_dir": RunValue("out_dir"),
         "transcript_path": RunValue("transcript_path"),

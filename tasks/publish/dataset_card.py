@@ -21,6 +21,7 @@ import pyarrow as pa
 from huggingface_hub import DatasetCard, DatasetCardData
 
 from ..core.markdown import markdown_table
+from ..core.stage import ReleaseConfig
 from ..kappa_gate import GateParams
 from ..names.strength import FOLDS, REPEATS
 from ..text.languages import LANGUAGES, language
@@ -41,7 +42,6 @@ STAND_IN_NOTE = (
 """The note a stand-in build's card opens with (``tasks/llm/stand_in.py``)."""
 SAMPLE_STAND_IN_MODEL = "sample-stand-in"
 """The model name of the bundled sample's transcript, whose answers people wrote (``prompts/transcripts/stand_ins``)."""
-LANGUAGE_ORDER = ("fa", "en")
 SIZE_CATEGORIES = (
     (1_000, "n<1K"),
     (10_000, "1K<n<10K"),
@@ -82,17 +82,6 @@ FIELD_DOCS: dict[str, str] = {
 }
 """What every published column means; a column without an entry here cannot be published."""
 
-CONFIG_DOCS: dict[str, tuple[str, str]] = {
-    "fa": ("Persian", "The original examples, with the groups named explicitly."),
-    "fa-names": (
-        "Persian",
-        "The same examples with each group mention replaced by a culturally indicative first name, "
-        "one variant per sampling seed (name proxies).",
-    ),
-    "en": ("English", "Instance-level translation of `fa` (who translated: step 5 and the limitations below)."),
-    "en-names": ("English", "Instance-level translation of `fa-names`."),
-}
-
 TABLE2_HEADERS: dict[str, str] = {
     "category": "Category",
     "n_templates": "# templates",
@@ -125,22 +114,19 @@ BBQ_CITATION = """```bibtex
 @dataclass(frozen=True)
 class CardBody:
     """What a card says that depends on the pipeline's input path: its title, its Markdown body
-    (``string.Template``), what each config holds (config → (language, contents)), the language its examples are
-    built in, what a translation of them is, the benchmark's short name and what to cite."""
+    (``string.Template``), the language its examples are built in, the benchmark's short name and what to cite.
+    What each config holds its pipeline declares (:class:`~pbbq.tasks.core.stage.ReleaseConfig`)."""
 
     pretty_name: str
     template: str
-    config_docs: Mapping[str, tuple[str, str]]
     source: str = "fa"
     """The language code of the examples before translation (``fa``; ``en`` on the adaptation path)."""
-    translation: str = "Instance-level translation of `fa` (who translated: step 5 and the limitations below)."
-    """What a target language's config holds (``ur``, ``tr``: any target the configuration lists)."""
     short_name: str = "PBBQ"
     citation: str = ""
     """The card's BibTeX block; empty: the PBBQ paper's (:func:`_citation`)."""
 
 
-PBBQ_BODY = CardBody(pretty_name=PRETTY_NAME, template="", config_docs=CONFIG_DOCS)
+PBBQ_BODY = CardBody(pretty_name=PRETTY_NAME, template="")
 """What PBBQ's card says (its template: :data:`CARD_TEMPLATE`)."""
 
 
@@ -150,16 +136,7 @@ def adapt_card_body() -> CardBody:
     return CardBody(
         pretty_name="BBQ adapted to a culture (PBBQ builder, adaptation path)",
         template=CARD_TEMPLATE.with_name("dataset_card_adapt.md").read_text(encoding="utf-8"),
-        config_docs={
-            "en": ("English", "The examples built by BBQ's rules from the adapted templates (step 3)."),
-            "en-names": (
-                "English",
-                "The same examples with each group mention replaced by a first name of the group, one variant per "
-                "sampling seed (name proxies, step 5).",
-            ),
-        },
         source="en",
-        translation="Instance-level translation of `en` (who translated: step 4).",
         short_name="this benchmark",
         citation=BBQ_CITATION,
     )
@@ -184,8 +161,9 @@ class CardParams:
     transcript_header: Mapping[str, Any] | None = None
     """The header line of the build's transcript (its model, provider, ``stand_in``); None: no transcript."""
     body: CardBody | None = None
-    """The card's body as its pipeline declares it (:func:`adapt_card_body`); None: PBBQ's (:data:`CARD_TEMPLATE`,
-    :data:`CONFIG_DOCS`)."""
+    """The card's body as its pipeline declares it (:func:`adapt_card_body`); None: PBBQ's (:data:`CARD_TEMPLATE`)."""
+    release_configs: Mapping[str, ReleaseConfig] = field(default_factory=dict)
+    """The configs as the pipeline declares them: what each holds, in which language."""
     review: str = ""
     """The section on what people reviewed (``pbbq.tasks.review.report.card_section``), after the body; empty
     without review rounds."""
@@ -238,11 +216,10 @@ def size_category(rows: int) -> str:
 
 def card_data(configs: Sequence[ConfigInfo], schema: pa.Schema, card: CardParams) -> DatasetCardData:
     """The YAML header: configs with their files, features per config, license, languages (those of the
-    configs, Persian first), tasks, tags (the source language's name among them), and the size bucket of all
-    configs' examples together."""
-    langs = {lang for config in configs for lang in config.langs}
-    languages = [lang for lang in LANGUAGE_ORDER if lang in langs] + sorted(langs - set(LANGUAGE_ORDER))
-    default = "fa" if any(config.name == "fa" for config in configs) else configs[0].name
+    configs, in their order: the source's first), tasks, tags (the source language's name among them), and the size
+    bucket of all configs' examples together."""
+    languages = list(dict.fromkeys(lang for config in configs for lang in config.langs))
+    default = configs[0].name  # the source's examples: the first config of the pipeline (or of config_key)
     return DatasetCardData(
         pretty_name=card.pretty_name,
         license=card.license,
@@ -294,21 +271,17 @@ def _listed(words: Sequence[str], conjunction: str = "and") -> str:
     return f" {conjunction} ".join([", ".join(words[:-1]), words[-1]] if len(words) > 1 else words)
 
 
-def _config_doc(config: ConfigInfo, body: CardBody = PBBQ_BODY) -> tuple[str, str]:
-    """A config's language and contents: the card body's (:data:`CONFIG_DOCS` for PBBQ), a translation's (``ur``,
-    ``tr``) as the body says translations are (from its source language, at its step), else its languages and
-    variants."""
-    if config.name in body.config_docs:
-        return body.config_docs[config.name]
-    if config.name in translated([config], body.source):
-        return language(config.name).name, body.translation
+def _config_doc(config: ConfigInfo, declared: Mapping[str, ReleaseConfig]) -> tuple[str, str]:
+    """A config's language and contents as its pipeline declares them, else its languages and variants."""
+    if config.name in declared:
+        return language(declared[config.name].language).name, declared[config.name].description
     return ", ".join(config.langs), f"Examples of variant(s) {', '.join(config.variants)}."
 
 
 def _config_section(configs: Sequence[ConfigInfo], card: CardParams) -> str:
     rows = []
     for config in configs:
-        language, contents = _config_doc(config, _body(card))
+        language, contents = _config_doc(config, card.release_configs)
         rows.append([f"`{config.name}`", language, contents, f"{config.rows:,}", f"`{config.data_files}`"])
     source = f'"{card.repo_id}"' if card.repo_id else '"path/to/this/folder"'
     return f"""## Configurations

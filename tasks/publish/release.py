@@ -100,7 +100,7 @@ class ConfigFrames(Mapping[str, pd.DataFrame]):
         self._rows: dict[str, Sequence[int]] = {
             str(name): rows for name, rows in names.groupby(names, sort=False).indices.items()
         }
-        self._order = tuple(sorted({*self._rows, *configs}))
+        self._order = (*configs, *sorted(set(self._rows) - set(configs), key=config_key))
 
     def __getitem__(self, name: str) -> pd.DataFrame:
         if name not in self._order:
@@ -118,8 +118,9 @@ class ConfigFrames(Mapping[str, pd.DataFrame]):
 
 
 def split_configs(examples: pd.DataFrame, configs: Sequence[str] = ()) -> ConfigFrames:
-    """The examples of each published config (``fa``, ``fa-names``, ``en``, ...), by language and variant; each of
-    ``configs`` is there even with no examples (a stage that kept nothing gives an empty config)."""
+    """The examples of each published config (``fa``, ``fa-names``, ``en``, ...), by language and variant, in the
+    order of ``configs`` (the pipeline's), any other after them (:func:`config_key`); each of ``configs`` is there
+    even with no examples (a stage that kept nothing gives an empty config)."""
     return ConfigFrames(examples, configs)
 
 
@@ -203,7 +204,8 @@ def _config_part(name: str, frame: pd.DataFrame, shard_rows: int) -> _ConfigPart
 def release_data(configs: Mapping[str, pd.DataFrame], shard_rows: int = SHARD_ROWS) -> ReleaseData:
     """The data part of a release: each config's rows as parquet shards of at most ``shard_rows`` rows
     (``data/<config>/test-…``) and the lm-eval task of the configs with examples (``lm_eval/``; no build id in it).
-    Each config's frame is taken from ``configs`` once and freed with its table before the next is taken."""
+    Each config's frame is taken from ``configs`` once, in its order (:func:`split_configs`: the pipeline's), and
+    freed with its table before the next is taken."""
     if not configs:
         raise ReleaseError("nothing to publish: no config has examples")
     if shard_rows < 1:
@@ -212,7 +214,7 @@ def release_data(configs: Mapping[str, pd.DataFrame], shard_rows: int = SHARD_RO
     files: list[ReleaseFile] = []
     infos: list[ConfigInfo] = []
     categories: dict[str, list[str]] = {}
-    for name in sorted(configs, key=config_key):
+    for name in configs:
         part = _config_part(name, configs[name], shard_rows)
         data |= part.data
         files += part.files

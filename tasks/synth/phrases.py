@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..text.categories import SURVEY_CODES
 from ..text.languages.fa import normalize_fa
 
 PHRASES: dict[str, Any] = tomllib.loads(Path(__file__).with_name("phrases.toml").read_text(encoding="utf-8"))
@@ -79,23 +80,29 @@ DESCRIPTORS = _terms(PHRASES["descriptors"])
 """What follows the gender head of a Gender entity ('زن راننده'): a word that gives no gender or age."""
 
 GROUPS: dict[str, str] = PHRASES["category_groups"]
+ENTITY_KINDS: dict[str, tuple[str, bool]] = {
+    "Age": ("modifier", False),
+    "Profession": ("form", False),
+    "Socio-economic Status": ("modifier", True),
+    "Educational Background": ("modifier", True),
+    "Disability": ("modifier", True),
+    "Disease": ("modifier", True),
+    "Domestic Area": ("modifier", True),
+    "Ethnicity": ("modifier", True),
+    "Family Structure": ("modifier", True),
+    "Gender": ("gender", False),
+    "Property Ownership": ("form", False),
+    "Nationality": ("modifier", True),
+    "Physical Appearance": ("modifier", True),
+    "Political Orientation": ("modifier", True),
+    "Religion": ("modifier", True),
+    "Sexual Orientation": ("modifier", True),
+}
+"""Per category of PBBQ §3.1 (:mod:`pbbq.tasks.text.categories`), how its entities are made and whether its
+adjectives are glossary terms (:class:`Category`)."""
 CATEGORY_SPECS: dict[str, Category] = {
-    "Age": Category("AGE", "modifier", _groups(GROUPS["Age"]), glossary=False),
-    "Profession": Category("PRO", "form", _groups(GROUPS["Profession"]), glossary=False),
-    "Socio-economic Status": Category("SES", "modifier", _groups(GROUPS["Socio-economic Status"]), glossary=True),
-    "Educational Background": Category("EDU", "modifier", _groups(GROUPS["Educational Background"]), glossary=True),
-    "Disability": Category("DIS", "modifier", _groups(GROUPS["Disability"]), glossary=True),
-    "Disease": Category("DSE", "modifier", _groups(GROUPS["Disease"]), glossary=True),
-    "Domestic Area": Category("DOM", "modifier", _groups(GROUPS["Domestic Area"]), glossary=True),
-    "Ethnicity": Category("ETH", "modifier", _groups(GROUPS["Ethnicity"]), glossary=True),
-    "Family Structure": Category("FAM", "modifier", _groups(GROUPS["Family Structure"]), glossary=True),
-    "Gender": Category("GEN", "gender", _groups(GROUPS["Gender"]), glossary=False),
-    "Property Ownership": Category("PRP", "form", _groups(GROUPS["Property Ownership"]), glossary=False),
-    "Nationality": Category("NAT", "modifier", _groups(GROUPS["Nationality"]), glossary=True),
-    "Physical Appearance": Category("APP", "modifier", _groups(GROUPS["Physical Appearance"]), glossary=True),
-    "Political Orientation": Category("POL", "modifier", _groups(GROUPS["Political Orientation"]), glossary=True),
-    "Religion": Category("REL", "modifier", _groups(GROUPS["Religion"]), glossary=True),
-    "Sexual Orientation": Category("SEX", "modifier", _groups(GROUPS["Sexual Orientation"]), glossary=True),
+    name: Category(SURVEY_CODES[name], kind, _groups(GROUPS[name]), glossary)
+    for name, (kind, glossary) in ENTITY_KINDS.items()
 }
 """Per category of PBBQ §3.1, its groups and how their entities are made (placeholders, not the paper's)."""
 

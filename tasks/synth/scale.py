@@ -9,6 +9,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..kappa_gate import GateParams
+from ..survey_filter import SurveyParams
 from .phrases import CATEGORY_SPECS, TRAITS, Category
 
 TABLE1: dict[str, tuple[int, int]] = {
@@ -58,10 +60,9 @@ DEMOGRAPHICS: dict[str, dict[str, int]] = {
     | {"republican": 46, "other": 25},
 }
 """The respondents' attributes, counts per level as PBBQ Appendix E gives them (as in survey/make_responses.py)."""
-THRESHOLD = 0.60
-MIN_KAPPA = 0.2
-MIN_RELEVANCE = 1.5
-"""The thresholds the design is made for (PBBQ §3.2; PakBBQ §3.2), written into build.toml."""
+THRESHOLD = SurveyParams.threshold
+MIN_KAPPA, MIN_RELEVANCE = GateParams.min_kappa, GateParams.min_relevance
+"""The thresholds the design is made for, the stages' defaults (PBBQ §3.2; PakBBQ §3.2), written into build.toml."""
 FAIL_KINDS = ("kappa", "relevance", "rejected", "kappa")
 """The reasons the failing templates fail, in turn: kappa < 0.2, mean relevance < 1.5, stereotype rejected."""
 MAX_LEX = 5

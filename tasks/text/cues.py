@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from functools import cache
 
+from .categories import AGE, GENDER, ROLE, about
 from .languages import LANGUAGES, NONE, language
 
 GENDERS = ("female", "male")
@@ -89,11 +90,11 @@ def genders_differ(first: str, second: str) -> bool:
 PERSON = "person"
 """The role of an entity whose head phrase names no role: a man, a woman, a young person."""
 
-ROLE_CATEGORIES = frozenset({"Profession", "Socio-economic Status", "Property Ownership", "Family Structure"})
-"""Categories whose attribute is shown by a role: an occupation (a taxi driver, a factory owner against a teacher),
-owning or renting, a place in the family (a mother-in-law)."""
+GENDER_CATEGORIES, AGE_CATEGORIES, ROLE_CATEGORIES = about(GENDER), about(AGE), about(ROLE)
+"""Categories whose attribute is gender, age, or shown by a role: an occupation (a taxi driver, a factory owner
+against a teacher), owning or renting, a place in the family (a mother-in-law) (:mod:`pbbq.tasks.text.categories`)."""
 
-ROLE_ATTRIBUTE_OF: dict[str, frozenset[str]] = {"grandparent": frozenset({"Age"})}
+ROLE_ATTRIBUTE_OF: dict[str, frozenset[str]] = {"grandparent": AGE_CATEGORIES}
 """Roles that are themselves an attribute of another category: a grandparent is old."""
 
 
@@ -146,18 +147,21 @@ def pair_confound(stereo: str, nonstereo: str, category: str, lang: str) -> str 
     """Why a pair of entities in ``lang`` may not be built, or None: the two may differ only in the attribute their
     stereotype's category is about (docs/architecture.md §4).
 
-    - ``gender_confound``: genders differ outside Gender;
-    - ``age_confound``: age bands differ, or one is a girl or boy and the other a woman or man, outside Age;
+    - ``gender_confound``: genders differ outside Gender (:data:`GENDER_CATEGORIES`);
+    - ``age_confound``: age bands differ, or one is a girl or boy and the other a woman or man, outside Age
+      (:data:`AGE_CATEGORIES`);
     - ``number_confound``: one is a group (a family) and the other one person, in any category;
     - ``role_confound``: roles differ (:func:`entity_role`) outside :data:`ROLE_CATEGORIES` and the categories of
       :data:`ROLE_ATTRIBUTE_OF`;
     - ``status_confound``: the statuses that are not the category's attribute differ (:func:`entity_statuses`).
     """
     words = language(lang)
-    if category != "Gender" and genders_differ(words.entity_gender(stereo), words.entity_gender(nonstereo)):
+    if category not in GENDER_CATEGORIES and genders_differ(
+        words.entity_gender(stereo), words.entity_gender(nonstereo)
+    ):
         return "gender_confound"
     maturities = {entity_maturity(stereo, lang), entity_maturity(nonstereo, lang)}
-    if category != "Age" and (
+    if category not in AGE_CATEGORIES and (
         age_bands_differ(entity_age_band(stereo, lang), entity_age_band(nonstereo, lang))
         or (NONE not in maturities and len(maturities) == 2)
     ):
