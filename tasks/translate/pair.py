@@ -218,6 +218,3 @@ def attempt_schema(target: Language) -> pa.Schema:
         ]
     )
 
-
-SEGMENT = segment_schema(SOURCE, TARGET)
-ATTEMPT = attempt_schema(TARGET)
