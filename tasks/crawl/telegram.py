@@ -231,11 +231,11 @@ def url_host(url: str) -> str:
     return f"{parts.hostname or ''}:{port}" if port is not None else parts.hostname or ""
 
 
-def host_allowed(url: str, allowed_hosts: tuple[str, ...]) -> bool:
-    """Whether ``url`` is on :data:`TELEGRAM_ORIGINS` or on a host of ``allowed_hosts`` (``host`` or
+def host_allowed(url: str, origins: tuple[str, ...], allowed_hosts: tuple[str, ...]) -> bool:
+    """Whether ``url`` is on one of ``origins`` (``https://host``) or on a host of ``allowed_hosts`` (``host`` or
     ``host:port``, compared without case), over http or https."""
     parts = urlsplit(url)
-    if f"{parts.scheme}://{url_host(url)}".lower() in TELEGRAM_ORIGINS:
+    if f"{parts.scheme}://{url_host(url)}".lower() in origins:
         return True
     return parts.scheme in ("http", "https") and url_host(url).lower() in {h.strip().lower() for h in allowed_hosts}
 
