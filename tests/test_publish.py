@@ -23,8 +23,8 @@ from prefect.artifacts import Artifact
 
 from pbbq.flows.cli import main
 from pbbq.flows.pipeline import funnel_labels
-from pbbq.tasks.core.artifacts import REPO_ROOT, StageOutput
-from pbbq.tasks.evaluation.lm_eval_task import task_name
+from pbbq.tasks.core.artifacts import StageOutput
+from pbbq.tasks.evaluation.lm_eval_task import task_name, utils_source
 from pbbq.tasks.publish import ARTIFACT_KEY, PublishParams, create_release_artifact, publish_stage
 from pbbq.tasks.publish.dataset_card import CardParams, features_yaml, size_category
 from pbbq.tasks.publish.hub import PublishError, upload_release
@@ -175,9 +175,7 @@ def test_the_release_carries_its_lm_eval_task(tmp_path: Path) -> None:
     expected |= {f"{task_name(config, category)}.yaml" for config, names in categories.items() for category in names}
     assert {name for name in tasks if name.endswith(".yaml")} == expected
     assert "pbbq_fa_names_socio_economic_status.yaml" in expected
-    assert (folder.path / "lm_eval" / "utils.py").read_bytes() == (
-        REPO_ROOT / "tasks" / "evaluation" / "lm_eval_utils.py"
-    ).read_bytes()
+    assert (folder.path / "lm_eval" / "utils.py").read_text(encoding="utf-8") == utils_source(list(categories))
     listed = {file.path for file in folder.files if file.path.startswith("lm_eval/")}
     assert listed == {f"lm_eval/{name}" for name in tasks} and {"lm_eval/README.md", "lm_eval/utils.py"} <= listed
     config_task = (folder.path / "lm_eval" / "pbbq_fa_names.yaml").read_text(encoding="utf-8")

@@ -104,9 +104,14 @@ def test_urdu_is_told_from_persian_by_the_letters_only_one_of_them_writes() -> N
 
 
 def test_the_release_utils_holds_the_scaffold_of_every_language_it_holds(tmp_path: Path) -> None:
-    """A Persian-English release's utils.py is the module's file byte for byte; an Urdu config's adds Urdu's words
-    from its Language, and a document gets its own language's scaffold."""
-    assert utils_source(["fa", "fa-names", "en"]) == UTILS_SOURCE.read_text(encoding="utf-8")
+    """A Persian-English release's utils.py is the module's file byte for byte but for its template lines (Python
+    comments: ``# {% … %}``, ``# {{ … }}``, ``# {# … #}``); an Urdu config's adds Urdu's words from its Language, and
+    a document gets its own language's scaffold."""
+    module = UTILS_SOURCE.read_text(encoding="utf-8").splitlines(keepends=True)
+    template_lines = [line for line in module if line.lstrip().startswith(("# {%", "# {{", "# {#"))]
+    assert template_lines, "the module is the release's template: its tags are comments"
+    code = "".join(line for line in module if line not in template_lines)
+    assert utils_source(["fa", "fa-names", "en"]) == code
     assert {code: language(code).scaffold for code in SCAFFOLD} == SCAFFOLD
     path = tmp_path / "utils.py"
     path.write_text(utils_source(["fa", "fa-names", "en", "ur"]), encoding="utf-8")
