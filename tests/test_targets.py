@@ -19,7 +19,7 @@ from pbbq.flows.config import ConfigError, load_config
 from pbbq.flows.pipeline import PIPELINE
 from pbbq.tasks.core.artifacts import REPO_ROOT
 from pbbq.tasks.core.inputs import load_inputs
-from pbbq.tasks.evaluation.lm_eval_task import UTILS_SOURCE, utils_source
+from pbbq.tasks.evaluation.lm_eval_task import TEMPLATE_TAGS, UTILS_SOURCE, utils_source
 from pbbq.tasks.evaluation.lm_eval_utils import SCAFFOLD
 from pbbq.tasks.llm import LLMClient, ResponseStore
 from pbbq.tasks.text.languages import language
@@ -105,10 +105,10 @@ def test_urdu_is_told_from_persian_by_the_letters_only_one_of_them_writes() -> N
 
 def test_the_release_utils_holds_the_scaffold_of_every_language_it_holds(tmp_path: Path) -> None:
     """A Persian-English release's utils.py is the module's file byte for byte but for its template lines (Python
-    comments: ``# {% … %}``, ``# {{ … }}``, ``# {# … #}``); an Urdu config's adds Urdu's words from its Language, and
-    a document gets its own language's scaffold."""
+    comments, ``TEMPLATE_TAGS``); an Urdu config's adds Urdu's words from its Language, and a document gets its own
+    language's scaffold."""
     module = UTILS_SOURCE.read_text(encoding="utf-8").splitlines(keepends=True)
-    template_lines = [line for line in module if line.lstrip().startswith(("# {%", "# {{", "# {#"))]
+    template_lines = [line for line in module if line.lstrip().startswith(TEMPLATE_TAGS[::2])]
     assert template_lines, "the module is the release's template: its tags are comments"
     code = "".join(line for line in module if line not in template_lines)
     assert utils_source(["fa", "fa-names", "en"]) == code

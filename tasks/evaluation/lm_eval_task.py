@@ -40,6 +40,9 @@ MC_TEMPLATE = "_pbbq_mc_template_yaml"
 GEN_TEMPLATE = "_pbbq_gen_template_yaml"
 TASK_VERSION = 1
 CONFIG_ORDER = ("fa", "fa-names", "en", "en-names")
+TEMPLATE_TAGS = ("# {%", "%}", "# {{", "}}", "# {#", "#}")
+"""The Jinja2 tags in ``lm_eval_utils.py`` (block, variable, comment: start and end; ``jinja2.Environment``'s first
+six arguments), each beginning a Python comment so that the module imports as it is."""
 
 MC_METRICS: tuple[tuple[str, str, bool], ...] = (
     ("acc", "mean", True),
@@ -179,29 +182,17 @@ def _scaffold_languages(text: str) -> set[str]:
 
 def utils_source(configs: Sequence[str]) -> str:
     """``utils.py`` of a release of ``configs``: :mod:`~pbbq.tasks.evaluation.lm_eval_utils` rendered as a Jinja2
-    template whose tags are Python comments (``# {% … %}``, ``# {{ … }}``, ``# {# … #}``, so the module imports as
-    it is): for Persian and English the module without those lines; for other languages also the scaffold words of
-    each (its :attr:`~pbbq.tasks.text.languages.Language.scaffold`: Urdu's سوال، جواب) in ``SCAFFOLD`` and a
-    document's scaffold read by its ``lang``. The file stays standalone."""
+    template whose tags are Python comments (:data:`TEMPLATE_TAGS`): for Persian and English the module without
+    those lines; for other languages also the scaffold words of each (its
+    :attr:`~pbbq.tasks.text.languages.Language.scaffold`: Urdu's سوال، جواب) in ``SCAFFOLD`` and a document's
+    scaffold read by its ``lang``. The file stays standalone."""
     text = UTILS_SOURCE.read_text(encoding="utf-8")
     known = _scaffold_languages(text)
     others = [code for code in dict.fromkeys(config.split("-")[0] for config in configs) if code not in known]
     with one_import_at_a_time():
         import jinja2
 
-    environment = jinja2.Environment(
-        block_start_string="# {%",
-        block_end_string="%}",
-        variable_start_string="# {{",
-        variable_end_string="}}",
-        comment_start_string="# {#",
-        comment_end_string="#}",
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-        undefined=jinja2.StrictUndefined,
-        autoescape=False,
-    )
+    environment = jinja2.Environment(*TEMPLATE_TAGS, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
     environment.filters["json"] = functools.partial(json.dumps, ensure_ascii=False)
     scaffolds = {code: dict(language(code).scaffold) for code in others}
     return environment.from_string(text).render(other_scaffolds=scaffolds)
