@@ -235,8 +235,8 @@ def write_run(run: Path, specs: tuple[Spec, ...] = SPECS, named: Collection[str]
     listing the release's files, and ``02_survey/stereotypes.parquet``; returns ``run``."""
     from pbbq.tasks.core.artifacts import atomic_write_bytes, parquet_bytes
     from pbbq.tasks.publish.dataset_card import CardParams
-    from pbbq.tasks.publish.release import build_release
     from pbbq.tasks.statistics import table1
+    from tests.release_support import build_release
 
     configs = make_records(specs)
     if named is not None:

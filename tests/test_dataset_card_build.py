@@ -13,9 +13,8 @@ import pytest
 from pbbq.flows.pipeline import funnel_labels
 from pbbq.tasks.names.strength import PROXY_STRENGTH
 from pbbq.tasks.publish.dataset_card import CardParams
-from pbbq.tasks.publish.release import build_release
 from pbbq.tasks.statistics import table1
-from tests.release_support import BUILD, FUNNEL, make_configs
+from tests.release_support import BUILD, FUNNEL, build_release, make_configs
 
 STRENGTH = pd.DataFrame(
     [

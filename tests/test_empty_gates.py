@@ -179,9 +179,10 @@ def test_a_build_whose_gate_keeps_nothing_completes_empty_and_says_so(
 
 def test_a_config_a_stage_emptied_is_published_empty_beside_the_others(tmp_path: Path) -> None:
     from pbbq.tasks.publish.dataset_card import CardParams
-    from pbbq.tasks.publish.release import build_release, split_configs
+    from pbbq.tasks.publish.release import split_configs
     from pbbq.tasks.statistics import table1
     from tests.bbq_records import make_records
+    from tests.release_support import build_release
 
     records = make_records()
     examples = pd.concat([records["fa"], records["en"]], ignore_index=True)  # names kept nothing

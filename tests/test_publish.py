@@ -25,14 +25,23 @@ from pbbq.flows.cli import main
 from pbbq.flows.pipeline import funnel_labels
 from pbbq.tasks.core.artifacts import StageOutput
 from pbbq.tasks.evaluation.lm_eval_task import task_name, utils_source
-from pbbq.tasks.publish import ARTIFACT_KEY, PublishParams, create_release_artifact, publish_stage
+from pbbq.tasks.publish import ARTIFACT_KEY, PublishParams, create_release_artifact
 from pbbq.tasks.publish.dataset_card import CardParams, features_yaml, size_category
 from pbbq.tasks.publish.hub import PublishError, upload_release
-from pbbq.tasks.publish.release import RELEASE, ReleaseError, ReleaseFolder, build_release, split_configs
+from pbbq.tasks.publish.release import RELEASE, ReleaseError, ReleaseFolder, split_configs
 from pbbq.tasks.statistics import table1
 from tests.fakes.hub_server import FakeHub
 from tests.helpers import load_release_offline
-from tests.release_support import BUILD, FUNNEL, make_configs, make_examples, run_inputs, write_inputs
+from tests.release_support import (
+    BUILD,
+    FUNNEL,
+    build_release,
+    make_configs,
+    make_examples,
+    publish_stage,
+    run_inputs,
+    write_inputs,
+)
 
 # huggingface_hub 2.4 itself uploads LFS files with httpx2's deprecated ``data=`` argument (lfs.py)
 pytestmark = pytest.mark.filterwarnings("ignore:Use 'content=<...>' to upload raw bytes:DeprecationWarning")
