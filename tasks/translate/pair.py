@@ -217,4 +217,3 @@ def attempt_schema(target: Language) -> pa.Schema:
             ("request_id", pa.string()),
         ]
     )
-
