@@ -98,8 +98,8 @@ def _f_scores(stats: np.ndarray, orders: int, beta: float) -> list[float]:
         precision += np.where(both, match / np.where(both, hyp, 1), 0.0)
         recall += np.where(both, match / np.where(both, ref, 1), 0.0)
         effective += both
-    precision = np.where(effective > 0, precision / np.maximum(effective, 1), 0.0)
-    recall = np.where(effective > 0, recall / np.maximum(effective, 1), 0.0)
-    total = precision + recall
-    score = (1 + factor) * precision * recall / np.where(total > 0, factor * precision + recall, 1)
+    mean_precision = np.where(effective > 0, precision / np.maximum(effective, 1), 0.0)
+    mean_recall = np.where(effective > 0, recall / np.maximum(effective, 1), 0.0)
+    total = mean_precision + mean_recall
+    score = (1 + factor) * mean_precision * mean_recall / np.where(total > 0, factor * mean_precision + mean_recall, 1)
     return np.where(total > 0, 100 * score, 0.0).tolist()
