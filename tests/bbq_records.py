@@ -250,10 +250,8 @@ def write_run(run: Path, specs: tuple[Spec, ...] = SPECS, named: Collection[str]
             run / "10_publish",
             configs,
             table1=table1(pd.concat(configs.values(), ignore_index=True)),
-            table2=None,
             funnel=pd.DataFrame({"step": ["examples"], "count": [len(configs["fa"])]}),
             manifest_path=manifest,
-            transcript_path=None,
             card=CardParams(build_id=run.name),
         )
         listed = [f for f in release.files if f.path.startswith(("data/", "lm_eval/"))]

@@ -124,20 +124,32 @@ def build_release(
     configs: Mapping[str, pd.DataFrame],
     *,
     card: CardParams,
+    table1: pd.DataFrame,
+    funnel: pd.DataFrame,
+    table2: pd.DataFrame | None = None,
+    manifest_path: Path | None = None,
+    transcript_path: Path | None = None,
     shard_rows: int = SHARD_ROWS,
     synthetic: bool = False,
     stand_in: bool = False,
     **run: Any,
 ) -> ReleaseFolder:
-    """The release folder ``out_dir/hub/`` of ``configs`` (``run``: the fields of ``RunInputs``), its data part
-    made in memory: ``release_data``, then ``write_release``."""
+    """The release folder ``out_dir/hub/`` of ``configs`` (``run``: the other fields of ``RunInputs``), its data
+    part made in memory: ``release_data``, then ``write_release``."""
     data = release_data(configs, shard_rows)
     return write_release(
         out_dir,
         data.files,
         data.infos,
         lambda path, target: atomic_write_bytes(target, data.data[path]),
-        RunInputs(**run),
+        RunInputs(
+            table1=table1,
+            table2=table2,
+            funnel=funnel,
+            manifest_path=manifest_path,
+            transcript_path=transcript_path,
+            **run,
+        ),
         card=card,
         synthetic=synthetic,
         stand_in=stand_in,

@@ -190,10 +190,7 @@ def test_a_config_a_stage_emptied_is_published_empty_beside_the_others(tmp_path:
         tmp_path,
         split_configs(examples, tuple(PIPELINE.configs)),
         table1=table1(examples),
-        table2=None,
         funnel=pd.DataFrame({"step": ["examples"], "count": [len(records["fa"])]}),
-        manifest_path=None,
-        transcript_path=None,
         card=CardParams(build_id="names-kept-nothing"),
     )
     assert release.configs == {"fa": len(records["fa"]), "fa-names": 0, "en": len(records["en"])}

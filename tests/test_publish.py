@@ -215,10 +215,7 @@ def test_invalid_configs_are_refused_and_leave_no_folder(tmp_path: Path) -> None
                 tmp_path / "bad",
                 configs,
                 table1=table1(make_examples(3)),
-                table2=None,
                 funnel=FUNNEL,
-                manifest_path=None,
-                transcript_path=None,
                 card=CardParams(build_id=BUILD),
             )
     assert not (tmp_path / "bad").exists() or list((tmp_path / "bad").iterdir()) == []

@@ -23,10 +23,7 @@ def test_the_release_folder_has_the_umask_mode_of_a_folder(tmp_path: Path) -> No
         tmp_path / "publish",
         configs,
         table1=table1(configs["fa"]),
-        table2=None,
         funnel=funnel,
-        manifest_path=None,
-        transcript_path=None,
         card=CardParams(build_id="20250101-000000-abc123"),
     )
     umask = os.umask(0)
