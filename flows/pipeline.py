@@ -256,15 +256,6 @@ def gate_section(pipeline: Pipeline) -> str:
     return next(stage.name for stage in pipeline if stage.params is GateParams)
 
 
-def published_configs(pipeline: Pipeline = PIPELINE) -> tuple[str, ...]:
-    """The configs a release holds, each even when the build kept none of its examples."""
-    return tuple(pipeline.configs)
-
-
-def stage_by_folder(pipeline: Pipeline = PIPELINE) -> dict[str, Stage]:
-    return {stage.folder: stage for stage in pipeline}
-
-
 def funnel_labels(pipeline: Pipeline = PIPELINE) -> dict[str, str]:
     """Every funnel step's label in the dataset card, from the stages' declarations."""
     return {step: label for stage in pipeline for step, label in stage.funnel.items()}

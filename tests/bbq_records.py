@@ -235,8 +235,8 @@ def write_run(run: Path, specs: tuple[Spec, ...] = SPECS, named: Collection[str]
     listing the release's files, and ``02_survey/stereotypes.parquet``; returns ``run``."""
     from pbbq.tasks.core.artifacts import atomic_write_bytes, parquet_bytes
     from pbbq.tasks.publish.dataset_card import CardParams
-    from pbbq.tasks.publish.release import build_release
     from pbbq.tasks.statistics import table1
+    from tests.release_support import build_release
 
     configs = make_records(specs)
     if named is not None:
@@ -250,10 +250,8 @@ def write_run(run: Path, specs: tuple[Spec, ...] = SPECS, named: Collection[str]
             run / "10_publish",
             configs,
             table1=table1(pd.concat(configs.values(), ignore_index=True)),
-            table2=None,
             funnel=pd.DataFrame({"step": ["examples"], "count": [len(configs["fa"])]}),
             manifest_path=manifest,
-            transcript_path=None,
             card=CardParams(build_id=run.name),
         )
         listed = [f for f in release.files if f.path.startswith(("data/", "lm_eval/"))]

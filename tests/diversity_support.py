@@ -3,10 +3,16 @@ by its definition, and the tiny BERT the homogenization tests score with."""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
+
 import numpy as np
 import pandas as pd
 import pytest
 from sacrebleu import sentence_bleu
+
+from pbbq.tasks.diversity import DiversityParams, _homogenizers, _instance_table
+from pbbq.tasks.diversity.ngrams import ngram_diversity_of_codes, token_codes
 
 SENTENCES = [
     "پدر علی دیروز به مدرسه رفت",
@@ -126,3 +132,25 @@ def make_examples() -> pd.DataFrame:
                             }
                         )
     return pd.DataFrame(rows)
+
+
+def diversity_table(
+    examples: pd.DataFrame, params: DiversityParams | None = None, *, device: str = "cpu"
+) -> pd.DataFrame:
+    """The instance-level diversity per config, as the diversity stage makes its ``table2_instances``: one row per
+    category, an 'Average' row and an 'Overall' row of each config (``examples``: category, lang, variant,
+    context). BERTScore only when ``params`` names a model for the configs' language."""
+    langs = sorted(set(examples["lang"])) if len(examples) else []
+    return _instance_table(examples, _homogenizers(params or DiversityParams(), langs, device))
+
+
+def ngram_diversity(token_lists: Sequence[Sequence[str]]) -> float:
+    """N-gram diversity (Appendix C.3) of units given as token lists: ``ngram_diversity_of_codes`` of their codes."""
+    return ngram_diversity_of_codes(token_codes(token_lists)[0])
+
+
+def type_token_ratio(token_lists: Sequence[Sequence[str]], stop_words: frozenset[str]) -> float:
+    """Type-token ratio (Appendix C.2) by its definition, on words: #unique / #all of the units' words, stop words
+    removed; NaN when no word is left."""
+    kept = [token for tokens in token_lists for token in tokens if token not in stop_words]
+    return len(set(kept)) / len(kept) if kept else math.nan

@@ -15,10 +15,12 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow.parquet as pq
 
+from pbbq.flows.pipeline import PIPELINE
 from pbbq.tasks.core.artifacts import REPO_ROOT
 from pbbq.tasks.text.languages.fa import normalize_fa
 
 if TYPE_CHECKING:
+    from pbbq.tasks.core.stage import Stage
     from pbbq.tasks.llm import LLMConfig
     from tests.fakes.llm_servers import FakeLLMServer
 
@@ -138,3 +140,8 @@ def stage_function(module: str) -> object:
 
     fn.__module__ = module
     return fn
+
+
+def stage_by_folder() -> dict[str, Stage]:
+    """PBBQ's stages by their folder (``06_names``)."""
+    return {stage.folder: stage for stage in PIPELINE}

@@ -5,13 +5,18 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from pbbq.tasks.core.artifacts import StageOutput, atomic_write_bytes
 from pbbq.tasks.core.schemas import EXAMPLE
 from pbbq.tasks.instantiate import answer_role
+from pbbq.tasks.publish import RELEASE_DATA, publish_release, release_data_stage
+from pbbq.tasks.publish.dataset_card import CardParams
+from pbbq.tasks.publish.release import SHARD_ROWS, ReleaseFolder, RunInputs, release_data, write_release
 from pbbq.tasks.text.categories import CATEGORIES
 from tests.bbq_records import CELLS, PERMUTATIONS
 
@@ -113,3 +118,49 @@ def run_inputs(tmp_path: Path, table1: pd.DataFrame) -> dict[str, Any]:
         "build_id": BUILD,
         "build_config": "configs/sample.toml",
     }
+
+
+def build_release(
+    out_dir: Path,
+    configs: Mapping[str, pd.DataFrame],
+    *,
+    card: CardParams,
+    table1: pd.DataFrame,
+    funnel: pd.DataFrame,
+    table2: pd.DataFrame | None = None,
+    manifest_path: Path | None = None,
+    transcript_path: Path | None = None,
+    shard_rows: int = SHARD_ROWS,
+    synthetic: bool = False,
+    stand_in: bool = False,
+    **run: Any,
+) -> ReleaseFolder:
+    """The release folder ``out_dir/hub/`` of ``configs`` (``run``: the other fields of ``RunInputs``), its data
+    part made in memory: ``release_data``, then ``write_release``."""
+    data = release_data(configs, shard_rows)
+    return write_release(
+        out_dir,
+        data.files,
+        data.infos,
+        lambda path, target: atomic_write_bytes(target, data.data[path]),
+        RunInputs(
+            table1=table1,
+            table2=table2,
+            funnel=funnel,
+            manifest_path=manifest_path,
+            transcript_path=transcript_path,
+            **run,
+        ),
+        card=card,
+        synthetic=synthetic,
+        stand_in=stand_in,
+    )
+
+
+def publish_stage(out_dir: Path, examples: pd.DataFrame, configs: Sequence[str] = (), **run: Any) -> StageOutput:
+    """Publish as a build does, in its two stages: the data part (``release_data_stage``) written where the runner
+    puts it (``10_data`` beside ``out_dir``), then ``publish_release`` (``run``: the fields of ``PublishRun``)."""
+    data = release_data_stage(examples, configs)
+    for path, content in data.files.items():
+        atomic_write_bytes(out_dir.parent / RELEASE_DATA.folder / path, content)  # a new file: no link changes
+    return publish_release(out_dir, data.report, data.tables["release_files"], **run)

@@ -12,11 +12,11 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 
-from pbbq.flows.pipeline import stage_by_folder
 from pbbq.tasks.core.artifacts import StageOutput
 from pbbq.tasks.core.run_folder import RunFolder
 from pbbq.tasks.core.schemas import EXAMPLE, EXAMPLE_DROPPED, RECORD_VERSION
 from pbbq.tasks.core.soundness import CELL_ROLE
+from tests.helpers import stage_by_folder
 
 STEREOTYPES = {  # id: category, acceptance, target group, non-target groups, stereo entities, nonstereo entities
     "AGE-01": ("Age", 0.72, "old", ["young"], ["پیرمرد هفتاد ساله"], ["مرد جوان بیست ساله"]),

@@ -13,9 +13,8 @@ import pytest
 from pbbq.flows.pipeline import funnel_labels
 from pbbq.tasks.names.strength import PROXY_STRENGTH
 from pbbq.tasks.publish.dataset_card import CardParams
-from pbbq.tasks.publish.release import build_release
 from pbbq.tasks.statistics import table1
-from tests.release_support import BUILD, FUNNEL, make_configs
+from tests.release_support import BUILD, FUNNEL, build_release, make_configs
 
 STRENGTH = pd.DataFrame(
     [
@@ -37,9 +36,7 @@ def _card(tmp_path: Path, header: dict | None, strength: pd.DataFrame | None = S
         tmp_path / "publish",
         configs,
         table1=table1(configs["fa"]),
-        table2=None,
         funnel=FUNNEL,
-        manifest_path=None,
         transcript_path=transcript,
         card=CardParams(build_id=BUILD, funnel_labels=funnel_labels(), transcript_header=header),
         proxy_strength=strength,

@@ -14,7 +14,6 @@ from pbbq.tasks.diversity import (
     TABLE2,
     TABLE2_INSTANCES,
     DiversityParams,
-    diversity_table,
     mask_placeholders,
     metric_charts,
     table2_markdown,
@@ -23,7 +22,14 @@ from pbbq.tasks.diversity import (
 )
 from pbbq.tasks.text.categories import CATEGORIES
 from pbbq.tasks.text.languages.fa import tokenize_fa
-from tests.diversity_support import make_examples, make_templates, reference_bleu_scores, template_row, tiny_bert
+from tests.diversity_support import (
+    diversity_table,
+    make_examples,
+    make_templates,
+    reference_bleu_scores,
+    template_row,
+    tiny_bert,
+)
 
 tiny_model = pytest.fixture(tiny_bert, scope="module", name="tiny_model")  # built once for this file
 

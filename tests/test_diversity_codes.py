@@ -9,14 +9,13 @@ import numpy as np
 from pbbq.tasks.diversity.ngrams import (
     code_texts,
     joined_codes,
-    ngram_diversity,
     ngram_diversity_of_codes,
     token_codes,
-    type_token_ratio,
     type_token_ratio_of_codes,
 )
 from pbbq.tasks.diversity.self_bleu import self_bleu_of_codes, self_bleu_of_tokens
 from pbbq.tasks.text.languages import language
+from tests.diversity_support import ngram_diversity, type_token_ratio
 
 ENGLISH = [
     "The nurse said the doctor was late.",

@@ -4,8 +4,8 @@ import math
 
 import pytest
 
-from pbbq.tasks.diversity.ngrams import ngram_diversity, type_token_ratio
 from pbbq.tasks.text.languages import language
+from tests.diversity_support import ngram_diversity, type_token_ratio
 
 # ------------------------------------------------------------------------------------------------------ NGD
 

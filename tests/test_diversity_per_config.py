@@ -7,8 +7,7 @@ import pandas as pd
 import pytest
 
 import pbbq.tasks.diversity
-from pbbq.tasks.diversity import diversity_table
-from tests.diversity_support import make_examples
+from tests.diversity_support import diversity_table, make_examples
 
 
 def test_each_config_holds_only_its_units_columns(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -11,8 +11,8 @@ import pytest
 
 import pbbq.tasks.diversity.homogenization
 from pbbq.tasks.core.schemas import to_arrow
-from pbbq.tasks.diversity import DiversityParams, diversity, diversity_table, template_diversity_table
-from tests.diversity_support import make_examples, make_templates
+from pbbq.tasks.diversity import DiversityParams, diversity, template_diversity_table
+from tests.diversity_support import diversity_table, make_examples, make_templates
 
 METRICS = ("ngd", "ttr", "self_bleu", "homogenization")
 

@@ -16,7 +16,7 @@ import pytest
 from pbbq.flows.audit.audit import audit_text
 from pbbq.flows.audit.report import write_audit_html
 from pbbq.flows.config import load_config
-from pbbq.flows.pipeline import PIPELINE, published_configs, stage_by_folder
+from pbbq.flows.pipeline import PIPELINE
 from pbbq.tasks.core.artifacts import StageOutput
 from pbbq.tasks.core.inputs import load_inputs
 from pbbq.tasks.core.schemas import SchemaError, empty_frame, to_arrow
@@ -27,6 +27,7 @@ from pbbq.tasks.names import load_name_table
 from pbbq.tasks.publish import RELEASE_DATA
 from pbbq.tasks.publish.release import RELEASE
 from pbbq.tasks.translate.glossary import load_glossary
+from tests.helpers import stage_by_folder
 
 AFTER_THE_GATES = [stage.folder for stage in PIPELINE if stage.folder >= "04"]
 """The stages that read only what the gates kept."""
@@ -109,7 +110,7 @@ def test_an_empty_release_holds_every_config_empty_and_its_card_says_so(
         "10_publish", sample_tables, tmp_path
     )
     hub = tmp_path / "10_publish" / "hub"
-    for config in published_configs():
+    for config in tuple(PIPELINE.configs):
         shard = hub / "data" / config / "test-00000-of-00001.parquet"
         assert pq.read_metadata(shard).num_rows == 0 and pq.read_schema(shard) == RELEASE
     card = (hub / "README.md").read_text(encoding="utf-8")
@@ -133,7 +134,7 @@ def _declared_schemas() -> dict[str, pa.Schema]:
         f"{stage.folder}/{name}.parquet": schema for stage in PIPELINE for name, schema in stage.outputs.items()
     } | {
         f"{folder}/data/{config}/test-00000-of-00001.parquet": RELEASE
-        for config in published_configs()
+        for config in tuple(PIPELINE.configs)
         for folder in ("10_publish/hub", RELEASE_DATA.folder)
     }
 
@@ -178,20 +179,18 @@ def test_a_build_whose_gate_keeps_nothing_completes_empty_and_says_so(
 
 def test_a_config_a_stage_emptied_is_published_empty_beside_the_others(tmp_path: Path) -> None:
     from pbbq.tasks.publish.dataset_card import CardParams
-    from pbbq.tasks.publish.release import build_release, split_configs
+    from pbbq.tasks.publish.release import split_configs
     from pbbq.tasks.statistics import table1
     from tests.bbq_records import make_records
+    from tests.release_support import build_release
 
     records = make_records()
     examples = pd.concat([records["fa"], records["en"]], ignore_index=True)  # names kept nothing
     release = build_release(
         tmp_path,
-        split_configs(examples, published_configs()),
+        split_configs(examples, tuple(PIPELINE.configs)),
         table1=table1(examples),
-        table2=None,
         funnel=pd.DataFrame({"step": ["examples"], "count": [len(records["fa"])]}),
-        manifest_path=None,
-        transcript_path=None,
         card=CardParams(build_id="names-kept-nothing"),
     )
     assert release.configs == {"fa": len(records["fa"]), "fa-names": 0, "en": len(records["en"])}

@@ -32,8 +32,8 @@ from pbbq.tasks.evaluation.evaluate import (
     task_folder,
 )
 from pbbq.tasks.evaluation.lm_eval_utils import parse_choice
-from pbbq.tasks.evaluation.metrics import accuracy, ambiguous_bias, bbq_bias_scores, delta_bias, uncertainty
 from tests.bbq_records import SPECS, write_run
+from tests.evaluation_support import accuracy, ambiguous_bias, bbq_bias_scores, delta_bias, uncertainty
 from tests.fakes.completions_server import FakeCompletionsServer
 from tests.fakes.tiny_lm import build_tiny_causal_lm
 

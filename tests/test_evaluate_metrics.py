@@ -16,18 +16,14 @@ from pbbq.tasks.evaluation.metrics import (
     AVERAGE,
     SAMPLES,
     BootstrapParams,
-    accuracy,
-    ambiguous_bias,
-    bbq_bias_scores,
     category_table,
-    delta_bias,
     error_retention,
     kl_to_survey,
     score_table,
-    uncertainty,
 )
 from pbbq.tasks.evaluation.reports import bbq_table, reports_markdown, table3, table4
 from tests.bbq_records import SURVEY, as_dataset, make_records
+from tests.evaluation_support import accuracy, ambiguous_bias, bbq_bias_scores, delta_bias, uncertainty
 
 S, N, U = "stereotyped", "non-stereotyped", "unknown"
 LN3 = math.log(3)

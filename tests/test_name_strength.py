@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pandas as pd
 
-from pbbq.flows.pipeline import stage_by_folder
 from pbbq.tasks.names import NamesParams, names
 from pbbq.tasks.names.strength import PROXY_STRENGTH, proxy_strength
 from pbbq.tasks.names.tables import ERAS, NAME_COLUMNS
+from tests.helpers import stage_by_folder
 from tests.names_support import example_frame, name_example, pin_table
 
 

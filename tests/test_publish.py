@@ -23,16 +23,25 @@ from prefect.artifacts import Artifact
 
 from pbbq.flows.cli import main
 from pbbq.flows.pipeline import funnel_labels
-from pbbq.tasks.core.artifacts import REPO_ROOT, StageOutput
-from pbbq.tasks.evaluation.lm_eval_task import task_name
-from pbbq.tasks.publish import ARTIFACT_KEY, PublishParams, create_release_artifact, publish_stage
+from pbbq.tasks.core.artifacts import StageOutput
+from pbbq.tasks.evaluation.lm_eval_task import task_name, utils_source
+from pbbq.tasks.publish import ARTIFACT_KEY, PublishParams, create_release_artifact
 from pbbq.tasks.publish.dataset_card import CardParams, features_yaml, size_category
 from pbbq.tasks.publish.hub import PublishError, upload_release
-from pbbq.tasks.publish.release import RELEASE, ReleaseError, ReleaseFolder, build_release, split_configs
+from pbbq.tasks.publish.release import RELEASE, ReleaseError, ReleaseFolder, split_configs
 from pbbq.tasks.statistics import table1
 from tests.fakes.hub_server import FakeHub
 from tests.helpers import load_release_offline
-from tests.release_support import BUILD, FUNNEL, make_configs, make_examples, run_inputs, write_inputs
+from tests.release_support import (
+    BUILD,
+    FUNNEL,
+    build_release,
+    make_configs,
+    make_examples,
+    publish_stage,
+    run_inputs,
+    write_inputs,
+)
 
 # huggingface_hub 2.4 itself uploads LFS files with httpx2's deprecated ``data=`` argument (lfs.py)
 pytestmark = pytest.mark.filterwarnings("ignore:Use 'content=<...>' to upload raw bytes:DeprecationWarning")
@@ -175,9 +184,7 @@ def test_the_release_carries_its_lm_eval_task(tmp_path: Path) -> None:
     expected |= {f"{task_name(config, category)}.yaml" for config, names in categories.items() for category in names}
     assert {name for name in tasks if name.endswith(".yaml")} == expected
     assert "pbbq_fa_names_socio_economic_status.yaml" in expected
-    assert (folder.path / "lm_eval" / "utils.py").read_bytes() == (
-        REPO_ROOT / "tasks" / "evaluation" / "lm_eval_utils.py"
-    ).read_bytes()
+    assert (folder.path / "lm_eval" / "utils.py").read_text(encoding="utf-8") == utils_source(list(categories))
     listed = {file.path for file in folder.files if file.path.startswith("lm_eval/")}
     assert listed == {f"lm_eval/{name}" for name in tasks} and {"lm_eval/README.md", "lm_eval/utils.py"} <= listed
     config_task = (folder.path / "lm_eval" / "pbbq_fa_names.yaml").read_text(encoding="utf-8")
@@ -208,10 +215,7 @@ def test_invalid_configs_are_refused_and_leave_no_folder(tmp_path: Path) -> None
                 tmp_path / "bad",
                 configs,
                 table1=table1(make_examples(3)),
-                table2=None,
                 funnel=FUNNEL,
-                manifest_path=None,
-                transcript_path=None,
                 card=CardParams(build_id=BUILD),
             )
     assert not (tmp_path / "bad").exists() or list((tmp_path / "bad").iterdir()) == []

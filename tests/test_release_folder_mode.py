@@ -11,9 +11,9 @@ import pandas as pd
 
 from pbbq.tasks.core.artifacts import FILE_MODE
 from pbbq.tasks.publish.dataset_card import CardParams
-from pbbq.tasks.publish.release import build_release
 from pbbq.tasks.statistics import table1
 from tests.bbq_records import make_records
+from tests.release_support import build_release
 
 
 def test_the_release_folder_has_the_umask_mode_of_a_folder(tmp_path: Path) -> None:
@@ -23,10 +23,7 @@ def test_the_release_folder_has_the_umask_mode_of_a_folder(tmp_path: Path) -> No
         tmp_path / "publish",
         configs,
         table1=table1(configs["fa"]),
-        table2=None,
         funnel=funnel,
-        manifest_path=None,
-        transcript_path=None,
         card=CardParams(build_id="20250101-000000-abc123"),
     )
     umask = os.umask(0)

@@ -23,7 +23,6 @@ from pbbq.tasks.instantiate import instantiate
 from pbbq.tasks.kappa_gate import kappa_gate
 from pbbq.tasks.llm import LLMClient, LLMConfig, ResponseStore
 from pbbq.tasks.names.tables import load_name_table
-from pbbq.tasks.publish import publish_stage
 from pbbq.tasks.publish.hub import PublishError, UploadResult
 from pbbq.tasks.statistics import table1
 from pbbq.tasks.survey_filter import survey_filter
@@ -34,6 +33,7 @@ from pbbq.tasks.text.categories import CATEGORIES
 from pbbq.tasks.translate import translate
 from pbbq.tasks.translate.glossary import load_glossary
 from pbbq.tasks.translate.requests import TranslatePrompts
+from tests.release_support import publish_stage
 
 SEED = 7
 FUNNEL = pd.DataFrame([("surveyed", 18), ("examples", 384)], columns=["step", "count"])

@@ -17,9 +17,9 @@ import pytest
 
 from pbbq.flows.config import ConfigError, load_config
 from pbbq.flows.pipeline import PIPELINE
-from pbbq.tasks.core.artifacts import REPO_ROOT
+from pbbq.tasks.core.artifacts import REPO_ROOT, StageOutput
 from pbbq.tasks.core.inputs import load_inputs
-from pbbq.tasks.evaluation.lm_eval_task import UTILS_SOURCE, utils_source
+from pbbq.tasks.evaluation.lm_eval_task import TEMPLATE_TAGS, UTILS_SOURCE, utils_source
 from pbbq.tasks.evaluation.lm_eval_utils import SCAFFOLD
 from pbbq.tasks.llm import LLMClient, ResponseStore
 from pbbq.tasks.text.languages import language
@@ -104,9 +104,14 @@ def test_urdu_is_told_from_persian_by_the_letters_only_one_of_them_writes() -> N
 
 
 def test_the_release_utils_holds_the_scaffold_of_every_language_it_holds(tmp_path: Path) -> None:
-    """A Persian-English release's utils.py is the module's file byte for byte; an Urdu config's adds Urdu's words
-    from its Language, and a document gets its own language's scaffold."""
-    assert utils_source(["fa", "fa-names", "en"]) == UTILS_SOURCE.read_text(encoding="utf-8")
+    """A Persian-English release's utils.py is the module's file byte for byte but for its template lines (Python
+    comments, ``TEMPLATE_TAGS``); an Urdu config's adds Urdu's words from its Language, and a document gets its own
+    language's scaffold."""
+    lines = UTILS_SOURCE.read_text(encoding="utf-8").splitlines(keepends=True)
+    template_lines = [line for line in lines if line.lstrip().startswith(TEMPLATE_TAGS[::2])]
+    assert template_lines, "the module is the release's template: its tags are comments"
+    code = "".join(line for line in lines if line not in template_lines)
+    assert utils_source(["fa", "fa-names", "en"]) == code
     assert {code: language(code).scaffold for code in SCAFFOLD} == SCAFFOLD
     path = tmp_path / "utils.py"
     path.write_text(utils_source(["fa", "fa-names", "en", "ur"]), encoding="utf-8")
@@ -166,6 +171,25 @@ def client(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Fa
         yield server, LLMClient(config, ResponseStore(config.store_path))
 
 
+def _into_english_and_urdu(
+    examples: pd.DataFrame, tables: dict[str, Any], llm: LLMClient
+) -> tuple[StageOutput, StageOutput]:
+    """The examples translated into English and into Urdu (the translate stage's outputs), default parameters."""
+    english, urdu = (
+        translate(
+            examples,
+            tables["unknown_phrases"],
+            tables["glossary"],
+            TranslatePrompts.load(source=target.source, target=target.target),
+            llm,
+            TranslateParams(),
+            target,
+        )
+        for target in (Pair(), URDU)
+    )
+    return english, urdu
+
+
 def test_a_pair_failing_in_urdu_drops_from_urdu_only(
     sample_examples: tuple[pd.DataFrame, StandInModel, dict[str, Any]], client: tuple[FakeLLMServer, LLMClient]
 ) -> None:
@@ -181,20 +205,7 @@ def test_a_pair_failing_in_urdu_drops_from_urdu_only(
     ]
     broken = of_pair[of_pair["assignment"] == "biased"]["context"].iloc[0]
     server.answer = UrduBreaker(model, broken, model.urdu[pair[1]])
-    params = TranslateParams()
-    outputs = {
-        target: translate(
-            examples,
-            tables["unknown_phrases"],
-            tables["glossary"],
-            TranslatePrompts.load(source=target.source, target=target.target),
-            llm,
-            params,
-            target,
-        )
-        for target in (Pair(), URDU)
-    }
-    english, urdu = outputs[Pair()], outputs[URDU]
+    english, urdu = _into_english_and_urdu(examples, tables, llm)
     assert set(of_pair["example_id"] + "-en") <= set(english["examples"]["example_id"])
     assert english["dropped"].empty and len(english["examples"]) == len(original)
     dropped = urdu["dropped"].set_index("source_example_id")["reason"]
@@ -262,19 +273,7 @@ def test_a_masculine_question_about_two_women_drops_their_pair_from_urdu_only(
     assert len(set(zip(women["stereo_entity"], women["nonstereo_entity"], strict=True))) == 1
     question = women["question"].iloc[0]
     server.answer = MasculineForWomen(model, question)
-    outputs = {
-        target: translate(
-            examples,
-            tables["unknown_phrases"],
-            tables["glossary"],
-            TranslatePrompts.load(source=target.source, target=target.target),
-            llm,
-            TranslateParams(),
-            target,
-        )
-        for target in (Pair(), URDU)
-    }
-    english, urdu = outputs[Pair()], outputs[URDU]
+    english, urdu = _into_english_and_urdu(examples, tables, llm)
     assert english["dropped"].empty and len(english["examples"]) == len(original)
     dropped = urdu["dropped"].set_index("source_example_id")["reason"]
     assert set(dropped.index) == set(women["example_id"])

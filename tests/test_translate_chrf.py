@@ -29,3 +29,11 @@ def test_chrf_of_many_pairs_is_sacrebleus_sentence_score_of_each() -> None:
 def test_chrf_needs_one_reference_per_hypothesis() -> None:
     with pytest.raises(ValueError, match="2 hypotheses but 1 references"):
         chrf_scores(["a", "b"], ["a"])
+
+
+def test_chrf_calls_no_private_sacrebleu_function(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only sacrebleu's public API: with its private per-sentence scorer gone, the scores are still its own."""
+    pairs = [("کرد راننده", "کرد رانندگی"), ("abc def", "abd cef"), ("", "a"), ("ab", "ab")]
+    expected = [CHRF().sentence_score(hypothesis, [reference]).score for hypothesis, reference in pairs]
+    monkeypatch.delattr(CHRF, "_compute_f_score")
+    assert chrf_scores([h for h, _ in pairs], [r for _, r in pairs]) == expected

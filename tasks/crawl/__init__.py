@@ -19,10 +19,10 @@ warning and the others go on; a wrong sources file or export file stops the run 
 a sources file may reach is closed by default (:func:`.sources.load_sources`): channels on t.me and telegram.me,
 exports under its own folder, other hosts and folders only when allowed by name.
 
-One job per module: :mod:`.sources` (the ``[crawl]`` parameters and the sources file), :mod:`.store` (what a
-source keeps between runs), :mod:`.fetch` (step 1), :mod:`.telegram` (the preview pages and the exports),
-:mod:`.scrub` (personal data), :mod:`.candidates` (step 2's rules), :mod:`.survey_form` (the survey form); here
-step 2 as the stage :data:`STAGE`.
+One job per module: :mod:`.sources` (the ``[crawl]`` parameters and the sources file), :mod:`.kinds` (the source
+kinds, one class each, in a registry), :mod:`.store` (what a source keeps between runs), :mod:`.fetch` (step 1),
+:mod:`.telegram` (the preview pages and the exports), :mod:`.scrub` (personal data), :mod:`.candidates` (step
+2's rules), :mod:`.survey_form` (the survey form); here step 2 as the stage :data:`STAGE`.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """The crawl's fetch (the first of its two steps): every configured source read into its store
-(:mod:`.store`), a channel by walking its preview pages down to the cursor, an export read whole; the posts
-scrubbed before any row exists (:mod:`.scrub`). Not a cached task: its input is the network.
+(:mod:`.store`) as its kind reads it (:mod:`.kinds`: a channel by walking its preview pages down to the cursor,
+an export read whole); the posts scrubbed before any row exists (:mod:`.scrub`). Not a cached task: its input is
+the network.
 """
 
 from __future__ import annotations
@@ -19,68 +20,14 @@ import pyarrow as pa
 from ..core.artifacts import parquet_bytes
 from ..core.run_folder import display_path
 from ..core.schemas import to_arrow
+from .kinds import SOURCE_KINDS, Source
 from .scrub import KINDS, scrub_field, scrub_segments
-from .sources import CrawlParams, Source, configured_sources
+from .sources import CrawlParams, configured_sources
 from .store import POST, SourceStore, empty_posts, post_order
-from .telegram import (
-    FetchError,
-    PageError,
-    PreviewFetcher,
-    RawPost,
-    RecordedPages,
-    page_url,
-    parse_preview_page,
-    read_manual_export,
-    read_telegram_export,
-)
+from .telegram import PreviewFetcher, RawPost, RecordedPages
 
 SKIPPED = "no crawl sources configured: set [crawl] sources to a sources file (crawl/sources.toml lists the paper's"
 SKIPPED += " Appendix A channels)"
-
-
-@dataclass
-class ChannelWalk:
-    posts: dict[int, RawPost] = field(default_factory=dict)
-    pages: int = 0
-    on_pages: int = 0
-    joined: bool = False
-    """The walk reached the cursor, the channel's first post or the post limit: the cursor may move."""
-    limited: bool = False
-    error: str = ""
-    problems: list[str] = field(default_factory=list)
-
-
-def walk_channel(fetcher: PreviewFetcher, source: Source, cursor: int | None) -> ChannelWalk:
-    """Read a channel's preview pages from the newest down to the cursor (or its first post, or the limit)."""
-    walk = ChannelWalk()
-    url, before = source.url, None
-    while True:
-        try:
-            page = parse_preview_page(fetcher.get(url), url)
-        except (FetchError, PageError) as exc:
-            walk.error = str(exc)
-            return walk
-        finally:
-            walk.pages += 1
-        walk.problems.extend(page.problems)
-        walk.on_pages += len(page.posts)
-        for post in page.posts:
-            if cursor is None or int(post.post_id) > cursor:
-                walk.posts[int(post.post_id)] = post
-        if len(walk.posts) >= source.max_posts:
-            for post_id in sorted(walk.posts)[: len(walk.posts) - source.max_posts]:
-                del walk.posts[post_id]
-            walk.limited = walk.joined = True
-            return walk
-        reached = cursor is not None and any(int(post.post_id) <= cursor for post in page.posts)
-        if reached or page.before is None:
-            walk.joined = True
-            return walk
-        if before is not None and page.before >= before:
-            walk.error = f"{url}: the 'load more' link does not go back (before={page.before}); stopped"
-            return walk
-        before = page.before
-        url = page_url(source.url, before)
 
 
 def scrub_post(source: Source, post: RawPost, counts: Counter[str]) -> dict[str, Any]:
@@ -143,36 +90,17 @@ def fetch_sources(
             stored = store.posts()
             known = set(stored["post_id"])
             entry: dict[str, Any] = {"source": source.name, "kind": source.kind, "url": source.url}
-            cursor = store.cursor()
-            raw: list[RawPost]
-            if source.kind == "telegram":
-                walk = walk_channel(fetcher, source, cursor)
-                raw = [walk.posts[i] for i in sorted(walk.posts)]
-                entry.update(pages=walk.pages, limited=walk.limited, problems=walk.problems, cursor_before=cursor)
-                if walk.error:
-                    entry["error"] = walk.error
-                    warnings.append(f"{source.name}: {walk.error} (cursor kept at {cursor})")
-                if walk.limited and cursor is not None:
-                    warnings.append(
-                        f"{source.name}: stopped at max_posts={source.max_posts} before reaching the "
-                        f"posts stored last time; raise max_posts to fetch the posts in between"
-                    )
-                warnings.extend(f"{source.name}: {problem}" for problem in walk.problems)
-                seen_on_pages = walk.on_pages - len(raw)
-                newest = max(walk.posts, default=None)
-                if walk.joined and newest is not None:
-                    cursor = max(newest, cursor or newest)
-            elif source.file is None:
-                entry["skipped"] = "no export file: this source has no public pages; export its posts (CSV/JSON) "
-                entry["skipped"] += "and set file"
+            kind = SOURCE_KINDS[source.kind]
+            reading = kind.read(source, fetcher, store.cursor())
+            if reading.skipped:
+                entry["skipped"] = reading.skipped
                 per_source.append(entry)
                 frames.append(stored)
                 continue
-            else:
-                reader = read_telegram_export if source.kind == "telegram_export" else read_manual_export
-                raw = reader(source.file)
-                files[f"crawl_export_{source.name}"] = source.file
-                seen_on_pages = 0
+            entry.update(reading.report)
+            warnings.extend(reading.warnings)
+            files.update(reading.files)
+            raw = reading.posts
             too_long = [post for post in raw if _text_length(post) > params.max_post_chars]
             where = display_path(source.file) if source.file is not None else source.url
             warnings.extend(
@@ -183,17 +111,17 @@ def fetch_sources(
             raw = [post for post in raw if _text_length(post) <= params.max_post_chars] if too_long else raw
             new = [post for post in raw if str(post.post_id) not in known]
             counts: Counter[str] = Counter()
-            if source.kind == "telegram":  # a channel's store grows by the posts above its cursor
+            if kind.has_cursor:  # a channel's store grows by the posts above its cursor
                 rows = pd.DataFrame([scrub_post(source, post, counts) for post in new], columns=POST.names)
                 merged = pd.concat([stored, rows], ignore_index=True) if len(rows) else stored
                 removed = 0
-                if len(rows) or cursor != store.cursor():
-                    store.save(merged, cursor, source.url)
+                if len(rows) or reading.cursor != store.cursor():
+                    store.save(merged, reading.cursor, source.url)
             else:  # an export's store is what its file holds now
                 merged = pd.DataFrame([scrub_post(source, post, counts) for post in raw], columns=POST.names)
                 removed = len(known - set(merged["post_id"]))
                 store.save(merged, None, source.url)
-            seen = len(raw) - len(new) + seen_on_pages
+            seen = len(raw) - len(new) + reading.seen
             posts = {
                 "posts_new": len(new),
                 "posts_seen": seen,
@@ -202,14 +130,14 @@ def fetch_sources(
                 "posts_stored": len(merged),
             }
             entry.update(posts, scrubbed=dict(counts))
-            if source.kind == "telegram":
-                entry["cursor_after"] = cursor
+            if kind.has_cursor:
+                entry["cursor_after"] = reading.cursor
             totals.update(posts, pages=entry.get("pages", 0))
             scrubbed.update(counts)
             per_source.append(entry)
             frames.append(merged)
             if log is not None:
-                log(f"crawl {source.name}: {source_summary(entry)}")
+                log(f"crawl {source.name}: {source_summary(entry, kind.verb)}")
         totals.update(requests=fetcher.requests, retries=fetcher.retries)
     posts = post_order(pd.concat(frames, ignore_index=True)) if frames else empty_posts()
     report = {
@@ -234,10 +162,9 @@ def _removed(figures: Mapping[str, Any]) -> str:
     return f"; {removed} post{'s' * (removed != 1)} removed since the last crawl" if removed else ""
 
 
-def source_summary(entry: Mapping[str, Any]) -> str:
-    """One source's fetch in words: what it read, what was new, what the store holds."""
+def source_summary(entry: Mapping[str, Any], verb: str) -> str:
+    """One source's fetch in words: how (``verb``) it got how many posts, what was new, what the store holds."""
     read = entry["posts_new"] + entry["posts_seen"]
-    verb = "fetched" if entry["kind"] == "telegram" else "read"
     return (
         f"{verb} {read} post{'s' * (read != 1)}: {entry['posts_new']} new, {entry['posts_seen']} already stored"
         f"{_removed(entry)}; the store holds {entry['posts_stored']}"

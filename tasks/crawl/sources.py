@@ -19,13 +19,11 @@ from ..core.inputs import InputError
 from ..core.run_folder import display_path
 from . import candidates as candidates_module
 from .candidates import ClusterParams
-from .telegram import TELEGRAM_ORIGINS, FetchSettings, host_allowed, preview_url, url_host
+from .kinds import SOURCE_KINDS, Source
+from .telegram import FetchSettings
 
 DEFAULT_SOURCES = REPO_ROOT / "crawl" / "sources.toml"
 DEFAULT_LEXICON = REPO_ROOT / "annotations" / "lexicon" / "lexicon.csv"
-SOURCE_KINDS = ("telegram", "telegram_export", "manual")
-"""``telegram``: a public channel's web preview; ``telegram_export``: a Telegram Desktop ``result.json``;
-``manual``: a CSV/JSON export of posts from a source with no public pages (X, Instagram)."""
 
 
 @dataclass(frozen=True)
@@ -117,15 +115,6 @@ class CrawlParams:
         return {**asdict(self.cluster_params()), "llm_extractor": self.llm_extractor, "rules": rules}
 
 
-@dataclass(frozen=True)
-class Source:
-    name: str
-    kind: str
-    url: str
-    max_posts: int
-    file: Path | None = None
-
-
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
 
@@ -139,13 +128,14 @@ def _allowed_list(path: Path, raw: Mapping[str, Any], key: str) -> tuple[str, ..
 def load_sources(
     path: Path, default_max_posts: int = 1000, allowed_hosts: tuple[str, ...] = (), allowed_paths: tuple[str, ...] = ()
 ) -> list[Source]:
-    """The ``[[source]]`` entries of a sources file: name (a safe folder name, unique), kind, url, optional
-    max_posts (a channel's) and, for the export kinds, file (relative to the sources file).
+    """The ``[[source]]`` entries of a sources file: name (a safe folder name, unique), kind (one of
+    :data:`~pbbq.tasks.crawl.kinds.SOURCE_KINDS`), url, optional max_posts (a kind with a cursor: a channel's)
+    and, for the export kinds, file (relative to the sources file).
 
-    What a source may reach is closed by default: a channel's ``url`` is on ``https://t.me`` or
-    ``https://telegram.me`` unless its host is named in ``allowed_hosts`` (the file's top-level list, or the
-    configuration's); an export ``file`` lies under the sources file's folder unless under a folder named in
-    ``allowed_paths`` (the file's, relative to it, or the configuration's)."""
+    What a source may reach is closed by default: a paged kind's ``url`` is on its origins (a channel's on
+    ``https://t.me`` or ``https://telegram.me``) unless its host is named in ``allowed_hosts`` (the file's
+    top-level list, or the configuration's); an export ``file`` lies under the sources file's folder unless under
+    a folder named in ``allowed_paths`` (the file's, relative to it, or the configuration's)."""
     if not path.is_file():
         raise InputError(path, None, "sources file not found")
     try:
@@ -175,30 +165,23 @@ def load_sources(
         if any(source.name == name for source in sources):
             raise InputError(path, None, f"{where}: name {name!r} is used twice")
         where = f"{where} ({name})"
-        if kind not in SOURCE_KINDS:
+        source_kind = SOURCE_KINDS.get(kind)
+        if source_kind is None:
             raise InputError(path, None, f"{where}: kind {kind!r} is not one of {', '.join(SOURCE_KINDS)}")
         if not url:
             raise InputError(path, None, f"{where}: url is empty")
-        if kind == "telegram":
-            try:
-                url = preview_url(url)
-            except ValueError as exc:
-                raise InputError(path, None, f"{where}: {exc}") from None
-            if not host_allowed(url, hosts):
-                raise InputError(
-                    path,
-                    None,
-                    f"{where}: url {url} is not on {' or '.join(TELEGRAM_ORIGINS)}; to crawl another host, name it "
-                    f"in allowed_hosts (this file's or [crawl]'s), e.g. allowed_hosts = [\"{url_host(url)}\"]",
-                )
-        elif "max_posts" in entry:
+        try:
+            url = source_kind.source_url(url, hosts)
+        except ValueError as exc:
+            raise InputError(path, None, f"{where}: {exc}") from None
+        if not source_kind.has_cursor and "max_posts" in entry:
             raise InputError(path, None, f"{where}: max_posts limits a channel's walk; an export is read whole")
         max_posts = entry.get("max_posts", default_max_posts)
         if not isinstance(max_posts, int) or max_posts < 1:
             raise InputError(path, None, f"{where}: max_posts must be a whole number >= 1")
         file = (path.parent / entry["file"]).resolve() if entry.get("file") else None
-        if kind == "telegram_export" and file is None:
-            raise InputError(path, None, f"{where}: a telegram_export source needs file (its result.json)")
+        if source_kind.needs_file and file is None:
+            raise InputError(path, None, f"{where}: a {kind} source needs file ({source_kind.needs_file})")
         if file is not None and not any(file.is_relative_to(root) for root in roots):
             raise InputError(
                 path,

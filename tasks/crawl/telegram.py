@@ -75,7 +75,6 @@ class PreviewPage:
     """``data-before`` of the 'load more' link: the next (older) page is ``?before=<this>``; None at the start."""
     problems: list[str] = field(default_factory=list)
     """Messages left out, each with the page URL and why."""
-    service_messages: int = 0
 
 
 def utc_iso(moment: datetime) -> str:
@@ -165,10 +164,8 @@ def parse_preview_page(html: str, url: str) -> PreviewPage:
         raise PageError(f"{url}: not a channel preview page (no .tgme_channel_history); the page did not parse")
     posts: list[RawPost] = []
     problems: list[str] = []
-    service = 0
     for index, message in enumerate(history.select("div.tgme_widget_message"), 1):
         if "service_message" in (message.get("class") or []):
-            service += 1
             continue
         data_post = str(message.get("data-post", ""))
         match = re.fullmatch(r"[A-Za-z0-9_]+/(\d+)", data_post)
@@ -206,7 +203,7 @@ def parse_preview_page(html: str, url: str) -> PreviewPage:
             before = int(str(more["data-before"]))
         except ValueError:
             raise PageError(f"{url}: the 'load more' link has a data-before that is not a post id") from None
-    return PreviewPage(posts, before, problems, service)
+    return PreviewPage(posts, before, problems)
 
 
 def preview_url(url: str) -> str:
@@ -234,11 +231,11 @@ def url_host(url: str) -> str:
     return f"{parts.hostname or ''}:{port}" if port is not None else parts.hostname or ""
 
 
-def host_allowed(url: str, allowed_hosts: tuple[str, ...]) -> bool:
-    """Whether ``url`` is on :data:`TELEGRAM_ORIGINS` or on a host of ``allowed_hosts`` (``host`` or
+def host_allowed(url: str, origins: tuple[str, ...], allowed_hosts: tuple[str, ...]) -> bool:
+    """Whether ``url`` is on one of ``origins`` (``https://host``) or on a host of ``allowed_hosts`` (``host`` or
     ``host:port``, compared without case), over http or https."""
     parts = urlsplit(url)
-    if f"{parts.scheme}://{url_host(url)}".lower() in TELEGRAM_ORIGINS:
+    if f"{parts.scheme}://{url_host(url)}".lower() in origins:
         return True
     return parts.scheme in ("http", "https") and url_host(url).lower() in {h.strip().lower() for h in allowed_hosts}
 

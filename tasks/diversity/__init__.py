@@ -324,24 +324,6 @@ def _instance_table(
     return pd.DataFrame(rows, columns=TABLE2_INSTANCES.names).astype({"n_units": "int64"})
 
 
-def diversity_table(
-    examples: pd.DataFrame, params: DiversityParams | None = None, *, device: str = "cpu", order: Sequence[str] = ()
-) -> pd.DataFrame:
-    """The instance-level diversity per config: one row per category, an 'Average' row (the unweighted mean of
-    the category rows) and an 'Overall' row (all units of the config). Not the paper's Table 2 (see the module).
-
-    ``examples`` is the example table (columns category, lang, variant, context); configs as
-    ``pbbq.tasks.core.schemas.example_configs`` says ('fa', 'fa-names' with all seeds together, 'en'). Units are each
-    group's distinct contexts, tokenised once per config (by its language). BERTScore uses
-    ``params.homogenization_model`` for the Persian configs and ``params.homogenization_model_en`` for English
-    (None, the default: not computed), each loaded only when its language is present. Columns: those of
-    :data:`TABLE2_INSTANCES`: config, category, n_units, ngd, ngd_mean, ttr, self_bleu, homogenization,
-    homogenization_note.
-    """
-    langs = sorted(set(examples["lang"])) if len(examples) else []
-    return _instance_table(examples, _homogenizers(params or DiversityParams(), langs, device), order)
-
-
 # ----------------------------------------------------------------------------------------------- reporting
 
 _HEADERS = {

@@ -102,37 +102,28 @@ def ngram_codes(codes: np.ndarray) -> list[np.ndarray]:
     return orders
 
 
-def ngram_diversity(token_lists: Sequence[Sequence[str]]) -> float:
-    """N-gram diversity, Appendix C.3: NGD(D) = Σ_{n=1..4} #unique n-grams in D⊕ / #n-grams in D⊕.
+def ngram_diversity_of_codes(codes: np.ndarray) -> float:
+    """N-gram diversity, Appendix C.3: NGD(D) = Σ_{n=1..4} #unique n-grams in D⊕ / #n-grams in D⊕, of the units'
+    compact codes (:func:`token_codes`, :func:`joined_codes`).
 
     D⊕ is the dataset "concatenated into a single string": the units' token lists are joined into one
     sequence, in the order given, and n-grams are counted over it, so an n-gram may span two units. Units are
     the distinct contexts of a group, tokens their words (punctuation out, stop words kept:
     a language's ``words``). Ranges over (0, 4]. NaN when D⊕ has fewer than 4 tokens (a ratio is 0/0).
     """
-    return ngram_diversity_of_codes(token_codes(token_lists)[0])
-
-
-def ngram_diversity_of_codes(codes: np.ndarray) -> float:
-    """:func:`ngram_diversity` of the units' compact codes (:func:`token_codes`, :func:`joined_codes`)."""
     if len(codes) < NGRAM_ORDER:
         return math.nan
     return float(sum((grams.max() + 1) / len(grams) for grams in ngram_codes(codes)))
 
 
-def type_token_ratio(token_lists: Sequence[Sequence[str]], stop_words: frozenset[str]) -> float:
-    """Type-token ratio, Appendix C.2: #unique words / #words of T, stop words removed.
-
-    T is all units of a group taken together (the distinct contexts' words, punctuation out); ``stop_words``
-    is its language's ``stop_words``. NaN when no word is left.
-    """
-    kept = [token for tokens in token_lists for token in tokens if token not in stop_words]
-    return len(set(kept)) / len(kept) if kept else math.nan
-
-
 def type_token_ratio_of_codes(units: Sequence[np.ndarray], stop: np.ndarray) -> float:
-    """:func:`type_token_ratio` of a group's units as their words' vocabulary codes (:attr:`CodedTexts.words`),
-    ``stop`` marking the codes of stop words (:attr:`CodedTexts.stop`)."""
+    """Type-token ratio, Appendix C.2: #unique words / #words of T, stop words removed, of a group's units as
+    their words' vocabulary codes (:attr:`CodedTexts.words`), ``stop`` marking the codes of stop words
+    (:attr:`CodedTexts.stop`).
+
+    T is all units of a group taken together (the distinct contexts' words, punctuation out); ``stop`` marks its
+    language's ``stop_words``. NaN when no word is left.
+    """
     words = np.concatenate(units) if units else np.zeros(0, dtype=np.int64)
     kept = words[~stop[words]]
     return len(np.unique(kept)) / len(kept) if len(kept) else math.nan

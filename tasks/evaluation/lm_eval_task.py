@@ -12,7 +12,8 @@ scores a model on the published dataset as the PBBQ paper did (§4: context and 
 - ``pbbq_<config>_gen.yaml``: the generation variant for chat models without log-probabilities (tag
   ``pbbq_gen``), whose answers are parsed to an option and counted as ``unparseable`` when they name none;
 - the shared settings in ``_pbbq_mc_template_yaml`` and ``_pbbq_gen_template_yaml`` (not ``.yaml``, so lm-eval
-  does not list them as tasks) and ``utils.py``, a verbatim copy of :mod:`pbbq.tasks.evaluation.lm_eval_utils`;
+  does not list them as tasks) and ``utils.py``, :mod:`pbbq.tasks.evaluation.lm_eval_utils` rendered
+  (:func:`utils_source`);
 - ``README.md``: how to run it and what each metric is.
 
 The data is read by ``utils.load_release`` relative to ``utils.py`` (lm-eval resolves a task's ``data_files``
@@ -23,12 +24,14 @@ imports lm-eval: the build writes the folder without it.
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ..core.artifacts import atomic_write_bytes
+from ..imports import one_import_at_a_time
 from ..text.languages import language
 
 PREFIX = "pbbq"
@@ -37,6 +40,9 @@ MC_TEMPLATE = "_pbbq_mc_template_yaml"
 GEN_TEMPLATE = "_pbbq_gen_template_yaml"
 TASK_VERSION = 1
 CONFIG_ORDER = ("fa", "fa-names", "en", "en-names")
+TEMPLATE_TAGS = ("# {%", "%}", "# {{", "}}", "# {#", "#}")
+"""The Jinja2 tags in ``lm_eval_utils.py`` (block, variable, comment: start and end; ``jinja2.Environment``'s first
+six arguments), each beginning a Python comment so that the module imports as it is."""
 
 MC_METRICS: tuple[tuple[str, str, bool], ...] = (
     ("acc", "mean", True),
@@ -165,12 +171,6 @@ question and the other entity for a non-negative one, as in BBQ):
 """
 
 
-_SCAFFOLD_END = '''}
-"""The words around the question, by language;'''
-_SCAFFOLD_LOOKUP = 'SCAFFOLD["en" if doc.get("lang") == "en" else "fa"]'
-_SCAFFOLD_BY_LANG = 'SCAFFOLD[doc["lang"] if doc.get("lang") in SCAFFOLD else "fa"]'
-
-
 def _scaffold_languages(text: str) -> set[str]:
     """The languages whose words ``SCAFFOLD`` holds, read from the utils module's source: importing the module
     would load ``datasets``, which a build does not need."""
@@ -181,22 +181,21 @@ def _scaffold_languages(text: str) -> set[str]:
 
 
 def utils_source(configs: Sequence[str]) -> str:
-    """``utils.py`` of a release of ``configs``: :mod:`~pbbq.tasks.evaluation.lm_eval_utils` unchanged when their
-    languages are Persian and English; else with the scaffold words of every other language (its
-    :attr:`~pbbq.tasks.text.languages.Language.scaffold`: Urdu's سوال، جواب) added to ``SCAFFOLD`` and a
-    document's scaffold read by its ``lang``, so the file stays standalone and a Persian-English release's is the
-    same file as before."""
+    """``utils.py`` of a release of ``configs``: :mod:`~pbbq.tasks.evaluation.lm_eval_utils` rendered as a Jinja2
+    template whose tags are Python comments (:data:`TEMPLATE_TAGS`): for Persian and English the module without
+    those lines; for other languages also the scaffold words of each (its
+    :attr:`~pbbq.tasks.text.languages.Language.scaffold`: Urdu's سوال، جواب) in ``SCAFFOLD`` and a document's
+    scaffold read by its ``lang``. The file stays standalone."""
     text = UTILS_SOURCE.read_text(encoding="utf-8")
     known = _scaffold_languages(text)
     others = [code for code in dict.fromkeys(config.split("-")[0] for config in configs) if code not in known]
-    if not others:
-        return text
-    if text.count(_SCAFFOLD_END) != 1 or text.count(_SCAFFOLD_LOOKUP) != 1:
-        raise ValueError(f"{UTILS_SOURCE.name}: its SCAFFOLD or its lookup is not where utils_source expects it")
-    entries = "".join(
-        f"    {json.dumps(code)}: {json.dumps(dict(language(code).scaffold), ensure_ascii=False)},\n" for code in others
-    )
-    return text.replace(_SCAFFOLD_END, entries + _SCAFFOLD_END).replace(_SCAFFOLD_LOOKUP, _SCAFFOLD_BY_LANG)
+    with one_import_at_a_time():
+        import jinja2
+
+    environment = jinja2.Environment(*TEMPLATE_TAGS, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+    environment.filters["json"] = functools.partial(json.dumps, ensure_ascii=False)
+    scaffolds = {code: dict(language(code).scaffold) for code in others}
+    return environment.from_string(text).render(other_scaffolds=scaffolds)
 
 
 def task_files(

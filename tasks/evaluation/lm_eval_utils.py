@@ -44,6 +44,11 @@ LETTERS = ("a", "b", "c")
 SCAFFOLD = {
     "fa": {"question": "پرسش", "answer": "پاسخ", "instruction": "فقط حرف یکی از گزینه‌ها را بنویسید."},
     "en": {"question": "Q", "answer": "A", "instruction": "Answer with the letter of one option only."},
+    # {# A release's utils.py is this file rendered by Jinja2 (lm_eval_task.utils_source): these lines go, and #}
+    # {# a release with other languages gets their words here and reads a document's words by its lang. #}
+    # {% for code, words in other_scaffolds.items() %}
+    # {{ code | json }}: # {{ words | json }},
+    # {% endfor %}
 }
 """The words around the question, by language; BBQ's own prompt (``Q:``/``A:``) in English."""
 UNPARSEABLE = -1
@@ -73,7 +78,11 @@ def load_release(
 
 
 def _scaffold(doc: dict) -> dict[str, str]:
+    # {% if other_scaffolds %}
+    # {{ 'return SCAFFOLD[doc["lang"] if doc.get("lang") in SCAFFOLD else "fa"]' }}
+    # {% else %}
     return SCAFFOLD["en" if doc.get("lang") == "en" else "fa"]
+    # {% endif %}
 
 
 def doc_to_text(doc: dict) -> str:

@@ -37,14 +37,6 @@ BACK_PLACEHOLDER = {"fa": "[ترجمه‌ی جایگزین]"}
 _BLOCK = re.compile(r"<(\w+)>\n(.*?)\n</\1>", re.DOTALL)
 
 
-def _block(text: str, tag: str) -> str:
-    """The content of ``<tag>`` in a request's message (the stages' prompts delimit their data so)."""
-    match = re.search(rf"<{tag}>\n(.*?)\n</{tag}>", text, flags=re.DOTALL)
-    if match is None:
-        raise LLMError(f"stand-in answers: no <{tag}> block in the request")
-    return match.group(1)
-
-
 def _text_block(text: str) -> str:
     """The text a translation request asks about: its last tagged block that is not ``<glossary>`` or
     ``<phrases>`` (``<english_text>``, ``<urdu_text>``: the pair's input prompt names it)."""

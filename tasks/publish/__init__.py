@@ -5,7 +5,7 @@ release's data part (:func:`pbbq.tasks.publish.release.release_data`: the parque
 lm-eval task); :data:`STAGE` (``10_publish``), run every build, takes those files by reference into the release
 folder with the run's manifest, transcript and dataset card
 (:func:`pbbq.tasks.publish.release.write_release`) and, unless a dry run, uploads it as one tagged Hub commit
-(:func:`pbbq.tasks.publish.hub.upload_release`). :func:`publish_stage` does both in one call.
+(:func:`pbbq.tasks.publish.hub.upload_release`).
 
 A build whose inputs are synthetic (``pbbq synth``) or whose LLM answers are stand-ins says so in its card and
 is not uploaded (synthetic ones only with ``force_synthetic``).
@@ -23,7 +23,7 @@ from uuid import UUID
 import pandas as pd
 from prefect.artifacts import create_link_artifact
 
-from ..core.artifacts import StageOutput, atomic_write_bytes
+from ..core.artifacts import StageOutput
 from ..core.stage import Configs, ReleaseConfig, Report, RunValue, Stage, Table
 from ..kappa_gate import GateParams
 from ..llm import transcript_header
@@ -106,8 +106,8 @@ def release_data_stage(examples: pd.DataFrame, configs: Sequence[str] = ()) -> S
 class PublishRun(RunInputs):
     """What publishing takes from the run besides the release's data: what the release folder takes
     (:class:`~pbbq.tasks.publish.release.RunInputs`), the build's id and configuration, the stage's parameters, what
-    the card says of the funnel, the gate and the names, and the Hub's URL. Both :func:`publish_release` and
-    :func:`publish_stage` take these as keyword arguments (their stage inputs) and build this once."""
+    the card says of the funnel, the gate and the names, and the Hub's URL. :func:`publish_release` takes these as
+    keyword arguments (its stage inputs) and builds this once."""
 
     build_id: str
     build_config: str
@@ -142,29 +142,27 @@ class PublishRun(RunInputs):
 @dataclass(frozen=True)
 class _DataPart:
     """A release's data part as :func:`_publish` takes it: its files and configs, where their bytes are (the data
-    stage's folder, each file taken by reference, or the bytes by path) and the examples it was made from (how
-    many, whether synthetic by id)."""
+    stage's folder, each file taken by reference) and the examples it was made from (how many, whether synthetic
+    by id)."""
 
     files: Sequence[ReleaseFile]
     infos: Sequence[ConfigInfo]
-    source: Path | Mapping[str, bytes]
+    source: Path
     examples_in: int
     synthetic_ids: bool
 
     def place(self, path: str, target: Path) -> None:
         """Put the data file ``path`` at ``target``."""
-        if isinstance(self.source, Path):
-            link_or_copy(self.source / path, target)
-        else:
-            atomic_write_bytes(target, self.source[path])
+        link_or_copy(self.source / path, target)
 
 
 def publish_release(out_dir: Path, release: Mapping[str, Any], release_files: pd.DataFrame, **run: Any) -> StageOutput:
     """The publish stage of a build: the release folder under ``out_dir`` from the data part that
     :data:`RELEASE_DATA` wrote in its folder beside ``out_dir`` in the same run (``release``: its report,
     ``release_files``: its table), each file taken by reference, with this run's manifest, transcript and card
-    (``run``: the fields of :class:`PublishRun`); uploaded unless ``params.dry_run`` (:func:`publish_stage` says the
-    rest)."""
+    (``run``: the fields of :class:`PublishRun`); uploaded unless ``params.dry_run``. Not a cached task: the upload
+    has side effects, and the folder belongs to this run. Returns the release's file table and a report whose
+    ``link`` is the release on the Hub, or the local folder in a dry run."""
     folder = out_dir.parent / RELEASE_DATA.folder
     files = tuple(
         ReleaseFile(row.path, row.sha256, int(row.bytes), None if pd.isna(row.rows) else int(row.rows))
@@ -175,19 +173,6 @@ def publish_release(out_dir: Path, release: Mapping[str, Any], release_files: pd
         for info in release["configs"]
     )
     data = _DataPart(files, infos, folder, int(release["counts"]["in"]), bool(release["synthetic_ids"]))
-    return _publish(out_dir, data, PublishRun(**run))
-
-
-def publish_stage(out_dir: Path, examples: pd.DataFrame, configs: Sequence[str] = (), **run: Any) -> StageOutput:
-    """Publish in one call: write the release folder under ``out_dir`` and, unless ``params.dry_run``, upload it
-    (a build runs the same in two stages, :func:`release_data_stage` and :func:`publish_release`).
-
-    ``examples`` holds the examples of every config (split by :func:`split_configs`); each of ``configs`` is
-    published even when the build kept none of its examples; ``run``: the fields of :class:`PublishRun`. Not a
-    cached task: the upload has side effects, and the folder belongs to this run. Returns the release's file table
-    and a report whose ``link`` is the release on the Hub, or the local folder in a dry run."""
-    made = release_data(split_configs(examples, configs))
-    data = _DataPart(made.files, made.infos, made.data, len(examples), _synthetic_ids(examples))
     return _publish(out_dir, data, PublishRun(**run))
 
 

@@ -32,9 +32,7 @@ import shutil
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
-from functools import partial
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 import pyarrow as pa
@@ -251,31 +249,6 @@ class RunInputs:
     transcript_path: Path | None
     proxy_strength: pd.DataFrame | None = None
     transcript_sha256: str | None = None
-
-
-def build_release(
-    out_dir: Path,
-    configs: Mapping[str, pd.DataFrame],
-    *,
-    card: CardParams,
-    shard_rows: int = SHARD_ROWS,
-    synthetic: bool = False,
-    stand_in: bool = False,
-    **run: Any,
-) -> ReleaseFolder:
-    """Write the release folder ``out_dir/hub/`` (parquet per config, the lm-eval task, manifest, transcript,
-    dataset card; a ``synthetic`` build's card opens with :data:`SYNTHETIC_NOTE`, a ``stand_in`` one's with
-    :data:`~pbbq.tasks.publish.dataset_card.STAND_IN_NOTE`; ``run``: the fields of :class:`RunInputs`):
-    :func:`release_data`, then :func:`write_release`."""
-    data = release_data(configs, shard_rows)
-    place = partial(_write_data, data.data)
-    return write_release(
-        out_dir, data.files, data.infos, place, RunInputs(**run), card=card, synthetic=synthetic, stand_in=stand_in
-    )
-
-
-def _write_data(data: Mapping[str, bytes], path: str, target: Path) -> None:
-    atomic_write_bytes(target, data[path])
 
 
 def write_release(

@@ -1,7 +1,10 @@
 """chrF (Popović 2015) of many segment pairs at once: for each pair the score sacrebleu's ``CHRF().sentence_score``
 gives (character n-grams of orders 1-6, whitespace removed, β = 2), with the n-gram counting done in numpy for
 all pairs together instead of one ``Counter`` per order and segment. The counts are integers, so they are exact;
-the score comes from them by sacrebleu's own formula, so it is the same float.
+the score comes from them by chrF's formula as sacrebleu computes it (the F-β of the precision and recall averaged
+over the orders a pair has n-grams of on both sides: sacrebleu's default "effective order"), vectorised over the
+pairs with the same floating-point operations in the same order, so it is the same float (tests/test_translate_chrf.py
+checks it against sacrebleu's public ``CHRF().sentence_score``).
 """
 
 from __future__ import annotations
@@ -78,4 +81,25 @@ def _chunk_scores(hypotheses: Sequence[str], references: Sequence[str]) -> list[
         stats[:, 3 * n - 2] = ref_total
         stats[:, 3 * n - 1] = np.bincount(pair_of, weights=matches, minlength=count)
         ids = numbers.astype(np.int64)  # the next order marks the positions past their text's end again
-    return [chrf._compute_f_score(row) for row in stats.tolist()]
+    return _f_scores(stats, chrf.char_order, chrf.beta)
+
+
+def _f_scores(stats: np.ndarray, orders: int, beta: float) -> list[float]:
+    """chrF (0-100) of each row of ``stats`` (per order: hypothesis n-grams, reference n-grams, matches): the
+    precision and recall summed, order by order, over the orders with n-grams on both sides, averaged, and their
+    F-β; 0 when no order has any (sacrebleu's effective-order smoothing, its default)."""
+    factor = beta**2
+    precision = np.zeros(len(stats))
+    recall = np.zeros(len(stats))
+    effective = np.zeros(len(stats), dtype=np.int64)
+    for n in range(orders):
+        hyp, ref, match = (stats[:, 3 * n + k].astype(np.float64) for k in range(3))
+        both = (hyp > 0) & (ref > 0)
+        precision += np.where(both, match / np.where(both, hyp, 1), 0.0)
+        recall += np.where(both, match / np.where(both, ref, 1), 0.0)
+        effective += both
+    mean_precision = np.where(effective > 0, precision / np.maximum(effective, 1), 0.0)
+    mean_recall = np.where(effective > 0, recall / np.maximum(effective, 1), 0.0)
+    total = mean_precision + mean_recall
+    score = (1 + factor) * mean_precision * mean_recall / np.where(total > 0, factor * mean_precision + mean_recall, 1)
+    return np.where(total > 0, 100 * score, 0.0).tolist()

@@ -223,7 +223,3 @@ def attempt_schema(target: Language) -> pa.Schema:
             ("request_id", pa.string()),
         ]
     )
-
-
-SEGMENT = segment_schema(SOURCE, TARGET)
-ATTEMPT = attempt_schema(TARGET)

@@ -41,9 +41,6 @@ def prompt_files(source: Language, target: Language) -> tuple[str, ...]:
     )
 
 
-PROMPT_FILES = prompt_files(SOURCE, TARGET)
-
-
 def prompt_folder(pair: Pair) -> Path:
     """Where a pair's prompt files are: its target's own folder (a language a build adds), else ``prompts/``."""
     return pair.target.prompts or PROMPTS
