@@ -19,9 +19,9 @@ from pbbq.flows.pipeline import PIPELINE
 from pbbq.tasks.core.artifacts import REPO_ROOT
 from pbbq.tasks.core.stage import ReleaseConfig, Table
 from pbbq.tasks.evaluation.metrics import names_pairs
-from pbbq.tasks.publish import PublishParams, publish_stage
+from pbbq.tasks.publish import PublishParams
 from pbbq.tasks.statistics import table1
-from tests.release_support import make_configs, make_examples, run_inputs
+from tests.release_support import make_configs, make_examples, publish_stage, run_inputs
 
 IGNORED = shutil.ignore_patterns(".git", ".venv", "outputs", "__pycache__", "*.egg-info", ".*_cache", "node_modules")
 
