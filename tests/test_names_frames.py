@@ -8,7 +8,8 @@ import math
 import pandas as pd
 import pyarrow as pa
 
-from pbbq.tasks.names import _records, _rows_at
+from pbbq.tasks.names.prepare import _records
+from pbbq.tasks.names.variants import _rows_at
 
 
 def _input() -> pd.DataFrame:
