@@ -36,15 +36,8 @@ from prefect.states import Crashed
 from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 
 from ..tasks.core.artifacts import ArtifactStore, StageOutput, atomic_write_bytes, json_text, sha256_bytes, sha256_file
-from ..tasks.core.caching import (
-    KeptInput,
-    StoredInput,
-    StoredStage,
-    code_hashes_kept,
-    damaged_warning,
-    stage_code_hash,
-    stage_task,
-)
+from ..tasks.core.caching import damaged_warning, stage_task
+from ..tasks.core.code_hash import code_hashes_kept, stage_code_hash
 from ..tasks.core.collector import build_collector
 from ..tasks.core.inputs import instruction_like
 from ..tasks.core.progress import StageProgress
@@ -62,6 +55,7 @@ from ..tasks.core.stage import (
     arguments,
     resource_hash,
 )
+from ..tasks.core.stored import KeptInput, StoredInput, StoredStage
 from ..tasks.crawl.fetch import fetch_sources
 from ..tasks.imports import preload
 from ..tasks.llm import LLMClient, open_llm, usage_summary

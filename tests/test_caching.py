@@ -13,16 +13,10 @@ import pandas as pd
 import pyarrow as pa
 
 from pbbq.tasks.core.artifacts import FILE_MODE, REPO_ROOT, ArtifactStore, StageOutput, sha256_file
-from pbbq.tasks.core.caching import (
-    StageInputsAndCode,
-    StoredInput,
-    StoredStage,
-    _row_hashes,
-    data_files,
-    input_digest,
-    module_closure,
-    stage_code_hash,
-)
+from pbbq.tasks.core.caching import StageInputsAndCode
+from pbbq.tasks.core.code_hash import data_files, module_closure, stage_code_hash
+from pbbq.tasks.core.digests import _row_hashes, input_digest
+from pbbq.tasks.core.stored import StoredInput, StoredStage
 from pbbq.tasks.survey_filter import survey_filter
 from tests.helpers import stage_function, write_module
 

@@ -14,8 +14,8 @@ import pytest
 from pbbq.flows.build_pbbq import BuildInputs, preload_for_changed_inputs
 from pbbq.tasks import imports
 from pbbq.tasks.core.artifacts import StageOutput
-from pbbq.tasks.core.caching import KeptInput
 from pbbq.tasks.core.stage import Input, Pipeline, Stage, Table
+from pbbq.tasks.core.stored import KeptInput
 from pbbq.tasks.imports import one_import_at_a_time, preload
 
 

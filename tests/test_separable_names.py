@@ -14,8 +14,9 @@ import pytest
 
 from pbbq.tasks import names
 from pbbq.tasks.core.artifacts import ArtifactStore
-from pbbq.tasks.core.caching import KeptInput, separated
+from pbbq.tasks.core.separated import separated
 from pbbq.tasks.core.stage import finish
+from pbbq.tasks.core.stored import KeptInput
 from tests.separable_support import assert_same_output, first_run, sample_arguments
 
 STAGE = names.STAGE

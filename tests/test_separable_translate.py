@@ -13,7 +13,7 @@ import pytest
 
 from pbbq.tasks import translate
 from pbbq.tasks.core.artifacts import REPO_ROOT, ArtifactStore, StageOutput
-from pbbq.tasks.core.caching import separated
+from pbbq.tasks.core.separated import separated
 from pbbq.tasks.core.stage import Stage, finish
 from tests.separable_support import assert_same_output, first_run, sample_arguments
 
