@@ -54,7 +54,8 @@ from ..tasks.evaluation.metrics import BootstrapParams
 from ..tasks.evaluation.sample import Selection, read_config, select_examples
 from ..tasks.evaluation.stages import EVALUATION, Units
 from .audit.runs import outputs_folder
-from .build_pbbq import BuildInputs, PipelineRunner
+from .build_inputs import BuildInputs
+from .runner import PipelineRunner
 
 
 def _selection(release: Release, configs: list[str], limit: int | None, seed: int) -> Selection | None:

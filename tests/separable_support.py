@@ -9,7 +9,7 @@ from typing import Any
 
 import pandas as pd
 
-from pbbq.flows.build_pbbq import load_build_inputs
+from pbbq.flows.build_inputs import load_build_inputs
 from pbbq.flows.config import load_config
 from pbbq.tasks.core.artifacts import ArtifactStore, StageOutput
 from pbbq.tasks.core.caching import stage_task

@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from pbbq.flows.build_pbbq import load_build_inputs
+from pbbq.flows.build_inputs import load_build_inputs
 from pbbq.flows.config import load_config
 from pbbq.tasks.core.digests import input_digest
 from pbbq.tasks.core.inputs import InputError

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from pbbq.flows.build_pbbq import load_build_inputs, release_hashes
+from pbbq.flows.build_inputs import load_build_inputs
 from pbbq.flows.config import load_config
+from pbbq.flows.release_values import release_hashes
 from pbbq.tasks.core import artifacts, code_hash, inputs, run_folder
 from pbbq.tasks.core.artifacts import StageOutput, sha256_bytes
 from pbbq.tasks.core.code_hash import code_hashes_kept, stage_code_hash

@@ -84,7 +84,7 @@ def test_an_added_stage_brings_its_configuration_section(sample_copy: Path) -> N
 
 
 def test_an_added_input_is_a_configuration_key_checked_as_it_loads(sample_copy: Path, tmp_path: Path) -> None:
-    from pbbq.flows.build_pbbq import load_build_inputs
+    from pbbq.flows.build_inputs import load_build_inputs
 
     with pytest.raises(ConfigError, match=r"\[inputs\] is missing context_limits"):
         load_config(_config(sample_copy, "", limits=None), WITH_EXTRA)
