@@ -1,11 +1,9 @@
 """The build-pbbq flow: the PBBQ paper's Figure 1 as a Prefect DAG (docs/architecture.md §1).
 
-The stages are the pipeline the configuration chooses (``flows/pipeline.py``); :class:`PipelineRunner` runs it:
-each stage a cached Prefect task (inputs + code) submitted as soon as the stages it reads have finished, so
-independent stages (names and translate) run side by side on Prefect's thread runner, at most as many at once as
-the task runner has workers (:func:`parallel_stages`). Each stage writes
-``outputs/<run_id>/NN_<stage>/`` and adds itself to the run's manifest, in pipeline order whatever order they
-finish in. This module only wires.
+It only wires: it reads the configuration, loads and checks the build's inputs (:mod:`.build_inputs`), opens the
+run folder and the LLM client, makes the runner (:class:`~.runner.PipelineRunner`) that runs the pipeline the
+configuration chooses (``flows/pipeline.py``), and closes the run (the release's files, the artifacts, the
+``changes`` diff, ``timings.json``). Where the stages run and how a stopped build ends is :mod:`.task_runners`.
 """
 
 from __future__ import annotations
@@ -30,7 +28,7 @@ from .audit.runs import mark_killed_runs, outputs_folder
 from .build_inputs import CRAWLED, STAGE_FILES, load_build_inputs, preload_for_changed_inputs
 from .config import check_store_path, load_config
 from .release_values import release_hashes, release_values
-from .run_records import _table_artifacts, changes_when_done, last_computed, mark_crashed
+from .run_records import changes_when_done, last_computed, mark_crashed, table_artifacts
 from .runner import PipelineRunner
 from .task_runners import STOPS, StageThreads, ended_when_stopped, share_languages
 
@@ -111,7 +109,7 @@ def build_pbbq(
             for line in usage_summary({r.folder: r.report for r in run.stages}):
                 logger.info("LLM %s", line)
             logger.info("release: %s", release["link"])
-            _table_artifacts(runner)
+            table_artifacts(runner)
             run.write_manifest("running")  # the diff reads this run's inputs, code and tables from its manifest
             create_markdown_artifact(key="changes", markdown=changes(), description="pbbq diff against the last run")
             timings = {"flow_seconds": time.perf_counter() - started, "stages": runner.timings}

@@ -90,7 +90,7 @@ class RunOptions:
 
     max_parallel_stages: int | None = None
     """How many stages may run at once (None: as many as the task runner has workers,
-    :func:`pbbq.flows.build_pbbq.parallel_stages`); each running stage holds its input frames and results."""
+    :func:`pbbq.flows.runner.parallel_stages`); each running stage holds its input frames and results."""
     max_examples_per_template: int = MAX_EXAMPLES_PER_TEMPLATE
     """The most examples (``en``) one template of an adaptation sheet may build, estimated before any is built
     (:class:`pbbq.tasks.adapt.ExampleCap`): a row past it is refused in one line."""

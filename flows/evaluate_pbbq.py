@@ -17,7 +17,7 @@ variants of the ``fa`` rows drawn, so that ε_c is computed); the report of ``01
 
 A model spec's secret arguments (``api_key=…``) are dropped and named in a warning; the keys come from the
 environment (:data:`pbbq.tasks.evaluation.evaluate.KEY_VARIABLES`). The two steps are stages declared in
-:mod:`pbbq.tasks.evaluation.stages` and run by the build's :class:`~pbbq.flows.build_pbbq.PipelineRunner` (the same
+:mod:`pbbq.tasks.evaluation.stages` and run by the build's :class:`~pbbq.flows.runner.PipelineRunner` (the same
 contract: declared inputs and outputs, the manifest's input hashes, the cache): each unit is cached under
 ``<outputs>/.cache/eval/units/`` by :func:`pbbq.tasks.evaluation.evaluate.unit_key` (model spec + the data files'
 hashes + task files + config + examples selected), so a rerun of the same evaluation calls no model; lm-eval's

@@ -50,7 +50,8 @@ def mark_crashed(killed: list[dict[str, Any]]) -> None:
                 client.set_flow_run_state(flow_run_id, Crashed(message=message), force=True)
 
 
-def _table_artifacts(runner: PipelineRunner) -> None:
+def table_artifacts(runner: PipelineRunner) -> None:
+    """The flow's table artifacts its stages declare (``Stage.artifacts``), from their outputs."""
     for stage in runner.pipeline:
         for key, (table, columns, description) in stage.artifacts.items():
             frame = runner.outputs[stage.folder][table]

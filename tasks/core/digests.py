@@ -32,7 +32,7 @@ def input_digest(value: Any) -> Any:
     return value
 
 
-def _row_hashes(frame: pd.DataFrame, key: str) -> dict[str, str]:
+def row_hashes(frame: pd.DataFrame, key: str) -> dict[str, str]:
     """Per value of ``key``: a sha256 of the Arrow schema of ``frame`` and of its rows of ``frame``, in their order
     (:func:`_feed`). The table is sorted by key once; each key's bytes are ranges of its columns' buffers, the same
     wherever its rows were."""

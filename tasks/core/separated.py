@@ -13,7 +13,7 @@ import pandas as pd
 
 from .artifacts import ArtifactStore, StageOutput
 from .code_hash import stage_code_hash
-from .digests import _row_hashes, input_digest
+from .digests import input_digest, row_hashes
 from .stage import Separable
 from .stored import PICKLE, KeptInput, loaded
 
@@ -52,7 +52,7 @@ def _kept_by_key(
     others: str,
     store: ArtifactStore,
 ) -> tuple[dict[str, pd.DataFrame], Mapping[str, pd.DataFrame], list[str], list[str]]:
-    """``fn``'s tables of every key of the ``split`` tables (their rows' :func:`_row_hashes` in ``hashes``): each
+    """``fn``'s tables of every key of the ``split`` tables (their rows' :func:`row_hashes` in ``hashes``): each
     key's taken from ``store`` when its rows, the other arguments (``others``: their digest), ``fn``'s code and this
     function's are those it was made from, the others computed in one call of ``fn`` on their rows and kept (that
     call's tables, one file). Returns every key's tables in key order (``fn``'s own when it computed every key),
@@ -95,12 +95,12 @@ def separated(per: Separable, arguments: Mapping[str, Any], store: ArtifactStore
     others = {name: _by_content(value) for name, value in arguments.items() if name not in per.split}
     digest = json.dumps(input_digest(others), sort_keys=True, default=str)
     split = {name: found[name] for name in per.split}
-    hashes = {name: _row_hashes(frame, per.key) for name, frame in split.items()}
+    hashes = {name: row_hashes(frame, per.key) for name, frame in split.items()}
     if per.spread is not None:
         local = _kept_by_key(per.local, per.key, found, split, hashes, digest, store)[0] if per.local else {}
         spread = dict(per.spread(**found | local))
         split |= spread
-        hashes |= {name: _row_hashes(frame, per.key) for name, frame in spread.items()}
+        hashes |= {name: row_hashes(frame, per.key) for name, frame in spread.items()}
     tables, computed, missing, keys = _kept_by_key(per.part, per.key, found, split, hashes, digest, store)
     first = next(iter(tables))
     counts = {

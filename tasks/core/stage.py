@@ -85,7 +85,7 @@ class Separable:
     work per key, ``whole`` what needs every row (a check across templates, the report). The runner keeps each
     key's part in the content store, by the hash of that key's rows of the split tables (and of the spread ones),
     the other arguments and the code, and calls ``part`` once, on the rows of the keys it has not kept (``local``
-    likewise; :func:`pbbq.tasks.core.caching.separated`)."""
+    likewise; :func:`pbbq.tasks.core.separated.separated`)."""
 
     key: str
     """The column the split tables and every table of a part hold: ``template_id``."""

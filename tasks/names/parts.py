@@ -18,10 +18,10 @@ from .draw import name_pools, sub_seeds
 from .gender import agree_pair_genders, label_undecided
 from .params import STAGE_NAME, NamesParams
 from .patterns import UNDECIDED
-from .prepare import ENTITY_COLUMNS, DrawOrder, Failure, Lexicon, Prepared, Unmapped, _prepared
-from .report import _report
+from .prepare import ENTITY_COLUMNS, DrawOrder, Failure, Lexicon, Prepared, Unmapped, prepared_examples
+from .report import names_report
 from .strength import MEASURE, PROXY_STRENGTH, proxy_strength
-from .variants import _read, _rows_at, _variant_fields, draw_all
+from .variants import draw_all, read_with_slots, rows_at, variant_fields
 
 MEASURED = ["template_id", "lang", "category", "group"]
 """The columns of :func:`named_groups`' table and of :func:`template_groups`'."""
@@ -48,7 +48,7 @@ def template_groups(
     """The groups each template's mappable examples name, a row per template, language, category and group: what
     :func:`named_groups` reads of a template, made from its own rows (an example is rewritten from its row alone,
     :func:`prepare`); none when weak proxies are kept (nothing is measured)."""
-    prepared = _prepared(examples, Lexicon(name_table))[0] if params.drop_weak_proxies else []
+    prepared = prepared_examples(examples, Lexicon(name_table))[0] if params.drop_weak_proxies else []
     return {"named": _named(prepared)}
 
 
@@ -101,7 +101,7 @@ def template_names(
     its category's groups, a row per template. ``client`` and ``prompt`` are needed only when ``params.gender_llm``
     is on."""
     return _named_parts(
-        examples, _prepared(examples, Lexicon(name_table)), measured, name_table, params, client, prompt
+        examples, prepared_examples(examples, Lexicon(name_table)), measured, name_table, params, client, prompt
     )
 
 
@@ -114,7 +114,7 @@ def _named_parts(
     client: LLMClient | None,
     prompt: str,
 ) -> dict[str, pd.DataFrame]:
-    """:func:`template_names` of the examples ``rewritten`` (:func:`_prepared`)."""
+    """:func:`template_names` of the examples ``rewritten`` (:func:`prepared_examples`)."""
     if params.gender_llm and (client is None or not prompt):
         raise ValueError("names: gender_llm is on; give the LLM client and load_gender_prompt()")
     seeds = sub_seeds(params.seed, params.n_seeds)
@@ -143,7 +143,7 @@ def _named_parts(
     weak = [p for p, w in zip(decided, is_weak, strict=True) if w]
     decided = [p for p, w in zip(decided, is_weak, strict=True) if not w]
     drawn, short = draw_all(decided, name_pools(name_table), seeds)
-    failures += [((item.position, item.example_id, why), 2, order, _read(item)) for item, why, order in short]
+    failures += [((item.position, item.example_id, why), 2, order, read_with_slots(item)) for item, why, order in short]
     mapped = [item for item in decided if item.example_id in drawn]
     gender_of = {(r.lang, r.group, r.name): r.gender for r in name_table.itertuples()}
     changed = []
@@ -151,10 +151,18 @@ def _named_parts(
         for item in mapped:
             result, attempts = drawn[item.example_id][k]
             genders = [gender_of[(item.row["lang"], g, n)] for g, n in zip(item.groups, result.names, strict=True)]
-            drew = (result.names, result.era, "/".join(genders), attempts - 1, item.genders, item.patterns, _read(item))
-            changed.append(_variant_fields(item, result.names, sub_seed) | dict(zip(DRAWN, drew, strict=True)))
-    variants = _rows_at(examples, [item.position for _ in seeds for item in mapped], [*EXAMPLE.names, *DRAWN], changed)
-    unmapped = _rows_at(
+            drew = (
+                result.names,
+                result.era,
+                "/".join(genders),
+                attempts - 1,
+                item.genders,
+                item.patterns,
+                read_with_slots(item),
+            )
+            changed.append(variant_fields(item, result.names, sub_seed) | dict(zip(DRAWN, drew, strict=True)))
+    variants = rows_at(examples, [item.position for _ in seeds for item in mapped], [*EXAMPLE.names, *DRAWN], changed)
+    unmapped = rows_at(
         examples,
         [position for (position, _, _), *_ in failures],
         [*EXAMPLE_DROPPED.names, *NOT_COVERED],
@@ -164,7 +172,7 @@ def _named_parts(
             for (_, _, why), phase, order, reading in failures
         ],
     )
-    weak_rows = _rows_at(
+    weak_rows = rows_at(
         examples, [p.position for p in weak], EXAMPLE_DROPPED.names, [{"reason": "weak_proxy"}] * len(weak)
     )
     templates: dict[tuple[str, str], list[str]] = {}
@@ -238,7 +246,7 @@ def _assembled(
                 "pair_genders": dict(sorted(Counter(drawn["_name_genders"]).items())),
             }
         )
-    report = _report(examples, variants.iloc[: len(variants) // len(seeds)], unmapped, per_seed, params)
+    report = names_report(examples, variants.iloc[: len(variants) // len(seeds)], unmapped, per_seed, params)
     report["proxy_strength"] = {
         "measure": MEASURE,
         "threshold": f"chance (1 / groups of the category) + {params.min_proxy_margin:g}",
@@ -274,7 +282,7 @@ def names(
     """The name-proxy variants of every mappable example, one per sub-seed, and every unmapped example with its
     reason (§4.1.1, Appendix C): every template's part (:func:`template_names`) at once. ``client`` and ``prompt``
     are needed only when ``params.gender_llm`` is on."""
-    rewritten = _prepared(examples, Lexicon(name_table))
+    rewritten = prepared_examples(examples, Lexicon(name_table))
     measured = _measured(examples, _named(rewritten[0]), params)
     parts = _named_parts(examples, rewritten, measured, name_table, params, client, prompt)
     return _assembled(parts, examples, params, client)

@@ -165,7 +165,7 @@ def prepare(row: Mapping[str, Any], position: int, lexicon: Lexicon) -> Prepared
     )
 
 
-def _records(frame: pd.DataFrame) -> Iterator[dict[str, Any]]:
+def row_records(frame: pd.DataFrame) -> Iterator[dict[str, Any]]:
     """The rows of ``frame`` as dicts of Python values, what ``to_dict("records")`` gives, a column at a time
     (``to_dict`` boxes each Arrow-backed string of every row on its own), one row at a time: a row the stage
     does not keep is freed at once."""
@@ -174,11 +174,11 @@ def _records(frame: pd.DataFrame) -> Iterator[dict[str, Any]]:
         yield dict(zip(columns, values, strict=True))
 
 
-def _prepared(examples: pd.DataFrame, lexicon: Lexicon) -> tuple[list[Prepared], list[Failure]]:
+def prepared_examples(examples: pd.DataFrame, lexicon: Lexicon) -> tuple[list[Prepared], list[Failure]]:
     """Every example rewritten (:func:`prepare`), and those it could not be, in the input's order."""
     prepared: list[Prepared] = []
     failures: list[Failure] = []
-    for position, row in enumerate(_records(examples)):
+    for position, row in enumerate(row_records(examples)):
         try:
             prepared.append(prepare(row, position, lexicon))
         except Unmapped as unmapped:

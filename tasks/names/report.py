@@ -12,7 +12,7 @@ from ..core.artifacts import count_reasons
 from .params import STAGE_NAME, NamesParams
 
 
-def _report(
+def names_report(
     examples: pd.DataFrame,
     mapped: pd.DataFrame,
     unmapped: pd.DataFrame,

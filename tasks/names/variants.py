@@ -40,7 +40,7 @@ def _pairs_reading_alike(pairs: Mapping[DrawKey, Sequence[Prepared]]) -> list[li
     return sorted(groups.values())
 
 
-def _variant_fields(item: Prepared, names: Sequence[str], sub_seed: int) -> dict[str, Any]:
+def variant_fields(item: Prepared, names: Sequence[str], sub_seed: int) -> dict[str, Any]:
     """What the variant of ``item`` with ``names`` changes in its row: new texts, ``answer_info`` texts rewritten
     with the options, tags kept (the BBQ record format lm-evaluation-harness reads)."""
     texts = {field: fill(item.texts[field], names) if field in item.texts else item.row[field] for field in TEXT_FIELDS}
@@ -58,7 +58,7 @@ def _variant_fields(item: Prepared, names: Sequence[str], sub_seed: int) -> dict
     }
 
 
-def _rows_at(
+def rows_at(
     examples: pd.DataFrame, positions: Sequence[int], columns: Sequence[str], values: Sequence[Mapping[str, Any]]
 ) -> pd.DataFrame:
     """The input's rows at ``positions`` (repeats allowed), in that order, as ``columns`` (a column the input
@@ -102,6 +102,6 @@ def draw_all(
     return drawn, short
 
 
-def _read(item: Prepared) -> str:
+def read_with_slots(item: Prepared) -> str:
     """How an example reads with slots for its names (:meth:`Prepared.reading`), as one text."""
     return "\n".join(item.reading())
