@@ -46,13 +46,14 @@ def _by_content(value: Any) -> Any:
 def _kept_by_key(
     fn: Callable[..., Mapping[str, pd.DataFrame]],
     key: str,
-    found: Mapping[str, Any],
+    hook: dict[str, Any],
     split: Mapping[str, pd.DataFrame],
     hashes: Mapping[str, Mapping[str, str]],
     others: str,
     store: ArtifactStore,
 ) -> tuple[dict[str, pd.DataFrame], Mapping[str, pd.DataFrame], list[str], list[str]]:
-    """``fn``'s tables of every key of the ``split`` tables (their rows' :func:`row_hashes` in ``hashes``): each
+    """``fn``'s tables of every key of the ``split`` tables (their rows' :func:`row_hashes` in ``hashes``; ``hook``:
+    what ``fn`` takes besides them, :meth:`~.stage.Separable.hook_arguments`): each
     key's taken from ``store`` when its rows, the other arguments (``others``: their digest), ``fn``'s code and this
     function's are those it was made from, the others computed in one call of ``fn`` on their rows and kept (that
     call's tables, one file). Returns every key's tables in key order (``fn``'s own when it computed every key),
@@ -68,7 +69,7 @@ def _kept_by_key(
         subset = {
             name: frame[frame[key].astype(str).isin(missing)].reset_index(drop=True) for name, frame in split.items()
         }
-        computed = fn(**found | subset)
+        computed = fn(**hook | subset)
         batch = store.put(pickle.dumps(dict(computed), PICKLE))  # one file (one sync) for the keys of one call
         for value in missing:
             store.remember(part_keys[value], batch)
@@ -94,14 +95,16 @@ def separated(per: Separable, arguments: Mapping[str, Any], store: ArtifactStore
     found = {name: loaded(value) for name, value in arguments.items()}
     others = {name: _by_content(value) for name, value in arguments.items() if name not in per.split}
     digest = json.dumps(input_digest(others), sort_keys=True, default=str)
-    split = {name: found[name] for name in per.split}
+    hook = per.hook_arguments(found)
+    whole = {name: found[name] for name in per.split}
+    split = dict(whole)
     hashes = {name: row_hashes(frame, per.key) for name, frame in split.items()}
     if per.spread is not None:
-        local = _kept_by_key(per.local, per.key, found, split, hashes, digest, store)[0] if per.local else {}
-        spread = dict(per.spread(**found | local))
+        local = _kept_by_key(per.local, per.key, hook, split, hashes, digest, store)[0] if per.local else {}
+        spread = dict(per.spread(**hook | whole | local))
         split |= spread
         hashes |= {name: row_hashes(frame, per.key) for name, frame in spread.items()}
-    tables, computed, missing, keys = _kept_by_key(per.part, per.key, found, split, hashes, digest, store)
+    tables, computed, missing, keys = _kept_by_key(per.part, per.key, hook, split, hashes, digest, store)
     first = next(iter(tables))
     counts = {
         "key": per.key,
@@ -110,4 +113,4 @@ def separated(per: Separable, arguments: Mapping[str, Any], store: ArtifactStore
         "table": first,
         "rows": [len(computed[first]) if missing else 0, len(tables[first])],
     }
-    return per.whole(tables, **found), counts
+    return per.whole(tables, **hook | whole), counts

@@ -49,7 +49,7 @@ from ..core.schemas import EXAMPLE, EXAMPLE_DROPPED
 from ..core.stage import SEED, Client, Input, Resource, Separable, Stage, Table, listed
 from ..review.names import reviewed_name_table
 from .gender import load_gender_prompt
-from .params import NamesParams
+from .params import NamesGiven, NamesParams
 from .parts import UNMAPPED, named_groups, named_output, names, template_groups, template_names
 from .strength import PROXY_STRENGTH
 from .tables import LANGUAGES, load_name_table
@@ -114,7 +114,15 @@ def names_stage(lang: str = "fa") -> Stage:
         },
         counts=lambda out: {"names_weak_proxy": len(out["weak_proxy"])},
         request_ids=lambda out: listed(out["examples"]["llm_request_ids"]),
-        per=Separable("template_id", ("examples",), template_names, named_output, named_groups, template_groups),
+        per=Separable(
+            "template_id",
+            ("examples",),
+            template_names,
+            named_output,
+            named_groups,
+            template_groups,
+            given=NamesGiven,
+        ),
     )
 
 

@@ -1,8 +1,12 @@
-"""The names stage's name and parameters (``[names]``)."""
+"""The names stage's name, its parameters (``[names]``) and its parameter object (:class:`NamesGiven`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+import pandas as pd
+
+from ..llm import LLMClient
 
 STAGE_NAME = "names"
 
@@ -21,3 +25,15 @@ class NamesParams:
     min_proxy_margin: float = 0.10
     """A group's names stand for it when their strength reaches chance plus this margin
     (:mod:`pbbq.tasks.names.strength`); examples naming a weaker group are left out (``weak_proxy``)."""
+
+
+@dataclass(frozen=True, eq=False)
+class NamesGiven:
+    """What every hook of the names stage split by template (:mod:`.parts`) takes besides its tables: the stage's
+    arguments other than the examples (:attr:`pbbq.tasks.core.stage.Separable.given`). ``client`` and ``prompt`` are
+    needed only when ``params.gender_llm`` is on."""
+
+    name_table: pd.DataFrame
+    params: NamesParams
+    client: LLMClient | None = None
+    prompt: str = ""

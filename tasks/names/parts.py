@@ -16,7 +16,7 @@ from ..llm import LLMClient
 from ..review.names import with_human_verdict
 from .draw import name_pools, sub_seeds
 from .gender import agree_pair_genders, label_undecided
-from .params import STAGE_NAME, NamesParams
+from .params import STAGE_NAME, NamesGiven, NamesParams
 from .patterns import UNDECIDED
 from .prepare import ENTITY_COLUMNS, DrawOrder, Failure, Lexicon, Prepared, Unmapped, prepared_examples
 from .report import names_report
@@ -38,17 +38,11 @@ NOT_COVERED = ["_phase", "_draw", "entities", "detail", "_reading"]
 draw) and where its draw came (:data:`DrawOrder`), the entities and detail of :data:`UNMAPPED`, how it reads."""
 
 
-def template_groups(
-    examples: pd.DataFrame,
-    name_table: pd.DataFrame,
-    params: NamesParams,
-    client: LLMClient | None = None,
-    prompt: str = "",
-) -> dict[str, pd.DataFrame]:
+def template_groups(examples: pd.DataFrame, given: NamesGiven) -> dict[str, pd.DataFrame]:
     """The groups each template's mappable examples name, a row per template, language, category and group: what
     :func:`named_groups` reads of a template, made from its own rows (an example is rewritten from its row alone,
     :func:`prepare`); none when weak proxies are kept (nothing is measured)."""
-    prepared = prepared_examples(examples, Lexicon(name_table))[0] if params.drop_weak_proxies else []
+    prepared = prepared_examples(examples, Lexicon(given.name_table))[0] if given.params.drop_weak_proxies else []
     return {"named": _named(prepared)}
 
 
@@ -58,18 +52,11 @@ def _named(prepared: Sequence[Prepared]) -> pd.DataFrame:
     return pd.DataFrame(sorted(rows), columns=MEASURED)
 
 
-def named_groups(
-    examples: pd.DataFrame,
-    named: pd.DataFrame,
-    name_table: pd.DataFrame,
-    params: NamesParams,
-    client: LLMClient | None = None,
-    prompt: str = "",
-) -> dict[str, pd.DataFrame]:
+def named_groups(examples: pd.DataFrame, named: pd.DataFrame, given: NamesGiven) -> dict[str, pd.DataFrame]:
     """What each template's names read of every template's examples: the groups the mappable examples of its
     language and category name (``named``: each template's, :func:`template_groups`; those whose names the proxy
     strength tells apart), a row per template and group; none when weak proxies are kept (nothing is measured)."""
-    return {"measured": _measured(examples, named, params)}
+    return {"measured": _measured(examples, named, given.params)}
 
 
 def _measured(examples: pd.DataFrame, named: pd.DataFrame, params: NamesParams) -> pd.DataFrame:
@@ -87,34 +74,22 @@ def _measured(examples: pd.DataFrame, named: pd.DataFrame, params: NamesParams) 
     return pd.DataFrame(rows, columns=MEASURED)
 
 
-def template_names(
-    examples: pd.DataFrame,
-    measured: pd.DataFrame,
-    name_table: pd.DataFrame,
-    params: NamesParams,
-    client: LLMClient | None = None,
-    prompt: str = "",
-) -> dict[str, pd.DataFrame]:
+def template_names(examples: pd.DataFrame, measured: pd.DataFrame, given: NamesGiven) -> dict[str, pd.DataFrame]:
     """The work of the stage per template (``measured``: the templates' rows of :func:`named_groups`): the variants
     of its mappable examples, its examples without a name proxy and its weak proxies, each with what the report
     and the checks across templates read of it (:data:`DRAWN`, :data:`NOT_COVERED`), and the proxy strength of
-    its category's groups, a row per template. ``client`` and ``prompt`` are needed only when ``params.gender_llm``
-    is on."""
-    return _named_parts(
-        examples, prepared_examples(examples, Lexicon(name_table)), measured, name_table, params, client, prompt
-    )
+    its category's groups, a row per template."""
+    return _named_parts(examples, prepared_examples(examples, Lexicon(given.name_table)), measured, given)
 
 
 def _named_parts(
     examples: pd.DataFrame,
     rewritten: tuple[list[Prepared], list[Failure]],
     measured: pd.DataFrame,
-    name_table: pd.DataFrame,
-    params: NamesParams,
-    client: LLMClient | None,
-    prompt: str,
+    given: NamesGiven,
 ) -> dict[str, pd.DataFrame]:
     """:func:`template_names` of the examples ``rewritten`` (:func:`prepared_examples`)."""
+    name_table, params, client, prompt = given.name_table, given.params, given.client, given.prompt
     if params.gender_llm and (client is None or not prompt):
         raise ValueError("names: gender_llm is on; give the LLM client and load_gender_prompt()")
     seeds = sub_seeds(params.seed, params.n_seeds)
@@ -184,21 +159,14 @@ def _named_parts(
     return {"examples": variants, "unmapped": unmapped, "weak_proxy": weak_rows, "proxy_strength": per_template}
 
 
-def named_output(
-    parts: Mapping[str, pd.DataFrame],
-    examples: pd.DataFrame,
-    name_table: pd.DataFrame,
-    params: NamesParams,
-    client: LLMClient | None = None,
-    prompt: str = "",
-) -> StageOutput:
+def named_output(parts: Mapping[str, pd.DataFrame], examples: pd.DataFrame, given: NamesGiven) -> StageOutput:
     """The stage's output from every template's part (:func:`template_names`): each table in the order the stage
     gives on whole tables (variants by sub-seed and example, examples not covered by when they failed, the proxy
     strength by language, category and group), and the report. Examples of two templates that read the same once
     named draw their names against each other (:func:`draw_all`): then the stage runs on whole tables."""
     readings = pd.concat([parts[name][["template_id", "_reading"]] for name in ("examples", "unmapped")])
     if (readings[readings["_reading"] != ""].drop_duplicates().groupby("_reading").size() > 1).any():
-        whole = names(examples, name_table, params, client, prompt)
+        whole = names(examples, given.name_table, given.params, given.client, given.prompt)
         templates, rows = examples["template_id"].nunique(), len(whole.tables["examples"])
         whole.report["parts"] = {  # what the run computed: every template, not only those the runner did not keep
             "key": "template_id",
@@ -209,7 +177,7 @@ def named_output(
             "on_whole_tables": "two templates' examples read alike once named",
         }
         return whole
-    return _assembled(parts, examples, params, client)
+    return _assembled(parts, examples, given.params, given.client)
 
 
 def _assembled(
@@ -284,5 +252,5 @@ def names(
     are needed only when ``params.gender_llm`` is on."""
     rewritten = prepared_examples(examples, Lexicon(name_table))
     measured = _measured(examples, _named(rewritten[0]), params)
-    parts = _named_parts(examples, rewritten, measured, name_table, params, client, prompt)
+    parts = _named_parts(examples, rewritten, measured, NamesGiven(name_table, params, client, prompt))
     return _assembled(parts, examples, params, client)
