@@ -99,7 +99,7 @@ def limit(config: Path, floor: bool) -> dict[str, Any]:
     pyarrow), writing its own, and one store query for every LLM answer it used."""
     import pyarrow.parquet as pq
 
-    from pbbq.flows.build_pbbq import load_build_inputs
+    from pbbq.flows.build_inputs import load_build_inputs
     from pbbq.flows.config import load_config
     from pbbq.flows.pipeline import PIPELINE
     from pbbq.tasks.core.stage import Sources, Table, Tables, arguments, finish

@@ -20,8 +20,16 @@ from ..tasks.core.artifacts import REPO_ROOT
 from ..tasks.core.inputs import UNKNOWN_PHRASES, load_unknown_phrases
 from ..tasks.core.run_folder import display_path
 from ..tasks.core.stage import Input, Pipeline
+from ..tasks.crawl.sources import CrawlParams
+from ..tasks.disambiguate import DisambiguateParams
+from ..tasks.instantiate import InstantiateParams
+from ..tasks.kappa_gate import GateParams
 from ..tasks.llm import STAND_IN_MODE, LLMConfig
+from ..tasks.names import NamesParams
+from ..tasks.publish import PublishParams
+from ..tasks.survey_filter import SurveyParams
 from ..tasks.text.languages import BUILTIN, Languages, UnknownLanguageError, load_languages, using
+from ..tasks.translate.pair import TranslateParams
 from ..tasks.translate.requests import missing_prompt_files
 from .pipeline import PIPELINE, pipeline_for, source_of, translate_stages
 
@@ -90,7 +98,7 @@ class RunOptions:
 
     max_parallel_stages: int | None = None
     """How many stages may run at once (None: as many as the task runner has workers,
-    :func:`pbbq.flows.build_pbbq.parallel_stages`); each running stage holds its input frames and results."""
+    :func:`pbbq.flows.runner.parallel_stages`); each running stage holds its input frames and results."""
     max_examples_per_template: int = MAX_EXAMPLES_PER_TEMPLATE
     """The most examples (``en``) one template of an adaptation sheet may build, estimated before any is built
     (:class:`pbbq.tasks.adapt.ExampleCap`): a row past it is refused in one line."""
@@ -110,7 +118,8 @@ class BuildConfig:
     transcript: Path | None
     """Recorded LLM answers (JSONL) imported into the response store before the LLM stages."""
     stages: dict[str, Any]
-    """Each stage's parameters by its section name (``build.names`` reads ``stages["names"]``)."""
+    """Each stage's parameters by its section name (:meth:`params`; the PBBQ stages' also as typed properties,
+    ``build.names`` is ``stages["names"]``)."""
     pipeline: Pipeline = PIPELINE
     """The stages it runs (:func:`pbbq.flows.pipeline.pipeline_for`)."""
     languages: tuple[Path, ...] = ()
@@ -121,14 +130,42 @@ class BuildConfig:
     running: RunOptions = RunOptions()
     """``[build]``: how the stages run (:class:`RunOptions`)."""
 
-    def __getattr__(self, name: str) -> Any:
-        stages = self.__dict__.get("stages", {})
-        if name in stages:
-            return stages[name]
-        raise AttributeError(name)
-
     def params(self, section: str) -> Any:
+        """The parameters of the stage whose configuration section is ``section``."""
         return self.stages[section]
+
+    @property
+    def crawl(self) -> CrawlParams:
+        return self.stages["crawl"]
+
+    @property
+    def survey_filter(self) -> SurveyParams:
+        return self.stages["survey_filter"]
+
+    @property
+    def kappa_gate(self) -> GateParams:
+        return self.stages["kappa_gate"]
+
+    @property
+    def disambiguate(self) -> DisambiguateParams:
+        return self.stages["disambiguate"]
+
+    @property
+    def instantiate(self) -> InstantiateParams:
+        return self.stages["instantiate"]
+
+    @property
+    def names(self) -> NamesParams:
+        return self.stages["names"]
+
+    @property
+    def translate(self) -> TranslateParams:
+        """``[translate]``: the first target's; another target's are ``params("translate_<code>")``."""
+        return self.stages["translate"]
+
+    @property
+    def publish(self) -> PublishParams:
+        return self.stages["publish"]
 
     def input_paths(self) -> dict[str, Path]:
         """The file of every input its pipeline declares, by name: from ``[inputs]``, or from the stage section

@@ -17,7 +17,7 @@ variants of the ``fa`` rows drawn, so that ε_c is computed); the report of ``01
 
 A model spec's secret arguments (``api_key=…``) are dropped and named in a warning; the keys come from the
 environment (:data:`pbbq.tasks.evaluation.evaluate.KEY_VARIABLES`). The two steps are stages declared in
-:mod:`pbbq.tasks.evaluation.stages` and run by the build's :class:`~pbbq.flows.build_pbbq.PipelineRunner` (the same
+:mod:`pbbq.tasks.evaluation.stages` and run by the build's :class:`~pbbq.flows.runner.PipelineRunner` (the same
 contract: declared inputs and outputs, the manifest's input hashes, the cache): each unit is cached under
 ``<outputs>/.cache/eval/units/`` by :func:`pbbq.tasks.evaluation.evaluate.unit_key` (model spec + the data files'
 hashes + task files + config + examples selected), so a rerun of the same evaluation calls no model; lm-eval's
@@ -54,7 +54,8 @@ from ..tasks.evaluation.metrics import BootstrapParams
 from ..tasks.evaluation.sample import Selection, read_config, select_examples
 from ..tasks.evaluation.stages import EVALUATION, Units
 from .audit.runs import outputs_folder
-from .build_pbbq import BuildInputs, PipelineRunner
+from .build_inputs import BuildInputs
+from .runner import PipelineRunner
 
 
 def _selection(release: Release, configs: list[str], limit: int | None, seed: int) -> Selection | None:

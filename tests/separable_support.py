@@ -9,11 +9,12 @@ from typing import Any
 
 import pandas as pd
 
-from pbbq.flows.build_pbbq import load_build_inputs
+from pbbq.flows.build_inputs import load_build_inputs
 from pbbq.flows.config import load_config
 from pbbq.tasks.core.artifacts import ArtifactStore, StageOutput
-from pbbq.tasks.core.caching import StoredStage, stage_task
+from pbbq.tasks.core.caching import stage_task
 from pbbq.tasks.core.stage import Sources, Stage, arguments, finish
+from pbbq.tasks.core.stored import StoredStage
 from pbbq.tasks.llm import open_llm
 
 

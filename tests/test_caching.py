@@ -13,16 +13,10 @@ import pandas as pd
 import pyarrow as pa
 
 from pbbq.tasks.core.artifacts import FILE_MODE, REPO_ROOT, ArtifactStore, StageOutput, sha256_file
-from pbbq.tasks.core.caching import (
-    StageInputsAndCode,
-    StoredInput,
-    StoredStage,
-    _row_hashes,
-    data_files,
-    input_digest,
-    module_closure,
-    stage_code_hash,
-)
+from pbbq.tasks.core.caching import StageInputsAndCode
+from pbbq.tasks.core.code_hash import data_files, module_closure, stage_code_hash
+from pbbq.tasks.core.digests import input_digest, row_hashes
+from pbbq.tasks.core.stored import StoredInput, StoredStage
 from pbbq.tasks.survey_filter import survey_filter
 from tests.helpers import stage_function, write_module
 
@@ -100,11 +94,11 @@ def test_a_keys_row_hash_is_its_rows_wherever_they_are_and_any_changed_cell_chan
             "flag": [True, False, None, True, True],
         }
     )
-    hashes = _row_hashes(frame, "template_id")
+    hashes = row_hashes(frame, "template_id")
     assert hashes.keys() == {"a", "b", "c"}
     moved = pd.concat([frame.iloc[[3, 1]], frame.iloc[[4, 0, 2]]], ignore_index=True)  # c, a, a, b, b
-    assert _row_hashes(moved, "template_id") == hashes
-    assert _row_hashes(frame[frame["template_id"] != "c"], "template_id") == {k: hashes[k] for k in ("a", "b")}
+    assert row_hashes(moved, "template_id") == hashes
+    assert row_hashes(frame[frame["template_id"] != "c"], "template_id") == {k: hashes[k] for k in ("a", "b")}
     changes = {
         "text": frame.assign(text=["x", "yz", "", None, "v"]),
         "a string split otherwise": frame.assign(text=["x", "y", "z", None, "w"]),
@@ -116,7 +110,7 @@ def test_a_keys_row_hash_is_its_rows_wherever_they_are_and_any_changed_cell_chan
         "order": frame.iloc[[0, 4, 2, 3, 1]],
     }
     for change, changed in changes.items():
-        again = _row_hashes(changed, "template_id")
+        again = row_hashes(changed, "template_id")
         assert again["a"] != hashes["a"] and again["c"] == hashes["c"], change
 
 

@@ -9,7 +9,8 @@ from pathlib import Path
 
 from prefect import flow
 
-from pbbq.flows.build_pbbq import BuildInputs, PipelineRunner
+from pbbq.flows.build_inputs import BuildInputs
+from pbbq.flows.runner import PipelineRunner
 from pbbq.tasks.core.artifacts import StageOutput
 from pbbq.tasks.core.collector import BUILD_THRESHOLDS, build_collector, keep_long_lived
 from pbbq.tasks.core.run_folder import RunFolder

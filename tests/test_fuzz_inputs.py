@@ -891,7 +891,7 @@ def valid_config(config: BuildConfig) -> None:
     """Every numeric parameter within its range (never NaN), the LLM settings usable."""
     assert isinstance(config, BuildConfig)
     for section, section_ranges in ranges().items():
-        params = getattr(config, section)
+        params = config.params(section)
         for key, bounds in section_ranges.items():
             value = getattr(params, key)
             assert isinstance(value, int | float) and _within(value, bounds), f"[{section}] {key} = {value!r}"

@@ -251,7 +251,7 @@ def test_a_glossary_naming_two_opposed_groups_alike_is_refused_before_a_stage_ru
 ) -> None:
     """'یزدی' rendered "Shirazi" like 'شیرازی': DOM-02-T1 sets a Shirazi against a Yazdi, and its English
     example would name both alike. 'ترک' and 'آذری' share "Azerbaijani" and no template opposes them: allowed."""
-    from pbbq.flows.build_pbbq import load_build_inputs
+    from pbbq.flows.build_inputs import load_build_inputs
 
     glossary = sample_copy / "annotations/glossary.csv"
     _edit(glossary, _set(17, "term_en", "Shirazi"))

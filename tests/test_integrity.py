@@ -21,8 +21,8 @@ import pytest
 from pbbq.flows.audit.audit import audit_text
 from pbbq.flows.cli import main
 from pbbq.tasks.core.artifacts import REPO_ROOT, ArtifactStore, StageOutput, sha256_file
-from pbbq.tasks.core.caching import LazyTables, StoredStage
 from pbbq.tasks.core.run_folder import RunExistsError, RunFolder
+from pbbq.tasks.core.stored import LazyTables, StoredStage
 from pbbq.tasks.evaluation.evaluate import EvaluateError, resolve_release, task_folder
 from pbbq.tasks.publish.hub import PublishError, upload_release
 from tests.fakes.hub_server import FakeHub

@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from pbbq.tasks.core import caching
+from pbbq.tasks.core import code_hash
 from pbbq.tasks.core.artifacts import ArtifactStore
-from pbbq.tasks.core.caching import code_hashes_kept, stage_code_hash
+from pbbq.tasks.core.code_hash import code_hashes_kept, stage_code_hash
 from tests.helpers import stage_function, write_module
 
 
 def _parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The sources parsed from now on (the in-process memo emptied, as in a new process)."""
-    caching._imports_of.cache_clear()
+    code_hash._imports_of.cache_clear()
     parsed: list[str] = []
     parse = ast.parse
 
@@ -24,7 +24,7 @@ def _parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         parsed.append(source)
         return parse(source, *args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(caching.ast, "parse", counting)
+    monkeypatch.setattr(code_hash.ast, "parse", counting)
     return parsed
 
 
@@ -53,7 +53,7 @@ def test_a_build_parses_only_the_sources_no_build_before_it_parsed(
         changed = stage_code_hash(survey, root)
     assert parsed == ["from .names import Y\nX = 2\n", "Y = 1\n"]  # only the changed source and the new one
     with code_hashes_kept():
-        assert caching.module_closure("pbbq.tasks.survey", root).keys() == {
+        assert code_hash.module_closure("pbbq.tasks.survey", root).keys() == {
             "pbbq.tasks.survey",
             "pbbq.tasks.text",
             "pbbq.tasks.names",

@@ -11,10 +11,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from pbbq.flows.build_pbbq import load_build_inputs
+from pbbq.flows.build_inputs import load_build_inputs
 from pbbq.flows.config import load_config
-from pbbq.tasks.core.caching import KeptInput, input_digest, loaded
+from pbbq.tasks.core.digests import input_digest
 from pbbq.tasks.core.inputs import InputError
+from pbbq.tasks.core.stored import KeptInput, loaded
 
 
 def test_a_rebuild_reads_no_input_an_earlier_build_checked(sample_copy: Path, tmp_path: Path) -> None:

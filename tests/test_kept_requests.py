@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 from pbbq.tasks.core.artifacts import ArtifactStore, StageOutput
-from pbbq.tasks.core.caching import LazyTables, StoredStage
+from pbbq.tasks.core.stored import LazyTables, StoredStage
 
 
 def test_a_stored_stage_keeps_the_requests_its_output_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

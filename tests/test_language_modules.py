@@ -16,7 +16,7 @@ import pytest
 from pbbq.flows.cli import main
 from pbbq.flows.config import ConfigError, load_config
 from pbbq.tasks.core.artifacts import REPO_ROOT
-from pbbq.tasks.core.caching import stage_code_hash
+from pbbq.tasks.core.code_hash import stage_code_hash
 from pbbq.tasks.synth import SynthError, synthesize, target_codes
 from pbbq.tasks.text import languages
 from pbbq.tasks.translate import translate

@@ -22,7 +22,7 @@ from pbbq.tasks.core.inputs import load_questionnaire, load_templates, load_unkn
 from pbbq.tasks.core.schemas import EXAMPLE, OPTIONS, to_arrow
 from pbbq.tasks.instantiate import InstantiateParams, instantiate
 from pbbq.tasks.llm import LLMConfig, open_llm
-from pbbq.tasks.names import TEXT_FIELDS, NamesParams, load_gender_prompt, load_name_table, names
+from pbbq.tasks.names import NamesParams, load_gender_prompt, load_name_table, names
 from pbbq.tasks.names.bbq_records import bbq_examples, bbq_variants, read_bbq_jsonl
 from pbbq.tasks.names.draw import PairRequest, possible_pairs
 from pbbq.tasks.names.patterns import (
@@ -34,6 +34,7 @@ from pbbq.tasks.names.patterns import (
     reference_gender,
     rewrite,
 )
+from pbbq.tasks.names.prepare import TEXT_FIELDS
 from pbbq.tasks.names.tables import ERAS, entity_groups, group_words
 from tests.fakes.llm_servers import FakeLLMServer
 from tests.helpers import NAMES_EN, NAMES_FA, llm_config

@@ -8,7 +8,8 @@ import math
 import pandas as pd
 import pyarrow as pa
 
-from pbbq.tasks.names import _records, _rows_at
+from pbbq.tasks.names.prepare import row_records
+from pbbq.tasks.names.variants import rows_at
 
 
 def _input() -> pd.DataFrame:
@@ -26,7 +27,7 @@ def _input() -> pd.DataFrame:
 def test_records_are_the_rows_to_dict_gives_with_the_same_python_types() -> None:
     frame = _input()
     expected = frame.to_dict("records")
-    got = list(_records(frame))
+    got = list(row_records(frame))
     assert [{k: repr(v) for k, v in row.items()} for row in got] == [
         {k: repr(v) for k, v in row.items()} for row in expected
     ]
@@ -35,7 +36,7 @@ def test_records_are_the_rows_to_dict_gives_with_the_same_python_types() -> None
 
 def test_rows_at_takes_the_rows_in_the_order_given_repeats_included_with_their_new_values() -> None:
     frame = _input()
-    taken = _rows_at(
+    taken = rows_at(
         frame, [2, 0, 2], ["example_id", "label", "reason"], [{"reason": "p"}, {"reason": "q"}, {"reason": "r"}]
     )
     assert list(taken.columns) == ["example_id", "label", "reason"]
@@ -47,5 +48,5 @@ def test_rows_at_takes_the_rows_in_the_order_given_repeats_included_with_their_n
 
 
 def test_rows_at_no_position_is_the_empty_frame_of_the_columns() -> None:
-    empty = _rows_at(_input(), [], ["example_id", "reason"], [])
+    empty = rows_at(_input(), [], ["example_id", "reason"], [])
     pd.testing.assert_frame_equal(empty, pd.DataFrame([], columns=["example_id", "reason"]))

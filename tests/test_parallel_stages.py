@@ -11,8 +11,10 @@ from pathlib import Path
 import pytest
 from prefect import flow
 
-from pbbq.flows.build_pbbq import BuildInputs, PipelineRunner, parallel_stages, task_runner, usable_cpus
+from pbbq.flows.build_inputs import BuildInputs
 from pbbq.flows.config import SAMPLE_CONFIG, ConfigError, load_config
+from pbbq.flows.runner import PipelineRunner, parallel_stages, usable_cpus
+from pbbq.flows.task_runners import task_runner
 from pbbq.tasks.core.artifacts import StageOutput
 from pbbq.tasks.core.run_folder import RunFolder
 from pbbq.tasks.core.stage import Parameters, Pipeline, RunValue, Stage

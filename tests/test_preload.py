@@ -11,11 +11,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from pbbq.flows.build_pbbq import BuildInputs, preload_for_changed_inputs
+from pbbq.flows.build_inputs import BuildInputs, preload_for_changed_inputs
 from pbbq.tasks import imports
 from pbbq.tasks.core.artifacts import StageOutput
-from pbbq.tasks.core.caching import KeptInput
 from pbbq.tasks.core.stage import Input, Pipeline, Stage, Table
+from pbbq.tasks.core.stored import KeptInput
 from pbbq.tasks.imports import one_import_at_a_time, preload
 
 
@@ -52,7 +52,7 @@ def test_the_libraries_of_the_stages_a_changed_input_runs_are_loaded_ahead(
     monkeypatch: pytest.MonkeyPatch, loaded: set[str], expected: list[list[str]]
 ) -> None:
     calls: list[list[str]] = []
-    monkeypatch.setattr("pbbq.flows.build_pbbq.preload", lambda modules: calls.append(list(modules)))
+    monkeypatch.setattr("pbbq.flows.build_inputs.preload", lambda modules: calls.append(list(modules)))
     preload_for_changed_inputs(_inputs(loaded), PIPELINE)
     assert calls == expected
 

@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from pbbq.flows.build_pbbq import load_build_inputs, release_hashes
+from pbbq.flows.build_inputs import load_build_inputs
 from pbbq.flows.config import load_config
-from pbbq.tasks.core import artifacts, caching, inputs, run_folder
+from pbbq.flows.release_values import release_hashes
+from pbbq.tasks.core import artifacts, code_hash, inputs, run_folder
 from pbbq.tasks.core.artifacts import StageOutput, sha256_bytes
-from pbbq.tasks.core.caching import code_hashes_kept, stage_code_hash
+from pbbq.tasks.core.code_hash import code_hashes_kept, stage_code_hash
 from pbbq.tasks.core.run_folder import RunFolder
 from pbbq.tasks.publish import PublishParams, publish_release, release, release_data_stage
 from pbbq.tasks.statistics import table1
@@ -97,8 +98,8 @@ def test_a_build_walks_the_code_of_each_module_once(tmp_path: Path, monkeypatch:
     write_module(tmp_path, "pbbq.tasks.text", "X = 1\n")
     write_module(tmp_path, "pbbq.tasks.survey", "from .text import X\n")
     walked: list[str] = []
-    closure = caching.module_closure
-    monkeypatch.setattr(caching, "module_closure", lambda name, root: walked.append(name) or closure(name, root))
+    closure = code_hash.module_closure
+    monkeypatch.setattr(code_hash, "module_closure", lambda name, root: walked.append(name) or closure(name, root))
     survey, other = stage_function("pbbq.tasks.survey"), stage_function("pbbq.tasks.survey")
     with code_hashes_kept():
         first = stage_code_hash(survey, tmp_path)

@@ -11,9 +11,11 @@ import pytest
 
 from pbbq.tasks import instantiate
 from pbbq.tasks.core.artifacts import ArtifactStore, StageOutput
-from pbbq.tasks.core.caching import StoredStage, separated, stage_task
+from pbbq.tasks.core.caching import stage_task
 from pbbq.tasks.core.run_folder import StageRecord
+from pbbq.tasks.core.separated import separated
 from pbbq.tasks.core.stage import Pipeline, Separable, Stage, Table, finish
+from pbbq.tasks.core.stored import StoredStage
 from tests.separable_support import assert_same_output, sample_arguments
 from tests.templates import STEREOTYPES, template_row
 

@@ -14,8 +14,9 @@ import pytest
 
 from pbbq.tasks import names
 from pbbq.tasks.core.artifacts import ArtifactStore
-from pbbq.tasks.core.caching import KeptInput, separated
+from pbbq.tasks.core.separated import separated
 from pbbq.tasks.core.stage import finish
+from pbbq.tasks.core.stored import KeptInput
 from tests.separable_support import assert_same_output, first_run, sample_arguments
 
 STAGE = names.STAGE
@@ -103,7 +104,8 @@ def test_every_template_reads_the_groups_of_its_whole_category(sample: dict[str,
     """The proxy strength of a category is measured on the groups every template of it names: each template's part
     reads all of them, so a template kept is named again when another changes its category's groups."""
     assert PER is not None and PER.spread is not None and PER.local is not None
-    measured = PER.spread(**sample, **PER.local(**sample))["measured"]
+    hook = PER.hook_arguments(sample) | {"examples": sample["examples"]}  # the examples and the parameter object
+    measured = PER.spread(**hook, **PER.local(**hook))["measured"]
     whole = names.names(**sample).tables["proxy_strength"]
     for (lang, category), rows in measured.groupby(["lang", "category"]):
         groups = set(whole.loc[(whole["lang"] == lang) & (whole["category"] == category), "group"])

@@ -13,7 +13,7 @@ import pytest
 
 from pbbq.tasks import translate
 from pbbq.tasks.core.artifacts import REPO_ROOT, ArtifactStore, StageOutput
-from pbbq.tasks.core.caching import separated
+from pbbq.tasks.core.separated import separated
 from pbbq.tasks.core.stage import Stage, finish
 from tests.separable_support import assert_same_output, first_run, sample_arguments
 
@@ -93,7 +93,8 @@ def test_a_question_is_checked_against_the_entities_of_every_template_that_asks_
     all of them, and a context's entity phrases come with it."""
     stage, sample = target
     assert stage.per is not None and stage.per.spread is not None and stage.per.local is not None
-    spread = stage.per.spread(**sample, **stage.per.local(**sample))["segments"]
+    hook = stage.per.hook_arguments(sample) | {"examples": sample["examples"]}  # the examples and the parameter object
+    spread = stage.per.spread(**hook, **stage.per.local(**hook))["segments"]
     table = spread.drop(columns="template_id").drop_duplicates("segment_id")
     questions = spread[spread["kind"] == "question"]
     shared = questions.groupby("segment_id")["template_id"].nunique()

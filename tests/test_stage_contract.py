@@ -78,13 +78,13 @@ def test_an_added_stage_runs_is_recorded_audited_and_counted(
 
 
 def test_an_added_stage_brings_its_configuration_section(sample_copy: Path) -> None:
-    assert load_config(_config(sample_copy, ""), WITH_EXTRA).context_length == ContextLengthParams()
+    assert load_config(_config(sample_copy, ""), WITH_EXTRA).params("context_length") == ContextLengthParams()
     with pytest.raises(ConfigError, match=r"\[context_length\] max_words = 0 is outside 1 … ∞"):
         load_config(_config(sample_copy, "[context_length]\nmax_words = 0"), WITH_EXTRA)
 
 
 def test_an_added_input_is_a_configuration_key_checked_as_it_loads(sample_copy: Path, tmp_path: Path) -> None:
-    from pbbq.flows.build_pbbq import load_build_inputs
+    from pbbq.flows.build_inputs import load_build_inputs
 
     with pytest.raises(ConfigError, match=r"\[inputs\] is missing context_limits"):
         load_config(_config(sample_copy, "", limits=None), WITH_EXTRA)

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pbbq.flows.build_pbbq import build_pbbq, task_runner
+from pbbq.flows.build_pbbq import build_pbbq
+from pbbq.flows.task_runners import task_runner
 from pbbq.tasks.core.artifacts import REPO_ROOT
 
 

@@ -155,7 +155,9 @@ def _build(args: argparse.Namespace) -> int:
 
     config = args.config or SAMPLES[args.sample]
     build = load_config(config)  # a bad configuration fails here, before a Prefect server starts
-    from ..build_pbbq import build_pbbq, check_build_inputs, task_runner
+    from ..build_inputs import check_build_inputs
+    from ..build_pbbq import build_pbbq
+    from ..task_runners import task_runner
 
     check_build_inputs(build, str(args.outputs) if args.outputs else None)  # and so does a bad input
     from ..server import startup_timeout, temporary_server

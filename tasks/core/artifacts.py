@@ -43,7 +43,7 @@ class StageOutput:
     """
 
     tables: Mapping[str, pd.DataFrame]
-    """By name; a cached stage's are loaded only when read (:class:`~.caching.LazyTables`)."""
+    """By name; a cached stage's are loaded only when read (:class:`~.stored.LazyTables`)."""
     schemas: dict[str, pa.Schema]
     report: dict[str, Any]
     csv: tuple[str, ...] = ()

@@ -54,5 +54,5 @@ def keep_long_lived() -> None:
     """After a stage (or the build's inputs) is made: move every object the collector tracks now out of its
     generations, so the collections that follow do not walk them again. Only inside :func:`build_collector`:
     elsewhere (a Dask worker's process, a stage called directly) it does nothing."""
-    if _builds[0]:
+    if _builds[0]:  # full collections took 8 of 39 s of a paper-scale build before, 1.8 s with it (655f355)
         gc.freeze()

@@ -82,11 +82,12 @@ class Report:
 class Separable:
     """How a stage's work splits by a key column (a template's rows are made from that template alone), so that a
     build in which one template changed computes that template's rows only (docs/architecture.md §9). The stage
-    is ``whole(part(**arguments, **spread(**arguments, **local(**arguments))), **arguments)``: ``part`` does the
-    work per key, ``whole`` what needs every row (a check across templates, the report). The runner keeps each
+    is ``whole(part(**arguments, **spread(**arguments, **local(**arguments))), **arguments)`` (``arguments``: the
+    split tables and ``given``, the stage's other arguments as one object, when it declares :attr:`given`): ``part``
+    does the work per key, ``whole`` what needs every row (a check across templates, the report). The runner keeps each
     key's part in the content store, by the hash of that key's rows of the split tables (and of the spread ones),
     the other arguments and the code, and calls ``part`` once, on the rows of the keys it has not kept (``local``
-    likewise; :func:`pbbq.tasks.core.caching.separated`)."""
+    likewise; :func:`pbbq.tasks.core.separated.separated`)."""
 
     key: str
     """The column the split tables and every table of a part hold: ``template_id``."""
@@ -107,6 +108,17 @@ class Separable:
     key), given to ``spread`` as arguments of their names; kept per key as the parts are, so that a build in which
     one key changed makes its local tables only and ``spread`` combines them (the names stage: the groups each
     template names, whose union per category its spread is). None: ``spread`` reads the split tables whole."""
+    given: Callable[..., Any] | None = None
+    """The stage's parameter object: a frozen dataclass whose fields are the stage's arguments other than the split
+    tables (its parameters, the LLM client, the tables every key reads whole), made once per run from them; every
+    hook takes it as its one argument ``given`` beside the tables it is handed, so the stage's long signature is
+    written once, on the stage function. None: every hook takes every argument by name."""
+
+    def hook_arguments(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        """What every hook takes besides its tables, from the stage's ``arguments``: ``given``, or them all."""
+        if self.given is None:
+            return dict(arguments)
+        return {"given": self.given(**{name: value for name, value in arguments.items() if name not in self.split})}
 
 
 def _always(params: Any) -> bool:

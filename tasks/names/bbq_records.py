@@ -14,7 +14,7 @@ import pandas as pd
 from ..core.artifacts import count_reasons
 from ..core.inputs import InputError
 from ..core.schemas import EXAMPLE, OPTIONS
-from . import TEXT_FIELDS
+from .prepare import TEXT_FIELDS
 
 BBQ_KEYS = (
     "example_id",

@@ -4,9 +4,10 @@ Initialisation' and 'Name Selection', Appendix C).
 - **Sub-seeds** (Appendix C): ``np.random.seed(42)``, then ``np.random.randint(1, 10000, 3)`` = 7271, 861, 5391;
   one variant per sub-seed (:func:`sub_seeds`).
 - **One stream per entity pair and sub-seed**: ``np.random.default_rng([sub_seed, example_seed(pair_key)])``, the
-  key naming the template, the two entities and the lexical variant (:meth:`pbbq.tasks.names.Prepared.pair_key`): the
-  twelve examples of a pair take the same names, so its mirrored examples differ only in who did what; the names
-  depend on the sub-seed and the pair, not on the other rows of the table.
+  key naming the template, the two entities and the lexical variant
+  (:meth:`pbbq.tasks.names.prepare.Prepared.pair_key`): the twelve examples of a pair take the same names, so its
+  mirrored examples differ only in who did what; the names depend on the sub-seed and the pair, not on the other
+  rows of the table.
 - **A draw** takes from that stream, in this order: (1) the era, uniformly among the eras the pair may have (all
   three, unless an entity's age band narrows them: :data:`ERAS_BY_AGE_BAND`); (2) the gender, female or male
   uniformly, when neither entity's reference gives one, for both names (two roommates are two men or two women);
@@ -16,8 +17,8 @@ Initialisation' and 'Name Selection', Appendix C).
   from one era, and share one gender where the entities do.
 - **Distinct variants**: a pair's variants are drawn in sub-seed order; a draw whose names repeat a name pair
   already taken (by an earlier variant of the pair, or by any variant of a pair with an example that reads the
-  same once named and whose key sorts first, see :func:`pbbq.tasks.names.draw_all`) is drawn again from the same
-  stream (its next values), until it differs. So the three variants are three different rows.
+  same once named and whose key sorts first, see :func:`pbbq.tasks.names.variants.draw_all`) is drawn again from
+  the same stream (its next values), until it differs. So the three variants are three different rows.
 """
 
 from __future__ import annotations

@@ -46,7 +46,7 @@ order the stage on whole tables gives.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, replace
+from dataclasses import asdict, dataclass, replace
 from functools import partial
 from pathlib import Path
 
@@ -101,64 +101,53 @@ def _in_table_order(table: pd.DataFrame, pair: Pair) -> pd.DataFrame:
     return ordered(table, list(keys))
 
 
-def template_own_segments(
-    examples: pd.DataFrame,
-    unknown_phrases: pd.DataFrame,
-    glossary: pd.DataFrame,
-    prompts: TranslatePrompts,
-    client: LLMClient,
-    params: TranslateParams,
-    pair: Pair = PERSIAN_ENGLISH,
-    decisions: pd.DataFrame | None = None,
-    rules: ReviewRules | None = None,
-) -> dict[str, pd.DataFrame]:
+@dataclass(frozen=True, eq=False)
+class TranslateGiven:
+    """What every hook of a translate stage split by template takes besides its tables: the stage's arguments other
+    than the examples (:attr:`pbbq.tasks.core.stage.Separable.given`)."""
+
+    unknown_phrases: pd.DataFrame
+    glossary: pd.DataFrame
+    prompts: TranslatePrompts
+    client: LLMClient
+    params: TranslateParams
+    pair: Pair = PERSIAN_ENGLISH
+    decisions: pd.DataFrame | None = None
+    rules: ReviewRules | None = None
+
+
+def template_own_segments(examples: pd.DataFrame, given: TranslateGiven) -> dict[str, pd.DataFrame]:
     """Each template's segments on its own (:func:`~.segments.own_segments`): what :func:`template_segments` reads
     of a template, made from its rows alone."""
-    originals = _checked_originals(examples, unknown_phrases, pair)
-    lookup = Glossary(glossary, pair.target, pair.source)
+    pair = given.pair
+    originals = _checked_originals(examples, given.unknown_phrases, pair)
+    lookup = Glossary(given.glossary, pair.target, pair.source)
     return {"own": own_segments(originals, lookup, pair.source_column)}
 
 
-def template_segments(
-    examples: pd.DataFrame,
-    own: pd.DataFrame,
-    unknown_phrases: pd.DataFrame,
-    glossary: pd.DataFrame,
-    prompts: TranslatePrompts,
-    client: LLMClient,
-    params: TranslateParams,
-    pair: Pair = PERSIAN_ENGLISH,
-    decisions: pd.DataFrame | None = None,
-    rules: ReviewRules | None = None,
-) -> dict[str, pd.DataFrame]:
+def template_segments(examples: pd.DataFrame, own: pd.DataFrame, given: TranslateGiven) -> dict[str, pd.DataFrame]:
     """What each template's translations read of every template's examples: the segments of all of them
     (:func:`~.segments.segments`: a question holds the entities of every template that asks it), a row per template
     that uses one (:func:`~.segments.per_template`), from each template's own (``own``,
     :func:`template_own_segments`)."""
-    return {"segments": per_template(_originals(examples, pair), own, pair.source_column)}
+    return {"segments": per_template(_originals(examples, given.pair), own, given.pair.source_column)}
 
 
 def template_translations(
-    examples: pd.DataFrame,
-    segments: pd.DataFrame,
-    unknown_phrases: pd.DataFrame,
-    glossary: pd.DataFrame,
-    prompts: TranslatePrompts,
-    client: LLMClient,
-    params: TranslateParams,
-    pair: Pair = PERSIAN_ENGLISH,
-    decisions: pd.DataFrame | None = None,
-    rules: ReviewRules | None = None,
+    examples: pd.DataFrame, segments: pd.DataFrame, given: TranslateGiven
 ) -> dict[str, pd.DataFrame]:
     """The work of the stage per template (``segments``: the templates' rows of :func:`template_segments`): each
     distinct segment translated once, and the templates' target examples, kept and dropped; the segments and their
     attempts a row per template that uses them."""
-    pair = replace(pair, placeholders=getattr(client, "stand_in", False))  # no language to identify in a placeholder
+    client, params, unknown_phrases = given.client, given.params, given.unknown_phrases
+    pair = replace(
+        given.pair, placeholders=getattr(client, "stand_in", False)
+    )  # no language to identify in a placeholder
     originals = _checked_originals(examples, unknown_phrases, pair)
-    lookup = Glossary(glossary, pair.target, pair.source)
+    lookup = Glossary(given.glossary, pair.target, pair.source)
     table = _in_table_order(segments.drop(columns="template_id"), pair)
-    translated, attempts = translate_segments(table, prompts, client, params, lookup, pair)
-    translated = reviewed_segments(translated, decisions, rules, pair)
+    translated, attempts = translate_segments(table, given.prompts, client, params, lookup, pair)
+    translated = reviewed_segments(translated, given.decisions, given.rules, pair)
     kept, dropped = translated_examples(originals, translated, unknown_phrases, params, pair)
     used = list(zip(segments["template_id"].tolist(), segments["segment_id"].tolist(), strict=True))
     return {
@@ -208,22 +197,12 @@ def _per_template(used: list[tuple[str, str]], frame: pd.DataFrame) -> pd.DataFr
     return taken
 
 
-def translated_output(
-    parts: Mapping[str, pd.DataFrame],
-    examples: pd.DataFrame,
-    unknown_phrases: pd.DataFrame,
-    glossary: pd.DataFrame,
-    prompts: TranslatePrompts,
-    client: LLMClient,
-    params: TranslateParams,
-    pair: Pair = PERSIAN_ENGLISH,
-    decisions: pd.DataFrame | None = None,
-    rules: ReviewRules | None = None,
-) -> StageOutput:
+def translated_output(parts: Mapping[str, pd.DataFrame], examples: pd.DataFrame, given: TranslateGiven) -> StageOutput:
     """The stage's output from every template's part (:func:`template_translations`): each segment and attempt once,
     in the segment table's order (attempts as they were asked: entity phrases, variants and groups first, each
     round of retries after the one before), the examples in the source's order, the review table and the report.
     Its ``llm`` usage counts the requests of the parts this run computed."""
+    pair, client, params, prompts = given.pair, given.client, given.params, given.prompts
     originals = _originals(examples, pair)
     translated = _in_table_order(parts["segments"].drop(columns="template_id"), pair)
     told = {"question", "context"}  # translated after the others (:func:`~.batch.translate_segments`)
@@ -303,20 +282,10 @@ def translate(
     """The target's config of the source's original examples, with the segment table, every attempt, the
     review table (segments that failed validation or were flagged) and what was dropped: every template's part
     (:func:`template_translations`) at once."""
-    arguments = {
-        "examples": examples,
-        "unknown_phrases": unknown_phrases,
-        "glossary": glossary,
-        "prompts": prompts,
-        "client": client,
-        "params": params,
-        "pair": pair,
-        "decisions": decisions,
-        "rules": rules,
-    }
-    spread = template_segments(**arguments, **template_own_segments(**arguments))
-    parts = template_translations(**arguments, **spread)
-    return translated_output(parts, **arguments)
+    given = TranslateGiven(unknown_phrases, glossary, prompts, client, params, pair, decisions, rules)
+    spread = template_segments(examples, **template_own_segments(examples, given), given=given)
+    parts = template_translations(examples, **spread, given=given)
+    return translated_output(parts, examples, given)
 
 
 GLOSSARY = Input("glossary", load_glossary, needs=(TEMPLATES,))
@@ -397,6 +366,7 @@ def translate_stage(target: str = TARGET.code, first: bool = True, source: str =
             translated_output,
             template_segments,
             template_own_segments,
+            given=TranslateGiven,
         ),
         imports=("sacrebleu.metrics",),  # chrF of the back-translations
     )

@@ -429,7 +429,7 @@ def load_languages(paths: Iterable[Path], base: Languages | None = None) -> Lang
 
 def serve_in_this_process(paths: Iterable[Path]) -> None:
     """Make the languages at ``paths`` this worker process's (a Dask worker of a build, which gets no context from
-    the flow's process; :func:`pbbq.flows.build_pbbq.share_languages`)."""
+    the flow's process; :func:`pbbq.flows.task_runners.share_languages`)."""
     _WORKER[:] = [load_languages(paths)]
 
 
