@@ -127,7 +127,7 @@ def remove_leftovers(folder: Path) -> list[Path]:
     """Remove the temporary files a killed process of this program, of this version or an earlier one, left
     directly in ``folder`` (a SIGKILL skips every cleanup), never one a live build writes (:func:`_left_over`).
     Returns what was removed."""
-    removed = []
+    removed: list[Path] = []
     try:
         entries = list(os.scandir(folder))
     except FileNotFoundError:
