@@ -29,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -83,9 +84,25 @@ def english_config(sheet: Path, out: Path, cap: int | None) -> Path:
     return out
 
 
-def build(code: Path, config: Path, outputs: Path) -> dict[str, object]:
+@dataclass(frozen=True)
+class Built:
+    """What one build of the benchmark gave."""
+
+    exit: int
+    seconds: float
+    peak_rss: int
+    """The build process's peak RSS in bytes (``ru_maxrss``)."""
+    stage_peaks: dict[str, int]
+    """Stage folder → the process's peak RSS by the end of that stage (``timings.json``)."""
+    rows: dict[str, int]
+    """``05_instantiate`` (``en``) and ``06_names`` (``en-names``) → rows."""
+    error: str
+
+
+def build(code: Path, config: Path, outputs: Path) -> Built:
     """``pbbq build`` of ``config`` with the code of ``code`` in a process of its own: its exit status, seconds,
-    peak RSS, the instantiation stage's peak and the rows of each config."""
+    peak RSS, the process's peak by the end of each stage (``timings.json``; stages that ran side by side end
+    together) and the rows of each config."""
     command = [sys.executable, "-m", "pbbq.flows.cli", "build", "--config", str(config), "--outputs", str(outputs)]
     command += ["--run-id", "bench"]
     env = {**os.environ, "PYTHONPATH": str(code)}
@@ -96,7 +113,7 @@ def build(code: Path, config: Path, outputs: Path) -> dict[str, object]:
     error = process.stderr.read().decode("utf-8", "replace").strip().splitlines()[-1:] if process.stderr else []
     run = outputs / "bench"
     rows: dict[str, int] = {}
-    stage_peak = None
+    stage_peaks: dict[str, int] = {}
     if (run / "manifest.json").is_file():
         manifest = json.loads((run / "manifest.json").read_text(encoding="utf-8"))
         for stage in manifest["stages"]:
@@ -105,16 +122,15 @@ def build(code: Path, config: Path, outputs: Path) -> dict[str, object]:
                     rows[artifact["path"].split("/")[0]] = artifact["rows"]
     if (run / "timings.json").is_file():
         timings = json.loads((run / "timings.json").read_text(encoding="utf-8"))["stages"]
-        stage_peak = next((s["peak_rss"] for s in timings if s["folder"] == "05_instantiate"), None)
-    return {
-        "exit": os.waitstatus_to_exitcode(status),
-        "seconds": seconds,
-        "peak_rss": usage.ru_maxrss * 1024,
-        "instantiate_peak_rss": stage_peak,
-        "en": rows.get("05_instantiate"),
-        "en-names": rows.get("06_names"),
-        "error": error[0] if error and status else "",
-    }
+        stage_peaks = {stage["folder"]: stage["peak_rss"] for stage in timings}
+    return Built(
+        exit=os.waitstatus_to_exitcode(status),
+        seconds=seconds,
+        peak_rss=usage.ru_maxrss * 1024,
+        stage_peaks=stage_peaks,
+        rows=rows,
+        error=error[0] if error and status else "",
+    )
 
 
 def main() -> None:
@@ -133,11 +149,11 @@ def main() -> None:
             cap = None if code in args.before_cap else estimate
             config = english_config(sheet, work / f"config-{number}.toml", cap)
             result = build(code.resolve(), config, work / f"outputs-{number}")
-            peak = result["instantiate_peak_rss"]
+            peaks = ", ".join(f"{folder} {peak / 1e9:.2f}" for folder, peak in result.stage_peaks.items())
             print(
-                f"{code}: exit {result['exit']}, en {result['en']}, en-names {result['en-names']}, "
-                f"peak RSS {result['peak_rss'] / 1e9:.2f} GB (after instantiation {peak / 1e9 if peak else 0:.2f} GB), "
-                f"{result['seconds']:.0f} s {result['error']}"
+                f"{code}: exit {result.exit}, en {result.rows.get('05_instantiate')}, "
+                f"en-names {result.rows.get('06_names')}, peak RSS {result.peak_rss / 1e9:.2f} GB "
+                f"(by the end of each stage, GB: {peaks}), {result.seconds:.0f} s {result.error}"
             )
 
 
