@@ -9,11 +9,11 @@ build`` with each ``--code`` checkout (default: this one; a checkout from before
 process of its own, fresh outputs each, and prints the rows of ``en`` and ``en-names``, the build's peak RSS (the
 process's ``ru_maxrss``), its peak by the end of each stage (``timings.json``) and the seconds.
 
-Measured on the 2-core machine, the machine shared with other builds (load average 10-17, so the seconds say more
+Measured on the 2-core machine, the machine shared with other builds (load average 4-17, so the seconds say more
 about the load than the code): :data:`MEASURED`. N = 100 gives 160,432 ``en`` and 481,008 ``en-names`` rows, N = 50
-40,432 and 121,008. **The bound**, fitted on the two: peak RSS ≈ 0.82 GB + 5.7 KB × (``en`` + ``en-names`` rows),
-linear in the product; under 2 GiB up to about 230,000 rows (some 58,000 ``en`` examples and their names
-variants). One template at the default cap (100,000 ``en``, 400,000 rows with its names) reaches about 3.1 GB.
+40,432 and 121,008. **The bound**, fitted on the two: peak RSS ≈ 0.89 GB + 5.3 KB × (``en`` + ``en-names`` rows),
+linear in the product; under 2 GiB up to about 237,000 rows (some 59,000 ``en`` examples and their names
+variants). One template at the default cap (100,000 ``en``, 400,000 rows with its names) reaches about 3.0 GB.
 Instantiation streams (at most :data:`pbbq.tasks.adapt.generate.BATCH_ROWS` examples as Python dicts: 0.93 GB by
 its end at N = 100); the names stage sets most of the peak (4.0 GB by its end) and diversity, statistics and the
 release data, run on every config stacked while the runner holds the names' frames, the rest (docs/scale.md,
@@ -45,8 +45,10 @@ MEASURED = {
     "a5452f8, issue 35's figure": "peak RSS 4.3 GB, 129 s",
     "a5452f8, the last session": "peak RSS 4.50 GB (1.09 GB when instantiation was written), 787 s",
     "db5155e, N = 100": "peak RSS 4.46 GB; by the end of 05_instantiate 0.93, 06_names 4.01, the rest 4.46 GB; 598 s",
-    "h-mem, N = 100": "peak RSS 4.43 GB (4.65 GB sampled every 0.5 s); 0.93, 4.01, 4.43 GB; 661 s",
-    "h-mem, N = 50": "peak RSS 1.73 GB; 0.58, 1.35, 1.73 GB; 110 s",
+    "h-mem before its diversity change, N = 100": "peak RSS 4.43 GB (4.65 GB sampled every 0.5 s); 0.93, 4.01, "
+    "4.43 GB; 661 s",
+    "h-mem, N = 100": "peak RSS 4.28 GB; 0.93, 4.01, 4.28 GB; 456 s",
+    "h-mem, N = 50": "peak RSS 1.74 GB; 0.58, 1.36, 1.74 GB; 66 s",
 }
 
 
