@@ -141,7 +141,8 @@ def limit(config: Path, floor: bool) -> dict[str, Any]:
                 clients.append(opened)
             return clients[0]
 
-        sources = Sources(inputs.tables, outputs, client, {"extra_funnel": lambda: []})
+        run_values = {"extra_funnel": lambda: [], "example_cap": build.example_cap}
+        sources = Sources(inputs.tables, outputs, client, run_values)
         with build_collector():  # as the build's pipeline runner sets it for its stages
             for stage in PIPELINE:
                 if not stage.cached:  # publish: files only

@@ -7,15 +7,17 @@ builds English only (no ``[translate]``: the stages after instantiation need no 
 transcript lacks) with ``[build] max_examples_per_template`` raised past the row's estimate, then runs ``pbbq
 build`` with each ``--code`` checkout (default: this one; a checkout from before the cap gets no ``[build]`` key) in a
 process of its own, fresh outputs each, and prints the rows of ``en`` and ``en-names``, the build's peak RSS (the
-process's ``ru_maxrss``), the peak of the instantiation stage (``timings.json``) and the seconds.
+process's ``ru_maxrss``), its peak by the end of each stage (``timings.json``) and the seconds.
 
-Measured on the 2-core machine with N = 100 (160,432 ``en`` and 481,008 ``en-names`` rows), one run of each
-checkout in one invocation, the machine shared with other builds (load average 6-18, so the seconds say more about
-the load than the code): :data:`MEASURED`. The bound: a whole build of 160,432 ``en`` examples peaks at 4.5 GB,
-set by the stages after instantiation (names, diversity, statistics and the release each hold their configs'
-tables), and a template at the default cap (100,000 examples) builds fewer. Instantiation itself holds at most
-:data:`pbbq.tasks.adapt.generate.BATCH_ROWS` examples as Python dicts; the process's peak when it was written went
-from 1.09 to 0.92 GB here, and for BBQ's Race_ethnicity file alone (360,912 examples) from 1.14 to 0.69 GB.
+Measured on the 2-core machine, the machine shared with other builds (load average 4-17, so the seconds say more
+about the load than the code): :data:`MEASURED`. N = 100 gives 160,432 ``en`` and 481,008 ``en-names`` rows, N = 50
+40,432 and 121,008. **The bound**, fitted on the two: peak RSS ≈ 0.89 GB + 5.3 KB × (``en`` + ``en-names`` rows),
+linear in the product; under 2 GiB up to about 237,000 rows (some 59,000 ``en`` examples and their names
+variants). One template at the default cap (100,000 ``en``, 400,000 rows with its names) reaches about 3.0 GB.
+Instantiation streams (at most :data:`pbbq.tasks.adapt.generate.BATCH_ROWS` examples as Python dicts: 0.93 GB by
+its end at N = 100); the names stage sets most of the peak (4.0 GB by its end) and diversity, statistics and the
+release data, run on every config stacked while the runner holds the names' frames, the rest (docs/scale.md,
+"A blown-up sheet row").
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -40,8 +43,12 @@ TRANSLATION_INPUTS = ("bbq_glossary", "bbq_unknown_phrases")
 """The sample's inputs only a translation reads."""
 MEASURED = {
     "a5452f8, issue 35's figure": "peak RSS 4.3 GB, 129 s",
-    "a5452f8, this benchmark": "peak RSS 4.50 GB (1.09 GB when instantiation was written), 787 s",
-    "h-sheet (cap raised)": "peak RSS 4.44 GB (0.92 GB when instantiation was written), 991 s",
+    "a5452f8, the last session": "peak RSS 4.50 GB (1.09 GB when instantiation was written), 787 s",
+    "db5155e, N = 100": "peak RSS 4.46 GB; by the end of 05_instantiate 0.93, 06_names 4.01, the rest 4.46 GB; 598 s",
+    "h-mem before its diversity change, N = 100": "peak RSS 4.43 GB (4.65 GB sampled every 0.5 s); 0.93, 4.01, "
+    "4.43 GB; 661 s",
+    "h-mem, N = 100": "peak RSS 4.28 GB; 0.93, 4.01, 4.28 GB; 456 s",
+    "h-mem, N = 50": "peak RSS 1.74 GB; 0.58, 1.36, 1.74 GB; 66 s",
 }
 
 
@@ -83,9 +90,25 @@ def english_config(sheet: Path, out: Path, cap: int | None) -> Path:
     return out
 
 
-def build(code: Path, config: Path, outputs: Path) -> dict[str, object]:
+@dataclass(frozen=True)
+class Built:
+    """What one build of the benchmark gave."""
+
+    exit: int
+    seconds: float
+    peak_rss: int
+    """The build process's peak RSS in bytes (``ru_maxrss``)."""
+    stage_peaks: dict[str, int]
+    """Stage folder → the process's peak RSS by the end of that stage (``timings.json``)."""
+    rows: dict[str, int]
+    """``05_instantiate`` (``en``) and ``06_names`` (``en-names``) → rows."""
+    error: str
+
+
+def build(code: Path, config: Path, outputs: Path) -> Built:
     """``pbbq build`` of ``config`` with the code of ``code`` in a process of its own: its exit status, seconds,
-    peak RSS, the instantiation stage's peak and the rows of each config."""
+    peak RSS, the process's peak by the end of each stage (``timings.json``; stages that ran side by side end
+    together) and the rows of each config."""
     command = [sys.executable, "-m", "pbbq.flows.cli", "build", "--config", str(config), "--outputs", str(outputs)]
     command += ["--run-id", "bench"]
     env = {**os.environ, "PYTHONPATH": str(code)}
@@ -96,7 +119,7 @@ def build(code: Path, config: Path, outputs: Path) -> dict[str, object]:
     error = process.stderr.read().decode("utf-8", "replace").strip().splitlines()[-1:] if process.stderr else []
     run = outputs / "bench"
     rows: dict[str, int] = {}
-    stage_peak = None
+    stage_peaks: dict[str, int] = {}
     if (run / "manifest.json").is_file():
         manifest = json.loads((run / "manifest.json").read_text(encoding="utf-8"))
         for stage in manifest["stages"]:
@@ -105,16 +128,15 @@ def build(code: Path, config: Path, outputs: Path) -> dict[str, object]:
                     rows[artifact["path"].split("/")[0]] = artifact["rows"]
     if (run / "timings.json").is_file():
         timings = json.loads((run / "timings.json").read_text(encoding="utf-8"))["stages"]
-        stage_peak = next((s["peak_rss"] for s in timings if s["folder"] == "05_instantiate"), None)
-    return {
-        "exit": os.waitstatus_to_exitcode(status),
-        "seconds": seconds,
-        "peak_rss": usage.ru_maxrss * 1024,
-        "instantiate_peak_rss": stage_peak,
-        "en": rows.get("05_instantiate"),
-        "en-names": rows.get("06_names"),
-        "error": error[0] if error and status else "",
-    }
+        stage_peaks = {stage["folder"]: stage["peak_rss"] for stage in timings}
+    return Built(
+        exit=os.waitstatus_to_exitcode(status),
+        seconds=seconds,
+        peak_rss=usage.ru_maxrss * 1024,
+        stage_peaks=stage_peaks,
+        rows=rows,
+        error=error[0] if error and status else "",
+    )
 
 
 def main() -> None:
@@ -133,11 +155,11 @@ def main() -> None:
             cap = None if code in args.before_cap else estimate
             config = english_config(sheet, work / f"config-{number}.toml", cap)
             result = build(code.resolve(), config, work / f"outputs-{number}")
-            peak = result["instantiate_peak_rss"]
+            peaks = ", ".join(f"{folder} {peak / 1e9:.2f}" for folder, peak in result.stage_peaks.items())
             print(
-                f"{code}: exit {result['exit']}, en {result['en']}, en-names {result['en-names']}, "
-                f"peak RSS {result['peak_rss'] / 1e9:.2f} GB (after instantiation {peak / 1e9 if peak else 0:.2f} GB), "
-                f"{result['seconds']:.0f} s {result['error']}"
+                f"{code}: exit {result.exit}, en {result.rows.get('05_instantiate')}, "
+                f"en-names {result.rows.get('06_names')}, peak RSS {result.peak_rss / 1e9:.2f} GB "
+                f"(by the end of each stage, GB: {peaks}), {result.seconds:.0f} s {result.error}"
             )
 
 

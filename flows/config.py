@@ -15,8 +15,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any, get_args, get_type_hints
 
-from ..tasks.adapt import MAX_EXAMPLES_PER_TEMPLATE, ExampleCap
 from ..tasks.core.artifacts import REPO_ROOT
+from ..tasks.core.example_cap import MAX_EXAMPLES_PER_TEMPLATE, ExampleCap
 from ..tasks.core.inputs import UNKNOWN_PHRASES, load_unknown_phrases
 from ..tasks.core.run_folder import display_path
 from ..tasks.core.stage import Input, Pipeline
@@ -100,8 +100,9 @@ class RunOptions:
     """How many stages may run at once (None: as many as the task runner has workers,
     :func:`pbbq.flows.runner.parallel_stages`); each running stage holds its input frames and results."""
     max_examples_per_template: int = MAX_EXAMPLES_PER_TEMPLATE
-    """The most examples (``en``) one template of an adaptation sheet may build, estimated before any is built
-    (:class:`pbbq.tasks.adapt.ExampleCap`): a row past it is refused in one line."""
+    """The most examples one template may build (an adaptation sheet's row, or a template of PBBQ's templates file),
+    estimated before any is built (:class:`pbbq.tasks.core.example_cap.ExampleCap`): one past it is refused in one
+    line."""
 
 
 RUN_OPTION_RANGES: dict[str, tuple[float | None, float | None]] = {
@@ -179,8 +180,11 @@ class BuildConfig:
         }
 
     def example_cap(self) -> ExampleCap:
-        """``[build] max_examples_per_template`` with the sheet it caps (the ``example_cap`` run value)."""
-        return ExampleCap(self.running.max_examples_per_template, self.input_paths().get("adapt_sheet"))
+        """``[build] max_examples_per_template`` with the file of the templates it caps, the adaptation sheet or
+        PBBQ's templates file (the ``example_cap`` run value)."""
+        paths = self.input_paths()
+        name = "adapt_sheet" if "adapt_sheet" in paths else "templates"
+        return ExampleCap(self.running.max_examples_per_template, paths.get(name), name)
 
     def with_publish(
         self, repo_id: str | None = None, dry_run: bool | None = None, force_synthetic: bool | None = None

@@ -36,12 +36,14 @@ import itertools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 
 from .core.artifacts import StageOutput, count_reasons
+from .core.example_cap import DEFAULT_CAP, ExampleCap
 from .core.inputs import PAIR_SEPARATOR, swap_roles
 from .core.schemas import (
     EXAMPLE,
@@ -53,7 +55,7 @@ from .core.schemas import (
     group_tag,
 )
 from .core.soundness import manifest_warnings, unsound_drops
-from .core.stage import SEED, Separable, Stage, Table
+from .core.stage import SEED, RunValue, Separable, Stage, Table
 from .review.apply import REJECTED, UNREVIEWED
 from .text.cues import (
     entity_age_band,
@@ -67,7 +69,7 @@ from .text.languages import language
 from .text.languages.fa import normalize_fa
 
 ROLE_NAMES = {"stereo": "stereotyped", "nonstereo": "non-stereotyped", "unknown": "unknown"}
-PERMUTATIONS: tuple[tuple[str, str, str], ...] = tuple(itertools.permutations(("stereo", "nonstereo", "unknown")))
+PERMUTATIONS: tuple[tuple[str, ...], ...] = tuple(itertools.permutations(("stereo", "nonstereo", "unknown")))
 ANSWER_ROLES = {
     roles: {option: ROLE_NAMES[role] for option, role in zip(OPTIONS, roles, strict=True)} for roles in PERMUTATIONS
 }
@@ -234,6 +236,28 @@ def template_pairs(template: pd.Series) -> tuple[list[tuple[str, str]], list[dic
     return built, dropped, kept
 
 
+class Estimate(NamedTuple):
+    """How many examples a template builds, before building them: the entity pairs the confound gate builds, its
+    lexical variants (one when it has none) and the 12 examples of each (two orders × six cells)."""
+
+    pairs: int
+    lexical_variants: int
+
+    @property
+    def examples(self) -> int:
+        return self.pairs * self.lexical_variants * EXAMPLES_PER_PAIR_AND_VARIANT
+
+    def __str__(self) -> str:
+        return (
+            f"{self.examples:,} examples ({self.pairs:,} entity pairs × {self.lexical_variants:,} lexical variants "
+            f"× {EXAMPLES_PER_PAIR_AND_VARIANT})"
+        )
+
+
+EXAMPLES_PER_PAIR_AND_VARIANT = 12
+"""Two orders of mention × (two ambiguous + four disambiguated examples), :func:`template_examples`."""
+
+
 def template_examples(
     template: pd.Series, pairs: list[tuple[str, str]], groups: Groups, params: InstantiateParams
 ) -> list[dict]:
@@ -326,15 +350,24 @@ def _complete(templates: pd.DataFrame) -> pd.Series:
 
 
 def template_tables(
-    templates: pd.DataFrame, stereotypes: pd.DataFrame, params: InstantiateParams
+    templates: pd.DataFrame,
+    stereotypes: pd.DataFrame,
+    params: InstantiateParams,
+    cap: ExampleCap = DEFAULT_CAP,
 ) -> dict[str, pd.DataFrame]:
     """The work of the stage per template, in template order: every example of the pairs the confound gate builds,
-    the pairs it drops and those ``allowed_pairs`` keeps. A template's rows depend on it alone (its own random
-    stream, :func:`_template_rng`), so the rows of several templates are the concatenation of each one's."""
+    the pairs it drops and those ``allowed_pairs`` keeps. Every template's examples are estimated first and one past
+    ``cap`` refused before any is built. A template's rows depend on it alone (its own random stream,
+    :func:`_template_rng`), so the rows of several templates are the concatenation of each one's."""
     groups = {row.stereotype_id: Groups.of(row) for row in stereotypes.itertuples()}
+    gated = [
+        (template, template_pairs(template))
+        for _, template in templates[_complete(templates)].sort_values("template_id").iterrows()
+    ]
+    for template, (pairs, _, _) in gated:
+        cap.check(template.template_id, Estimate(len(pairs), max(len(template.lexical_variants), 1)))
     rows, dropped_pairs, allowed_pairs = [], [], []
-    for _, template in templates[_complete(templates)].sort_values("template_id").iterrows():
-        pairs, dropped, kept = template_pairs(template)
+    for template, (pairs, dropped, kept) in gated:
         dropped_pairs += dropped
         allowed_pairs += kept
         rows += template_examples(template, pairs, groups[template.stereotype_id], params)
@@ -346,7 +379,11 @@ def template_tables(
 
 
 def checked_examples(
-    parts: Mapping[str, pd.DataFrame], templates: pd.DataFrame, stereotypes: pd.DataFrame, params: InstantiateParams
+    parts: Mapping[str, pd.DataFrame],
+    templates: pd.DataFrame,
+    stereotypes: pd.DataFrame,
+    params: InstantiateParams,
+    cap: ExampleCap = DEFAULT_CAP,
 ) -> StageOutput:
     """The stage's output from every template's tables (:func:`template_tables`): the checks across templates
     (exact duplicate examples, and any unsound example, a placeholder left unfilled, two options alike or one
@@ -413,18 +450,25 @@ def checked_examples(
     )
 
 
-def instantiate(templates: pd.DataFrame, stereotypes: pd.DataFrame, params: InstantiateParams) -> StageOutput:
+def instantiate(
+    templates: pd.DataFrame, stereotypes: pd.DataFrame, params: InstantiateParams, cap: ExampleCap = DEFAULT_CAP
+) -> StageOutput:
     """Examples of every gated template that has both disambiguated continuations, from the pairs the confound
-    gate builds. Templates without continuations, confounded pairs, exact duplicate examples and (a check of
-    the build) any unsound example are dropped, each with its reason."""
-    return checked_examples(template_tables(templates, stereotypes, params), templates, stereotypes, params)
+    gate builds, each template's count estimated first and refused past ``cap`` (``[build]
+    max_examples_per_template``). Templates without continuations, confounded pairs, exact duplicate examples and
+    (a check of the build) any unsound example are dropped, each with its reason."""
+    return checked_examples(template_tables(templates, stereotypes, params, cap), templates, stereotypes, params)
 
 
 STAGE = Stage(
     "05_instantiate",
     "instantiate",
     instantiate,
-    inputs={"templates": Table("04_disambiguate", "templates"), "stereotypes": Table("02_survey", "stereotypes")},
+    inputs={
+        "templates": Table("04_disambiguate", "templates"),
+        "stereotypes": Table("02_survey", "stereotypes"),
+        "cap": RunValue("example_cap", describes=lambda stage: False),
+    },
     outputs={
         "examples": EXAMPLE,
         "dropped_examples": EXAMPLE_DROPPED,

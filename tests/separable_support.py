@@ -26,7 +26,7 @@ def sample_arguments(folder: str, scratch: Path, config: Path | None = None) -> 
     client = open_llm(llm, build.transcript)
     inputs = load_build_inputs(build, scratch, log=lambda line: None)
     outputs: dict[str, StageOutput] = {}
-    sources = Sources(inputs.tables, outputs, lambda: client)
+    sources = Sources(inputs.tables, outputs, lambda: client, {"example_cap": build.example_cap})
     for stage in build.pipeline:
         params = build.params(stage.name) if stage.params else None
         if stage.folder == folder:

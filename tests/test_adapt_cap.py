@@ -13,10 +13,11 @@ import pytest
 from benchmarks.sheet_blowup import ROW, blown_up_sheet, english_config
 from pbbq.flows.cli import main
 from pbbq.flows.config import ConfigError, load_config
-from pbbq.tasks.adapt import MAX_EXAMPLES_PER_TEMPLATE, ExampleCap, adapt_instantiate
+from pbbq.tasks.adapt import adapt_instantiate
 from pbbq.tasks.adapt.bbq_format import load_bbq_proper_names, load_bbq_templates, load_bbq_vocabulary
 from pbbq.tasks.adapt.generate import AdaptInstantiateParams, estimate
 from pbbq.tasks.adapt.sheet import apply_classes, load_reviewed_sheet, review_sheet
+from pbbq.tasks.core.example_cap import MAX_EXAMPLES_PER_TEMPLATE, ExampleCap
 from pbbq.tasks.core.inputs import InputError
 from tests.adapt_support import BBQ, NATIONALITY, RELIGION, SAMPLE_VOCABULARY, VOCABULARY
 

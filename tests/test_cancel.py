@@ -353,3 +353,84 @@ def _deployment(api: str) -> str | None:
         return _api("GET", f"{api}/deployments/name/build-pbbq/build-pbbq")["id"]
     except urllib.error.HTTPError:
         return None
+
+
+SITE_HOOK = """\
+import os
+
+if os.environ.get("PBBQ_TEST_ENDLESS"):
+    import importlib
+    from pathlib import Path
+
+    module_name, function, marker = os.environ["PBBQ_TEST_ENDLESS"].split("|")
+    module = importlib.import_module(module_name)
+    original = getattr(module, function)
+
+    def endless(*args, **kwargs):
+        original(*args, **kwargs)
+        Path(marker).touch()
+        while True:  # a stage deep in work, in a Dask worker's process
+            sum(range(10_000))
+
+    setattr(module, function, endless)
+"""
+"""``sitecustomize`` for every process of a build (Dask's worker processes start afresh, with no patch of the
+flow's): :data:`ENDLESS`'s endless function, named by the environment."""
+
+
+def test_a_dask_build_stopped_deep_in_a_stage_ends_its_worker_processes_too(
+    environment: dict[str, str], tmp_path: Path
+) -> None:
+    """On a local cluster of worker processes (``--dask-workers``), a stage endless in a worker: SIGTERM ends the
+    flow's process within seconds, the run ``incomplete``, and every process of the cluster (the workers, kept from
+    their nannies' exit by the endless stage, then killed by them, and multiprocessing's resource tracker)."""
+    pytest.importorskip("prefect_dask")
+    import psutil
+
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "sitecustomize.py").write_text(SITE_HOOK, encoding="utf-8")
+    outputs, marker = tmp_path / "outputs", tmp_path / "in-the-stage"
+    hooked = {
+        **environment,
+        "PYTHONPATH": os.pathsep.join([str(tmp_path / "site"), environment.get("PYTHONPATH", "")]),
+        "PBBQ_TEST_ENDLESS": f"pbbq.tasks.instantiate|template_examples|{marker}",
+    }
+    command = [
+        sys.executable,
+        "-m",
+        "pbbq.flows.cli",
+        *_command(outputs),
+        "--task-runner",
+        "dask",
+        "--dask-workers",
+        "2",
+    ]
+    build = subprocess.Popen(command, env=hooked, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    workers: list[psutil.Process] = []
+    try:
+        deadline = time.monotonic() + 300
+        while not marker.exists():
+            assert build.poll() is None and time.monotonic() < deadline, build.communicate()[1][-2000:]
+            time.sleep(0.2)
+        workers = psutil.Process(build.pid).children(recursive=True)
+        assert workers  # the cluster's worker processes
+        time.sleep(1)  # deep in the endless loop
+        sent = time.monotonic()
+        build.send_signal(signal.SIGTERM)
+        _, stderr = build.communicate(timeout=ENDS_WITHIN)
+        ended = time.monotonic() - sent
+        _, alive = psutil.wait_procs(workers, timeout=ENDS_WITHIN)
+    finally:
+        for process in psutil.Process(build.pid).children(recursive=True) if build.poll() is None else []:
+            process.kill()
+        if build.poll() is None:
+            build.kill()
+            build.wait()
+        for process in workers:
+            if process.is_running():
+                process.kill()
+    assert ended < ENDS_WITHIN, stderr[-2000:]
+    assert alive == [], [process.cmdline() for process in alive]
+    manifest = _manifest(outputs / "run")
+    assert manifest["status"] == "incomplete", manifest.get("error")
+    assert "05_instantiate" not in [s["folder"] for s in manifest["stages"]]

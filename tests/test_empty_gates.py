@@ -18,6 +18,7 @@ from pbbq.flows.audit.report import write_audit_html
 from pbbq.flows.config import load_config
 from pbbq.flows.pipeline import PIPELINE
 from pbbq.tasks.core.artifacts import StageOutput
+from pbbq.tasks.core.example_cap import ExampleCap
 from pbbq.tasks.core.inputs import load_inputs
 from pbbq.tasks.core.schemas import SchemaError, empty_frame, to_arrow
 from pbbq.tasks.core.stage import Sources, arguments, finish
@@ -86,6 +87,7 @@ def test_every_stage_after_the_gates_turns_empty_tables_into_empty_tables_of_its
         "funnel_labels": dict,
         "gate": GateParams,
         "extra_funnel": list,
+        "example_cap": ExampleCap,
     }
     outputs = _empty_outputs()
     if RELEASE_DATA.folder in stage.upstream:  # publish places the files its data stage wrote beside it

@@ -19,20 +19,20 @@ templates), ``bbq_vocabulary`` (BBQ's ``vocabulary.csv`` format) and, optional, 
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from pathlib import Path
+from dataclasses import asdict
 
 import pandas as pd
 import pyarrow as pa
 
 from ..core.artifacts import StageOutput, count_reasons
-from ..core.inputs import InputError, load_ratings, read_csv_checked, spreadsheet_row
+from ..core.example_cap import DEFAULT_CAP, ExampleCap
+from ..core.inputs import load_ratings
 from ..core.schemas import EXAMPLE, EXAMPLE_DROPPED, GATE_FIELDS, OPTIONS
 from ..core.soundness import manifest_warnings, unsound_drops
 from ..core.stage import Input, RunValue, Stage, Table
 from ..kappa_gate import GateParams, kappa_gate
 from .bbq_format import PROPER_NAME_COLUMNS, load_bbq_proper_names, load_bbq_vocabulary
-from .generate import AdaptInstantiateParams, Estimate, estimate, examples_of
+from .generate import AdaptInstantiateParams, estimate, examples_of
 from .sheet import ADAPTED_TEMPLATE, CLASSES, apply_classes, load_reviewed_sheet
 
 GATE_COLUMNS = [name for name, _ in GATE_FIELDS]
@@ -81,39 +81,6 @@ BBQ_VOCABULARY = Input("bbq_vocabulary", load_bbq_vocabulary)
 BBQ_PROPER_NAMES = Input(
     "bbq_proper_names", lambda path: None if path is None else load_bbq_proper_names(path), optional=True
 )
-
-
-MAX_EXAMPLES_PER_TEMPLATE = 100_000
-"""``[build] max_examples_per_template``'s default: above the most any of BBQ's own templates builds by this port's
-rules (86,400, Race_ethnicity-26 with BBQ's proper names), far below what exhausts a machine."""
-
-
-@dataclass(frozen=True)
-class ExampleCap:
-    """The most examples (``en``) one template of the sheet may build (``[build] max_examples_per_template``) and
-    the sheet, to name in a refusal. A limit on work, not on what is built: a build under it builds the same
-    examples at any value, so it neither keys the stage's cache nor enters the manifest."""
-
-    max_examples_per_template: int = MAX_EXAMPLES_PER_TEMPLATE
-    sheet: Path | None = None
-
-    def cache_identity(self) -> None:
-        return None
-
-    def check(self, template_id: str, estimated: Estimate) -> None:
-        """Refuse a template estimated past the cap: one :class:`InputError` naming the sheet, the template's row
-        and the estimate."""
-        if estimated.examples <= self.max_examples_per_template:
-            return
-        problem = (
-            f"template {template_id!r} would build {estimated}, more than [build] max_examples_per_template = "
-            f"{self.max_examples_per_template:,} (the names stage and each translation multiply it again)"
-        )
-        if self.sheet is None:
-            raise InputError(Path("adapt_sheet"), None, problem)
-        ids = read_csv_checked(self.sheet, ["template_id"])["template_id"]
-        rows = ids.index[ids == template_id]
-        raise InputError(self.sheet, spreadsheet_row(rows[0]) if len(rows) else None, problem)
 
 
 def _pbbq_slots(text: str) -> str:
@@ -181,7 +148,7 @@ def adapt_instantiate(
     vocabulary: pd.DataFrame,
     params: AdaptInstantiateParams,
     proper_names: pd.DataFrame | None = None,
-    cap: ExampleCap = ExampleCap(),
+    cap: ExampleCap = DEFAULT_CAP,
 ) -> StageOutput:
     """English examples of every gated template by BBQ's rules, each template's count estimated first and refused
     past ``cap`` (:class:`ExampleCap`) before any is built. A template with no pair of groups (none of its

@@ -88,6 +88,14 @@ TEMPORARY = re.compile(r"\.(?:.*\.)?(?P<pid>\d+)-[a-z0-9_]{8}\.tmp(?:\..*)?", re
 the process writing them in each, so a leftover of a killed process is told from a file a live one writes."""
 
 
+LEGACY_TEMPORARY = re.compile(r"\..+\.[a-z0-9_]{8}\.tmp", re.DOTALL)
+"""The names versions up to a5452f8 gave their temporary files (``.name.<random>.tmp``: ``mkstemp``'s or eight hex
+digits, no pid), which a killed build of those versions left behind; never a name of :data:`TEMPORARY`."""
+PROCESS_STARTED = time.time()
+"""When this process loaded the program: a file of :data:`LEGACY_TEMPORARY`'s names last written before then is
+no live writer's (those versions wrote their temporary file in one go and renamed it at once)."""
+
+
 def temporary_name(name: str, suffix: str = "") -> str:
     """A temporary file's name for ``name`` (``.name.<pid>-<random>.tmp``, then ``suffix``, which a writer that
     goes by the suffix needs: ``.gz``)."""
@@ -104,18 +112,28 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def _left_over(entry: os.DirEntry[str]) -> bool:
+    """Whether ``entry`` is a temporary file no live writer owns: a name of :data:`TEMPORARY` whose process is
+    gone from this machine, or one of :data:`LEGACY_TEMPORARY` last written before this process started."""
+    if not entry.name.startswith(".") or not entry.is_file(follow_symlinks=False):
+        return False
+    found = TEMPORARY.fullmatch(entry.name)
+    if found:
+        return not _alive(int(found["pid"]))
+    return bool(LEGACY_TEMPORARY.fullmatch(entry.name)) and entry.stat(follow_symlinks=False).st_mtime < PROCESS_STARTED
+
+
 def remove_leftovers(folder: Path) -> list[Path]:
-    """Remove the temporary files a killed process of this program left directly in ``folder`` (a SIGKILL skips
-    every cleanup): only names of :data:`TEMPORARY` whose process is gone from this machine, never one a live
-    build writes. Returns what was removed."""
-    removed = []
+    """Remove the temporary files a killed process of this program, of this version or an earlier one, left
+    directly in ``folder`` (a SIGKILL skips every cleanup), never one a live build writes (:func:`_left_over`).
+    Returns what was removed."""
+    removed: list[Path] = []
     try:
         entries = list(os.scandir(folder))
     except FileNotFoundError:
         return removed
     for entry in entries:
-        found = TEMPORARY.fullmatch(entry.name) if entry.name.startswith(".") else None
-        if found and entry.is_file(follow_symlinks=False) and not _alive(int(found["pid"])):
+        if _left_over(entry):
             Path(entry.path).unlink(missing_ok=True)
             removed.append(Path(entry.path))
     return removed

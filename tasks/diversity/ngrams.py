@@ -8,7 +8,7 @@ are counted on integer codes, not on strings.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -62,18 +62,38 @@ def _slices(flat: np.ndarray, lengths: np.ndarray) -> list[np.ndarray]:
     return [flat[start:end] for start, end in zip([0, *ends][:-1], ends, strict=True)]
 
 
+CODED_AT_ONCE = 1 << 20
+"""About this many tokens are held as strings at a time by :func:`_vocabulary_codes`: a config's contexts are tens of
+millions of tokens at scale (481,008 ``en-names`` contexts: 29 million), each a string of its own."""
+
+
 def _vocabulary_codes(token_lists: Iterable[Sequence[str]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The integer code of every token of the concatenated lists (numbered in order of first appearance), the
-    distinct tokens by code, and the length of each list. The lists are read one at a time, so a generator's
-    are freed as they are read: tens of thousands of lists held at once set off the garbage collector's full
-    passes over the whole process."""
-    flat: list[str] = []
+    distinct tokens by code, and the length of each list. The lists are read one at a time and coded about
+    :data:`CODED_AT_ONCE` tokens at a time, so a generator's lists and their strings are freed as they are read:
+    only the distinct tokens are kept (tens of thousands of lists held at once set off the garbage collector's
+    full passes over the whole process)."""
+    vocabulary: dict[str, int] = {}
+    coded: list[np.ndarray] = []
     lengths: list[int] = []
+    batch: list[str] = []
+
+    def code_batch() -> None:
+        local, distinct = pd.factorize(np.array(batch, dtype=object))  # in order of first appearance, as a whole
+        known = [vocabulary.setdefault(token, len(vocabulary)) for token in distinct]
+        coded.append(np.array(known, dtype=np.int64)[local])
+        batch.clear()
+
     for tokens in token_lists:
-        flat.extend(tokens)
+        batch.extend(tokens)
         lengths.append(len(tokens))
-    codes, vocabulary = pd.factorize(np.array(flat, dtype=object))
-    return codes.astype(np.int64), vocabulary, np.array(lengths, dtype=np.int64)
+        if len(batch) >= CODED_AT_ONCE:
+            code_batch()
+    if batch or not coded:
+        code_batch()
+    tokens_by_code = np.empty(len(vocabulary), dtype=object)
+    tokens_by_code[:] = list(vocabulary)
+    return np.concatenate(coded), tokens_by_code, np.array(lengths, dtype=np.int64)
 
 
 def token_codes(token_lists: Sequence[Sequence[str]]) -> tuple[np.ndarray, np.ndarray]:
@@ -87,19 +107,22 @@ def joined_codes(units: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     first appearance, from integers instead of strings."""
     lengths = np.fromiter((len(unit) for unit in units), dtype=np.int64, count=len(units))
     flat = np.concatenate(units) if units else np.zeros(0, dtype=np.int64)
-    return pd.factorize(flat)[0].astype(np.int64), lengths
+    return pd.factorize(flat)[0].astype(np.int64, copy=False), lengths
 
 
-def ngram_codes(codes: np.ndarray) -> list[np.ndarray]:
-    """For n = 1..4, a compact code (0..k-1, k = #distinct n-grams) of the n-gram starting at each position
-    of the code sequence, n-grams spanning list boundaries included (len(codes) - n + 1 codes)."""
+def ngram_codes(codes: np.ndarray) -> Iterator[np.ndarray]:
+    """For n = 1..4 in turn, a compact code (0..k-1, k = #distinct n-grams) of the n-gram starting at each position
+    of the code sequence, n-grams spanning list boundaries included (len(codes) - n + 1 codes). Each is made from
+    the one before as it is asked for, so a caller that reads them in turn holds two, not four (an Overall row's
+    are tens of millions of codes at scale)."""
     base = int(codes.max()) + 1 if len(codes) else 1
-    orders = [codes]
+    grams = codes
+    yield grams
     for n in range(1, NGRAM_ORDER):
         # the (n+1)-gram at p is the n-gram at p followed by the token at p + n; codes < len(codes), so the
         # pair code stays below len(codes)**2 and fits int64
-        orders.append(pd.factorize(orders[-1][:-1] * base + codes[n:])[0].astype(np.int64))
-    return orders
+        grams = pd.factorize(grams[:-1] * base + codes[n:])[0].astype(np.int64, copy=False)
+        yield grams
 
 
 def ngram_diversity_of_codes(codes: np.ndarray) -> float:
