@@ -30,7 +30,7 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.client.orchestration import get_client
 from prefect.context import FlowRunContext
 from prefect.exceptions import ObjectNotFound, TerminationSignal
-from prefect.futures import PrefectFuture, as_completed
+from prefect.futures import PrefectWrappedFuture, as_completed
 from prefect.runtime import flow_run
 from prefect.states import Crashed
 from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
@@ -125,7 +125,7 @@ class PipelineRunner:
         self.reports: dict[str, dict[str, Any]] = {}
         self.store = ArtifactStore(cache.parent / STAGE_FILES)
         """Where the cached stages' files and frames are kept (beside Prefect's results in ``cache``)."""
-        self._pending: dict[str, tuple[Any, dict[str, Any], PrefectFuture[Any], dict[str, str], float]] = {}
+        self._pending: dict[str, tuple[Any, dict[str, Any], PrefectWrappedFuture[Any, Any], dict[str, str], float]] = {}
         self.requests: dict[str, list[str]] = {}
         """Per cached stage that sends LLM requests: those its output used, as its cache record kept them."""
         self.timings: list[dict[str, Any]] = []
@@ -281,7 +281,7 @@ class PipelineRunner:
         memory."""
         running = [future for *_, future, _, _ in self._pending.values() if not future.wrapped_future.done()]
         while len(running) >= self.max_parallel:
-            finished = next(as_completed(running))
+            finished = next(as_completed([*running]))
             running = [future for future in running if future is not finished and not future.wrapped_future.done()]
 
     def stored_input(self, source: Table | Tables, recorded: Mapping[str, str], name: str) -> StoredInput:
@@ -396,7 +396,9 @@ def load_build_inputs(build: BuildConfig, root: Path, log: Callable[[str], None]
     keys = _input_keys(declared, hashes)
     kept: dict[str, KeptInput] = {}
     checks: dict[str, str | None] = {}
-    for source in (source for source in declared if source.load is not None):  # an input's needs come before it
+    for source in declared:  # an input's needs come before it
+        if source.load is None:
+            continue
         needs = tuple(kept[need.name] for need in source.needs)
         kept[source.name] = KeptInput(keys[source.name], source.load, paths.get(source.name), needs)
         checks[source.name] = store.recall(_checked_key(kept[source.name]))
@@ -643,13 +645,14 @@ def share_languages(folders: tuple[Path, ...]) -> None:
     """The build's own languages (``[languages] modules``) on the flow's Dask workers too: every worker, and every
     one that joins later, loads them (:func:`serve_in_this_process`) before it runs a stage, since a worker in
     another process gets no context from the flow's (a remote cluster needs the files at the same paths)."""
-    runner = FlowRunContext.get().task_runner if FlowRunContext.get() else None
+    context = FlowRunContext.get()
+    runner = context.task_runner if context else None
     client = getattr(runner, "client", None)  # a DaskTaskRunner's (the thread pool has none)
     if folders and client is not None:
         client.register_worker_callbacks(partial(serve_in_this_process, folders))
 
 
-@flow(name="build-pbbq", task_runner=StageThreads())
+@flow(name="build-pbbq", task_runner=StageThreads())  # type: ignore[arg-type]  # prefect 3.8 types a runner invariant in its future
 def build_pbbq(
     config: str | None = None,
     run_id: str | None = None,
