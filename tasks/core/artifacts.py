@@ -108,7 +108,7 @@ def remove_leftovers(folder: Path) -> list[Path]:
     """Remove the temporary files a killed process of this program left directly in ``folder`` (a SIGKILL skips
     every cleanup): only names of :data:`TEMPORARY` whose process is gone from this machine, never one a live
     build writes. Returns what was removed."""
-    removed = []
+    removed: list[Path] = []
     try:
         entries = list(os.scandir(folder))
     except FileNotFoundError:

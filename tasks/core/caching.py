@@ -336,7 +336,7 @@ class StoredStage:
         bytes are checked when a stage that runs reads them). An empty list when everything is there and right,
         or missing only (:meth:`complete` says so)."""
         sizes = self.sizes or {}
-        checks = [(file.sha256, None, True) for file in self.files]
+        checks: list[tuple[str, int | None, bool]] = [(file.sha256, None, True) for file in self.files]
         checks += [(digest, sizes.get(digest), False) for digest in (*self.frames.values(), self.requests) if digest]
         found = (store.check(digest, size, read=read) for digest, size, read in checks if store.has(digest))
         return [problem for problem in found if problem is not None]
@@ -461,7 +461,7 @@ def _feed(digests: list[Any], array: pa.Array, bounds: np.ndarray) -> None:
     given by those before it, so that different rows never give the same bytes. A type of another layout adds the
     Arrow IPC of its rows, taken into buffers of their own."""
     rows = np.diff(bounds)
-    valid = np.ones(len(array), dtype=np.uint8)
+    valid: np.ndarray = np.ones(len(array), dtype=np.uint8)
     if array.null_count:
         valid = np.asarray(array.is_valid().to_numpy(zero_copy_only=False), dtype=np.uint8)
     kind = array.type
@@ -552,7 +552,7 @@ def _kept_by_key(
         subset = {
             name: frame[frame[key].astype(str).isin(missing)].reset_index(drop=True) for name, frame in split.items()
         }
-        computed = fn(**found | subset)
+        computed = fn(**{**found, **subset})
         batch = store.put(pickle.dumps(dict(computed), PICKLE))  # one file (one sync) for the keys of one call
         for value in missing:
             store.remember(part_keys[value], batch)
@@ -621,10 +621,10 @@ def stage_task(stage: Stage, params: Any, store: ArtifactStore) -> Any:
     functools.update_wrapper(run, stage.run)  # Prefect binds the stage function's own parameters
     name = stage.run.__name__
     if not stage.cached:
-        return task(run, name=name, cache_policy=NO_CACHE, persist_result=False)
+        return task(name=name, cache_policy=NO_CACHE, persist_result=False)(run)
     declared = {"drops": list(stage.drops), "outputs": {table: str(schema) for table, schema in stage.outputs.items()}}
     policy = StageInputsAndCode(code=(stage.run, finish), declared=declared)
-    return task(run, name=name, cache_policy=policy, persist_result=True)
+    return task(name=name, cache_policy=policy, persist_result=True)(run)
 
 
 def damaged_warning(folder: str, problems: Sequence[str]) -> str:

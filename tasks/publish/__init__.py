@@ -17,7 +17,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from uuid import UUID
 
 import pandas as pd
@@ -248,12 +248,13 @@ def create_release_artifact(report: Mapping[str, Any]) -> UUID:
     """A Prefect link artifact to the release: the Hub tree of its tag, or the local folder in a dry run."""
     where = "local release folder (dry run)" if report["dry_run"] else "release on the Hugging Face Hub"
     configs = ", ".join(f"{name}: {rows:,}" for name, rows in report["configs"].items())
-    return create_link_artifact(
+    created = create_link_artifact(
         link=report["link"],
         link_text=f"PBBQ {where}",
         key=ARTIFACT_KEY,
         description=f"PBBQ {where}; examples per config: {configs}",
     )
+    return cast(UUID, created)  # Prefect's async_dispatch: called outside an event loop, the sync call's UUID
 
 
 RELEASE_DATA = Stage(
