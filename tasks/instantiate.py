@@ -67,7 +67,7 @@ from .text.languages import language
 from .text.languages.fa import normalize_fa
 
 ROLE_NAMES = {"stereo": "stereotyped", "nonstereo": "non-stereotyped", "unknown": "unknown"}
-PERMUTATIONS: tuple[tuple[str, str, str], ...] = tuple(itertools.permutations(("stereo", "nonstereo", "unknown")))
+PERMUTATIONS: tuple[tuple[str, str, str], ...] = tuple(itertools.permutations(("stereo", "nonstereo", "unknown"), 3))
 ANSWER_ROLES = {
     roles: {option: ROLE_NAMES[role] for option, role in zip(OPTIONS, roles, strict=True)} for roles in PERMUTATIONS
 }
