@@ -122,6 +122,9 @@ class PublishRun(RunInputs):
     def card(self) -> CardParams:
         """The dataset card's parameters for this run."""
         body, gate = self.card_body, self.gate
+        chosen: dict[str, Any] = {"pretty_name": body.pretty_name} if body else {}  # else CardParams' defaults
+        if gate:
+            chosen |= {"min_kappa": gate.min_kappa, "min_relevance": gate.min_relevance}
         return CardParams(
             build_id=self.build_id,
             build_config=self.build_config,
@@ -131,8 +134,7 @@ class PublishRun(RunInputs):
             transcript_header=None if self.transcript_path is None else transcript_header(self.transcript_path),
             body=body,
             review=card_section(self.review) if self.review else "",
-            **({"pretty_name": body.pretty_name} if body else {}),
-            **({"min_kappa": gate.min_kappa, "min_relevance": gate.min_relevance} if gate else {}),
+            **chosen,
         )
 
 
