@@ -20,14 +20,17 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 import pytest
 
 from pbbq.tasks.core.artifacts import REPO_ROOT
-from tests.fakes.llm_servers import FakeLLMServer
-from tests.helpers import FAKE_API_KEY, NAMES_EN, NAMES_FA
+from tests.fakes.llm_servers import FakeLLMServer, echo_answer
+from tests.helpers import FAKE_API_KEY, NAMES_EN, NAMES_FA, llm_config
+
+if TYPE_CHECKING:
+    from pbbq.tasks.llm import LLMConfig
 
 os.environ.setdefault("DO_NOT_TRACK", "1")
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
@@ -165,6 +168,28 @@ def llm_api_keys(monkeypatch: pytest.MonkeyPatch) -> str:
     monkeypatch.setenv("OPENAI_API_KEY", FAKE_API_KEY)
     monkeypatch.setenv("ANTHROPIC_API_KEY", FAKE_API_KEY)
     return FAKE_API_KEY
+
+
+@pytest.fixture
+def llm(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[tuple[FakeLLMServer, LLMConfig]]:
+    """A fake OpenAI server that takes only ``FAKE_API_KEY`` (set as ``OPENAI_API_KEY`` for the test) and a client
+    configuration for it, its response store in ``tmp_path``. A test module gives the server's answer and the
+    configuration's other settings with ``pytestmark = pytest.mark.llm(answer=..., max_retries=..., ...)``."""
+    mark = request.node.get_closest_marker("llm")
+    settings = dict(mark.kwargs) if mark else {}
+    answer = settings.pop("answer", echo_answer)
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_API_KEY)
+    with FakeLLMServer(answer=answer, expected_key=FAKE_API_KEY) as fake:
+        yield fake, llm_config(fake, tmp_path / "store.sqlite", **settings)
+
+
+@pytest.fixture
+def offline(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Hugging Face's hub and datasets offline for the test (nothing downloads; a missing file fails)."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
 
 
 @pytest.fixture(scope="module")
