@@ -7,8 +7,10 @@ Prefect test server (its own port and database), its own temporary folders and i
 before anything imports Prefect), so that the temporary servers ``pbbq build`` starts in two workers never share a
 database. The tests of the sample's two builds (``two_builds``) are one work unit:
 one worker builds the sample once and runs them all, against the server that recorded the builds' flow runs and
-artifacts (tests/test_diff.py reads them back). Each worker sends the slow tests (those that build, with a Prefect
-server) first, so that no long test starts last. Without xdist (``-n 0``, mutation testing) none of this applies.
+artifacts (tests/test_diff.py reads them back); so are the tests of each other build a module or the session shares
+(:data:`SHARED_BUILDS`). Each worker sends the slow
+tests (those that build, with a Prefect server) first, so that no long test starts last. Without xdist (``-n 0``,
+mutation testing) none of this applies.
 """
 
 from __future__ import annotations
@@ -45,6 +47,10 @@ of every test it collected that must share a worker with others. xdist's own cha
 each test id, is lost on pytest 9.2 (pytest-dev/pytest-xdist#1386), so the controller's scheduler reads it here."""
 SAMPLE_BUILDS = "two_builds"
 """The fixture, and the work unit of every test that uses it."""
+SHARED_BUILDS = ("urdu_build", "sample_build", "builds_without", "adapt_run")
+"""The other builds several tests read, each made once by a session- or module-scoped fixture: ``urdu_build``
+(below), ``sample_build`` (tests/test_integrity.py), ``builds_without`` (tests/test_every_path.py, whose
+``adapt_run`` is one of them) and ``adapt_run`` (tests/test_adapt_build.py)."""
 
 
 def _temporary_folder(prefix: str) -> str:
@@ -67,6 +73,19 @@ def _slow(item: pytest.Item) -> bool:
     return "prefect_server" in getattr(item, "fixturenames", ()) or item.get_closest_marker("deployment") is not None
 
 
+def _shared_build(item: pytest.Item) -> str | None:
+    """The work unit of a test that reads a build made once for several tests (:data:`SHARED_BUILDS`, the first
+    the test uses), named by where the fixture is declared. Its tests go to one worker, which builds once: spread
+    over the workers, each worker that got one of them built it again (a minute or more each)."""
+    if SAMPLE_BUILDS in getattr(item, "fixturenames", ()):
+        return SAMPLE_BUILDS
+    definitions = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})  # pytest's, for its items
+    for name in SHARED_BUILDS:
+        if name in getattr(item, "fixturenames", ()) and definitions.get(name):
+            return f"{definitions[name][-1].baseid}::{name}"
+    return None
+
+
 def pytest_configure(config: pytest.Config) -> None:
     distributed = config.pluginmanager.hasplugin("xdist") and config.getoption("dist", "no") != "no"
     if not WORKER and distributed and config.getoption("tx", None):
@@ -85,7 +104,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def pytest_collection_finish(session: pytest.Session) -> None:
     folder = os.environ.get(UNITS)
     if WORKER and folder:
-        units = {item.nodeid: SAMPLE_BUILDS for item in session.items if SAMPLE_BUILDS in item.fixturenames}
+        units = {item.nodeid: unit for item in session.items if (unit := _shared_build(item))}
         path = Path(folder) / f"{WORKER}.json"
         path.with_suffix(".tmp").write_text(json.dumps(units), encoding="utf-8")
         path.with_suffix(".tmp").replace(path)
@@ -139,6 +158,17 @@ def two_builds(prefect_server: None, tmp_path_factory: pytest.TempPathFactory) -
     first = Path(build_pbbq(run_id="first", outputs=str(outputs)))
     second = Path(build_pbbq(run_id="second", outputs=str(outputs)))
     return first, second
+
+
+@pytest.fixture(scope="session")
+def urdu_build(prefect_server: None, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The sample translated into English and Urdu (``configs/sample-ur.toml``), built once with a fresh cache as
+    run ``built``: read only (tests/test_targets.py reads its tables, tests/test_task_runners.py compares a Dask build
+    with it)."""
+    from pbbq.flows.build_pbbq import build_pbbq
+
+    config = REPO_ROOT / "configs" / "sample-ur.toml"
+    return Path(build_pbbq(config=str(config), run_id="built", outputs=str(tmp_path_factory.mktemp("outputs"))))
 
 
 @pytest.fixture
