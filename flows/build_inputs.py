@@ -81,7 +81,9 @@ def load_build_inputs(build: BuildConfig, root: Path, log: Callable[[str], None]
     keys = _input_keys(declared, hashes)
     kept: dict[str, KeptInput] = {}
     checks: dict[str, str | None] = {}
-    for source in (source for source in declared if source.load is not None):  # an input's needs come before it
+    for source in declared:  # an input's needs come before it
+        if source.load is None:
+            continue
         needs = tuple(kept[need.name] for need in source.needs)
         kept[source.name] = KeptInput(keys[source.name], source.load, paths.get(source.name), needs)
         checks[source.name] = store.recall(_checked_key(kept[source.name]))

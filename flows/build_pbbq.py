@@ -39,7 +39,7 @@ STAND_IN_WARNING = (
 )
 
 
-@flow(name="build-pbbq", task_runner=StageThreads())
+@flow(name="build-pbbq", task_runner=StageThreads())  # type: ignore[arg-type]  # prefect 3.8 types a runner invariant in its future
 def build_pbbq(
     config: str | None = None,
     run_id: str | None = None,

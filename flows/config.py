@@ -19,7 +19,7 @@ from ..tasks.core.artifacts import REPO_ROOT
 from ..tasks.core.example_cap import MAX_EXAMPLES_PER_TEMPLATE, ExampleCap
 from ..tasks.core.inputs import UNKNOWN_PHRASES, load_unknown_phrases
 from ..tasks.core.run_folder import display_path
-from ..tasks.core.stage import Input, Pipeline
+from ..tasks.core.stage import Input, Pipeline, Resource
 from ..tasks.crawl.sources import CrawlParams
 from ..tasks.disambiguate import DisambiguateParams
 from ..tasks.instantiate import InstantiateParams
@@ -279,7 +279,7 @@ def _section(
     path: Path, raw: dict[str, Any], name: str, kind: Any, limits: Mapping[str, tuple[float | None, ...]]
 ) -> Any:
     values = _table(path, raw, name)
-    params = kind.func if isinstance(kind, partial) else kind
+    params: Any = kind.func if isinstance(kind, partial) else kind  # the dataclass of the section
     known = {f.name for f in fields(params)} - {"unknown_phrases"}
     unknown = sorted(set(values) - known)
     if unknown:
@@ -316,7 +316,7 @@ def _check_prompts(path: Path, pipeline: Pipeline) -> None:
     named in one line (``targets = ["fa"]`` on the adaptation path needs ``translate.en-fa.txt``, …)."""
     for stage in pipeline:
         pair = stage.inputs.get("pair")
-        if pair is None or not hasattr(pair, "load"):
+        if not isinstance(pair, Resource):
             continue
         missing = missing_prompt_files(pair.load())
         if missing:
@@ -434,7 +434,9 @@ def _load(
     missing = [key for key in required if key not in declared]
     llm, transcript = _llm_section(path, raw)
     llm_config, llm_problem = _llm_config(raw, llm)
-    problems = ([f"[inputs] is missing {', '.join(missing)}"] if missing else []) + [llm_problem] * bool(llm_problem)
+    problems = ([f"[inputs] is missing {', '.join(missing)}"] if missing else []) + (
+        [llm_problem] if llm_problem else []
+    )
     if problems:  # what the configuration lacks, all at once
         raise ConfigError(f"{path}: {'; '.join(problems)}")
     if "instantiate" in kinds:  # PBBQ's instantiate takes its 'unknown' options from an input file

@@ -168,9 +168,9 @@ def evaluate_pbbq(
             {"units": lambda: units},
             EVALUATION,
         )
-        outputs = runner.run_all()
-        logger.info("model requests: %d", outputs["01_samples"].report["model_requests"])
-        metrics = outputs["02_metrics"]
+        stage_outputs = runner.run_all()
+        logger.info("model requests: %d", stage_outputs["01_samples"].report["model_requests"])
+        metrics = stage_outputs["02_metrics"]
         _artifact("pbbq-table-3", metrics["table3"], "PBBQ Table 3: per model, averaged over categories")
         _artifact("pbbq-table-4", metrics["table4"], "PBBQ Table 4: per category, averaged over models")
         _artifact("pbbq-bbq-scores", metrics["bbq_scores"], "BBQ's s_AMB and s_DIS per model")

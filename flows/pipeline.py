@@ -30,7 +30,7 @@ from ..tasks import (
     translate,
 )
 from ..tasks.core.artifacts import StageOutput
-from ..tasks.core.stage import Pipeline, ReleaseConfig, Report, Resource, Source, Stage, Table
+from ..tasks.core.stage import Input, Pipeline, ReleaseConfig, Report, Resource, Source, Stage, Table
 from ..tasks.kappa_gate import GateParams
 from ..tasks.publish.dataset_card import adapt_card_body
 from ..tasks.review.stage import DECISIONS, ReviewRules, review_stage
@@ -212,14 +212,20 @@ def reviewed(pipeline: Pipeline, require: bool = False) -> Pipeline:
     each translate stage read the decisions (and whether only reviewed items are released), and the review stage,
     before statistics, states what people checked. Without ``[review]`` a pipeline runs as it was, byte for byte."""
     rules = Resource(functools.partial(ReviewRules, require=require))
-    stages, targets, name_table = [], {}, None
+    stages: list[Stage] = []
+    targets: dict[str, str] = {}
+    name_table: Input | None = None
     for stage in pipeline:
         if stage.run is translate.translate:
-            targets[stage.inputs["pair"].load().target.code] = stage.folder
+            pair = stage.inputs["pair"]
+            assert isinstance(pair, Resource)  # translate's stages read their language pair so (tasks/translate)
+            targets[pair.load().target.code] = stage.folder
         if stage.run in (translate.translate, disambiguate.disambiguate):
             stage = reading(stage, decisions=DECISIONS, rules=rules)
         if stage.name == "names":  # the name table as the round left it (tasks/review/names.py)
-            table = name_table = stage.inputs["name_table"]
+            table = stage.inputs["name_table"]
+            assert isinstance(table, Input)  # the names stage's table is a build input (tasks/names)
+            name_table = table
             stage = reading(
                 stage,
                 name_table=dataclasses.replace(  # its own input, read from the same [inputs] file

@@ -18,7 +18,7 @@ from typing import Any
 
 from prefect import get_run_logger
 from prefect.context import FlowRunContext
-from prefect.futures import PrefectFuture, as_completed
+from prefect.futures import PrefectWrappedFuture, as_completed
 
 from ..tasks.core.artifacts import ArtifactStore, StageOutput, json_text
 from ..tasks.core.caching import damaged_warning, stage_task
@@ -87,7 +87,7 @@ class PipelineRunner:
         self.reports: dict[str, dict[str, Any]] = {}
         self.store = ArtifactStore(cache.parent / STAGE_FILES)
         """Where the cached stages' files and frames are kept (beside Prefect's results in ``cache``)."""
-        self._pending: dict[str, tuple[Any, dict[str, Any], PrefectFuture[Any], dict[str, str], float]] = {}
+        self._pending: dict[str, tuple[Any, dict[str, Any], PrefectWrappedFuture[Any, Any], dict[str, str], float]] = {}
         self.requests: dict[str, list[str]] = {}
         """Per cached stage that sends LLM requests: those its output used, as its cache record kept them."""
         self.timings: list[dict[str, Any]] = []
@@ -243,7 +243,7 @@ class PipelineRunner:
         memory."""
         running = [future for *_, future, _, _ in self._pending.values() if not future.wrapped_future.done()]
         while len(running) >= self.max_parallel:
-            finished = next(as_completed(running))
+            finished = next(as_completed([*running]))
             running = [future for future in running if future is not finished and not future.wrapped_future.done()]
 
     def stored_input(self, source: Table | Tables, recorded: Mapping[str, str], name: str) -> StoredInput:

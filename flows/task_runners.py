@@ -93,7 +93,8 @@ def share_languages(folders: tuple[Path, ...]) -> None:
     """The build's own languages (``[languages] modules``) on the flow's Dask workers too: every worker, and every
     one that joins later, loads them (:func:`serve_in_this_process`) before it runs a stage, since a worker in
     another process gets no context from the flow's (a remote cluster needs the files at the same paths)."""
-    runner = FlowRunContext.get().task_runner if FlowRunContext.get() else None
+    context = FlowRunContext.get()
+    runner = context.task_runner if context else None
     client = getattr(runner, "client", None)  # a DaskTaskRunner's (the thread pool has none)
     if folders and client is not None:
         client.register_worker_callbacks(partial(serve_in_this_process, folders))

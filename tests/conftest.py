@@ -7,8 +7,10 @@ Prefect test server (its own port and database), its own temporary folders and i
 before anything imports Prefect), so that the temporary servers ``pbbq build`` starts in two workers never share a
 database. The tests of the sample's two builds (``two_builds``) are one work unit:
 one worker builds the sample once and runs them all, against the server that recorded the builds' flow runs and
-artifacts (tests/test_diff.py reads them back). Each worker sends the slow tests (those that build, with a Prefect
-server) first, so that no long test starts last. Without xdist (``-n 0``, mutation testing) none of this applies.
+artifacts (tests/test_diff.py reads them back); so are the tests of each other build a module or the session shares
+(:data:`SHARED_BUILDS`). Each worker sends the slow
+tests (those that build, with a Prefect server) first, so that no long test starts last. Without xdist (``-n 0``,
+mutation testing) none of this applies.
 """
 
 from __future__ import annotations
@@ -20,14 +22,17 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 import pytest
 
 from pbbq.tasks.core.artifacts import REPO_ROOT
-from tests.fakes.llm_servers import FakeLLMServer
-from tests.helpers import FAKE_API_KEY, NAMES_EN, NAMES_FA
+from tests.fakes.llm_servers import FakeLLMServer, echo_answer
+from tests.helpers import FAKE_API_KEY, NAMES_EN, NAMES_FA, llm_config
+
+if TYPE_CHECKING:
+    from pbbq.tasks.llm import LLMConfig
 
 os.environ.setdefault("DO_NOT_TRACK", "1")
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
@@ -42,6 +47,10 @@ of every test it collected that must share a worker with others. xdist's own cha
 each test id, is lost on pytest 9.2 (pytest-dev/pytest-xdist#1386), so the controller's scheduler reads it here."""
 SAMPLE_BUILDS = "two_builds"
 """The fixture, and the work unit of every test that uses it."""
+SHARED_BUILDS = ("urdu_build", "sample_build", "builds_without", "adapt_run")
+"""The other builds several tests read, each made once by a session- or module-scoped fixture: ``urdu_build``
+(below), ``sample_build`` (tests/test_integrity.py), ``builds_without`` (tests/test_every_path.py, whose
+``adapt_run`` is one of them) and ``adapt_run`` (tests/test_adapt_build.py)."""
 
 
 def _temporary_folder(prefix: str) -> str:
@@ -64,6 +73,19 @@ def _slow(item: pytest.Item) -> bool:
     return "prefect_server" in getattr(item, "fixturenames", ()) or item.get_closest_marker("deployment") is not None
 
 
+def _shared_build(item: pytest.Item) -> str | None:
+    """The work unit of a test that reads a build made once for several tests (:data:`SHARED_BUILDS`, the first
+    the test uses), named by where the fixture is declared. Its tests go to one worker, which builds once: spread
+    over the workers, each worker that got one of them built it again (a minute or more each)."""
+    if SAMPLE_BUILDS in getattr(item, "fixturenames", ()):
+        return SAMPLE_BUILDS
+    definitions = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})  # pytest's, for its items
+    for name in SHARED_BUILDS:
+        if name in getattr(item, "fixturenames", ()) and definitions.get(name):
+            return f"{definitions[name][-1].baseid}::{name}"
+    return None
+
+
 def pytest_configure(config: pytest.Config) -> None:
     distributed = config.pluginmanager.hasplugin("xdist") and config.getoption("dist", "no") != "no"
     if not WORKER and distributed and config.getoption("tx", None):
@@ -82,7 +104,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def pytest_collection_finish(session: pytest.Session) -> None:
     folder = os.environ.get(UNITS)
     if WORKER and folder:
-        units = {item.nodeid: SAMPLE_BUILDS for item in session.items if SAMPLE_BUILDS in item.fixturenames}
+        units = {item.nodeid: unit for item in session.items if (unit := _shared_build(item))}
         path = Path(folder) / f"{WORKER}.json"
         path.with_suffix(".tmp").write_text(json.dumps(units), encoding="utf-8")
         path.with_suffix(".tmp").replace(path)
@@ -138,6 +160,17 @@ def two_builds(prefect_server: None, tmp_path_factory: pytest.TempPathFactory) -
     return first, second
 
 
+@pytest.fixture(scope="session")
+def urdu_build(prefect_server: None, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The sample translated into English and Urdu (``configs/sample-ur.toml``), built once with a fresh cache as
+    run ``built``: read only (tests/test_targets.py reads its tables, tests/test_task_runners.py compares a Dask build
+    with it)."""
+    from pbbq.flows.build_pbbq import build_pbbq
+
+    config = REPO_ROOT / "configs" / "sample-ur.toml"
+    return Path(build_pbbq(config=str(config), run_id="built", outputs=str(tmp_path_factory.mktemp("outputs"))))
+
+
 @pytest.fixture
 def fresh_cue_caches() -> Iterator[None]:
     """entity_gender, entity_age_band and the head lemmas behind role, number and status are cached: clear them so
@@ -165,6 +198,28 @@ def llm_api_keys(monkeypatch: pytest.MonkeyPatch) -> str:
     monkeypatch.setenv("OPENAI_API_KEY", FAKE_API_KEY)
     monkeypatch.setenv("ANTHROPIC_API_KEY", FAKE_API_KEY)
     return FAKE_API_KEY
+
+
+@pytest.fixture
+def llm(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[tuple[FakeLLMServer, LLMConfig]]:
+    """A fake OpenAI server that takes only ``FAKE_API_KEY`` (set as ``OPENAI_API_KEY`` for the test) and a client
+    configuration for it, its response store in ``tmp_path``. A test module gives the server's answer and the
+    configuration's other settings with ``pytestmark = pytest.mark.llm(answer=..., max_retries=..., ...)``."""
+    mark = request.node.get_closest_marker("llm")
+    settings = dict(mark.kwargs) if mark else {}
+    answer = settings.pop("answer", echo_answer)
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_API_KEY)
+    with FakeLLMServer(answer=answer, expected_key=FAKE_API_KEY) as fake:
+        yield fake, llm_config(fake, tmp_path / "store.sqlite", **settings)
+
+
+@pytest.fixture
+def offline(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Hugging Face's hub and datasets offline for the test (nothing downloads; a missing file fails)."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
 
 
 @pytest.fixture(scope="module")

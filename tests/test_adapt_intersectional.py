@@ -152,7 +152,7 @@ def _reviewed_sheet(folder: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[pd.DataFrame, pd.DataFrame]:
+def adapted_and_examples(tmp_path_factory: pytest.TempPathFactory) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The templates through ``pbbq adapt``, classed DT, and instantiation: (adapted templates, examples)."""
     templates, removed = apply_classes(load_reviewed_sheet(_reviewed_sheet(tmp_path_factory.mktemp("sheet"))))
     assert removed.empty
@@ -177,8 +177,10 @@ def test_the_sheet_carries_the_second_attribute_and_the_categories_are_named_as_
     assert json.loads(ses.at[1, "Names"]) == rule
 
 
-def test_each_template_builds_every_contrast_in_both_orders(built: tuple[pd.DataFrame, pd.DataFrame]) -> None:
-    _, examples = built
+def test_each_template_builds_every_contrast_in_both_orders(
+    adapted_and_examples: tuple[pd.DataFrame, pd.DataFrame],
+) -> None:
+    _, examples = adapted_and_examples
     assert examples.groupby("template_id").size().to_dict() == EXPECTED
     assert set(examples["category"]) == {"Race_x_gender", "Race_x_SES"}
     assert not examples.duplicated(["context", "question", *OPTIONS]).any()
@@ -199,12 +201,12 @@ def _attributes(entity: str, template_id: str) -> tuple[str, str]:
 
 @pytest.mark.parametrize("template_id", list(EXPECTED))
 def test_the_two_entities_differ_in_the_categorys_attributes_only(
-    built: tuple[pd.DataFrame, pd.DataFrame], template_id: str
+    adapted_and_examples: tuple[pd.DataFrame, pd.DataFrame], template_id: str
 ) -> None:
     """The stereotyped entity: a stereotyped race with the stereotyped second value; the other differs in the
     race, the second value or both (BBQ's a, b, c), all three present, and in nothing else (the gender of a
     Race_x_SES name is the template's)."""
-    gated, _ = built
+    gated, _ = adapted_and_examples
     template = gated[gated["template_id"] == template_id].iloc[0]
     units = fillings(template, VOCABULARY, PROPER_NAMES)
     stereotyped_value = {"Race_x_gender": "F", "Race_x_SES": "lowSES"}[template.category]
@@ -228,12 +230,12 @@ def test_the_two_entities_differ_in_the_categorys_attributes_only(
 
 
 def test_labels_follow_the_text_and_the_stereotyped_entity_is_tagged(
-    built: tuple[pd.DataFrame, pd.DataFrame],
+    adapted_and_examples: tuple[pd.DataFrame, pd.DataFrame],
 ) -> None:
     """Ambiguous: 'unknown'. Disambiguated: the answer the filled text names (the NAME1 answer in the
     templates above, but for SES_LABELS, where the negative answer is NAME2's). Every example is built again with
     the entities exchanged."""
-    _, examples = built
+    _, examples = adapted_and_examples
     for row in examples.itertuples():
         chosen = getattr(row, OPTIONS[row.label])
         if row.context_condition == "ambig":
@@ -261,8 +263,8 @@ def test_the_second_attributes_words_fill_their_slots_with_bbqs_a_an_rule() -> N
 
 def _instantiated(path: Path, vocabulary: pd.DataFrame = VOCABULARY) -> dict[str, pd.DataFrame]:
     """The templates of a second-generator file classed DT, gated and built: the stage's tables."""
-    built, _ = apply_classes(review_sheet(load_bbq_templates(path)).assign(**{"class": "DT"}))
-    gated = built.assign(n_items=4, n_annotators=3, kappa=1.0, kappa_note="", mean_relevance=3.0, kept=True)
+    classed, _ = apply_classes(review_sheet(load_bbq_templates(path)).assign(**{"class": "DT"}))
+    gated = classed.assign(n_items=4, n_annotators=3, kappa=1.0, kappa_note="", mean_relevance=3.0, kept=True)
     params = AdaptInstantiateParams()
     output = finish(ADAPT_INSTANTIATE, adapt_instantiate(gated, vocabulary, params, PROPER_NAMES), params)
     for name, table in output.tables.items():

@@ -27,7 +27,7 @@ from benchmarks.bbq_reproduction import (
 
 
 @pytest.fixture(scope="module")
-def built() -> pd.DataFrame:
+def nationality_examples() -> pd.DataFrame:
     return built_examples(templates_of("Nationality"))
 
 
@@ -37,26 +37,26 @@ def released() -> list[dict[str, Any]]:
 
 
 def test_the_dt_build_reproduces_every_released_nationality_row(
-    built: pd.DataFrame, released: list[dict[str, Any]]
+    nationality_examples: pd.DataFrame, released: list[dict[str, Any]]
 ) -> None:
-    result = compare(built, released, trimmed=True)
+    result = compare(nationality_examples, released, trimmed=True)
     assert (result["released"], result["reproduced"], result["missed"]) == (3080, 3080, [])
     assert (result["built"], result["built_not_drawn"]) == (86456, 71620)
 
 
 def test_compared_as_written_only_template_7s_trailing_space_differs(
-    built: pd.DataFrame, released: list[dict[str, Any]]
+    nationality_examples: pd.DataFrame, released: list[dict[str, Any]]
 ) -> None:
     """BBQ's Nationality 7 writes ``the {{NAME2}} friend `` (a trailing space), which the builder, stripping every
     input cell, does not keep: its 40 released rows are the only ones not reproduced letter for letter, and the
     benchmark's 'why missed' column says so."""
-    result = compare(built, released, trimmed=False)
+    result = compare(nationality_examples, released, trimmed=False)
     assert result["reproduced"] == 3040
     assert {record["question_index"] for record in result["missed"]} == {"7"}
     assert all(any(record[o].endswith(" ") for o in ("ans0", "ans1", "ans2")) for record in result["missed"])
-    trimmed = built_keys(built, trimmed=True)
+    trimmed = built_keys(nationality_examples, trimmed=True)
     assert {why_missed(record, trimmed) for record in result["missed"]} == {TRAILING_SPACE}
-    row = category_row("Nationality", built, released)
+    row = category_row("Nationality", nationality_examples, released)
     assert row.endswith(f"| 40 rows: {TRAILING_SPACE} (Nationality-7: 40) |")
 
 
@@ -76,7 +76,7 @@ def test_the_dt_build_reproduces_every_released_row_of_the_named_categories(
     """Every released row, trimmed; as written, Disability 10a and 20b lose 84 rows to trailing spaces as
     Nationality 7 does, and every other category's rows are all reproduced letter for letter."""
     exact, trimmed = read_digests(TEST_DATA / f"released-{category}.keys")
-    built = built_examples(templates_of(category))
-    assert len(built) == built_rows
-    assert compare_digests(built, trimmed, trimmed=True) == len(trimmed)
-    assert compare_digests(built, exact, trimmed=False) == as_written
+    examples = built_examples(templates_of(category))
+    assert len(examples) == built_rows
+    assert compare_digests(examples, trimmed, trimmed=True) == len(trimmed)
+    assert compare_digests(examples, exact, trimmed=False) == as_written

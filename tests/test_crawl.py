@@ -43,18 +43,19 @@ def _channel(name: str, n: int, deleted: tuple[int, ...] = ()) -> FakeChannel:
 
 
 @pytest.fixture
-def fake() -> Iterator[FakeTelegram]:
+def fake_telegram() -> Iterator[FakeTelegram]:
     channels = [_channel("big_channel", 45, deleted=(30,)), FakeChannel("empty_channel", "Empty")]
     with FakeTelegram(channels) as server:
         yield server
 
 
-def _params(tmp_path: Path, fake: FakeTelegram, *channels: str, **overrides: object) -> CrawlParams:
+def _params(tmp_path: Path, fake_telegram: FakeTelegram, *channels: str, **overrides: object) -> CrawlParams:
     sources = tmp_path / "sources.toml"
     sources.write_text(
-        f'allowed_hosts = ["{fake.host}"]  # the fake Telegram\n\n'
+        f'allowed_hosts = ["{fake_telegram.host}"]  # the fake Telegram\n\n'
         + "".join(
-            f'[[source]]\nname = "{name}"\nkind = "telegram"\nurl = "{fake.channel_url(name)}"\n\n' for name in channels
+            f'[[source]]\nname = "{name}"\nkind = "telegram"\nurl = "{fake_telegram.channel_url(name)}"\n\n'
+            for name in channels
         ),
         encoding="utf-8",
     )
@@ -66,9 +67,9 @@ def _source(report: dict, name: str) -> dict:
     return next(entry for entry in report["fetch"]["sources"] if entry["source"] == name)
 
 
-def test_pagination_reads_every_page_and_a_deleted_post_is_a_gap(tmp_path: Path, fake: FakeTelegram) -> None:
-    result = fetch_sources(_params(tmp_path, fake, "big_channel"), tmp_path / "state")
-    requests = fake.requests_to("big_channel")
+def test_pagination_reads_every_page_and_a_deleted_post_is_a_gap(tmp_path: Path, fake_telegram: FakeTelegram) -> None:
+    result = fetch_sources(_params(tmp_path, fake_telegram, "big_channel"), tmp_path / "state")
+    requests = fake_telegram.requests_to("big_channel")
     assert [r["before"] for r in requests] == [None, 25, 5]  # 20 per page, newest first, post 30 missing
     assert list(result.posts["post_id"]) == [str(i) for i in range(1, 46) if i != 30]
     first = result.posts.iloc[0]
@@ -80,84 +81,88 @@ def test_pagination_reads_every_page_and_a_deleted_post_is_a_gap(tmp_path: Path,
     assert all(r["user_agent"] == USER_AGENT for r in requests)
 
 
-def test_rerun_fetches_only_new_posts_and_stores_none_twice(tmp_path: Path, fake: FakeTelegram) -> None:
-    params = _params(tmp_path, fake, "big_channel")
+def test_rerun_fetches_only_new_posts_and_stores_none_twice(tmp_path: Path, fake_telegram: FakeTelegram) -> None:
+    params = _params(tmp_path, fake_telegram, "big_channel")
     fetch_sources(params, tmp_path / "state")
-    fake.channels["big_channel"].posts += [FakePost(id=i, html=f"تازه {i}") for i in (46, 47, 48)]
-    fake.requests.clear()
+    fake_telegram.channels["big_channel"].posts += [FakePost(id=i, html=f"تازه {i}") for i in (46, 47, 48)]
+    fake_telegram.requests.clear()
     again = fetch_sources(params, tmp_path / "state")
-    assert [r["before"] for r in fake.requests] == [None]  # the first page holds the cursor: no older page
+    assert [r["before"] for r in fake_telegram.requests] == [None]  # the first page holds the cursor: no older page
     entry = _source(again.report, "big_channel")
     assert (entry["posts_new"], entry["posts_seen"], entry["cursor_after"]) == (3, 17, 48)
     assert len(again.posts) == 47 and again.posts["post_key"].is_unique
     stored = pq.read_table(tmp_path / "state" / "big_channel" / "posts.parquet").to_pandas()
     assert stored["post_key"].is_unique and len(stored) == 47
-    fake.requests.clear()
+    fake_telegram.requests.clear()
     third = fetch_sources(params, tmp_path / "state")
-    assert _source(third.report, "big_channel")["posts_new"] == 0 and len(fake.requests) == 1
+    assert _source(third.report, "big_channel")["posts_new"] == 0 and len(fake_telegram.requests) == 1
     assert third.sha256 == again.sha256  # nothing new: the same table, so the stage after it is cached
 
 
-def test_more_than_a_page_of_new_posts_walks_back_to_the_cursor(tmp_path: Path, fake: FakeTelegram) -> None:
-    params = _params(tmp_path, fake, "big_channel")
+def test_more_than_a_page_of_new_posts_walks_back_to_the_cursor(tmp_path: Path, fake_telegram: FakeTelegram) -> None:
+    params = _params(tmp_path, fake_telegram, "big_channel")
     fetch_sources(params, tmp_path / "state")
-    fake.channels["big_channel"].posts += [FakePost(id=i, html=f"تازه {i}") for i in range(46, 71)]
-    fake.requests.clear()
+    fake_telegram.channels["big_channel"].posts += [FakePost(id=i, html=f"تازه {i}") for i in range(46, 71)]
+    fake_telegram.requests.clear()
     again = fetch_sources(params, tmp_path / "state")
-    assert [r["before"] for r in fake.requests] == [None, 51]
+    assert [r["before"] for r in fake_telegram.requests] == [None, 51]
     assert _source(again.report, "big_channel")["posts_new"] == 25
     assert len(again.posts) == 69
 
 
-def test_429_waits_as_long_as_retry_after_says(tmp_path: Path, fake: FakeTelegram) -> None:
-    fake.plan("429", channel="empty_channel")
-    result = fetch_sources(_params(tmp_path, fake, "empty_channel"), tmp_path / "state")
-    first, second = fake.requests_to("empty_channel")
+def test_429_waits_as_long_as_retry_after_says(tmp_path: Path, fake_telegram: FakeTelegram) -> None:
+    fake_telegram.plan("429", channel="empty_channel")
+    result = fetch_sources(_params(tmp_path, fake_telegram, "empty_channel"), tmp_path / "state")
+    first, second = fake_telegram.requests_to("empty_channel")
     assert second["at"] - first["at"] >= 0.95  # Retry-After: 1, not the 0.05 s back-off
     assert result.report["fetch"]["totals"]["retries"] == 1
     assert "error" not in _source(result.report, "empty_channel")
 
 
-def test_500_then_success_retries_with_back_off(tmp_path: Path, fake: FakeTelegram) -> None:
-    fake.retry_after = ""  # no Retry-After: the back-off decides
-    fake.plan("500", "500", channel="big_channel")
-    result = fetch_sources(_params(tmp_path, fake, "big_channel", backoff=0.1), tmp_path / "state")
-    at = [r["at"] for r in fake.requests_to("big_channel")]
+def test_500_then_success_retries_with_back_off(tmp_path: Path, fake_telegram: FakeTelegram) -> None:
+    fake_telegram.retry_after = ""  # no Retry-After: the back-off decides
+    fake_telegram.plan("500", "500", channel="big_channel")
+    result = fetch_sources(_params(tmp_path, fake_telegram, "big_channel", backoff=0.1), tmp_path / "state")
+    at = [r["at"] for r in fake_telegram.requests_to("big_channel")]
     assert at[1] - at[0] >= 0.09 and at[2] - at[1] >= 0.19  # 0.1 s, then doubled
     assert _source(result.report, "big_channel")["posts_new"] == 44
     assert result.report["fetch"]["totals"]["retries"] == 2
 
 
 def test_a_server_that_keeps_failing_is_reported_with_the_url_and_the_others_go_on(
-    tmp_path: Path, fake: FakeTelegram
+    tmp_path: Path, fake_telegram: FakeTelegram
 ) -> None:
-    fake.retry_after = "0"
-    fake.plan("500", "500", "500", channel="big_channel")
-    result = fetch_sources(_params(tmp_path, fake, "big_channel", "empty_channel"), tmp_path / "state")
+    fake_telegram.retry_after = "0"
+    fake_telegram.plan("500", "500", "500", channel="big_channel")
+    result = fetch_sources(_params(tmp_path, fake_telegram, "big_channel", "empty_channel"), tmp_path / "state")
     entry = _source(result.report, "big_channel")
-    assert entry["error"] == f"{fake.channel_url('big_channel')}: HTTP 500 after 3 attempts"
-    assert any(fake.channel_url("big_channel") in warning for warning in result.report["warnings"])
+    assert entry["error"] == f"{fake_telegram.channel_url('big_channel')}: HTTP 500 after 3 attempts"
+    assert any(fake_telegram.channel_url("big_channel") in warning for warning in result.report["warnings"])
     assert entry["posts_new"] == 0 and entry["cursor_after"] is None
     assert "error" not in _source(result.report, "empty_channel")
     assert not (tmp_path / "state" / "big_channel" / "cursor.json").exists()
 
 
-def test_a_retry_after_longer_than_max_wait_fails_at_once(tmp_path: Path, fake: FakeTelegram) -> None:
-    fake.retry_after = "3600"
-    fake.plan("429", channel="big_channel")
-    result = fetch_sources(_params(tmp_path, fake, "big_channel", max_wait=10.0), tmp_path / "state")
+def test_a_retry_after_longer_than_max_wait_fails_at_once(tmp_path: Path, fake_telegram: FakeTelegram) -> None:
+    fake_telegram.retry_after = "3600"
+    fake_telegram.plan("429", channel="big_channel")
+    result = fetch_sources(_params(tmp_path, fake_telegram, "big_channel", max_wait=10.0), tmp_path / "state")
     assert "asks to wait 3600 s, more than max_wait 10 s" in _source(result.report, "big_channel")["error"]
-    assert len(fake.requests_to("big_channel")) == 1
+    assert len(fake_telegram.requests_to("big_channel")) == 1
 
 
-def test_a_malformed_page_is_reported_and_the_cursor_waits_for_a_whole_walk(tmp_path: Path, fake: FakeTelegram) -> None:
-    params = _params(tmp_path, fake, "big_channel")
+def test_a_malformed_page_is_reported_and_the_cursor_waits_for_a_whole_walk(
+    tmp_path: Path, fake_telegram: FakeTelegram
+) -> None:
+    params = _params(tmp_path, fake_telegram, "big_channel")
     fetch_sources(params, tmp_path / "state")
-    fake.channels["big_channel"].posts += [FakePost(id=i, html=f"تازه {i}") for i in range(46, 71)]
-    fake.plan("ok", "malformed", channel="big_channel")
+    fake_telegram.channels["big_channel"].posts += [FakePost(id=i, html=f"تازه {i}") for i in range(46, 71)]
+    fake_telegram.plan("ok", "malformed", channel="big_channel")
     broken = fetch_sources(params, tmp_path / "state")
     entry = _source(broken.report, "big_channel")
-    assert entry["error"].startswith(f"{fake.channel_url('big_channel')}?before=51: not a channel preview page")
+    assert entry["error"].startswith(
+        f"{fake_telegram.channel_url('big_channel')}?before=51: not a channel preview page"
+    )
     assert entry["posts_new"] == 20 and entry["cursor_after"] == 45  # kept what it read; the cursor did not move
     healed = fetch_sources(params, tmp_path / "state")
     entry = _source(healed.report, "big_channel")
@@ -165,17 +170,17 @@ def test_a_malformed_page_is_reported_and_the_cursor_waits_for_a_whole_walk(tmp_
     assert healed.posts["post_key"].is_unique and len(healed.posts) == 69
 
 
-def test_a_message_without_a_date_is_reported_not_skipped_silently(tmp_path: Path, fake: FakeTelegram) -> None:
-    fake.plan("bad_message", channel="big_channel")
-    result = fetch_sources(_params(tmp_path, fake, "big_channel"), tmp_path / "state")
-    problem = f"{fake.channel_url('big_channel')}: post 25 has no valid time[datetime]; left out"
+def test_a_message_without_a_date_is_reported_not_skipped_silently(tmp_path: Path, fake_telegram: FakeTelegram) -> None:
+    fake_telegram.plan("bad_message", channel="big_channel")
+    result = fetch_sources(_params(tmp_path, fake_telegram, "big_channel"), tmp_path / "state")
+    problem = f"{fake_telegram.channel_url('big_channel')}: post 25 has no valid time[datetime]; left out"
     assert _source(result.report, "big_channel")["problems"] == [problem]
     assert f"big_channel: {problem}" in result.report["warnings"]
 
 
-def test_an_empty_channel_and_an_unknown_one(tmp_path: Path, fake: FakeTelegram) -> None:
+def test_an_empty_channel_and_an_unknown_one(tmp_path: Path, fake_telegram: FakeTelegram) -> None:
     sources = tmp_path / "sources.toml"
-    params = _params(tmp_path, fake, "empty_channel", "no_such_channel")
+    params = _params(tmp_path, fake_telegram, "empty_channel", "no_such_channel")
     result = fetch_sources(params, tmp_path / "state")
     empty = _source(result.report, "empty_channel")
     assert (empty["pages"], empty["posts_new"], empty["cursor_after"]) == (1, 0, None) and "error" not in empty
@@ -197,11 +202,11 @@ class _SendTimes(httpx.HTTPTransport):
         return super().handle_request(request)
 
 
-def test_requests_to_one_host_keep_the_minimum_interval(tmp_path: Path, fake: FakeTelegram) -> None:
+def test_requests_to_one_host_keep_the_minimum_interval(tmp_path: Path, fake_telegram: FakeTelegram) -> None:
     transport = _SendTimes()
-    params = _params(tmp_path, fake, "big_channel", "empty_channel", min_interval=0.2)
+    params = _params(tmp_path, fake_telegram, "big_channel", "empty_channel", min_interval=0.2)
     fetch_sources(params, tmp_path / "state", transport=transport)
-    assert len(fake.requests) == len(transport.sent) == 4
+    assert len(fake_telegram.requests) == len(transport.sent) == 4
     # 0.2 s apart, less what a busy machine may put between a request's turn and its send (a limiter that does
     # not wait sends them milliseconds apart)
     assert min(b - a for a, b in itertools.pairwise(transport.sent)) >= 0.15
@@ -382,8 +387,8 @@ def test_pbbq_crawl_leaves_no_planted_personal_data_anywhere_under_the_outputs(
     assert posts.at["sample_forwards_b/3", "forwarded_from"] == "[NAME]"
 
 
-def test_a_page_is_never_kept_raw(tmp_path: Path, fake: FakeTelegram) -> None:
-    fetch_sources(_params(tmp_path, fake, "big_channel"), tmp_path / "state")
+def test_a_page_is_never_kept_raw(tmp_path: Path, fake_telegram: FakeTelegram) -> None:
+    fetch_sources(_params(tmp_path, fake_telegram, "big_channel"), tmp_path / "state")
     names = sorted(p.relative_to(tmp_path / "state").as_posix() for p in (tmp_path / "state").rglob("*") if p.is_file())
     assert names == ["big_channel/cursor.json", "big_channel/posts.parquet"]  # the table and the cursor only
 
@@ -404,16 +409,18 @@ def test_a_skipped_crawl_writes_empty_tables_and_says_why(tmp_path: Path) -> Non
 
 
 def test_pbbq_crawl_against_the_fake_server_crawls_resumes_and_scrubs(
-    tmp_path: Path, fake: FakeTelegram, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, fake_telegram: FakeTelegram, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    fake.channels["big_channel"].posts[0].html = "تماس: ۰۹۱۲ ۳۴۵ ۶۷۸۹ یا @someone_here<br/>همه‌ی اصفهانیا همیشه حسابگرن"
-    params = _params(tmp_path, fake, "big_channel", "empty_channel")
+    fake_telegram.channels["big_channel"].posts[
+        0
+    ].html = "تماس: ۰۹۱۲ ۳۴۵ ۶۷۸۹ یا @someone_here<br/>همه‌ی اصفهانیا همیشه حسابگرن"
+    params = _params(tmp_path, fake_telegram, "big_channel", "empty_channel")
     config = tmp_path / "crawl.toml"
     config.write_text(f'[crawl]\nsources = "{params.sources}"\nmin_interval = 0.0\n', encoding="utf-8")
     run = ["crawl", "--config", str(config), "--outputs", str(tmp_path / "out")]
     assert main([*run, "--run-id", "a"]) == 0
     assert main([*run, "--run-id", "b"]) == 0
-    fake.channels["big_channel"].posts.append(FakePost(id=46, html="رشتیا همیشه خونسردن"))
+    fake_telegram.channels["big_channel"].posts.append(FakePost(id=46, html="رشتیا همیشه خونسردن"))
     assert main([*run, "--run-id", "c"]) == 0
     lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("fetched")]
     assert lines == [
@@ -421,7 +428,7 @@ def test_pbbq_crawl_against_the_fake_server_crawls_resumes_and_scrubs(
         "fetched 20 posts: 0 new, 20 already stored; the store holds 44 posts from 1 source",
         "fetched 20 posts: 1 new, 19 already stored; the store holds 45 posts from 1 source",  # page one: 46, 19 more
     ]
-    assert [r["before"] for r in fake.requests_to("big_channel")] == [None, 25, 5, None, None]
+    assert [r["before"] for r in fake_telegram.requests_to("big_channel")] == [None, 25, 5, None, None]
     posts = pd.read_parquet(tmp_path / "out" / "c" / "01_crawl" / "posts.parquet").set_index("post_key")
     assert posts.at["big_channel/1", "text"] == "تماس: [PHONE] یا [HANDLE]\nهمه‌ی اصفهانیا همیشه حسابگرن"
     clusters = pd.read_parquet(tmp_path / "out" / "c" / "01_crawl" / "clusters.parquet")

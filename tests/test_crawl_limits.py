@@ -23,7 +23,7 @@ from tests.fakes.telegram_server import FakeChannel, FakePost, FakeTelegram
 
 
 @pytest.fixture
-def fake() -> Iterator[FakeTelegram]:
+def fake_telegram() -> Iterator[FakeTelegram]:
     with FakeTelegram([FakeChannel("probe_internal", posts=[FakePost(id=1, html="متن داخلی")])]) as server:
         yield server
 
@@ -51,9 +51,9 @@ def _manual_source(folder: Path, file: str = "x.csv", extra: str = "") -> Path:
 
 
 def test_a_host_other_than_telegram_is_refused_naming_the_file_and_the_source(
-    tmp_path: Path, fake: FakeTelegram, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, fake_telegram: FakeTelegram, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    url = fake.channel_url("probe_internal")
+    url = fake_telegram.channel_url("probe_internal")
     sources = _write(tmp_path / "sources.toml", f'[[source]]\nname = "probe"\nkind = "telegram"\nurl = "{url}"\n')
     config = _write(tmp_path / "crawl.toml", f'[crawl]\nsources = "{sources}"\nmin_interval = 0.0\n')
     assert main(["crawl", "--config", str(config), "--outputs", str(tmp_path / "out"), "--run-id", "a"]) == 1
@@ -61,16 +61,16 @@ def test_a_host_other_than_telegram_is_refused_naming_the_file_and_the_source(
     assert line == (
         f"pbbq: error: {sources}: [[source]] number 1 (probe): url {url} is not on https://t.me or "
         f"https://telegram.me; to crawl another host, name it in allowed_hosts (this file's or [crawl]'s), e.g. "
-        f'allowed_hosts = ["{fake.host}"]'
+        f'allowed_hosts = ["{fake_telegram.host}"]'
     )
-    assert fake.requests == []  # nothing fetched
+    assert fake_telegram.requests == []  # nothing fetched
     assert not (tmp_path / "out").exists()  # refused before a run folder exists
 
 
 @pytest.mark.parametrize("where", ["sources", "config"])
-def test_a_host_allowed_by_name_is_crawled(tmp_path: Path, fake: FakeTelegram, where: str) -> None:
-    url = fake.channel_url("probe_internal")
-    allow = f'allowed_hosts = ["{fake.host}"]\n'
+def test_a_host_allowed_by_name_is_crawled(tmp_path: Path, fake_telegram: FakeTelegram, where: str) -> None:
+    url = fake_telegram.channel_url("probe_internal")
+    allow = f'allowed_hosts = ["{fake_telegram.host}"]\n'
     body = f'[[source]]\nname = "probe"\nkind = "telegram"\nurl = "{url}"\n'
     sources = _write(tmp_path / "sources.toml", (allow if where == "sources" else "") + body)
     config = _write(

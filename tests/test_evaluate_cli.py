@@ -20,11 +20,7 @@ FAKE_KEY = "sk-test-SECRET-evaluate"  # fake, shaped unlike a real key (yet sk-,
 NAMED = ("Ethnicity", "Socio-economic Status")
 
 
-@pytest.fixture(autouse=True)
-def offline(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-SECRET-environment")
+pytestmark = pytest.mark.usefixtures("offline", "llm_api_keys")
 
 
 @pytest.fixture(scope="module")

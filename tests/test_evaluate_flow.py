@@ -51,12 +51,7 @@ def run_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_run(tmp_path_factory.mktemp("builds") / "build-1")
 
 
-@pytest.fixture(autouse=True)
-def offline(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-fake-for-tests")
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "fake-anthropic-for-tests")
+pytestmark = pytest.mark.usefixtures("offline", "llm_api_keys")
 
 
 def stage_report(run: Path, folder: str) -> dict:

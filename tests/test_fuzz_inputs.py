@@ -108,7 +108,7 @@ class Sample:
 
 
 @pytest.fixture(scope="module")
-def sample(tmp_path_factory: pytest.TempPathFactory) -> Sample:
+def valid_inputs(tmp_path_factory: pytest.TempPathFactory) -> Sample:
     root = tmp_path_factory.mktemp("fuzz").resolve()
     for folder in ("survey", "annotations", "configs", "crawl"):
         shutil.copytree(REPO_ROOT / folder, root / folder, ignore=shutil.ignore_patterns("__pycache__"))
@@ -435,9 +435,9 @@ def csv_loader_test(
 
     @fuzz(examples)
     @given(data=mutated_csv(rows))
-    def test(sample: Sample, data: bytes) -> None:
+    def test(valid_inputs: Sample, data: bytes) -> None:
         relative, make = CSV_LOADERS[loader]
-        loads_or_refuses(sample.fuzzed(relative), data, make(sample), valid(sample))
+        loads_or_refuses(valid_inputs.fuzzed(relative), data, make(valid_inputs), valid(valid_inputs))
 
     for data in found:
         test = example(data=data)(test)
@@ -470,19 +470,19 @@ test_glossary = csv_loader_test("glossary", GLOSSARY, 80, lambda s: valid_glossa
 
 @fuzz(40)
 @given(data=mutated_csv(NAMES), with_templates=st.booleans())
-def test_name_table(sample: Sample, data: bytes, with_templates: bool) -> None:
-    templates = sample.templates if with_templates else None
-    path = sample.fuzzed("annotations/names/names_fa.csv")
+def test_name_table(valid_inputs: Sample, data: bytes, with_templates: bool) -> None:
+    templates = valid_inputs.templates if with_templates else None
+    path = valid_inputs.fuzzed("annotations/names/names_fa.csv")
     loads_or_refuses(path, data, lambda p: load_name_table(p, templates), valid_names)
 
 
 @pytest.mark.parametrize("loader", CSV_LOADERS)
 @fuzz(20)
 @given(data=st.one_of(st.binary(max_size=200), st.text(max_size=100).map(_encode)))
-def test_arbitrary_bytes(sample: Sample, loader: str, data: bytes) -> None:
+def test_arbitrary_bytes(valid_inputs: Sample, loader: str, data: bytes) -> None:
     """Whatever the bytes, each CSV loader returns a table with its own columns or refuses with InputError."""
     relative, make = CSV_LOADERS[loader]
-    loads_or_refuses(sample.fuzzed(relative), data, make(sample), lambda table: None)
+    loads_or_refuses(valid_inputs.fuzzed(relative), data, make(valid_inputs), lambda table: None)
 
 
 # --- regressions: what the fuzzing found in the CSV loaders ---------------------------------------------------
@@ -550,16 +550,16 @@ CSV_REGRESSIONS: dict[str, tuple[str, bytes, str | None]] = {
 
 
 @pytest.mark.parametrize("case", CSV_REGRESSIONS)
-def test_csv_regressions(sample: Sample, case: str) -> None:
+def test_csv_regressions(valid_inputs: Sample, case: str) -> None:
     loader, data, message = CSV_REGRESSIONS[case]
     relative, make = CSV_LOADERS[loader]
-    path = sample.fuzzed(relative)
-    table = loads_or_refuses(path, data, make(sample), lambda table: None)
+    path = valid_inputs.fuzzed(relative)
+    table = loads_or_refuses(path, data, make(valid_inputs), lambda table: None)
     if message is None:
         assert table is not None
     else:
         with pytest.raises(InputError) as error:
-            make(sample)(path)
+            make(valid_inputs)(path)
         assert message in str(error.value)
 
 
@@ -684,18 +684,18 @@ def _lines_of(path: Path) -> list[str]:
 
 @fuzz(150)
 @given(transcript=mutated_transcript())
-def test_transcript(sample: Sample, transcript: tuple[str, bytes]) -> None:
-    loads_transcript_or_refuses(sample.root, *transcript)
+def test_transcript(valid_inputs: Sample, transcript: tuple[str, bytes]) -> None:
+    loads_transcript_or_refuses(valid_inputs.root, *transcript)
 
 
 @fuzz(30)
 @given(data=st.binary(max_size=300), name=st.sampled_from(["t.jsonl.gz", "t.jsonl"]))
-def test_transcript_of_arbitrary_bytes(sample: Sample, data: bytes, name: str) -> None:
-    loads_transcript_or_refuses(sample.root, name, data)
+def test_transcript_of_arbitrary_bytes(valid_inputs: Sample, data: bytes, name: str) -> None:
+    loads_transcript_or_refuses(valid_inputs.root, name, data)
 
 
-def test_the_sample_transcript_loads(sample: Sample) -> None:
-    assert loads_transcript_or_refuses(sample.root, "t.jsonl.gz", gzip.compress(_encode("\n".join(TRANSCRIPT))))
+def test_the_sample_transcript_loads(valid_inputs: Sample) -> None:
+    assert loads_transcript_or_refuses(valid_inputs.root, "t.jsonl.gz", gzip.compress(_encode("\n".join(TRANSCRIPT))))
 
 
 def _edited_transcript(line: int, change: Callable[[dict[str, Any]], None]) -> bytes:
@@ -764,15 +764,15 @@ TRANSCRIPT_REGRESSIONS: dict[str, tuple[str, bytes | None, str]] = {
 
 
 @pytest.mark.parametrize("case", TRANSCRIPT_REGRESSIONS)
-def test_transcript_regressions(sample: Sample, case: str) -> None:
+def test_transcript_regressions(valid_inputs: Sample, case: str) -> None:
     name, data, message = TRANSCRIPT_REGRESSIONS[case]
-    path = sample.root / "regression" / name
+    path = valid_inputs.root / "regression" / name
     path.parent.mkdir(exist_ok=True)
     path.unlink(missing_ok=True)
     if data is not None:
         assert loads_transcript_or_refuses(path.parent, name, data) is None
     with pytest.raises(ValueError) as error:
-        ResponseStore(sample.root / "regression" / "store.sqlite").import_jsonl(path)
+        ResponseStore(valid_inputs.root / "regression" / "store.sqlite").import_jsonl(path)
     assert str(error.value).startswith(f"{path}{message}")
 
 
@@ -931,18 +931,18 @@ def loads_config_or_refuses(folder: Path, data: bytes) -> BuildConfig | None:
 
 @fuzz(120)
 @given(data=mutated_config())
-def test_config(sample: Sample, data: bytes) -> None:
-    loads_config_or_refuses(sample.root, data)
+def test_config(valid_inputs: Sample, data: bytes) -> None:
+    loads_config_or_refuses(valid_inputs.root, data)
 
 
 @fuzz(30)
 @given(data=st.one_of(st.binary(max_size=200), st.text(max_size=100).map(_encode)))
-def test_config_of_arbitrary_bytes(sample: Sample, data: bytes) -> None:
-    loads_config_or_refuses(sample.root, data)
+def test_config_of_arbitrary_bytes(valid_inputs: Sample, data: bytes) -> None:
+    loads_config_or_refuses(valid_inputs.root, data)
 
 
-def test_the_sample_config_loads(sample: Sample) -> None:
-    assert loads_config_or_refuses(sample.root, _encode(_toml(SAMPLE_TOML)))
+def test_the_sample_config_loads(valid_inputs: Sample) -> None:
+    assert loads_config_or_refuses(valid_inputs.root, _encode(_toml(SAMPLE_TOML)))
 
 
 def _sample_with(section: str, key: str | None, value: Any) -> bytes:
@@ -989,9 +989,9 @@ CONFIG_REGRESSIONS: dict[str, tuple[bytes, str]] = {
 
 
 @pytest.mark.parametrize("case", CONFIG_REGRESSIONS)
-def test_config_regressions(sample: Sample, case: str) -> None:
+def test_config_regressions(valid_inputs: Sample, case: str) -> None:
     data, message = CONFIG_REGRESSIONS[case]
-    assert loads_config_or_refuses(sample.root, data) is None
+    assert loads_config_or_refuses(valid_inputs.root, data) is None
     with pytest.raises(ConfigError) as error:
-        load_config(sample.root / "configs" / "fuzzed.toml")
+        load_config(valid_inputs.root / "configs" / "fuzzed.toml")
     assert message in str(error.value)

@@ -50,7 +50,7 @@ def _build(outputs: Path, run_id: str) -> Path:
 
 
 @pytest.fixture(scope="module")
-def built(prefect_server: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path]]:
+def sample_build(prefect_server: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path]]:
     """The sample built once (``first``) into an outputs folder of this module's."""
     outputs = tmp_path_factory.mktemp("outputs")
     yield outputs, _build(outputs, "first")
@@ -67,8 +67,8 @@ def _listed(run: Path, path: str) -> str:
     return next(f["sha256"] for f in files if f["path"] == path)
 
 
-def test_an_edited_release_reaches_neither_the_store_nor_the_next_release(built: tuple[Path, Path]) -> None:
-    outputs, first = built
+def test_an_edited_release_reaches_neither_the_store_nor_the_next_release(sample_build: tuple[Path, Path]) -> None:
+    outputs, first = sample_build
     original = _listed(first, EN)
     _labels_to_zero(first / EN)
     second = _build(outputs, "edited")
@@ -85,8 +85,8 @@ def test_an_edited_release_reaches_neither_the_store_nor_the_next_release(built:
     assert "files: all" in audit_text(second)
 
 
-def test_a_truncated_store_file_is_computed_again_with_a_warning(built: tuple[Path, Path]) -> None:
-    outputs, first = built
+def test_a_truncated_store_file_is_computed_again_with_a_warning(sample_build: tuple[Path, Path]) -> None:
+    outputs, first = sample_build
     digest = _listed(first, EN)
     stored = outputs / ".cache" / "stage-files" / digest
     data = stored.read_bytes()
@@ -104,9 +104,9 @@ def test_a_truncated_store_file_is_computed_again_with_a_warning(built: tuple[Pa
 
 
 def test_pbbq_verify_names_each_file_that_differs_and_exits_non_zero(
-    built: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    sample_build: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    _, first = built
+    _, first = sample_build
     run = tmp_path / "run"
     shutil.copytree(first, run)
     (run / "10_publish" / "hub" / "README.md").write_text("# another card\n", encoding="utf-8")  # a replaced card
@@ -125,8 +125,10 @@ def test_pbbq_verify_names_each_file_that_differs_and_exits_non_zero(
     assert "manifest.json: sha256: differs from the release's copy" in out and "audit.html" not in out
 
 
-def test_a_release_whose_manifest_was_replaced_fails_against_its_card(built: tuple[Path, Path], tmp_path: Path) -> None:
-    _, first = built
+def test_a_release_whose_manifest_was_replaced_fails_against_its_card(
+    sample_build: tuple[Path, Path], tmp_path: Path
+) -> None:
+    _, first = sample_build
     release = tmp_path / "release"
     shutil.copytree(first / "10_publish" / "hub", release)
     manifest = _manifest(release)
@@ -140,9 +142,9 @@ def test_a_release_whose_manifest_was_replaced_fails_against_its_card(built: tup
 
 
 def test_publish_refuses_a_release_that_differs_from_its_manifest(
-    built: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    sample_build: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _, first = built
+    _, first = sample_build
     release = tmp_path / "release"
     shutil.copytree(first / "10_publish" / "hub", release)
     _labels_to_zero(release / "data" / "fa" / "test-00000-of-00001.parquet")

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -20,9 +18,7 @@ from pbbq.tasks.disambiguate import (
 from pbbq.tasks.instantiate import InstantiateParams, instantiate
 from pbbq.tasks.llm import LLMClient, LLMConfig, ResponseStore
 from tests.fakes.llm_servers import FakeLLMServer
-from tests.helpers import llm_config
 
-KEY = "sk-test-SECRET-123456"
 AMBIGUOUS = "یک {stereo} و یک {nonstereo} در صف {lex} منتظر بودند."
 GOOD = "{stereo} نتوانست نوبت بگیرد و {nonstereo} زود نوبت گرفت."
 MIRROR = "{nonstereo} نتوانست نوبت بگیرد و {stereo} زود نوبت گرفت."
@@ -94,12 +90,7 @@ class Scripted:
         return self.script[template][attempt - 1]
 
 
-@pytest.fixture
-def llm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[FakeLLMServer, LLMConfig]]:
-    monkeypatch.setenv("OPENAI_API_KEY", KEY)
-    with FakeLLMServer(expected_key=KEY) as server:
-        prices = {"fake-model": (1.0, 2.0)}
-        yield server, llm_config(server, tmp_path / "store.sqlite", max_retries=3, timeout=2.0, prices=prices)
+pytestmark = pytest.mark.llm(max_retries=3, timeout=2.0, prices={"fake-model": (1.0, 2.0)})
 
 
 def _run(server: FakeLLMServer, config: LLMConfig, templates: pd.DataFrame, **kwargs: Any) -> Any:

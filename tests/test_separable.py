@@ -25,7 +25,7 @@ PHRASES = ("نمی‌توان گفت", "مشخص نیست")
 
 
 @pytest.fixture(scope="module")
-def sample(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def instantiate_arguments(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """The sample build's arguments of the instantiate stage (its disambiguated templates, stereotypes, params)."""
     return sample_arguments(STAGE.folder, tmp_path_factory.mktemp("sample"))
 
@@ -38,30 +38,34 @@ def _changed(templates: pd.DataFrame, template_id: str) -> pd.DataFrame:
     return changed
 
 
-def test_the_sample_split_by_template_is_the_whole_table_stage(sample: dict[str, Any], tmp_path: Path) -> None:
+def test_the_sample_split_by_template_is_the_whole_table_stage(
+    instantiate_arguments: dict[str, Any], tmp_path: Path
+) -> None:
     """Every table and the report equal the whole-table stage's, computed at once, from kept parts, or half and
     half (the first half of the templates kept from a build that had only them)."""
     assert PER is not None
-    expected = instantiate.instantiate(**sample)
+    expected = instantiate.instantiate(**instantiate_arguments)
     store = ArtifactStore(tmp_path / "store")
-    templates = sample["templates"]
+    templates = instantiate_arguments["templates"]
     first_half = sorted(templates["template_id"])[: len(templates) // 2]
-    halved = sample | {"templates": templates[templates["template_id"].isin(first_half)]}
+    halved = instantiate_arguments | {"templates": templates[templates["template_id"].isin(first_half)]}
     assert separated(PER, halved, store)[1]["computed"] == len(first_half)
     for computed in (len(templates) - len(first_half), 0):  # half kept, then all
-        output, parts = separated(PER, sample, store)
+        output, parts = separated(PER, instantiate_arguments, store)
         assert_same_output(output, expected)
         assert parts["computed"] == computed and parts["of"] == len(templates)
 
 
-def test_one_changed_template_of_the_sample_recomputes_its_rows_only(sample: dict[str, Any], tmp_path: Path) -> None:
+def test_one_changed_template_of_the_sample_recomputes_its_rows_only(
+    instantiate_arguments: dict[str, Any], tmp_path: Path
+) -> None:
     """The stage's report (hence its manifest entry) counts the templates and rows it computed."""
     store = ArtifactStore(tmp_path / "store")
-    run = stage_task(STAGE, sample["params"], store).fn
-    fresh = run(**sample)
+    run = stage_task(STAGE, instantiate_arguments["params"], store).fn
+    fresh = run(**instantiate_arguments)
     assert isinstance(fresh, StoredStage)
     rows = len(fresh.tables(store)["examples"])
-    n = len(sample["templates"])
+    n = len(instantiate_arguments["templates"])
     assert fresh.report["parts"] == {
         "key": "template_id",
         "computed": n,
@@ -70,7 +74,7 @@ def test_one_changed_template_of_the_sample_recomputes_its_rows_only(sample: dic
         "rows": [rows, rows],
     }
     template_id = fresh.tables(store)["examples"]["template_id"].iloc[-1]
-    changed = sample | {"templates": _changed(sample["templates"], template_id)}
+    changed = instantiate_arguments | {"templates": _changed(instantiate_arguments["templates"], template_id)}
     again = run(**changed)
     own = int((again.tables(store)["examples"]["template_id"] == template_id).sum())
     assert 0 < own < rows
@@ -97,15 +101,21 @@ def test_a_duplicate_across_templates_is_dropped_whichever_template_was_kept(tmp
     assert set(output.tables["dropped_examples"]["reason"]) == {"duplicate_example"}
 
 
-def test_new_parameters_or_other_tables_recompute_every_template(sample: dict[str, Any], tmp_path: Path) -> None:
+def test_new_parameters_or_other_tables_recompute_every_template(
+    instantiate_arguments: dict[str, Any], tmp_path: Path
+) -> None:
     assert PER is not None
     store = ArtifactStore(tmp_path / "store")
-    separated(PER, sample, store)
-    reseeded = sample | {"params": instantiate.InstantiateParams(sample["params"].unknown_phrases, seed=7)}
+    separated(PER, instantiate_arguments, store)
+    reseeded = instantiate_arguments | {
+        "params": instantiate.InstantiateParams(instantiate_arguments["params"].unknown_phrases, seed=7)
+    }
     output, parts = separated(PER, reseeded, store)
     assert parts["computed"] == parts["of"]
     assert_same_output(output, instantiate.instantiate(**reseeded))
-    fewer = sample | {"stereotypes": sample["stereotypes"].iloc[::-1].reset_index(drop=True)}
+    fewer = instantiate_arguments | {
+        "stereotypes": instantiate_arguments["stereotypes"].iloc[::-1].reset_index(drop=True)
+    }
     assert separated(PER, fewer, store)[1]["computed"] == parts["of"]
 
 

@@ -13,7 +13,7 @@ from tests.templates import STEREOTYPES, template_row
 
 
 @pytest.fixture(scope="module")
-def built() -> tuple[pd.DataFrame, pd.DataFrame]:
+def two_templates_built() -> tuple[pd.DataFrame, pd.DataFrame]:
     templates = pd.DataFrame(
         [
             template_row("T1", category="Ethnicity", stereo_entities=["مرد لر"], nonstereo_entities=["مرد فارس"]),
@@ -59,16 +59,16 @@ BREAKS = {
 }
 
 
-def test_a_sound_build_has_no_violation(built: tuple[pd.DataFrame, pd.DataFrame]) -> None:
-    examples, templates = built
+def test_a_sound_build_has_no_violation(two_templates_built: tuple[pd.DataFrame, pd.DataFrame]) -> None:
+    examples, templates = two_templates_built
     table = soundness(examples, templates)
     assert list(table["check"]) == list(CHECKS) and set(table["config"]) == {"fa"}
     assert table["violations"].sum() == 0 and (table["examples"] == len(examples)).all()
 
 
 @pytest.mark.parametrize("check", BREAKS)
-def test_each_check_finds_its_defect(built: tuple[pd.DataFrame, pd.DataFrame], check: str) -> None:
-    examples, templates = built
+def test_each_check_finds_its_defect(two_templates_built: tuple[pd.DataFrame, pd.DataFrame], check: str) -> None:
+    examples, templates = two_templates_built
     broken = examples.copy()
     BREAKS[check](broken)
     violations = _violations(broken, templates)
@@ -76,8 +76,8 @@ def test_each_check_finds_its_defect(built: tuple[pd.DataFrame, pd.DataFrame], c
     assert {name: n for name, n in violations.items() if n} == {check: violations[check]}
 
 
-def test_age_confound_outside_age_and_allowed_pairs(built: tuple[pd.DataFrame, pd.DataFrame]) -> None:
-    examples, templates = built
+def test_age_confound_outside_age_and_allowed_pairs(two_templates_built: tuple[pd.DataFrame, pd.DataFrame]) -> None:
+    examples, templates = two_templates_built
     broken = examples.copy()
     broken.loc[broken["template_id"] == "T2", "nonstereo_entity"] = "آقای میان‌سال"
     assert _violations(broken, templates)["age_confound"] == (broken["template_id"] == "T2").sum()
@@ -86,11 +86,11 @@ def test_age_confound_outside_age_and_allowed_pairs(built: tuple[pd.DataFrame, p
 
 
 def test_each_config_is_checked_apart_and_confounds_only_in_original_persian_rows(
-    built: tuple[pd.DataFrame, pd.DataFrame],
+    two_templates_built: tuple[pd.DataFrame, pd.DataFrame],
 ) -> None:
     """The same rows in three configs are no duplicates of each other; a mixed-gender pair is a confound only in the
     original Persian rows (the English and the name-proxy rows keep the Persian pair they were made from)."""
-    examples, templates = built
+    examples, templates = two_templates_built
     mixed = examples.copy()
     _mixed_pair(mixed)
     english = mixed.assign(lang="en")
@@ -102,8 +102,8 @@ def test_each_config_is_checked_apart_and_confounds_only_in_original_persian_row
     assert table["violations"].sum() == 0
 
 
-def test_a_check_counts_every_broken_row(built: tuple[pd.DataFrame, pd.DataFrame]) -> None:
-    examples, templates = built
+def test_a_check_counts_every_broken_row(two_templates_built: tuple[pd.DataFrame, pd.DataFrame]) -> None:
+    examples, templates = two_templates_built
     broken = examples.copy()
     for row in (0, 5, 9):
         broken.at[row, "context"] += " {lex}"
@@ -122,18 +122,18 @@ def test_age_bands_may_differ_in_the_age_category_only() -> None:
     assert _violations(examples.assign(category="Religion"), templates)["age_confound"] == len(examples)
 
 
-def test_genders_may_differ_in_the_gender_category_only(built: tuple[pd.DataFrame, pd.DataFrame]) -> None:
-    examples, templates = built
+def test_genders_may_differ_in_the_gender_category_only(two_templates_built: tuple[pd.DataFrame, pd.DataFrame]) -> None:
+    examples, templates = two_templates_built
     gender = examples[examples["template_id"] == "T2"]  # 'زن جوان' and 'مرد جوان'
     assert _violations(gender, templates)["gender_confound"] == 0
     assert _violations(gender.assign(category="Religion"), templates)["gender_confound"] == len(gender)
 
 
 def test_confounds_are_found_wherever_the_persian_rows_stand_in_the_table(
-    built: tuple[pd.DataFrame, pd.DataFrame],
+    two_templates_built: tuple[pd.DataFrame, pd.DataFrame],
 ) -> None:
     """The original Persian config after another one: its rows' index does not start at 0."""
-    examples, templates = built
+    examples, templates = two_templates_built
     mixed = examples.copy()
     _mixed_pair(mixed)  # T1 (Ethnicity): 'مرد لر' and 'زن فارس', genders differ
     mixed.loc[mixed["template_id"] == "T2", "nonstereo_entity"] = "آقای میان‌سال"  # T2 (Gender): young and middle
@@ -144,15 +144,17 @@ def test_confounds_are_found_wherever_the_persian_rows_stand_in_the_table(
     assert table.loc[table["config"] == "en", "violations"].sum() == 0
 
 
-def test_an_empty_build_gives_an_empty_table_with_its_columns(built: tuple[pd.DataFrame, pd.DataFrame]) -> None:
-    examples, templates = built
+def test_an_empty_build_gives_an_empty_table_with_its_columns(
+    two_templates_built: tuple[pd.DataFrame, pd.DataFrame],
+) -> None:
+    examples, templates = two_templates_built
     table = soundness(examples.iloc[0:0], templates)
     assert table.empty and list(table.columns) == SOUNDNESS.names
 
 
-def test_each_check_is_a_flag_per_row_of_the_config(built: tuple[pd.DataFrame, pd.DataFrame]) -> None:
+def test_each_check_is_a_flag_per_row_of_the_config(two_templates_built: tuple[pd.DataFrame, pd.DataFrame]) -> None:
     """row_violations gives one boolean per row of the config it is given, indexed as its rows (here not from 0)."""
-    examples, _ = built
+    examples, _ = two_templates_built
     frame = examples.iloc[10:30]
     flags = row_violations(frame, set())
     assert list(flags) == list(CHECKS)
@@ -173,11 +175,11 @@ def _english(examples: pd.DataFrame, english: dict[str, str]) -> pd.DataFrame:
 
 
 def test_an_english_row_may_not_add_a_gender_its_persian_does_not_give(
-    built: tuple[pd.DataFrame, pd.DataFrame],
+    two_templates_built: tuple[pd.DataFrame, pd.DataFrame],
 ) -> None:
     """«مرد لر» is a man: 'Lur man' keeps it, 'Lur merchant' loses it; «مرد فارس» as 'Persian businessman' keeps
     it by the compound's morphology, as 'Persian workwoman' gives another."""
-    examples, templates = built
+    examples, templates = two_templates_built
     cases = {
         ("Lur man", "Persian man"): 0,
         ("Lur man", "Persian businessman"): 0,

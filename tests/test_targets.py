@@ -294,29 +294,22 @@ def test_a_masculine_question_about_two_women_drops_their_pair_from_urdu_only(
 # --- the sample built into English and Urdu ----------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def urdu_run(prefect_server: None, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from pbbq.flows.build_pbbq import build_pbbq
-
-    return Path(build_pbbq(config=str(SAMPLE_UR), outputs=str(tmp_path_factory.mktemp("outputs"))))
-
-
-def test_the_sample_builds_urdu_with_its_checks_tables_tasks_and_card(urdu_run: Path) -> None:
-    release = urdu_run / "10_publish" / "hub"
+def test_the_sample_builds_urdu_with_its_checks_tables_tasks_and_card(urdu_build: Path) -> None:
+    release = urdu_build / "10_publish" / "hub"
     urdu = pd.read_parquet(release / "data" / "ur")
     english = pd.read_parquet(release / "data" / "en")
     assert len(urdu) == 3744 and set(urdu["lang"]) == {"ur"} and len(english) == 3708
     assert not urdu["context"].str.contains("[\u0647\u06c0]").any()  # no Persian-only letter in the Urdu
-    report = json.loads((urdu_run / "07_translate_ur" / "report.json").read_text(encoding="utf-8"))
+    report = json.loads((urdu_build / "07_translate_ur" / "report.json").read_text(encoding="utf-8"))
     assert report["counts"]["in"] == 3744 and report["stage"] == "translate_ur"
-    soundness = pd.read_parquet(urdu_run / "09_statistics" / "soundness.parquet")
+    soundness = pd.read_parquet(urdu_build / "09_statistics" / "soundness.parquet")
     checks = soundness[soundness["config"] == "ur"]
     assert len(checks) == len(soundness[soundness["config"] == "en"]) and checks["violations"].eq(0).all()
-    table1 = pd.read_parquet(urdu_run / "09_statistics" / "table1.parquet").set_index(["config", "category"])
+    table1 = pd.read_parquet(urdu_build / "09_statistics" / "table1.parquet").set_index(["config", "category"])
     assert table1.at[("ur", "Total"), "samples"] == 3744
-    funnel = pd.read_parquet(urdu_run / "09_statistics" / "funnel.parquet").set_index("step")["count"]
+    funnel = pd.read_parquet(urdu_build / "09_statistics" / "funnel.parquet").set_index("step")["count"]
     assert funnel["examples_ur"] == 3744
-    table2 = pd.read_parquet(urdu_run / "08_diversity" / "table2_instances.parquet")
+    table2 = pd.read_parquet(urdu_build / "08_diversity" / "table2_instances.parquet")
     overall = table2[(table2["config"] == "ur") & (table2["category"] == "Overall")].iloc[0]
     assert overall["n_units"] > 0 and 0 < overall["ttr"] < 1
     tasks = {path.name for path in (release / "lm_eval").iterdir()}
@@ -328,10 +321,10 @@ def test_the_sample_builds_urdu_with_its_checks_tables_tasks_and_card(urdu_run: 
     assert "| Urdu examples (`ur`) | 3,744 |" in card and "`ur` (Urdu)" in card
 
 
-def test_the_urdu_release_words_groups_and_settings_as_urdu_readers_do(urdu_run: Path) -> None:
+def test_the_urdu_release_words_groups_and_settings_as_urdu_readers_do(urdu_build: Path) -> None:
     """«فارس» alone reads as the province, not the people; «مخالف جنس پرست» is a calque; rupees move an Iranian
     setting to Pakistan; «ایک طلبہ» is 'one students' (the stand-ins' Urdu, ``prompts/transcripts/stand_ins/``)."""
-    urdu = pd.read_parquet(urdu_run / "10_publish" / "hub" / "data" / "ur")
+    urdu = pd.read_parquet(urdu_build / "10_publish" / "hub" / "data" / "ur")
     text = urdu["context"] + " " + urdu["question"] + " " + urdu["ans0"] + " " + urdu["ans1"] + " " + urdu["ans2"]
     for wrong in ("فارس آدمی", "فارس عورت", "مخالف جنس پرست", "روپے", "ایک طلبہ"):
         assert not text.str.contains(wrong).any(), wrong
@@ -339,13 +332,13 @@ def test_the_urdu_release_words_groups_and_settings_as_urdu_readers_do(urdu_run:
         assert text.str.contains(right).any(), right
 
 
-def test_lm_eval_runs_pbbq_ur_as_it_runs_pbbq_en(urdu_run: Path, tmp_path: Path) -> None:
+def test_lm_eval_runs_pbbq_ur_as_it_runs_pbbq_en(urdu_build: Path, tmp_path: Path) -> None:
     """``lm_eval --include_path <release>/lm_eval --tasks pbbq_ur`` (lm-eval unmodified) with a tiny local model."""
     model = build_tiny_causal_lm(tmp_path / "tiny_lm")
     command = [
         sys.executable, "-m", "lm_eval", "--model", "hf", "--model_args", f"pretrained={model},dtype=float32",
         "--device", "cpu", "--tasks", "pbbq_ur,pbbq_en", "--include_path",
-        str(urdu_run / "10_publish" / "hub" / "lm_eval"), "--limit", "12", "--output_path", str(tmp_path / "results"),
+        str(urdu_build / "10_publish" / "hub" / "lm_eval"), "--limit", "12", "--output_path", str(tmp_path / "results"),
     ]  # fmt: skip
     env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"} | {
         "HF_HUB_OFFLINE": "1",
@@ -360,12 +353,12 @@ def test_lm_eval_runs_pbbq_ur_as_it_runs_pbbq_en(urdu_run: Path, tmp_path: Path)
         assert 0.0 <= task["acc,none"] <= 1.0 and -1.0 <= task["beta_amb_bounded,none"] <= 1.0
 
 
-def test_every_urdu_question_about_two_women_reads_feminine(urdu_run: Path) -> None:
+def test_every_urdu_question_about_two_women_reads_feminine(urdu_build: Path) -> None:
     """Each released Urdu example whose two people are women asks its question in the feminine (no masculine form
     agrees with its کون; 'کس نے …', 'کسے …' agree with something else), from its own segment; English keeps one
     segment per question."""
     ur = language("ur")
-    examples = pd.read_parquet(urdu_run / "10_publish" / "hub" / "data" / "ur")
+    examples = pd.read_parquet(urdu_build / "10_publish" / "hub" / "data" / "ur")
     women = examples[
         examples["stereo_entity"].map(ur.entity_gender).eq("female")
         & examples["nonstereo_entity"].map(ur.entity_gender).eq("female")
@@ -376,23 +369,23 @@ def test_every_urdu_question_about_two_women_reads_feminine(urdu_run: Path) -> N
     forms = {question: {VERB_GENDER.get(word) for word in tokens} for question, tokens in about.items()}
     assert not [question for question, genders in forms.items() if "male" in genders]
     assert sum("female" in genders for genders in forms.values()) > 20
-    segments = pd.read_parquet(urdu_run / "07_translate_ur" / "segments.parquet")
+    segments = pd.read_parquet(urdu_build / "07_translate_ur" / "segments.parquet")
     questions = segments[segments["kind"] == "question"]
     assert set(questions["agreement"]) == {"feminine", "masculine"} and set(segments["agreement"]) >= {""}
     assert all(sid.endswith(f"-{agreement}") for sid, agreement in questions[["segment_id", "agreement"]].values)
     asked = set(zip(examples["nonstereo_entity"], examples["question"], strict=True))
     assert ("غیر معذور عورت", "ملازمت کی ذمہ داریاں کون نہیں سنبھال سکی؟") in asked
     assert ("غیر معذور آدمی", "ملازمت کی ذمہ داریاں کون نہیں سنبھال سکا؟") in asked  # one Persian question
-    english = pd.read_parquet(urdu_run / "07_translate" / "segments.parquet")
+    english = pd.read_parquet(urdu_build / "07_translate" / "segments.parquet")
     assert "agreement" not in english and english.loc[english["kind"] == "question", "text_fa"].is_unique
 
 
-def test_urdu_names_a_republican_as_the_glossary_does(urdu_run: Path) -> None:
+def test_urdu_names_a_republican_as_the_glossary_does(urdu_build: Path) -> None:
     """جمهوری‌خواه is a supporter of a republic (جمہوریہ پسند), neither pro-democracy (جمہوریت پسند) nor the US
     party (ریپبلکن), in the glossary and the release."""
     glossary = load_glossary(REPO_ROOT / "annotations" / "glossary.csv").set_index("term_fa")
     assert glossary.at["جمهوری‌خواه", "term_ur"] == "جمہوریہ پسند"
-    examples = pd.read_parquet(urdu_run / "10_publish" / "hub" / "data" / "ur")
+    examples = pd.read_parquet(urdu_build / "10_publish" / "hub" / "data" / "ur")
     entities = set(examples["stereo_entity"]) | set(examples["nonstereo_entity"])
     assert {"جمہوریہ پسند کارکن", "جمہوریہ پسند تجزیہ کار"} & entities
     assert not examples["context"].str.contains("جمہوریت پسند").any()

@@ -29,14 +29,14 @@ def _stages(run: Path) -> list[dict]:
 
 
 def test_a_dask_build_on_worker_processes_gives_the_thread_builds_dataset_and_manifest(
-    prefect_server: None, tmp_path: Path
+    urdu_build: Path, tmp_path: Path
 ) -> None:
     """The sample translated into two targets (English and Urdu): built on a local Dask cluster of two worker
     processes (each stage's LLM client reopened in its worker, the translate branches side by side) and on threads,
     each with a fresh cache, it gives the same manifest and the same dataset."""
     pytest.importorskip("prefect_dask")
     config = str(REPO_ROOT / "configs" / "sample-ur.toml")
-    threads = Path(build_pbbq(config=config, run_id="built", outputs=str(tmp_path / "threads")))
+    threads = urdu_build  # the same configuration on threads, run id and a fresh cache (tests/conftest.py)
     flow = build_pbbq.with_options(task_runner=task_runner("dask", workers=2))
     dask = Path(flow(config=config, run_id="built", outputs=str(tmp_path / "dask")))
     assert _stages(dask) == _stages(threads)

@@ -4,7 +4,6 @@ an English example, the back-translation gate, and the stand-in model that answe
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +16,7 @@ from pbbq.tasks.core.artifacts import REPO_ROOT
 from pbbq.tasks.core.inputs import InputError, load_inputs
 from pbbq.tasks.core.schemas import OPTIONS
 from pbbq.tasks.instantiate import InstantiateParams, instantiate
-from pbbq.tasks.llm import LLMClient, ResponseStore
+from pbbq.tasks.llm import LLMClient, LLMConfig, ResponseStore
 from pbbq.tasks.text.languages import language
 from pbbq.tasks.text.languages.en import pronoun_failures
 from pbbq.tasks.translate import load_english_unknown_phrases, translate
@@ -29,9 +28,7 @@ from pbbq.tasks.translate.pair import Pair, TranslateParams
 from pbbq.tasks.translate.requests import TranslatePrompts
 from tests.fakes.llm_servers import FakeLLMServer
 from tests.fakes.stand_in_model import POOR_BACK_TRANSLATION, PRONOUN_BREAKERS, StandInModel, paraphrase_fa
-from tests.helpers import llm_config
 
-KEY = "test.SECRET.key.translate"
 GLOSSARY = REPO_ROOT / "annotations" / "glossary.csv"
 GLOSSARY_CSV = (
     "term_fa,term_en,note\n"
@@ -274,19 +271,20 @@ class ScriptedTranslator:
         return answer
 
 
+pytestmark = pytest.mark.llm(max_retries=3, timeout=5.0)
+
+
 @pytest.fixture
-def fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[FakeLLMServer, LLMClient]]:
-    """A fake OpenAI server and a client of it with an empty response store."""
-    monkeypatch.setenv("OPENAI_API_KEY", KEY)
-    with FakeLLMServer(expected_key=KEY) as server:
-        config = llm_config(server, tmp_path / "store.sqlite", max_retries=3, timeout=5.0)
-        yield server, LLMClient(config, ResponseStore(config.store_path))
+def llm_client(llm: tuple[FakeLLMServer, LLMConfig]) -> tuple[FakeLLMServer, LLMClient]:
+    """The fake OpenAI server (the ``llm`` fixture) and a client of it with an empty response store."""
+    server, config = llm
+    return server, LLMClient(config, ResponseStore(config.store_path))
 
 
 def test_translation_validates_retries_reviews_and_keeps_the_record(
-    fake: tuple[FakeLLMServer, LLMClient], tmp_path: Path
+    llm_client: tuple[FakeLLMServer, LLMClient], tmp_path: Path
 ) -> None:
-    server, client = fake
+    server, client = llm_client
     persian = _persian_examples()
     contexts = sorted(set(persian["context"]))
     disambiguated = sorted(set(persian.loc[persian["context_condition"] == "disambig", "context"]))
@@ -377,8 +375,10 @@ def test_translation_validates_retries_reviews_and_keeps_the_record(
     assert kept["examples"].empty and set(kept_reasons.values()) == {"failed_validation", "pair_incomplete"}
 
 
-def test_unknown_phrasings_come_from_the_fixed_list(fake: tuple[FakeLLMServer, LLMClient], tmp_path: Path) -> None:
-    server, client = fake
+def test_unknown_phrasings_come_from_the_fixed_list(
+    llm_client: tuple[FakeLLMServer, LLMClient], tmp_path: Path
+) -> None:
+    server, client = llm_client
     server.answer = ScriptedTranslator()
     persian = _persian_examples()
     glossary = load_glossary(_glossary(tmp_path))
@@ -644,9 +644,9 @@ def test_the_glossary_fixes_role_nouns() -> None:
 
 
 def test_a_translation_that_adds_a_gender_is_retried_with_the_failure_named_then_reviewed(
-    fake: tuple[FakeLLMServer, LLMClient],
+    llm_client: tuple[FakeLLMServer, LLMClient],
 ) -> None:
-    server, client = fake
+    server, client = llm_client
     script = ScriptedTranslator()
     script.wrong = {"بازرگان هندی": ["Indian businessman"] * 3, "تعمیرکار موبایل": ["mobile phone repairman"]}
     script.right = {"تعمیرکار موبایل": "mobile phone repairer", "ثروتمندان": "The rich"}
@@ -694,9 +694,9 @@ def test_a_back_translation_must_name_each_group_of_its_segment() -> None:
 
 
 def test_a_lost_group_term_sends_the_segment_to_review_whatever_its_chrf(
-    fake: tuple[FakeLLMServer, LLMClient], tmp_path: Path
+    llm_client: tuple[FakeLLMServer, LLMClient], tmp_path: Path
 ) -> None:
-    server, client = fake
+    server, client = llm_client
     persian = _persian_examples()
     script = ScriptedTranslator()
     ambiguous = sorted(set(persian.loc[persian["context_condition"] == "ambig", "context"]))

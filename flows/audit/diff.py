@@ -648,7 +648,7 @@ def compare_tables(a: Path, b: Path, table: str, key: list[str], columns: list[s
         return compare_files(paths[0], paths[1], key[0], columns)
     if columns is None:
         return compare(*_both(a, b, table), key)
-    return compare(*(_columns_of(run, table, [*key, *columns]) for run in (a, b)), key, columns)
+    return compare(_columns_of(a, table, [*key, *columns]), _columns_of(b, table, [*key, *columns]), key, columns)
 
 
 def _same_table(a: Path, b: Path, table: str) -> bool:
@@ -677,14 +677,14 @@ def near_thresholds(a: Path, b: Path, margin: float = MARGIN) -> list[NearThresh
             continue
         before, after = (_keyed(frame, [key]) for frame in _both(a, b, table))
         for row_id in after.index.union(before.index):
-            figures = tuple(
+            figure_before, figure_after = (
                 None if row_id not in frame.index or _missing(v := frame.at[row_id, column]) else float(v)
                 for frame in (before, after)
             )
-            if figures[0] == figures[1] and thresholds[0] == thresholds[1]:
+            if figure_before == figure_after and thresholds[0] == thresholds[1]:
                 continue
-            if any(_within(f, t, margin) for f, t in zip(figures, thresholds, strict=True)):
-                found.append(NearThreshold(decision, str(row_id), *figures, thresholds))
+            if any(_within(f, t, margin) for f, t in zip((figure_before, figure_after), thresholds, strict=True)):
+                found.append(NearThreshold(decision, str(row_id), figure_before, figure_after, thresholds))
     return found
 
 

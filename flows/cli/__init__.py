@@ -82,8 +82,10 @@ def _message(exc: BaseException) -> str:
     """One line: the error (a system error as its file and what went wrong: ``FILE: No space left on device``)
     and, when the run kept it, where its traceback is."""
     notes = [note for note in getattr(exc, "__notes__", []) if note.startswith("traceback: ")]
-    named = isinstance(exc, OSError) and exc.filename is not None and exc.strerror
-    return (f"{exc.filename}: {exc.strerror}" if named else f"{exc}") + (f" ({notes[0]})" if notes else "")
+    traceback = f" ({notes[0]})" if notes else ""
+    if isinstance(exc, OSError) and exc.filename is not None and exc.strerror:
+        return f"{exc.filename}: {exc.strerror}{traceback}"
+    return f"{exc}{traceback}"
 
 
 def _exit_called(exc: SystemExit) -> str:

@@ -20,6 +20,7 @@ templates), ``bbq_vocabulary`` (BBQ's ``vocabulary.csv`` format) and, optional, 
 from __future__ import annotations
 
 from dataclasses import asdict
+from typing import Any
 
 import pandas as pd
 import pyarrow as pa
@@ -175,7 +176,7 @@ def adapt_instantiate(
     dropped_examples = pd.concat([built[gated], unsound, duplicates], ignore_index=True)
     examples = examples[sound & ~duplicated].reset_index(drop=True)
     reasons = pd.concat([dropped_templates["reason"], dropped_examples["reason"]], ignore_index=True)
-    report = {
+    report: dict[str, Any] = {
         "parameters": asdict(params),
         "counts": {"in": len(templates), "out": len(examples)},
         "dropped": {"total": len(reasons), "by_reason": count_reasons(reasons)},

@@ -86,7 +86,7 @@ _LATINA = re.compile(r"\bLatino(?= (?:wom[ae]n|girls?|lad(?:y|ies)|mothers?|wi(?
 """BBQ's 'Latino woman' → 'Latina woman', for every word of a woman or girl BBQ's templates put after a race."""
 _A_BEFORE_VOWEL = re.compile(r"([\s(][aA])(\s[aAeEiIoOuU])")
 """BBQ's 'a' → 'an' rule, also for an 'a' after a parenthesis ('(an optometrist'), which BBQ's misses."""
-ORDERS: tuple[tuple[str, str, str], ...] = tuple(itertools.permutations(("neg", "nonneg", "unknown")))
+ORDERS: tuple[tuple[str, str, str], ...] = tuple(itertools.permutations(("neg", "nonneg", "unknown"), 3))
 """The six orders of the three options: the negative answer, the non-negative one, 'unknown'."""
 ROLE_NAMES = {"stereo": "stereotyped", "nonstereo": "non-stereotyped", "unknown": "unknown"}
 ANSWER_ROLES = {

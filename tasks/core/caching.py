@@ -87,10 +87,10 @@ def stage_task(stage: Stage, params: Any, store: ArtifactStore) -> Any:
     functools.update_wrapper(run, stage.run)  # Prefect binds the stage function's own parameters
     name = stage.run.__name__
     if not stage.cached:
-        return task(run, name=name, cache_policy=NO_CACHE, persist_result=False)
+        return task(name=name, cache_policy=NO_CACHE, persist_result=False)(run)
     declared = {"drops": list(stage.drops), "outputs": {table: str(schema) for table, schema in stage.outputs.items()}}
     policy = StageInputsAndCode(code=(stage.run, finish), declared=declared)
-    return task(run, name=name, cache_policy=policy, persist_result=True)
+    return task(name=name, cache_policy=policy, persist_result=True)(run)
 
 
 def damaged_warning(folder: str, problems: Sequence[str]) -> str:

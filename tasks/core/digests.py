@@ -55,7 +55,7 @@ def _feed(digests: list[Any], array: pa.Array, bounds: np.ndarray) -> None:
     given by those before it, so that different rows never give the same bytes. A type of another layout adds the
     Arrow IPC of its rows, taken into buffers of their own."""
     rows = np.diff(bounds)
-    valid = np.ones(len(array), dtype=np.uint8)
+    valid: np.ndarray = np.ones(len(array), dtype=np.uint8)
     if array.null_count:
         valid = np.asarray(array.is_valid().to_numpy(zero_copy_only=False), dtype=np.uint8)
     kind = array.type

@@ -12,8 +12,8 @@ import io
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping
+from functools import partial
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
@@ -90,10 +90,14 @@ def instruction_like(
             continue
         verdict = kept.memo(
             json_text(["instruction_like", key, str(where)]),
-            lambda frame=frame, where=where: json_text(_instruction_like(frame, where)).encode("utf-8"),
+            partial(_instruction_like_json, frame, where),
         )
         warnings += json.loads(kept.file(verdict).read_bytes())
     return warnings
+
+
+def _instruction_like_json(frame: pd.DataFrame, where: Path) -> bytes:
+    return json_text(_instruction_like(frame, where)).encode("utf-8")
 
 
 def _instruction_like(frame: pd.DataFrame, where: Path) -> list[str]:
@@ -193,9 +197,10 @@ def _require_unique(frame: pd.DataFrame, column: str, path: Path, what: str) -> 
         )
 
 
-def require_none(path: Path, bad: pd.Series, problem: Callable[[Any], str]) -> None:
+def require_none(path: Path, bad: pd.Series, problem: Callable[..., str]) -> None:
     """Raise for the first row flagged in ``bad`` (a boolean Series over the file's rows), with
-    ``problem(index)`` naming what is wrong with it."""
+    ``problem(index)`` naming what is wrong with it (a lambda in a loop binds its loop variables as defaults, which
+    the type checker cannot match to a one-argument callable: hence ``...``)."""
     if bad.any():
         index = bad.idxmax()
         raise InputError(path, spreadsheet_row(index), problem(index))

@@ -23,7 +23,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Mapping
-from typing import Any, TextIO
+from typing import Any, TextIO, cast
 from uuid import UUID
 
 from ..imports import one_import_at_a_time
@@ -212,9 +212,10 @@ class RequestProgress(Closing):
                 from prefect.artifacts import create_progress_artifact, update_progress_artifact
 
             if self._artifact_id is None:
-                self._artifact_id = create_progress_artifact(
+                created = create_progress_artifact(
                     progress=self.percent, key=artifact_key(self.stage), description=self.line()
                 )
+                self._artifact_id = cast(UUID, created)  # Prefect's async_dispatch: a sync call's UUID
             else:
                 update_progress_artifact(artifact_id=self._artifact_id, progress=self.percent, description=self.line())
         except Exception as err:  # the artifact is a convenience: never fail the work over it

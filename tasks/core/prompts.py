@@ -3,10 +3,10 @@ goes into every request key, and the follow-up request that names the rules an a
 
 from __future__ import annotations
 
-from dataclasses import astuple, dataclass, replace
+from dataclasses import Field, astuple, dataclass, replace
 from functools import cached_property
 from pathlib import Path
-from typing import Protocol, Self
+from typing import Any, ClassVar, Protocol, Self
 
 from .artifacts import sha256_bytes
 
@@ -15,7 +15,10 @@ class Conversation(Protocol):
     """A request as a follow-up extends it: a frozen dataclass with its (role, content) messages so far, as
     :class:`pbbq.tasks.llm.LLMRequest` is (core does not import the LLM library: it sits below it)."""
 
-    messages: tuple[tuple[str, str], ...]
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]]  # a dataclass, as dataclasses.replace needs
+
+    @property
+    def messages(self) -> tuple[tuple[str, str], ...]: ...  # read-only: the dataclass is frozen
 
 
 @dataclass(frozen=True)

@@ -404,9 +404,10 @@ class RunFolder:
             log = self.path / "error.log"
             try:
                 atomic_write_bytes(log, "".join(traceback.format_exception(exc)).encode("utf-8"))
+                kept = True
             except OSError:  # a full disk, likely the failure itself: no traceback kept, the manifest says failed
-                log = None
-            if log is not None:
+                kept = False
+            if kept:
                 self.record_file(log)
                 exc.add_note(f"traceback: {log}")
             self.write_manifest("failed", error=f"{type(exc).__name__}: {exc}")

@@ -125,7 +125,10 @@ def row_violations(
     pair = ["template_id", "stereo_entity", "nonstereo_entity"]
     kept = pd.Series(pd.MultiIndex.from_frame(frame[pair]).isin(list(allowed)), index=frame.index)
     confound = _per_distinct(
-        frame, ["stereo_entity", "nonstereo_entity", "category"], original, lambda *key: pair_confound(*key, "fa")
+        frame,
+        ["stereo_entity", "nonstereo_entity", "category"],
+        original,
+        lambda stereo, nonstereo, category: pair_confound(stereo, nonstereo, category, "fa"),
     )
     persian = (source_entities(frame.iloc[:0]) if sources is None else sources).reindex(frame["source_example_id"])
     sourced = frame.assign(**{column: persian[column].to_numpy() for column in persian.columns})

@@ -104,7 +104,7 @@ class StoredStage:
         bytes are checked when a stage that runs reads them). An empty list when everything is there and right,
         or missing only (:meth:`complete` says so)."""
         sizes = self.sizes or {}
-        checks = [(file.sha256, None, True) for file in self.files]
+        checks: list[tuple[str, int | None, bool]] = [(file.sha256, None, True) for file in self.files]
         checks += [(digest, sizes.get(digest), False) for digest in (*self.frames.values(), self.requests) if digest]
         found = (store.check(digest, size, read=read) for digest, size, read in checks if store.has(digest))
         return [problem for problem in found if problem is not None]

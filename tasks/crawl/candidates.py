@@ -185,7 +185,7 @@ _SENTENCE_END = re.compile(r"(?<=[.!?؟…])\s+|(?<=[!?؟])(?=[^\s!?؟])")
 
 def sentences(text: str) -> list[str]:
     """The sentences of a post: its lines, split after ``. ! ? ؟ …``."""
-    out = []
+    out: list[str] = []
     for line in text.split("\n"):
         out.extend(part.strip() for part in _SENTENCE_END.split(line) if len(part.strip().split()) >= 2)
     return out
@@ -284,7 +284,8 @@ def llm_candidates(posts: pd.DataFrame, client: LLMClient, prompt: str) -> tuple
     with_text = posts[posts["text"] != ""]
     requests = [extraction_request(prompt, row.post_key, row.text) for row in with_text.itertuples()]
     answers = client.complete_many(requests)
-    rows, rejected = [], Counter()
+    rows: list[dict[str, Any]] = []
+    rejected: Counter[str] = Counter()
     for post, answer in zip(with_text.itertuples(), answers, strict=True):
         try:
             items = _answer_items(answer.text)
@@ -342,7 +343,7 @@ def _medoid(matrix: Any, statements: Sequence[str]) -> int:
     closeness = np.round(np.asarray(matrix @ np.asarray(matrix.sum(axis=0)).ravel()).ravel(), 9)
     noise = [sum(not (c.isalpha() or c.isspace() or c == ZWNJ or c in ".،؛؟!?,") for c in s) for s in statements]
     lengths = [len(statement) for statement in statements]
-    return int(np.lexsort((lengths, noise, -closeness))[0])
+    return int(np.lexsort((np.asarray(lengths), np.asarray(noise), -closeness))[0])
 
 
 def cluster_candidates(candidates: pd.DataFrame, params: ClusterParams) -> tuple[pd.DataFrame, pd.Series]:

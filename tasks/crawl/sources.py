@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
@@ -83,7 +83,7 @@ class CrawlParams:
 
     def relative_to(self, folder: Path) -> CrawlParams:
         """The paths resolved against ``folder`` (the configuration's folder)."""
-        paths = {
+        paths: dict[str, Any] = {  # replace's keywords: mypy checks a dict's value type against every field's
             name: str((folder / value).resolve())
             for name in ("sources", "lexicon", "recorded_pages")
             if (value := getattr(self, name))
@@ -126,7 +126,7 @@ def _allowed_list(path: Path, raw: Mapping[str, Any], key: str) -> tuple[str, ..
 
 
 def load_sources(
-    path: Path, default_max_posts: int = 1000, allowed_hosts: tuple[str, ...] = (), allowed_paths: tuple[str, ...] = ()
+    path: Path, default_max_posts: int = 1000, allowed_hosts: Sequence[str] = (), allowed_paths: Sequence[str] = ()
 ) -> list[Source]:
     """The ``[[source]]`` entries of a sources file: name (a safe folder name, unique), kind (one of
     :data:`~pbbq.tasks.crawl.kinds.SOURCE_KINDS`), url, optional max_posts (a kind with a cursor: a channel's)

@@ -413,7 +413,7 @@ def read_form_exports(paths: Sequence[Path], questionnaire: pd.DataFrame) -> Imp
     width = max(3, len(str(len(records))))
     responses = pd.DataFrame(records, columns=[*DEMOGRAPHIC_COLUMNS, *stereotype_ids])
     responses.insert(0, "respondent_id", [f"R{i:0{width}d}" for i in range(1, len(records) + 1)])
-    scrubbed = Counter()
+    scrubbed: Counter[str] = Counter()
     texts = []
     for number, text in write_ins:
         result = scrub_segments([(text, None)])

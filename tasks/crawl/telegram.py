@@ -493,7 +493,8 @@ def read_manual_export(path: Path) -> list[RawPost]:
             raise InputError(path, first_row + len(rows), problem) from None
     else:
         raise InputError(path, None, "a manual export must be .csv or .json")
-    posts, seen = [], {}
+    posts: list[RawPost] = []
+    seen: dict[str, int] = {}
     for number, row in enumerate(rows, first_row):
         missing = [column for column in MANUAL_COLUMNS if not str(row.get(column) or "").strip()]
         if missing:

@@ -254,7 +254,7 @@ def _homogenizers(params: DiversityParams, langs: Iterable[str], device: str) ->
     computed, with the reason."""
     models = {"fa": params.homogenization_model, "en": params.homogenization_model_en}
     layers = params.homogenization_num_layers
-    homogenizers = {}
+    homogenizers: dict[str, Homogenizer] = {}
     for lang in langs:
         model = models.get(lang)
         scorer = (

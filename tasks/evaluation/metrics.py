@@ -359,7 +359,7 @@ def category_table(samples: pd.DataFrame, params: BootstrapParams) -> pd.DataFra
     same), with the interval from the same template resamples for every model; the ``Average`` row averages
     the categories."""
     cells = _cells(samples, params)
-    rows = []
+    rows: list[dict[str, Any]] = []
     configs = sorted({config for _, config, _ in cells})
     for config in configs:
         categories = sorted({category for _, c, category in cells if c == config})

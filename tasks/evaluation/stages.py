@@ -96,7 +96,8 @@ def samples(release: Release, tasks: Path, units: Units) -> StageOutput:
     key, whether it was cached, its request count and lm-eval's own aggregates of the task."""
     logger = get_run_logger()
     tasks_hash = tasks_sha256(tasks)
-    parts, listed = [], []
+    parts: list[pd.DataFrame] = []
+    listed: list[dict[str, Any]] = []
     for spec in units.models:
         request_cache = units.cache / "requests" / hashlib.sha256(spec.spec.encode()).hexdigest()[:16]
         for config in units.configs:

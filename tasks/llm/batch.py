@@ -27,7 +27,7 @@ from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 import anthropic
 import openai
@@ -54,7 +54,7 @@ BACKOFF = 1.5
 """Each wait between two looks at a batch is this many times the one before (up to ``batch_poll_max_interval``)."""
 TRANSFER_TIMEOUT = 600.0
 """Seconds for one upload or download of a batch (files of up to 200 MB, request bodies of up to 256 MB)."""
-OPENAI_ENDPOINT = "/v1/chat/completions"
+OPENAI_ENDPOINT: Final = "/v1/chat/completions"
 MB = 1_000_000
 
 

@@ -66,7 +66,9 @@ def _openai(config: LLMConfig, secret: str) -> _SDK:
 
     def send(request: LLMRequest) -> Answer:
         completion = sdk.chat.completions.create(
-            model=config.model, messages=sent_messages(config, request), **sent_parameters(config)
+            model=config.model,
+            messages=sent_messages(config, request),  # type: ignore[arg-type]  # the SDK types each role's message apart
+            **sent_parameters(config),
         )
         return openai_answer(config, completion)
 
@@ -90,7 +92,7 @@ def _anthropic(config: LLMConfig, secret: str) -> _SDK:
     )
 
     def send(request: LLMRequest) -> Answer:
-        message = sdk.messages.create(
+        message = sdk.messages.create(  # type: ignore[call-overload]  # its typed messages, as for OpenAI's above
             model=config.model,
             messages=anthropic_messages(request),
             **sent_parameters(config),
@@ -179,7 +181,7 @@ def _rule_fix(param: str, config: LLMConfig) -> str | None:
     return None
 
 
-def _checked(text: object, tokens_in: object, tokens_out: object) -> Answer:
+def _checked(text: object, tokens_in: int | None, tokens_out: int | None) -> Answer:
     """An answer's text and token counts; an answer without text counts as malformed."""
     if not isinstance(text, str):
         raise MalformedAnswer("the answer carries no text")

@@ -140,7 +140,7 @@ def apart(first: str, second: str) -> bool:
 
 def possible_pairs(pools: Pools, request: PairRequest) -> set[tuple[str, str]]:
     """Every name pair a draw can give for ``request``."""
-    pairs = set()
+    pairs: set[tuple[str, str]] = set()
     for era in request.eras:
         for genders in gender_choices(request.genders):
             for first in _pool(pools, request, 0, genders[0], era):

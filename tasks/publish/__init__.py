@@ -17,7 +17,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from uuid import UUID
 
 import pandas as pd
@@ -124,6 +124,9 @@ class PublishRun(RunInputs):
     def card(self) -> CardParams:
         """The dataset card's parameters for this run."""
         body, gate = self.card_body, self.gate
+        chosen: dict[str, Any] = {"pretty_name": body.pretty_name} if body else {}  # else CardParams' defaults
+        if gate:
+            chosen |= {"min_kappa": gate.min_kappa, "min_relevance": gate.min_relevance}
         return CardParams(
             build_id=self.build_id,
             build_config=self.build_config,
@@ -134,8 +137,7 @@ class PublishRun(RunInputs):
             body=body,
             release_configs=dict(self.release_configs or {}),
             review=card_section(self.review) if self.review else "",
-            **({"pretty_name": body.pretty_name} if body else {}),
-            **({"min_kappa": gate.min_kappa, "min_relevance": gate.min_relevance} if gate else {}),
+            **chosen,
         )
 
 
@@ -236,12 +238,13 @@ def create_release_artifact(report: Mapping[str, Any]) -> UUID:
     """A Prefect link artifact to the release: the Hub tree of its tag, or the local folder in a dry run."""
     where = "local release folder (dry run)" if report["dry_run"] else "release on the Hugging Face Hub"
     configs = ", ".join(f"{name}: {rows:,}" for name, rows in report["configs"].items())
-    return create_link_artifact(
+    created = create_link_artifact(
         link=report["link"],
         link_text=f"PBBQ {where}",
         key=ARTIFACT_KEY,
         description=f"PBBQ {where}; examples per config: {configs}",
     )
+    return cast(UUID, created)  # Prefect's async_dispatch: called outside an event loop, the sync call's UUID
 
 
 RELEASE_DATA = Stage(

@@ -118,10 +118,9 @@ synthetic = true          # the card says SYNTHETIC and no upload happens (force
 
 
 def _readme(scale: str, seed: int, plans: Sequence[CategoryPlan]) -> str:
-    rows = [
-        (p.category, p.stereotypes, p.accepted, p.templates + len(p.failing), p.templates, p.examples) for p in plans
-    ]
-    rows.append(("total", *(sum(row[i] for row in rows) for i in range(1, 6))))
+    counts = [(p.stereotypes, p.accepted, p.templates + len(p.failing), p.templates, p.examples) for p in plans]
+    totals = tuple(sum(count[i] for count in counts) for i in range(5))
+    rows = [(p.category, *count) for p, count in zip(plans, counts, strict=True)] + [("total", *totals)]
     headers = ("category", "stereotypes", "accepted", "templates", "pass the gate", "`fa` examples")
     table = markdown_table(
         headers, [[f"{c:,}" if isinstance(c, int) else c for c in row] for row in rows], right_from=1

@@ -15,6 +15,7 @@ from typing import Any
 import pandas as pd
 
 from ..core.inputs import load_inputs
+from ..core.stage import Resource
 from ..disambiguate import Prompts, disambiguate
 from ..instantiate import instantiate
 from ..kappa_gate import kappa_gate
@@ -88,7 +89,11 @@ def record_transcript(
         translated: dict[str, pd.DataFrame] = {}
         for number, code in enumerate(targets):
             stage = translate_stage(code, first=number == 0)
-            resources = {name: source.load() for name, source in stage.inputs.items() if name in ("prompts", "pair")}
+            resources = {
+                name: source.load()
+                for name, source in stage.inputs.items()
+                if name in ("prompts", "pair") and isinstance(source, Resource)
+            }
             output = stage.run(
                 examples,
                 tables["unknown_phrases"],

@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 from functools import cache, cached_property
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Literal, NamedTuple
+from typing import Any, Final, Literal, NamedTuple
 
-NONE = "none"
+NONE: Final = "none"
 """Neither gender nor age band: the entity's words say nothing about it."""
 Gender = Literal["female", "male", "none"]
 

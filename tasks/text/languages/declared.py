@@ -35,7 +35,7 @@ RULES = (
 )
 """The functions a ``rules`` module may define (each a :class:`Language` field of the same name)."""
 
-KEYS = {
+KEYS: dict[str, type | tuple[type, ...]] = {
     "include": (str, list),
     "code": str,
     "name": str,
