@@ -24,8 +24,8 @@ PER = STAGE.per
 
 
 @pytest.fixture(scope="module")
-def sample(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """The names_arguments build's arguments of the names stage (its examples, name table, params)."""
+def names_arguments(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The sample build's arguments of the names stage (its examples, name table, params)."""
     return sample_arguments(STAGE.folder, tmp_path_factory.mktemp("sample"))
 
 
