@@ -105,7 +105,10 @@ def write(run: Path, folder: Path = ROUND, adapt: bool = False) -> None:
     for reviewer in REVIEWERS:
         path = folder / "sheets" / f"{reviewer}.csv"
         sheet = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8-sig")
-        merged = sheet.merge(items[["item_id", "source"]], on="item_id", how="left")
+        # the item's own text: a sheet's right-to-left cells start with a direction mark
+        merged = sheet.drop(columns="machine_output").merge(
+            items[["item_id", "source", "machine_output"]], on="item_id", how="left"
+        )
         for index, row in merged.iterrows():
             for column, value in (adapt_answer if adapt else answer)(row, reviewer).items():
                 sheet.loc[index, column] = value
