@@ -165,12 +165,10 @@ def _first_examples(examples: pd.DataFrame) -> dict[tuple[str, str], int]:
     return first
 
 
-def _stereotype_of(example: pd.Series, statements: dict[str, str]) -> str:
+def _stereotype_of(stereotype_id: str, metadata: object, statements: dict[str, str]) -> str:
     """An example's stereotype: its statement (a crawl build's survey), else the groups it is about."""
-    statement = statements.get(str(example.get("stereotype_id", "")), "")
-    meta = example.get("additional_metadata")
-    groups = "; ".join(meta.get("stereotyped_groups", [])) if isinstance(meta, dict) else ""
-    return statement or (f"about: {groups}" if groups else "")
+    groups = "; ".join(metadata.get("stereotyped_groups", [])) if isinstance(metadata, dict) else ""
+    return statements.get(str(stereotype_id), "") or (f"about: {groups}" if groups else "")
 
 
 def translation_items(
@@ -196,7 +194,9 @@ def translation_items(
     rows = examples.iloc[used] if examples is not None else pd.DataFrame()
     category = dict(zip(used, rows["category"].tolist() if used else [], strict=True))
     context = dict(zip(used, rows["context"].tolist() if used else [], strict=True))
-    stereotype = {at: _stereotype_of(rows.iloc[i], statements) for i, at in enumerate(used)}
+    ids = rows["stereotype_id"].tolist() if "stereotype_id" in rows.columns else [""] * len(used)
+    metadata = rows["additional_metadata"].tolist() if "additional_metadata" in rows.columns else [None] * len(used)
+    stereotype = {at: _stereotype_of(sid, meta, statements) for at, sid, meta in zip(used, ids, metadata, strict=True)}
     details = []
     for kind, at, glossary, back, chrf in zip(
         kinds,
