@@ -213,7 +213,8 @@ def _translation_run() -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
         [
             {"category": "Age", "stereotype_id": "AGE-01", "context": context, "question": "کدام‌یک نتوانست؟",
              "stereo_entity": "پیرمرد هفتادساله", "nonstereo_entity": "مرد جوان", "lexical_variant": "بانک",
-             "additional_metadata": {"stereotyped_groups": ["سالمندان"]}},
+             "additional_metadata": {"stereotyped_groups": ["سالمندان"]},
+             "context_condition": "disambig", "assignment": "counter_biased"},
         ]
     )  # fmt: skip
     segments = pd.DataFrame(
@@ -246,6 +247,7 @@ def test_a_translation_item_carries_its_stereotype_and_a_piece_its_sentence() ->
         assert f"in the sentence: {context}" in items.loc[piece, "details"]
     assert f"asked of: {context}" in items.loc["question-1", "details"]
     assert "in the sentence" not in items.loc["context-1", "details"]
+    assert "the context is disambiguated against the stereotype" in items.loc["context-1", "details"]
     without = translation_items(segments, "en", "fa", examples).set_index("item_id")  # an adaptation run's: no survey
     assert (without["stereotype"] == "about: سالمندان").all()
 

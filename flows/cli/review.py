@@ -62,8 +62,8 @@ def add_review_command(subparsers: Any) -> argparse.ArgumentParser:
 
 
 EXAMPLE_COLUMNS = ["category", "stereotype_id", "additional_metadata", "context", "question"]
-EXAMPLE_COLUMNS += ["stereo_entity", "nonstereo_entity", "lexical_variant"]
-"""What a translation item needs of the source examples: its category, stereotype and sentence."""
+EXAMPLE_COLUMNS += ["stereo_entity", "nonstereo_entity", "lexical_variant", "context_condition", "assignment"]
+"""What a translation item needs of the source examples: its category, stereotype, sentence and condition."""
 
 
 def _run_items(run: Path, kinds: list[str]) -> Any:

@@ -154,6 +154,15 @@ PIECE_COLUMNS |= {"lex": ("lexical_variant",)}
 kind, stands in no one column."""
 
 
+CONDITIONS = {
+    ("ambig", "none"): "ambiguous (nothing says who)",
+    ("disambig", "biased"): "disambiguated as the stereotype has it",
+    ("disambig", "counter_biased"): "disambiguated against the stereotype (counter-biased)",
+}
+"""How a context segment's example reads (``context_condition``, ``assignment``), so that a reviewer does not take a
+counter-biased context for a wrong one."""
+
+
 def _first_examples(examples: pd.DataFrame) -> dict[tuple[str, str], int]:
     """For each segment kind and source text, the position of the first example that holds it."""
     first: dict[tuple[str, str], int] = {}
@@ -194,6 +203,8 @@ def translation_items(
     rows = examples.iloc[used] if examples is not None else pd.DataFrame()
     category = dict(zip(used, rows["category"].tolist() if used else [], strict=True))
     context = dict(zip(used, rows["context"].tolist() if used else [], strict=True))
+    read = [rows[c].tolist() if c in rows.columns else [""] * len(used) for c in ("context_condition", "assignment")]
+    condition = {at: CONDITIONS.get((c, a), "") for at, c, a in zip(used, *read, strict=True)}
     ids = rows["stereotype_id"].tolist() if "stereotype_id" in rows.columns else [""] * len(used)
     metadata = rows["additional_metadata"].tolist() if "additional_metadata" in rows.columns else [None] * len(used)
     stereotype = {at: _stereotype_of(sid, meta, statements) for at, sid, meta in zip(used, ids, metadata, strict=True)}
@@ -209,6 +220,8 @@ def translation_items(
         where = ""
         if at is not None and kind != "context":
             where = f"{'asked of' if kind == 'question' else 'in the sentence'}: {context[at]}\n"
+        elif at is not None and condition[at]:
+            where = f"the context is {condition[at]}\n"
         details.append(f"{where}glossary: {'; '.join(glossary)}\nback-translation: {back} (chrF {chrf:.1f})")
     frame = pd.DataFrame(
         {

@@ -104,6 +104,11 @@ text, not the belief), `rules` (the checks the machine already passed: you need 
 (what else you need: the two questions of a context, the glossary of a translation and, for a piece of a sentence,
 the sentence it occurs in, the groups a name may signal).
 
+In a template, `{{stereo}}` and `{{nonstereo}}` stand for the two people (`details` names them: `{{stereo}}` is the
+one the stereotype is about) and `{{lex}}` for a word the build varies (a place, an occasion). A translated context
+says whether it is ambiguous, disambiguated as the stereotype has it, or against it (counter-biased): a context that
+contradicts the stereotype is meant to; judge whether the translation says what its source says.
+
 Answer the questions the `questions` column lists for that row (leave the others empty):
 {questions}
 
