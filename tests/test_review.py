@@ -297,7 +297,7 @@ def test_label_studio_shows_no_other_reviewer_and_a_name_is_accepted_or_rejected
     details = next(line for line in context.splitlines() if 'name="details"' in line)
     assert 'dir="rtl"' in details
     name = labeling_config("names", "fa", "fa")
-    assert '<Choice value="fix"/>' not in name and 'name="fix_text"' not in name
+    assert '<Choice value="fix"/>' not in name and 'name="fix_text"' not in name and 'name="details"' not in name
     assert '<Choice value="fix"/>' in context
     row = _decision("a", "name-1", "fix", fix="Homeyra") | {"kind": "names"}
     with pytest.raises(InputError, match="a name is accepted or rejected"):

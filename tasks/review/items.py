@@ -222,7 +222,8 @@ def translation_items(
             where = f"{'asked of' if kind == 'question' else 'in the sentence'}: {context[at]}\n"
         elif at is not None and condition[at]:
             where = f"the context is {condition[at]}\n"
-        details.append(f"{where}glossary: {'; '.join(glossary)}\nback-translation: {back} (chrF {chrf:.1f})")
+        terms = "; ".join(entry.replace(" → ", " = ") for entry in glossary)  # an arrow points backwards right to left
+        details.append(f"{where}glossary: {terms}\nback-translation: {back} (chrF {chrf:.1f})")
     frame = pd.DataFrame(
         {
             "kind": f"translations:{lang}",

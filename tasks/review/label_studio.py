@@ -59,10 +59,10 @@ def labeling_config(kind: str, lang: str, source_lang: str) -> str:
                 _text("stereotype", "stereotype", source_lang),
                 '<Header value="Checks it already passed, and what else you need" size="6"/>',
                 '<Text name="rules" value="$rules"/>',
+                f'<View style="white-space: pre-wrap; direction: {_direction(source_lang)}; text-align: start" '
+                f'dir="{_direction(source_lang)}"><Text name="details" value="$details"/></View>',
             )
-        ),
-        f'<View style="white-space: pre-wrap; direction: {_direction(source_lang)}; text-align: start" '
-        f'dir="{_direction(source_lang)}"><Text name="details" value="$details"/></View>',
+        ),  # a name's details are its choices: the radio buttons below
     ]
     for question in QUESTIONS[base_kind(kind)]:
         parts.append(f'<Header value={quoteattr(question.text)} size="5"/>')
