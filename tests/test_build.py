@@ -69,6 +69,7 @@ def test_manifest_lists_every_artifact_with_hash_rows_inputs_and_code(two_builds
         "crawl_export_sample_x",
         "lexicon",
         "review_decisions",
+        "reviewed_names",
     }
     assert manifest["files"][0]["path"] == "transcript.jsonl"
     assert "10_publish/hub/data/fa/test-00000-of-00001.parquet" in {f["path"] for f in manifest["files"]}
