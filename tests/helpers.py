@@ -7,6 +7,7 @@ import contextlib
 import gzip
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterable
@@ -138,3 +139,8 @@ def stage_function(module: str) -> object:
 
     fn.__module__ = module
     return fn
+
+
+def without_review(config: str) -> str:
+    """A configuration's text without its ``[review]`` section (the bundled samples carry their stand-in round)."""
+    return re.sub(r"\n\[review\]\n.*?(?=\n\[|\Z)", "\n", config, flags=re.S)

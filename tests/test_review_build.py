@@ -5,7 +5,6 @@ and [review] require = true releases only reviewed items; a decision on an LLM a
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,15 +16,10 @@ from pbbq.tasks.disambiguate import DisambiguateParams, Prompts, disambiguate
 from pbbq.tasks.llm import LLMClient, LLMConfig, ResponseStore
 from pbbq.tasks.review.items import content_hash
 from tests.fakes.llm_servers import FakeLLMServer
-from tests.helpers import llm_config
+from tests.helpers import llm_config, without_review
 from tests.test_llm_stages import GOOD, KEY, NO_OVERRIDES, STEREOTYPES, _template
 
 pytestmark = pytest.mark.xdist_group("review_build")
-
-
-def without_review(config: str) -> str:
-    """A configuration's text without its ``[review]`` section (the bundled samples carry their stand-in round)."""
-    return re.sub(r"\n\[review\]\n.*?(?=\n\[|\Z)", "\n", config, flags=re.S)
 
 
 def _answer(sheet: Path, choose) -> None:
