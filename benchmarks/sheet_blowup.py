@@ -79,7 +79,7 @@ def english_config(sheet: Path, out: Path, cap: int | None) -> Path:
             section = line.strip()
         if section == "[translate]" or line.split("=")[0].strip() in TRANSLATION_INPUTS:
             continue
-        if section in ("[inputs]", "[llm]") and '= "../' in line:
+        if section in ("[inputs]", "[llm]", "[review]") and '= "../' in line:
             key, value = line.split("=", 1)
             path = sheet if key.strip() == "adapt_sheet" else (SAMPLE.parent / value.split('"')[1]).resolve()
             line = f'{key.strip()} = "{path}"'

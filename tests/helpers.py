@@ -7,6 +7,7 @@ import contextlib
 import gzip
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterable
@@ -145,3 +146,8 @@ def stage_function(module: str) -> object:
 def stage_by_folder() -> dict[str, Stage]:
     """PBBQ's stages by their folder (``06_names``)."""
     return {stage.folder: stage for stage in PIPELINE}
+
+
+def without_review(config: str) -> str:
+    """A configuration's text without its ``[review]`` section (the bundled samples carry their stand-in round)."""
+    return re.sub(r"\n\[review\]\n.*?(?=\n\[|\Z)", "\n", config, flags=re.S)

@@ -53,9 +53,12 @@ def test_the_configuration_chooses_the_path() -> None:
     assert pipeline_for({"input": {"path": "adapt"}}) is ADAPT_PIPELINE
     sample = load_config(SAMPLES["adapt"]).pipeline
     adapted = [stage.name for stage in ADAPT_PIPELINE]
-    assert [stage.name for stage in sample] == [*adapted[:3], "translate", *adapted[3:]]
+    # the samples carry their review round: its stage after diversity
+    assert [stage.name for stage in sample] == [*adapted[:3], "translate", adapted[3], "review", *adapted[4:]]
     assert sample.configs["ur"].examples == Table("07_translate", "examples") and "translate" not in adapted
-    assert load_config(SAMPLES["pbbq"]).pipeline is PIPELINE
+    pbbq = [stage.name for stage in PIPELINE]
+    at = pbbq.index("diversity") + 1
+    assert [stage.name for stage in load_config(SAMPLES["pbbq"]).pipeline] == [*pbbq[:at], "review", *pbbq[at:]]
 
 
 @pytest.mark.parametrize(

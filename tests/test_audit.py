@@ -29,9 +29,9 @@ def test_audit_shows_the_funnel_every_stage_and_its_drops(two_builds: tuple[Path
     assert "kappa_below_threshold: 4" in text and "failed_validation: 1" in text
     # examples without a name proxy are not called dropped: they stay in the fa config
     assert "3060 examples without a name proxy (they stay in fa)" in text
-    assert re.search(r"published rows \(fa-names\): 468", text)
+    assert re.search(r"published rows \(fa-names\): 828", text)
     # examples whose names do not tell their groups apart: left out of fa-names, in the funnel and the drops
-    assert "names_weak_proxy 528" in text and "weak proxy (all in 06_names/weak_proxy.parquet)" in text
+    assert "names_weak_proxy 408" in text and "weak proxy (all in 06_names/weak_proxy.parquet)" in text
     assert "LLM 07_translate:" in text and "from the store" in text
 
 

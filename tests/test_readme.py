@@ -120,4 +120,4 @@ def test_the_readme_curator_path_runs_as_written(two_builds: tuple[Path, Path], 
     assert "Task run" not in result.stderr and "View at" not in result.stderr
     [names] = [line for line in stage_lines if "06_names" in line]
     # examples naming a weak name proxy are dropped from fa-names; those no name table covers are not drops
-    assert "468 out, 528 dropped, 3060 not covered" in names
+    assert "828 out, 408 dropped, 3060 not covered" in names

@@ -16,7 +16,7 @@ from pbbq.tasks.disambiguate import DisambiguateParams, Prompts, disambiguate
 from pbbq.tasks.llm import LLMClient, LLMConfig, ResponseStore
 from pbbq.tasks.review.items import content_hash
 from tests.fakes.llm_servers import FakeLLMServer
-from tests.helpers import llm_config
+from tests.helpers import llm_config, without_review
 from tests.test_llm_stages import GOOD, KEY, NO_OVERRIDES, STEREOTYPES, _template
 
 pytestmark = pytest.mark.xdist_group("review_build")
@@ -45,11 +45,12 @@ def test_a_round_answered_by_csv_changes_the_next_build(
 ) -> None:
     outputs = tmp_path / "outputs"
     config = sample_copy / "configs" / "sample.toml"
+    config.write_text(without_review(config.read_text(encoding="utf-8")), encoding="utf-8")  # its own round instead
     first = _build(config, outputs, "first")
     folder = tmp_path / "round"
     items_flags = ["--items", "contexts,translations:en", "--items", "names"]  # a repeated --items adds
     assert main(["review", "export", str(first), *items_flags, "--reviewers", "ana,bob", "--out", str(folder)]) == 0
-    items = pd.read_csv(folder / "items.csv", dtype=str, keep_default_na=False, encoding="utf-8-sig")
+    items = pd.read_csv(folder / "key" / "items.csv", dtype=str, keep_default_na=False, encoding="utf-8-sig")
     contexts = items[items["kind"] == "contexts"]["item_id"].tolist()
     questions = items[(items["kind"] == "translations:en") & (items["source"] == "question")]["item_id"].tolist()
     context_segments = items[(items["kind"] == "translations:en") & (items["source"] == "context")]["item_id"].tolist()

@@ -18,6 +18,7 @@ from pbbq.tasks.core.artifacts import StageOutput, sha256_file
 from pbbq.tasks.core.inputs import InputError
 from pbbq.tasks.core.stage import Input, Pipeline, Stage, Table, finish
 from tests.extra_stage import STAGE, ContextLengthParams
+from tests.helpers import without_review
 
 WITH_EXTRA = PIPELINE.inserted(STAGE, before="09_statistics")
 """The one entry: the extra stage, before statistics (whose funnel it adds a step to)."""
@@ -25,9 +26,10 @@ LIMITS = "category,max_words\nGender,200\n"
 
 
 def _config(sample_copy: Path, section: str, limits: str | None = LIMITS) -> Path:
-    """The sample's configuration with ``section`` added and, unless None, the extra stage's input file."""
+    """The sample's configuration, without its review round (a pipeline given to a build is the one it runs), with
+    ``section`` added and, unless None, the extra stage's input file."""
     config = sample_copy / "configs" / "sample.toml"
-    text = config.read_text(encoding="utf-8")
+    text = without_review(config.read_text(encoding="utf-8"))
     if limits is not None:
         (sample_copy / "annotations" / "context_limits.csv").write_text(limits, encoding="utf-8")
     if limits is not None and "context_limits" not in text:

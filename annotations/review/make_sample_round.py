@@ -1,8 +1,8 @@
 """Writes the bundled samples' stand-in review rounds: PBBQ's (``annotations/review/sample/``, from a build of
-``configs/sample.toml``) and the adaptation's (``annotations/review/adapt-sample/``, from a build of
-``configs/adapt-sample.toml``): their items, each given to two reviewers, the sheets answered as written below, then
-imported into ``decisions.csv`` (what ``configs/sample-reviewed.toml`` and ``configs/adapt-sample-reviewed.toml``
-name).
+``configs/sample.toml`` without its ``[review]`` section) and the adaptation's (``annotations/review/adapt-sample/``,
+likewise from ``configs/adapt-sample.toml``): their items, each given to two reviewers, the sheets answered as
+written below, then imported into ``decisions.csv`` (what the two configurations' ``[review] decisions`` name). The
+round is judged on what the machine wrote, so the build it is made from must not have applied it already.
 
 **The reviewers are stand-ins.** The answers below were written for the sample by the builder's developers standing
 in for reviewers (a reading of the sample's releases, issue 37), not by a review panel; the card says so.
@@ -40,10 +40,12 @@ def items_of(run: Path) -> pd.DataFrame:
     names = name_items(table, pd.read_parquet(run / "06_names" / "proxy_strength.parquet"))
     names = names[names["source"].str.split("|").str[0].isin(NATIONALITIES)]
     segments = pd.read_parquet(run / "07_translate" / "segments.parquet")
-    translations = translation_items(segments, "en", "fa", pd.read_parquet(run / "05_instantiate" / "examples.parquet"))
+    examples = pd.read_parquet(run / "05_instantiate" / "examples.parquet")
+    stereotypes = pd.read_parquet(run / "02_survey" / "stereotypes.parquet")
+    translations = translation_items(segments, "en", "fa", examples, stereotypes)
     calques = translations[translations["machine_output"].str.startswith(CALQUE)]
     templates = pd.read_parquet(run / "04_disambiguate" / "templates.parquet")
-    contexts = context_items(templates, pd.read_parquet(run / "02_survey" / "stereotypes.parquet"))
+    contexts = context_items(templates, stereotypes)
     return pd.concat([stratified_sample(contexts, 8, seed=7), calques, names], ignore_index=True)
 
 
@@ -103,7 +105,10 @@ def write(run: Path, folder: Path = ROUND, adapt: bool = False) -> None:
     for reviewer in REVIEWERS:
         path = folder / "sheets" / f"{reviewer}.csv"
         sheet = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8-sig")
-        merged = sheet.merge(items[["item_id", "source"]], on="item_id", how="left")
+        # the item's own text: a sheet's right-to-left cells start with a direction mark
+        merged = sheet.drop(columns="machine_output").merge(
+            items[["item_id", "source", "machine_output"]], on="item_id", how="left"
+        )
         for index, row in merged.iterrows():
             for column, value in (adapt_answer if adapt else answer)(row, reviewer).items():
                 sheet.loc[index, column] = value

@@ -61,6 +61,11 @@ def add_review_command(subparsers: Any) -> argparse.ArgumentParser:
     return parser
 
 
+EXAMPLE_COLUMNS = ["category", "stereotype_id", "additional_metadata", "context", "question"]
+EXAMPLE_COLUMNS += ["stereo_entity", "nonstereo_entity", "lexical_variant", "context_condition", "assignment"]
+"""What a translation item needs of the source examples: its category, stereotype, sentence and condition."""
+
+
 def _run_items(run: Path, kinds: list[str]) -> Any:
     """The items of ``kinds`` from a run's tables."""
     import pandas as pd
@@ -101,8 +106,9 @@ def _run_items(run: Path, kinds: list[str]) -> Any:
             if segments is None:
                 raise AuditError(f"run {run.name} has no translation into {lang!r}")
             source = next(c.removeprefix("text_") for c in segments.columns if c.startswith("text_"))
-            examples = read_table(run, "instantiate/examples", ["context", "question", "category"])
-            frames.append(translation_items(segments, lang, source, examples))
+            examples = read_table(run, "instantiate/examples", EXAMPLE_COLUMNS)
+            stereotypes = read_table(run, "survey_filter/stereotypes")
+            frames.append(translation_items(segments, lang, source, examples, stereotypes))
         elif base == "names":
             listed = manifest(run).get("inputs", {}).get("names")
             if not listed:

@@ -41,10 +41,8 @@ def _matrix(ratings: pd.DataFrame, column: str) -> tuple[np.ndarray, list[str], 
     reviewers = sorted(answered["reviewer"].unique())
     items = sorted(answered["item_id"].unique())
     matrix = np.full((len(reviewers), len(items)), np.nan)
-    r_at = {r: i for i, r in enumerate(reviewers)}
-    i_at = {item: i for i, item in enumerate(items)}
-    for reviewer, item, value in zip(answered["reviewer"], answered["item_id"], answered[column], strict=True):
-        matrix[r_at[reviewer], i_at[item]] = categories.index(value)
+    at = {c: pd.Categorical(answered[c], categories=v).codes for c, v in (("reviewer", reviewers), ("item_id", items))}
+    matrix[at["reviewer"], at["item_id"]] = pd.Categorical(answered[column], categories=categories).codes
     return matrix, reviewers, categories
 
 
@@ -79,8 +77,7 @@ def _cohen(matrix: np.ndarray, n_categories: int) -> float | None:
         if both.sum() < 2:
             continue
         table = np.zeros((n_categories, n_categories))
-        for x, y in zip(matrix[a, both].astype(int), matrix[b, both].astype(int), strict=True):
-            table[x, y] += 1
+        np.add.at(table, (matrix[a, both].astype(int), matrix[b, both].astype(int)), 1)
         with np.errstate(invalid="ignore", divide="ignore"):  # a pair that used one category only: nan, skipped
             kappa = float(cohens_kappa(table, return_results=False))
         if not math.isnan(kappa):

@@ -21,7 +21,7 @@ import pandas as pd
 
 from ..core.artifacts import FORMULA_START
 from ..core.inputs import InputError, read_csv_checked, spreadsheet_row
-from .items import KINDS, QUESTIONS, VERDICTS, base_kind
+from .items import KINDS, NAME_VERDICTS, QUESTIONS, VERDICTS, base_kind
 
 DECISION_COLUMNS = ["round_id", "reviewer", "kind", "item_id", "hash", "verdict", "fix_text", "reason", "answers"]
 """A reviewer's decision on an item; ``answers``: the item's questions and the reviewer's answers, as JSON."""
@@ -73,8 +73,8 @@ def _answers_problem(kind: str, text: str) -> str | None:
 
 def check_decisions(frame: pd.DataFrame, path: Path) -> pd.DataFrame:
     """The decisions, each row checked (one :class:`InputError` naming the file and row): a reviewer, a known kind,
-    a 64-hex hash, a verdict, a fix's text, a reject's reason, answers to the kind's questions only, one decision
-    per reviewer, round and item."""
+    a 64-hex hash, a verdict (a name's: accept or reject), a fix's text, a reject's reason, answers to the kind's
+    questions only, one decision per reviewer, round and item."""
     frame = frame[DECISION_COLUMNS].reset_index(drop=True)
     _first(path, frame["reviewer"] == "", "no reviewer")
     kinds = frame["kind"].str.split(":", n=1).str[0]
@@ -88,6 +88,11 @@ def check_decisions(frame: pd.DataFrame, path: Path) -> pd.DataFrame:
         path,
         ~frame["verdict"].isin(VERDICTS),
         lambda i: f"verdict {frame.at[i, 'verdict']!r} is not one of {', '.join(VERDICTS)}",
+    )
+    _first(
+        path,
+        (kinds == "names") & ~frame["verdict"].isin(NAME_VERDICTS),
+        lambda i: f"verdict {frame.at[i, 'verdict']!r} on a name: a name is accepted or rejected, never fixed",
     )
     _first(
         path,

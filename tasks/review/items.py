@@ -26,6 +26,7 @@ ITEM_COLUMNS = [
     "category",
     "source",
     "lang",
+    "source_lang",
     "source_text",
     "machine_output",
     "stereotype",
@@ -33,7 +34,8 @@ ITEM_COLUMNS = [
     "details",
 ]
 """An item: its kind, id and content hash; ``category`` and ``source`` (where the judged text came from) are the
-strata of a sample; ``lang`` the language of ``machine_output`` (a right-to-left one is shown so); ``rules`` the
+strata of a sample; ``lang`` the language of ``machine_output``, ``source_lang`` that of ``source_text``,
+``stereotype`` and ``details`` (a right-to-left one is shown so); ``rules`` the
 machine's checks it passed; ``details`` what else the reviewer needs (the questions a context must answer, the
 group a name is meant to signal)."""
 
@@ -51,6 +53,14 @@ class Question:
 VERDICTS = ("accept", "fix", "reject")
 """What a reviewer decides about an item: keep the machine's text, replace it (``fix_text``), or drop the item
 (``reason``)."""
+NAME_VERDICTS = ("accept", "reject")
+"""A name is accepted or rejected (the group and gender it signals are its questions), never rewritten."""
+
+
+def verdicts(kind: str) -> tuple[str, ...]:
+    """The verdicts a kind of item takes."""
+    return NAME_VERDICTS if base_kind(kind) == "names" else VERDICTS
+
 
 QUESTIONS: dict[str, tuple[Question, ...]] = {
     "contexts": (
@@ -119,6 +129,7 @@ def context_items(templates: pd.DataFrame, stereotypes: pd.DataFrame) -> pd.Data
                 "category": t.category,
                 "source": t.disambiguated_source,
                 "lang": "fa",
+                "source_lang": "fa",
                 "source_text": t.ambiguous_fa,
                 "machine_output": t.disambiguated_fa,
                 "stereotype": statements.get(t.stereotype_id, ""),
@@ -137,37 +148,94 @@ TRANSLATION_RULES = (
 )
 
 
+PIECE_COLUMNS = {"context": ("context",), "question": ("question",), "entity": ("stereo_entity", "nonstereo_entity")}
+PIECE_COLUMNS |= {"lex": ("lexical_variant",)}
+"""The example columns that hold a segment of each kind (``translate``'s segment kinds); a group's name, the other
+kind, stands in no one column."""
+
+
+CONDITIONS = {
+    ("ambig", "none"): "ambiguous (nothing says who)",
+    ("disambig", "biased"): "disambiguated as the stereotype has it",
+    ("disambig", "counter_biased"): "disambiguated against the stereotype (counter-biased)",
+}
+"""How a context segment's example reads (``context_condition``, ``assignment``), so that a reviewer does not take a
+counter-biased context for a wrong one."""
+
+
+def _first_examples(examples: pd.DataFrame) -> dict[tuple[str, str], int]:
+    """For each segment kind and source text, the position of the first example that holds it."""
+    first: dict[tuple[str, str], int] = {}
+    for kind, columns in PIECE_COLUMNS.items():
+        for column in columns:
+            if column in examples.columns:
+                for position, text in enumerate(examples[column].tolist()):
+                    first.setdefault((kind, text), position)
+    return first
+
+
+def _stereotype_of(stereotype_id: str, metadata: object, statements: dict[str, str]) -> str:
+    """An example's stereotype: its statement (a crawl build's survey), else the groups it is about."""
+    groups = "; ".join(metadata.get("stereotyped_groups", [])) if isinstance(metadata, dict) else ""
+    return statements.get(str(stereotype_id), "") or (f"about: {groups}" if groups else "")
+
+
 def translation_items(
-    segments: pd.DataFrame, lang: str, source_lang: str = "fa", examples: pd.DataFrame | None = None
+    segments: pd.DataFrame,
+    lang: str,
+    source_lang: str = "fa",
+    examples: pd.DataFrame | None = None,
+    stereotypes: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """An item per segment translated into ``lang`` that passed its checks (a failed one is dropped already): the
-    source text and the translation; its category that of the first source example whose context or question it
-    is (``examples``), else empty."""
+    source text and the translation; from the first source example that holds the segment (``examples``), its
+    category, its stereotype (the statement in ``stereotypes``, else the groups it is about) and, for a question or
+    a piece of a sentence (an entity, a lexical variant), the example's context, where it occurs."""
     target, source = f"text_{lang}", f"text_{source_lang}"
-    category_of: dict[str, str] = {}
-    if examples is not None:
-        for column in ("context", "question"):
-            for text, category in zip(examples[column].tolist(), examples["category"].tolist(), strict=True):
-                category_of.setdefault(text, category)
     passed = segments[segments["failures"] == ""]
-    originals, texts = passed[source].tolist(), passed[target].tolist()
-    details = [
-        f"glossary: {'; '.join(glossary)}\nback-translation: {back} (chrF {chrf:.1f})"
-        for glossary, back, chrf in zip(
-            passed["glossary"].tolist(), passed[f"back_{source_lang}"].tolist(), passed["chrf"].tolist(), strict=True
-        )
-    ]
+    originals, texts, kinds = passed[source].tolist(), passed[target].tolist(), passed["kind"].tolist()
+    statements: dict[str, str] = {}
+    if stereotypes is not None and len(stereotypes):
+        statements = dict(zip(stereotypes["stereotype_id"], stereotypes["statement_fa"], strict=True))
+    first = _first_examples(examples) if examples is not None else {}
+    found = [first.get((kind, text)) for kind, text in zip(kinds, originals, strict=True)]
+    used = sorted({at for at in found if at is not None})
+    rows = examples.iloc[used] if examples is not None else pd.DataFrame()
+    category = dict(zip(used, rows["category"].tolist() if used else [], strict=True))
+    context = dict(zip(used, rows["context"].tolist() if used else [], strict=True))
+    read = [rows[c].tolist() if c in rows.columns else [""] * len(used) for c in ("context_condition", "assignment")]
+    condition = {at: CONDITIONS.get((c, a), "") for at, c, a in zip(used, *read, strict=True)}
+    ids = rows["stereotype_id"].tolist() if "stereotype_id" in rows.columns else [""] * len(used)
+    metadata = rows["additional_metadata"].tolist() if "additional_metadata" in rows.columns else [None] * len(used)
+    stereotype = {at: _stereotype_of(sid, meta, statements) for at, sid, meta in zip(used, ids, metadata, strict=True)}
+    details = []
+    for kind, at, glossary, back, chrf in zip(
+        kinds,
+        found,
+        passed["glossary"].tolist(),
+        passed[f"back_{source_lang}"].tolist(),
+        passed["chrf"].tolist(),
+        strict=True,
+    ):
+        where = ""
+        if at is not None and kind != "context":
+            where = f"{'asked of' if kind == 'question' else 'in the sentence'}: {context[at]}\n"
+        elif at is not None and condition[at]:
+            where = f"the context is {condition[at]}\n"
+        terms = "; ".join(entry.replace(" → ", " = ") for entry in glossary)  # an arrow points backwards right to left
+        details.append(f"{where}glossary: {terms}\nback-translation: {back} (chrF {chrf:.1f})")
     frame = pd.DataFrame(
         {
             "kind": f"translations:{lang}",
             "item_id": passed["segment_id"].tolist(),
             "hash": [content_hash(o, t) for o, t in zip(originals, texts, strict=True)],
-            "category": [category_of.get(o, "") for o in originals],
-            "source": passed["kind"].tolist(),
+            "category": ["" if at is None else category[at] for at in found],
+            "source": kinds,
             "lang": lang,
+            "source_lang": source_lang,
             "source_text": originals,
             "machine_output": texts,
-            "stereotype": "",
+            "stereotype": ["" if at is None else stereotype[at] for at in found],
             "rules": TRANSLATION_RULES,
             "details": details,
         },
@@ -197,6 +265,7 @@ def name_items(name_table: pd.DataFrame, proxy_strength: pd.DataFrame) -> pd.Dat
                 "category": category,
                 "source": f"{n.group}|{n.gender}",
                 "lang": n.lang,
+                "source_lang": n.lang,
                 "source_text": "",
                 "machine_output": n.name,
                 "stereotype": "",
@@ -226,6 +295,7 @@ def adapt_items(templates: pd.DataFrame) -> pd.DataFrame:
                 "category": t.category,
                 "source": t.adaptation_class,
                 "lang": "en",
+                "source_lang": "en",
                 "source_text": t.source,
                 "machine_output": text,
                 "stereotype": f"{groups}: {t.question_negative}",

@@ -15,8 +15,8 @@ import pandas as pd
 
 from ..imports import one_import_at_a_time
 from .decisions import DECISION_COLUMNS, check_decisions
-from .items import QUESTIONS, VERDICTS, base_kind
-from .sheets import RTL
+from .items import QUESTIONS, base_kind, verdicts
+from .sheets import right_to_left
 
 PROJECTS_FILE = "label_studio.json"
 
@@ -28,7 +28,7 @@ def _client(url: str, token: str) -> Any:
 
 
 def _direction(lang: str) -> str:
-    return "rtl" if lang in RTL else "ltr"
+    return "rtl" if right_to_left(lang) else "ltr"
 
 
 def _text(name: str, value: str, lang: str) -> str:
@@ -59,9 +59,10 @@ def labeling_config(kind: str, lang: str, source_lang: str) -> str:
                 _text("stereotype", "stereotype", source_lang),
                 '<Header value="Checks it already passed, and what else you need" size="6"/>',
                 '<Text name="rules" value="$rules"/>',
+                f'<View style="white-space: pre-wrap; direction: {_direction(source_lang)}; text-align: start" '
+                f'dir="{_direction(source_lang)}"><Text name="details" value="$details"/></View>',
             )
-        ),
-        '<View style="white-space: pre-wrap"><Text name="details" value="$details"/></View>',
+        ),  # a name's details are its choices: the radio buttons below
     ]
     for question in QUESTIONS[base_kind(kind)]:
         parts.append(f'<Header value={quoteattr(question.text)} size="5"/>')
@@ -76,18 +77,27 @@ def labeling_config(kind: str, lang: str, source_lang: str) -> str:
                 f'<Choices name="{question.key}" toName="output" choice="single-radio" required="true" '
                 f'value="$choices"/>'
             )
-    verdicts = "".join(f"<Choice value={quoteattr(v)}/>" for v in VERDICTS)
+    allowed = verdicts(kind)
+    choices = "".join(f"<Choice value={quoteattr(v)}/>" for v in allowed)
     parts += [
         '<Header value="Verdict: accept keeps the text; fix replaces it with yours (below); reject drops the item '
+        '(say why below)" size="5"/>'
+        if "fix" in allowed
+        else '<Header value="Verdict: accept keeps the name for the group and gender you read; reject takes it out '
         '(say why below)" size="5"/>',
         f'<Choices name="verdict" toName="output" choice="single-radio" required="true" showInline="true">'
-        f"{verdicts}</Choices>",
-        '<Header value="Your corrected text (only for fix'
-        + ("; a context keeps {stereo} and {nonstereo})" if base_kind(kind) == "contexts" else ")")
-        + '" size="6"/>',
-        f'<View style="direction: {_direction(lang)}">',
-        '<TextArea name="fix_text" toName="output" rows="3" maxSubmissions="1" editable="true"/>',
-        "</View>",
+        f"{choices}</Choices>",
+    ]
+    if "fix" in allowed:
+        parts += [
+            '<Header value="Your corrected text (only for fix'
+            + ("; a context keeps {stereo} and {nonstereo})" if base_kind(kind) == "contexts" else ")")
+            + '" size="6"/>',
+            f'<View style="direction: {_direction(lang)}" dir="{_direction(lang)}">',
+            '<TextArea name="fix_text" toName="output" rows="3" maxSubmissions="1" editable="true"/>',
+            "</View>",
+        ]
+    parts += [
         '<Header value="Why (only for reject)" size="6"/>',
         '<TextArea name="reason" toName="output" rows="2" maxSubmissions="1" editable="true"/>',
         "</View>",
@@ -95,25 +105,25 @@ def labeling_config(kind: str, lang: str, source_lang: str) -> str:
     return "\n".join(parts)
 
 
-def source_language(kind: str, items: pd.DataFrame) -> str:
-    """The language of a kind's source texts: English for adapted templates (BBQ's), a name's own language, else
-    the build's source language (Persian)."""
-    return "en" if kind == "adapt" else str(items["lang"].iloc[0]) if kind == "names" else "fa"
-
-
 def tasks_of(items: pd.DataFrame, assignment: pd.DataFrame, round_id: str) -> list[dict[str, Any]]:
-    """A Label Studio task per item: its fields, its hash, its reviewers and the direction of its texts."""
-    reviewers = assignment.groupby(["kind", "item_id"])["reviewer"].apply(", ".join).to_dict()
+    """A Label Studio task per item: its fields and its hash; not who else reviews it, and for a name (judged
+    blind) not the group it is meant to signal (``source``). Which annotator may decide it is the round's
+    assignment, kept by the lead (:func:`annotation_decisions`)."""
+    counts = assignment.groupby(["kind", "item_id"]).size().to_dict()
     tasks = []
     for item in items.itertuples(index=False):
         choices = item.details.removeprefix("choices: ").split("; ") if item.details.startswith("choices: ") else []
+        shown = item._asdict()
+        if base_kind(item.kind) == "names":
+            del shown["source"]
+        n_reviewers = counts.get((item.kind, item.item_id), 0)
         tasks.append(
             {
                 "data": {
-                    **item._asdict(),
+                    **shown,
                     "round_id": round_id,
                     "title": f"{item.kind} · {item.item_id}",
-                    "note": f"Round {round_id}. Reviewers of this item: {reviewers[(item.kind, item.item_id)]}. "
+                    "note": f"Round {round_id}. {n_reviewers} reviewers judge this item, each on their own. "
                     "Answer every question, then the verdict.",
                     "choices": [{"value": c} for c in choices],
                 }
@@ -132,7 +142,7 @@ def create_project(
     for kind, rows in items.groupby("kind", sort=True):
         project = client.projects.create(
             title=f"{title or meta['round_id']} · {kind}"[:50],
-            label_config=labeling_config(str(kind), rows["lang"].iloc[0], source_language(str(kind), rows)),
+            label_config=labeling_config(str(kind), rows["lang"].iloc[0], rows["source_lang"].iloc[0]),
             description=f"PBBQ review round {meta['round_id']}: {len(rows)} items of {kind}, "
             f"each for {meta.get('overlap', 2)} reviewers.",
             maximum_annotations=int(meta.get("overlap", 2)),
