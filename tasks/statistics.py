@@ -12,8 +12,8 @@ import pyarrow as pa
 
 from .core.artifacts import StageOutput
 from .core.schemas import empty_frame, example_configs
-from .core.soundness import SOUNDNESS, refuse_unsound, soundness, source_entities
-from .core.stage import Configs, Report, RunValue, Stage, Table
+from .core.soundness import PBBQ_SOURCE, SOUNDNESS, refuse_unsound, soundness, source_entities
+from .core.stage import Configs, ReleaseConfig, Report, RunValue, Stage, Table
 from .crawl import crawl_counts
 from .text.categories import CATEGORIES
 from .text.cues import CONFOUNDS
@@ -153,6 +153,12 @@ def _rows_where(frame: pd.DataFrame, mask: np.ndarray) -> pd.DataFrame:
     return frame[mask]
 
 
+def source_language(configs: Mapping[str, ReleaseConfig]) -> str:
+    """The language of the config the others are made from (:attr:`ReleaseConfig.made_from` None), PBBQ's Persian
+    when no config is declared."""
+    return next((config.language for config in configs.values() if config.made_from is None), PBBQ_SOURCE)
+
+
 def statistics(
     templates: pd.DataFrame,
     examples: pd.DataFrame,
@@ -161,6 +167,7 @@ def statistics(
     crawl: Mapping[str, int] | None = None,
     extra_funnel: Sequence[tuple[str, int]] = (),
     categories: Sequence[str] = CATEGORIES,
+    release_configs: Mapping[str, ReleaseConfig] | None = None,
 ) -> StageOutput:
     """Table 1 over ``categories`` (:func:`table1`), the funnel, the distribution and the soundness checks; the gate
     before the release: a config holding a row that fails a check of
@@ -170,10 +177,12 @@ def statistics(
     Each config is counted and checked on its own rows, one config at a time: the stage holds one config's rows
     beside the stacked examples, not a copy of all of them. The text columns stay as they come (Arrow-backed
     strings from a stage's parquet): every count and check is a vectorised one, none reads a value as a Python
-    string."""
+    string. The soundness checks read the examples as written in the source config's language (the config
+    ``release_configs`` declares made from no other; PBBQ's Persian when none is given)."""
     configs = example_configs(examples)
     listed = listed_categories(examples, categories)
-    sources = source_entities(examples)
+    source = source_language(release_configs or {})
+    sources = source_entities(examples, source)
     for config in dict.fromkeys(configs):  # the gate first: nothing is counted for a build that must fail
         refuse_unsound(config, _rows_where(examples, (configs == config).to_numpy()))
     parts: dict[str, list[pd.DataFrame]] = {"table1": [], "distribution": [], "soundness": []}
@@ -181,7 +190,7 @@ def statistics(
         part = examples if config is None else _rows_where(examples, (configs == config).to_numpy())
         parts["table1"].append(table1(part, listed))
         parts["distribution"].append(distribution(part))
-        parts["soundness"].append(soundness(part, templates, sources))
+        parts["soundness"].append(soundness(part, templates, sources, source))
     tables = {
         "table1": pd.concat(parts["table1"], ignore_index=True),
         "funnel": funnel(stereotypes, templates, examples, dropped_pairs, crawl, extra_funnel),
@@ -216,6 +225,7 @@ STAGE = Stage(
         "dropped_pairs": Table("05_instantiate", "dropped_pairs"),
         "crawl": Report("01_crawl", crawl_counts),
         "extra_funnel": RunValue("extra_funnel", describes=lambda stage: stage.counts is not None),
+        "release_configs": Configs(declared=True),
     },
     outputs={"table1": TABLE1, "funnel": FUNNEL, "distribution": DISTRIBUTION, "soundness": SOUNDNESS},
     words=("examples", "examples counted", "not counted"),

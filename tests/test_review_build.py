@@ -16,8 +16,8 @@ from pbbq.tasks.disambiguate import DisambiguateParams, Prompts, disambiguate
 from pbbq.tasks.llm import LLMClient, LLMConfig, ResponseStore
 from pbbq.tasks.review.items import content_hash
 from tests.fakes.llm_servers import FakeLLMServer
-from tests.helpers import llm_config, without_review
-from tests.test_llm_stages import GOOD, KEY, NO_OVERRIDES, STEREOTYPES, _template
+from tests.helpers import FAKE_API_KEY, llm_config, without_review
+from tests.test_llm_stages import GOOD, NO_OVERRIDES, STEREOTYPES, _template
 
 pytestmark = pytest.mark.xdist_group("review_build")
 
@@ -158,8 +158,8 @@ OTHER = "{stereo} هیچ نوبتی نگرفت و {nonstereo} زودتر از ه
 
 @pytest.fixture
 def fake_llm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[FakeLLMServer, LLMConfig]]:
-    monkeypatch.setenv("OPENAI_API_KEY", KEY)
-    with FakeLLMServer(expected_key=KEY) as server:
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_API_KEY)
+    with FakeLLMServer(expected_key=FAKE_API_KEY) as server:
         yield server, llm_config(server, tmp_path / "store.sqlite", max_retries=1, timeout=2.0)
 
 

@@ -7,8 +7,10 @@ from collections.abc import Callable
 import pandas as pd
 import pytest
 
+from pbbq.flows.pipeline import ADAPT_PIPELINE, PIPELINE
 from pbbq.tasks.core.soundness import CHECKS, SOUNDNESS, row_violations, soundness
 from pbbq.tasks.instantiate import InstantiateParams, instantiate
+from pbbq.tasks.statistics import source_language
 from tests.templates import STEREOTYPES, template_row
 
 
@@ -191,3 +193,27 @@ def test_an_english_row_may_not_add_a_gender_its_persian_does_not_give(
         table = soundness(pd.concat([examples, english], ignore_index=True), templates)
         counts = table[table["config"] == "en"].set_index("check")["violations"]
         assert counts["gender_added"] == violations and counts.drop("gender_added").sum() == 0, (lur, persian)
+
+
+def test_the_source_language_is_the_pipelines_not_always_persian(
+    two_templates_built: tuple[pd.DataFrame, pd.DataFrame],
+) -> None:
+    """On the adaptation path the originals are BBQ's English: the confound checks read them in English and a
+    translation is checked against them (before, every check selected Persian rows only and read 0 there)."""
+    examples, templates = two_templates_built
+    english = examples.assign(lang="en", stereo_entity="Nigerian", nonstereo_entity="Afghan")
+    mixed = english.copy()
+    t1 = mixed["template_id"] == "T1"  # Ethnicity: the pair may differ in nothing else
+    mixed.loc[t1, ["stereo_entity", "nonstereo_entity"]] = ["Nigerian man", "Afghan woman"]
+    assert _violations(mixed, templates)["gender_confound"] == 0  # read as Persian, nothing was checked
+    found = soundness(mixed, templates, source="en").set_index("check")["violations"]
+    assert found["gender_confound"] == t1.sum()
+    urdu = english.assign(lang="ur", source_example_id=english["example_id"], nonstereo_entity="افغان شخص")
+    for stereo, added in (
+        ("نائجیرین شخص", 0),
+        ("نائجیرین آدمی", len(urdu)),
+    ):  # 'Nigerian' has no gender, «آدمی» is a man
+        both = pd.concat([english, urdu.assign(stereo_entity=stereo)], ignore_index=True)
+        table = soundness(both, templates, source="en")
+        assert table.query("config == 'ur' and check == 'gender_added'")["violations"].item() == added
+    assert source_language(ADAPT_PIPELINE.configs) == "en" and source_language(PIPELINE.configs) == "fa"

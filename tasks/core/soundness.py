@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from functools import partial
 
 import numpy as np
 import pandas as pd
@@ -63,8 +64,11 @@ UNFILLED = re.compile(r"\{[^{}]*\}|\[\[[^\[\]]*\]\]")
 RELEASE_BLOCKERS = ("unfilled_placeholder", "equal_entities", "identical_options")
 """The checks no released row may fail (:func:`unsound_rows`), the cause first (one entity twice gives two options
 alike)."""
-SOURCE_COLUMNS = {"stereo_entity": "stereo_fa", "nonstereo_entity": "nonstereo_fa"}
-"""An original Persian example's entities as :func:`source_entities` names them beside a translated row's own."""
+SOURCE_COLUMNS = {"stereo_entity": "stereo_source", "nonstereo_entity": "nonstereo_source"}
+"""An original example's entities as :func:`source_entities` names them beside a translated row's own."""
+PBBQ_SOURCE = "fa"
+"""The language PBBQ's examples are written in: the checks' source where no pipeline declares another (the
+adaptation path's is BBQ's English, :attr:`~pbbq.tasks.core.stage.ReleaseConfig.made_from`)."""
 SOUNDNESS = pa.schema(
     [("config", pa.string()), ("check", pa.string()), ("examples", pa.int64()), ("violations", pa.int64())]
 )
@@ -81,12 +85,15 @@ def _per_distinct(frame: pd.DataFrame, columns: list[str], rows: pd.Series, deci
     return pd.Series(every, index=frame.index)
 
 
-def _gender_added(lang: str, stereo: str, nonstereo: str, stereo_fa: str, nonstereo_fa: str) -> bool:
-    """Whether a translated pair's entities give a gender their Persian sources do not give, or another."""
-    persian = language("fa")
+def _gender_added(
+    source_lang: str, lang: str, stereo: str, nonstereo: str, stereo_source: str, nonstereo_source: str
+) -> bool:
+    """Whether a translated pair's entities give a gender their sources (in ``source_lang``) do not give, or
+    another."""
+    source = language(source_lang)
     return any(
-        not language(lang).keeps_gender(entity, persian.entity_gender(source))
-        for entity, source in ((stereo, stereo_fa), (nonstereo, nonstereo_fa))
+        not language(lang).keeps_gender(entity, source.entity_gender(original))
+        for entity, original in ((stereo, stereo_source), (nonstereo, nonstereo_source))
     )
 
 
@@ -109,34 +116,38 @@ def _cell_roles(frame: pd.DataFrame) -> pa.Array:
 
 
 def row_violations(
-    frame: pd.DataFrame, allowed: set[tuple[str, str, str]], sources: pd.DataFrame | None = None
+    frame: pd.DataFrame,
+    allowed: set[tuple[str, str, str]],
+    sources: pd.DataFrame | None = None,
+    source: str = PBBQ_SOURCE,
 ) -> dict[str, pd.Series]:
-    """A boolean Series per check over the rows of one config; ``sources`` holds the Persian (stereotyped,
-    non-stereotyped) entities of each original Persian example, by id (:func:`source_entities`), which an English
-    row is checked against. The per-option checks read the option dicts as Arrow structs and the texts as they are
-    (no Python string per value)."""
+    """A boolean Series per check over the rows of one config; ``sources`` holds the (stereotyped,
+    non-stereotyped) entities of each original example in the ``source`` language, by id
+    (:func:`source_entities`), which a translated row is checked against. The per-option checks read the option
+    dicts as Arrow structs and the texts as they are (no Python string per value)."""
     roles = _per_option(frame["answer_roles"], "answer_roles")
     role = [roles.field(option) for option in OPTIONS]
     info = _per_option(frame["answer_info"], "answer_info")
     info_text = np.logical_or.reduce(
         [_differs(pc.list_element(info.field(option), 0), pa.array(frame[option], pa.string())) for option in OPTIONS]
     )
-    original = (frame["lang"] == "fa") & (frame["variant"] == "original")
+    original = (frame["lang"] == source) & (frame["variant"] == "original")
     pair = ["template_id", "stereo_entity", "nonstereo_entity"]
     kept = pd.Series(pd.MultiIndex.from_frame(frame[pair]).isin(list(allowed)), index=frame.index)
     confound = _per_distinct(
         frame,
         ["stereo_entity", "nonstereo_entity", "category"],
         original,
-        lambda stereo, nonstereo, category: pair_confound(stereo, nonstereo, category, "fa"),
+        lambda stereo, nonstereo, category: pair_confound(stereo, nonstereo, category, source),
     )
-    persian = (source_entities(frame.iloc[:0]) if sources is None else sources).reindex(frame["source_example_id"])
-    sourced = frame.assign(**{column: persian[column].to_numpy() for column in persian.columns})
+    originals = source_entities(frame.iloc[:0], source) if sources is None else sources
+    originals = originals.reindex(frame["source_example_id"])
+    sourced = frame.assign(**{column: originals[column].to_numpy() for column in originals.columns})
     added = _per_distinct(
         sourced,
-        ["lang", "stereo_entity", "nonstereo_entity", "stereo_fa", "nonstereo_fa"],
-        (frame["lang"] != "fa") & sourced["stereo_fa"].notna(),
-        _gender_added,
+        ["lang", "stereo_entity", "nonstereo_entity", *SOURCE_COLUMNS.values()],
+        (frame["lang"] != source) & sourced["stereo_source"].notna(),
+        partial(_gender_added, source),
     )
     labels, targets = (pa.array(frame[column], pa.int64()) for column in ("label", "target_loc"))
     return {
@@ -201,28 +212,31 @@ def refuse_unsound(config: str, examples: pd.DataFrame) -> None:
             )
 
 
-def source_entities(examples: pd.DataFrame) -> pd.DataFrame:
-    """The Persian stereotyped and non-stereotyped entities (``stereo_fa``, ``nonstereo_fa``) of each original
-    Persian example, indexed by its id (the last row of an id given twice): what a translated row is checked
-    against."""
-    originals = examples[(examples["lang"] == "fa") & (examples["variant"] == "original")]
+def source_entities(examples: pd.DataFrame, source: str = PBBQ_SOURCE) -> pd.DataFrame:
+    """The stereotyped and non-stereotyped entities (``stereo_source``, ``nonstereo_source``) of each original
+    example in the ``source`` language, indexed by its id (the last row of an id given twice): what a translated
+    row is checked against."""
+    originals = examples[(examples["lang"] == source) & (examples["variant"] == "original")]
     entities = originals.drop_duplicates("example_id", keep="last").set_index("example_id")
     return entities[["stereo_entity", "nonstereo_entity"]].rename(columns=SOURCE_COLUMNS)
 
 
-def soundness(examples: pd.DataFrame, templates: pd.DataFrame, sources: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Violations of every check per config (a row per config and check; 0 is sound); ``sources``: the originals'
-    entities (:func:`source_entities`), given when ``examples`` holds only some configs."""
+def soundness(
+    examples: pd.DataFrame, templates: pd.DataFrame, sources: pd.DataFrame | None = None, source: str = PBBQ_SOURCE
+) -> pd.DataFrame:
+    """Violations of every check per config (a row per config and check; 0 is sound), the examples written in the
+    ``source`` language; ``sources``: the originals' entities (:func:`source_entities`), given when ``examples``
+    holds only some configs."""
     allowed = {
         (template_id, *item.split(PAIR_SEPARATOR)[:2])
         for template_id, items in zip(templates["template_id"], templates["allowed_pairs"], strict=True)
         for item in items
     }
-    sources = source_entities(examples) if sources is None else sources
+    sources = source_entities(examples, source) if sources is None else sources
     rows = []
     configs = example_configs(examples)
     for config in dict.fromkeys(configs):
         frame = examples[configs == config]
-        for check, bad in row_violations(frame, allowed, sources).items():
+        for check, bad in row_violations(frame, allowed, sources, source).items():
             rows.append({"config": config, "check": check, "examples": len(frame), "violations": int(bad.sum())})
     return pd.DataFrame(rows, columns=SOUNDNESS.names)
