@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from .core.artifacts import StageOutput, count_reasons
 from .core.inputs import RATINGS, TEMPLATES
@@ -28,6 +29,8 @@ from .core.stage import Stage, Table
 from .imports import one_import_at_a_time
 
 SINGLE_LABEL = "single_label_perfect_agreement"
+OUTPUTS: dict[str, pa.Schema] = {"templates": TEMPLATE, "gated": TEMPLATE, "dropped": TEMPLATE}
+"""The gate's tables: every template with its figures and decision, those kept, those dropped."""
 FLOAT_TOLERANCE = 1e-9
 """Figures this close to a threshold count as on it (far below the gap between two kappas of real ratings)."""
 
@@ -148,7 +151,7 @@ def kappa_gate(
     }
     return StageOutput(
         tables={"templates": table, "gated": table[table["kept"]], "dropped": dropped},
-        schemas={"templates": TEMPLATE, "gated": TEMPLATE, "dropped": TEMPLATE},
+        schemas=OUTPUTS,
         report=report,
     )
 
@@ -158,7 +161,7 @@ STAGE = Stage(
     "kappa_gate",
     kappa_gate,
     inputs={"templates": TEMPLATES, "ratings": RATINGS, "stereotypes": Table("02_survey", "stereotypes")},
-    outputs={"templates": TEMPLATE, "gated": TEMPLATE, "dropped": TEMPLATE},
+    outputs=OUTPUTS,
     params=GateParams,
     ranges={"min_kappa": (-1, 1), "min_relevance": (1, 3)},
     drops=("dropped",),

@@ -76,6 +76,21 @@ TEXTS = pa.schema(
 """The gated templates as the stages after instantiation read a template (the columns of
 :data:`~pbbq.tasks.core.schemas.TEMPLATE_DISAMBIGUATED` they read, in the source language)."""
 
+ADAPT_OUTPUTS: dict[str, pa.Schema] = {
+    "templates": GATED_TEMPLATE,
+    "gated": GATED_TEMPLATE,
+    "dropped": GATED_TEMPLATE,
+    "texts": TEXTS,
+}
+"""The adaptation gate's tables: every reviewed template with its decision, those kept, those dropped, the kept
+ones' texts."""
+ADAPT_INSTANTIATE_OUTPUTS: dict[str, pa.Schema] = {
+    "examples": EXAMPLE,
+    "dropped_examples": EXAMPLE_DROPPED,
+    "dropped_templates": GATED_TEMPLATE,
+}
+"""BBQ's examples built from the gated templates, and the examples and templates not built."""
+
 ADAPT_SHEET = Input("adapt_sheet", load_reviewed_sheet)
 ADAPT_RATINGS = Input("ratings", lambda path, sheet: load_ratings(path, sheet["template_id"]), needs=(ADAPT_SHEET,))
 BBQ_VOCABULARY = Input("bbq_vocabulary", load_bbq_vocabulary)
@@ -128,7 +143,7 @@ def adapt(sheet: pd.DataFrame, ratings: pd.DataFrame, params: GateParams) -> Sta
     gated = table[table["kept"]].reset_index(drop=True)
     return StageOutput(
         tables={"templates": table, "gated": gated, "dropped": dropped, "texts": template_texts(gated)},
-        schemas={"templates": GATED_TEMPLATE, "gated": GATED_TEMPLATE, "dropped": GATED_TEMPLATE, "texts": TEXTS},
+        schemas=ADAPT_OUTPUTS,
         report=report,
     )
 
@@ -187,7 +202,7 @@ def adapt_instantiate(
         report["manifest_warnings"] = warnings
     return StageOutput(
         tables={"examples": examples, "dropped_examples": dropped_examples, "dropped_templates": dropped_templates},
-        schemas={"examples": EXAMPLE, "dropped_examples": EXAMPLE_DROPPED, "dropped_templates": GATED_TEMPLATE},
+        schemas=ADAPT_INSTANTIATE_OUTPUTS,
         report=report,
     )
 
@@ -197,7 +212,7 @@ ADAPT = Stage(
     "adapt",
     adapt,
     inputs={"sheet": ADAPT_SHEET, "ratings": ADAPT_RATINGS},
-    outputs={"templates": GATED_TEMPLATE, "gated": GATED_TEMPLATE, "dropped": GATED_TEMPLATE, "texts": TEXTS},
+    outputs=ADAPT_OUTPUTS,
     params=GateParams,
     ranges={"min_kappa": (-1, 1), "min_relevance": (1, 3)},
     drops=("dropped",),
@@ -222,7 +237,7 @@ ADAPT_INSTANTIATE = Stage(
         "proper_names": BBQ_PROPER_NAMES,
         "cap": RunValue("example_cap", describes=lambda stage: False),
     },
-    outputs={"examples": EXAMPLE, "dropped_examples": EXAMPLE_DROPPED, "dropped_templates": GATED_TEMPLATE},
+    outputs=ADAPT_INSTANTIATE_OUTPUTS,
     params=AdaptInstantiateParams,
     drops=("dropped_examples", "dropped_templates"),
     words=("adapted templates", "examples (en)", "templates or examples not built"),
