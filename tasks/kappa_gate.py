@@ -41,6 +41,10 @@ class GateParams:
     min_relevance: float = 1.5
 
 
+GATE_RANGES = {"min_kappa": (-1, 1), "min_relevance": (1, 3)}
+"""The values :class:`GateParams` accepts: a kappa, and a mean on the 1-3 relevance scale."""
+
+
 class RatingsError(ValueError):
     """Ratings from which no kappa can be computed."""
 
@@ -163,7 +167,7 @@ STAGE = Stage(
     inputs={"templates": TEMPLATES, "ratings": RATINGS, "stereotypes": Table("02_survey", "stereotypes")},
     outputs=OUTPUTS,
     params=GateParams,
-    ranges={"min_kappa": (-1, 1), "min_relevance": (1, 3)},
+    ranges=GATE_RANGES,
     drops=("dropped",),
     words=("templates rated", "through the gate", "templates the gate stopped"),
     funnel={"templates": "Templates written", "gated": "Templates that passed the annotation gate"},

@@ -31,7 +31,7 @@ from ..core.inputs import load_ratings
 from ..core.schemas import EXAMPLE, EXAMPLE_DROPPED, GATE_FIELDS, OPTIONS
 from ..core.soundness import manifest_warnings, unsound_drops
 from ..core.stage import Input, RunValue, Stage, Table
-from ..kappa_gate import GateParams, kappa_gate
+from ..kappa_gate import GATE_RANGES, GateParams, kappa_gate
 from .bbq_format import PROPER_NAME_COLUMNS, load_bbq_proper_names, load_bbq_vocabulary
 from .generate import AdaptInstantiateParams, estimate, examples_of
 from .sheet import ADAPTED_TEMPLATE, CLASSES, apply_classes, load_reviewed_sheet
@@ -214,7 +214,7 @@ ADAPT = Stage(
     inputs={"sheet": ADAPT_SHEET, "ratings": ADAPT_RATINGS},
     outputs=ADAPT_OUTPUTS,
     params=GateParams,
-    ranges={"min_kappa": (-1, 1), "min_relevance": (1, 3)},
+    ranges=GATE_RANGES,
     drops=("dropped",),
     words=("templates reviewed", "adapted templates through the gate", "templates removed (SR) or stopped"),
     funnel={
