@@ -5,9 +5,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -31,7 +28,7 @@ from pbbq.tasks.translate.requests import AGREEMENT_INSTRUCTIONS, TranslatePromp
 from pbbq.tasks.translate.segments import question_agreement
 from tests.fakes.llm_servers import FakeLLMServer
 from tests.fakes.stand_in_model import StandInModel, _tagged, disambiguated_sample
-from tests.fakes.tiny_lm import build_tiny_causal_lm
+from tests.fakes.tiny_lm import build_tiny_causal_lm, lm_eval_results
 from tests.helpers import llm_config
 
 SAMPLE_UR = REPO_ROOT / "configs" / "sample-ur.toml"
@@ -335,22 +332,11 @@ def test_the_urdu_release_words_groups_and_settings_as_urdu_readers_do(urdu_buil
 def test_lm_eval_runs_pbbq_ur_as_it_runs_pbbq_en(urdu_build: Path, tmp_path: Path) -> None:
     """``lm_eval --include_path <release>/lm_eval --tasks pbbq_ur`` (lm-eval unmodified) with a tiny local model."""
     model = build_tiny_causal_lm(tmp_path / "tiny_lm")
-    command = [
-        sys.executable, "-m", "lm_eval", "--model", "hf", "--model_args", f"pretrained={model},dtype=float32",
-        "--device", "cpu", "--tasks", "pbbq_ur,pbbq_en", "--include_path",
-        str(urdu_build / "10_publish" / "hub" / "lm_eval"), "--limit", "12", "--output_path", str(tmp_path / "results"),
-    ]  # fmt: skip
-    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"} | {
-        "HF_HUB_OFFLINE": "1",
-        "HF_DATASETS_OFFLINE": "1",
-    }
-    done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600, check=False)
-    assert done.returncode == 0, done.stderr[-3000:]
-    [results_file] = list((tmp_path / "results").rglob("results_*.json"))
-    results = json.loads(results_file.read_text(encoding="utf-8"))["results"]
+    offline = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+    results = lm_eval_results(
+        model, "pbbq_ur,pbbq_en", urdu_build / "10_publish" / "hub" / "lm_eval", tmp_path, offline
+    )
     assert set(results) == {"pbbq_ur", "pbbq_en"}
-    for task in results.values():
-        assert 0.0 <= task["acc,none"] <= 1.0 and -1.0 <= task["beta_amb_bounded,none"] <= 1.0
 
 
 def test_every_urdu_question_about_two_women_reads_feminine(urdu_build: Path) -> None:

@@ -29,6 +29,7 @@ from pbbq.tasks.translate.requests import TranslatePrompts
 from tests.fakes.llm_servers import FakeLLMServer
 from tests.fakes.stand_in_model import POOR_BACK_TRANSLATION, PRONOUN_BREAKERS, StandInModel, paraphrase_fa
 from tests.helpers import refusal
+from tests.templates import one_stereotype
 
 GLOSSARY = REPO_ROOT / "annotations" / "glossary.csv"
 GLOSSARY_CSV = (
@@ -187,15 +188,7 @@ ENGLISH_ENTITY = {STEREO: "Azerbaijani man", NONSTEREO: "Persian man"}
 ENGLISH_GROUP = {"ترک‌ها": "Azerbaijanis", "فارس‌ها": "Persians"}
 QUESTIONS = {"کدام‌یک نتوانست نوبت بگیرد؟": "Who could not get a ticket?", "کدام‌یک زود نوبت گرفت؟": "Who got one early?"}
 UNKNOWN = pd.DataFrame({"phrase_fa": ["نمی‌دانم"], "phrase_en": ["Unknown"]})
-STEREOTYPES = pd.DataFrame(
-    {
-        "stereotype_id": ["ETH-01"],
-        "statement_fa": ["ترک‌ها لجبازند."],
-        "target_group": ["ترک‌ها"],
-        "non_target_groups": [["فارس‌ها"]],
-        "source": ["crawl"],
-    }
-)
+STEREOTYPES = one_stereotype("ETH-01", "ترک‌ها لجبازند.", "ترک‌ها", ["فارس‌ها"], "crawl")
 
 
 def _persian_examples() -> pd.DataFrame:
