@@ -26,7 +26,7 @@ from pbbq.tasks.translate.glossary import load_glossary
 from pbbq.tasks.translate.pair import Pair, TranslateParams, segment_schema
 from pbbq.tasks.translate.requests import AGREEMENT_INSTRUCTIONS, TranslatePrompts
 from pbbq.tasks.translate.segments import question_agreement
-from tests.fakes.llm_servers import FakeLLMServer
+from tests.fakes.llm_servers import AnswerFn, FakeLLMServer
 from tests.fakes.stand_in_model import StandInModel, _tagged, disambiguated_sample
 from tests.fakes.tiny_lm import build_tiny_causal_lm, lm_eval_results
 from tests.helpers import llm_config
@@ -187,11 +187,22 @@ def _into_english_and_urdu(
     return english, urdu
 
 
+def _english_whole(
+    examples: pd.DataFrame, tables: dict[str, Any], client: tuple[FakeLLMServer, LLMClient], answer: AnswerFn
+) -> tuple[StageOutput, StageOutput]:
+    """The examples into English and Urdu with the fake server answering by ``answer``; English, which ``answer``
+    does not touch, keeps every original and drops none."""
+    server, llm = client
+    server.answer = answer
+    english, urdu = _into_english_and_urdu(examples, tables, llm)
+    assert english["dropped"].empty and len(english["examples"]) == len(examples[examples["variant"] == "original"])
+    return english, urdu
+
+
 def test_a_pair_failing_in_urdu_drops_from_urdu_only(
     sample_examples: tuple[pd.DataFrame, StandInModel, dict[str, Any]], client: tuple[FakeLLMServer, LLMClient]
 ) -> None:
     examples, model, tables = sample_examples
-    server, llm = client
     original = examples[examples["variant"] == "original"]
     first = original.iloc[0]
     pair = (first["stereo_entity"], first["nonstereo_entity"], first["lexical_variant"])
@@ -201,10 +212,8 @@ def test_a_pair_failing_in_urdu_drops_from_urdu_only(
         & (original["lexical_variant"] == pair[2])
     ]
     broken = of_pair[of_pair["assignment"] == "biased"]["context"].iloc[0]
-    server.answer = UrduBreaker(model, broken, model.urdu[pair[1]])
-    english, urdu = _into_english_and_urdu(examples, tables, llm)
+    english, urdu = _english_whole(examples, tables, client, UrduBreaker(model, broken, model.urdu[pair[1]]))
     assert set(of_pair["example_id"] + "-en") <= set(english["examples"]["example_id"])
-    assert english["dropped"].empty and len(english["examples"]) == len(original)
     dropped = urdu["dropped"].set_index("source_example_id")["reason"]
     assert set(dropped.index) == set(of_pair["example_id"])
     assert dropped[of_pair[of_pair["context"] == broken]["example_id"]].eq("failed_validation").all()
@@ -260,7 +269,6 @@ def test_a_masculine_question_about_two_women_drops_their_pair_from_urdu_only(
     sample_examples: tuple[pd.DataFrame, StandInModel, dict[str, Any]], client: tuple[FakeLLMServer, LLMClient]
 ) -> None:
     examples, model, tables = sample_examples
-    server, llm = client
     original = examples[examples["variant"] == "original"]
     fa = language("fa")
     women = original[
@@ -269,9 +277,7 @@ def test_a_masculine_question_about_two_women_drops_their_pair_from_urdu_only(
     ]
     assert len(set(zip(women["stereo_entity"], women["nonstereo_entity"], strict=True))) == 1
     question = women["question"].iloc[0]
-    server.answer = MasculineForWomen(model, question)
-    english, urdu = _into_english_and_urdu(examples, tables, llm)
-    assert english["dropped"].empty and len(english["examples"]) == len(original)
+    _, urdu = _english_whole(examples, tables, client, MasculineForWomen(model, question))
     dropped = urdu["dropped"].set_index("source_example_id")["reason"]
     assert set(dropped.index) == set(women["example_id"])
     assert dropped[women[women["question"] == question]["example_id"]].eq("failed_validation").all()
