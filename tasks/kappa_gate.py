@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from .core.artifacts import StageOutput, count_reasons
 from .core.inputs import RATINGS, TEMPLATES
@@ -28,6 +29,8 @@ from .core.stage import Stage, Table
 from .imports import one_import_at_a_time
 
 SINGLE_LABEL = "single_label_perfect_agreement"
+OUTPUTS: dict[str, pa.Schema] = {"templates": TEMPLATE, "gated": TEMPLATE, "dropped": TEMPLATE}
+"""The gate's tables: every template with its figures and decision, those kept, those dropped."""
 FLOAT_TOLERANCE = 1e-9
 """Figures this close to a threshold count as on it (far below the gap between two kappas of real ratings)."""
 
@@ -36,6 +39,10 @@ FLOAT_TOLERANCE = 1e-9
 class GateParams:
     min_kappa: float = 0.2
     min_relevance: float = 1.5
+
+
+GATE_RANGES = {"min_kappa": (-1, 1), "min_relevance": (1, 3)}
+"""The values :class:`GateParams` accepts: a kappa, and a mean on the 1-3 relevance scale."""
 
 
 class RatingsError(ValueError):
@@ -148,7 +155,7 @@ def kappa_gate(
     }
     return StageOutput(
         tables={"templates": table, "gated": table[table["kept"]], "dropped": dropped},
-        schemas={"templates": TEMPLATE, "gated": TEMPLATE, "dropped": TEMPLATE},
+        schemas=OUTPUTS,
         report=report,
     )
 
@@ -158,9 +165,9 @@ STAGE = Stage(
     "kappa_gate",
     kappa_gate,
     inputs={"templates": TEMPLATES, "ratings": RATINGS, "stereotypes": Table("02_survey", "stereotypes")},
-    outputs={"templates": TEMPLATE, "gated": TEMPLATE, "dropped": TEMPLATE},
+    outputs=OUTPUTS,
     params=GateParams,
-    ranges={"min_kappa": (-1, 1), "min_relevance": (1, 3)},
+    ranges=GATE_RANGES,
     drops=("dropped",),
     words=("templates rated", "through the gate", "templates the gate stopped"),
     funnel={"templates": "Templates written", "gated": "Templates that passed the annotation gate"},

@@ -114,6 +114,12 @@ ACCEPTANCE_BY_DEMOGRAPHIC = pa.schema(
         ("acceptance", pa.float64()),
     ]
 )
+OUTPUTS: dict[str, pa.Schema] = {
+    "stereotypes": STEREOTYPE,
+    "dropped": STEREOTYPE,
+    "acceptance_by_demographic": ACCEPTANCE_BY_DEMOGRAPHIC,
+}
+"""The survey's tables: every stereotype with its acceptance and decision, those dropped, acceptance per group."""
 
 
 def survey_filter(questionnaire: pd.DataFrame, responses: pd.DataFrame, params: SurveyParams) -> StageOutput:
@@ -151,11 +157,7 @@ def survey_filter(questionnaire: pd.DataFrame, responses: pd.DataFrame, params: 
             "dropped": dropped,
             "acceptance_by_demographic": by_demographic,
         },
-        schemas={
-            "stereotypes": STEREOTYPE,
-            "dropped": STEREOTYPE,
-            "acceptance_by_demographic": ACCEPTANCE_BY_DEMOGRAPHIC,
-        },
+        schemas=OUTPUTS,
         report=report,
     )
 
@@ -165,11 +167,7 @@ STAGE = Stage(
     "survey_filter",
     survey_filter,
     inputs={"questionnaire": QUESTIONNAIRE, "responses": RESPONSES},
-    outputs={
-        "stereotypes": STEREOTYPE,
-        "dropped": STEREOTYPE,
-        "acceptance_by_demographic": ACCEPTANCE_BY_DEMOGRAPHIC,
-    },
+    outputs=OUTPUTS,
     params=SurveyParams,
     ranges={"threshold": (0, 1), "confidence": (0.5, 0.999999), "population": (1, None)} | {"target_margin": (1e-9, 1)},
     drops=("dropped",),

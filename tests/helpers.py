@@ -10,14 +10,16 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pyarrow.parquet as pq
+import pytest
 
 from pbbq.flows.pipeline import PIPELINE
 from pbbq.tasks.core.artifacts import REPO_ROOT
+from pbbq.tasks.core.inputs import InputError
 from pbbq.tasks.text.languages.fa import normalize_fa
 
 if TYPE_CHECKING:
@@ -61,6 +63,15 @@ def load_release_offline(folder: Path, configs: Iterable[str], scratch: Path) ->
     )
     assert result.returncode == 0, result.stderr[-3000:]
     return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def refusal(load: Callable[[Path], object], path: Path, text: str) -> str:
+    """What ``load`` says of a file at ``path`` holding ``text``: an :class:`InputError` of one line."""
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(InputError) as error:
+        load(path)
+    assert "\n" not in str(error.value)
+    return str(error.value)
 
 
 # --- nothing personal under an outputs folder --------------------------------------------------------------------

@@ -16,6 +16,19 @@ STEREOTYPES = pd.DataFrame(
 )
 
 
+def one_stereotype(stereotype_id: str, statement_fa: str, target: str, others: list[str], source: str) -> pd.DataFrame:
+    """A ``stereotypes`` table of one stereotype: its statement, target group, the groups compared with it, source."""
+    return pd.DataFrame(
+        {
+            "stereotype_id": [stereotype_id],
+            "statement_fa": [statement_fa],
+            "target_group": [target],
+            "non_target_groups": [others],
+            "source": [source],
+        }
+    )
+
+
 def template_row(template_id: str, **overrides: object) -> dict:
     """A template of stereotype S1 (Age) with two stereotyped entities, one other and two lexical variants."""
     row = {

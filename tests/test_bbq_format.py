@@ -11,6 +11,7 @@ must count a choice as biased, unknown and correct exactly as our roles and labe
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import datasets
@@ -26,7 +27,7 @@ from pbbq.tasks.adapt.generate import AdaptInstantiateParams
 from pbbq.tasks.adapt.sheet import apply_classes, review_sheet
 from pbbq.tasks.evaluation import lm_eval_utils
 from tests.adapt_support import BBQ, VOCABULARY
-from tests.bbq_records import SPECS, Spec, as_dataset, make_records
+from tests.bbq_records import SPECS, as_dataset, make_records
 
 BBQ_CATEGORY = "Age"
 """lm-eval's scorer (``_process_results``) raises on any category but BBQ's 11; the category only picks which
@@ -126,24 +127,11 @@ def test_lm_eval_bbq_code_agrees_with_our_roles_on_race_ethnicity_full_names() -
 def test_the_check_fails_on_a_record_lm_eval_misreads() -> None:
     """A tag with '_' is split by lm-eval and then names no group; the other entity's tag equal to the
     stereotyped one makes both entities 'biased'. Both must be reported."""
-    underscored = Spec(
-        "AGE-09-T1",
-        "AGE-09",
-        "Age",
-        {"fa": "پیرمرد", "en": "the old man"},
-        {"fa": "جوان", "en": "the young man"},
-        "افراد_مسن",
-        "جوانان",
+    _, age, ethnicity, _ = SPECS
+    underscored = replace(
+        age, template_id="AGE-09-T1", stereotype_id="AGE-09", stereo_tag=age.stereo_tag.replace("-", "_")
     )
-    clash = Spec(
-        "ETH-09-T1",
-        "ETH-09",
-        "Ethnicity",
-        {"fa": "زن لر", "en": "the Lor woman"},
-        {"fa": "زن کرد", "en": "the Kurdish woman"},
-        "لرها",
-        "لرها",
-    )
+    clash = replace(ethnicity, template_id="ETH-09-T1", stereotype_id="ETH-09", nonstereo_tag=ethnicity.stereo_tag)
     problems = disagreements(as_dataset(make_records((underscored, clash))["en"]))
     assert any("contains '_'" in problem and "AGE-09-T1" in problem for problem in problems)
     assert any("lm-eval's biased answers" in problem and "ETH-09-T1" in problem for problem in problems)

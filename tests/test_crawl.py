@@ -25,7 +25,7 @@ from pbbq.tasks.crawl.sources import load_sources
 from pbbq.tasks.crawl.telegram import USER_AGENT, parse_preview_page, parse_views, read_manual_export
 from pbbq.tasks.text.languages.fa import normalize_fa
 from tests.fakes.telegram_server import FakeChannel, FakePost, FakeTelegram, render_page
-from tests.helpers import CRAWL_SAMPLE, planted_leaks, texts_under
+from tests.helpers import CRAWL_SAMPLE, planted_leaks, refusal, texts_under
 
 
 def _channel(name: str, n: int, deleted: tuple[int, ...] = ()) -> FakeChannel:
@@ -340,10 +340,8 @@ def test_a_bad_manual_export_names_the_file_and_the_row(tmp_path: Path) -> None:
 )
 def test_a_bad_sources_file_names_the_entry_and_the_problem(tmp_path: Path, body: str, problem: str) -> None:
     path = tmp_path / "sources.toml"
-    path.write_text(body, encoding="utf-8")
-    with pytest.raises(InputError) as error:
-        load_sources(path)
-    assert str(error.value).startswith(f"{path}: [[source]] number 1") and problem in str(error.value)
+    message = refusal(load_sources, path, body)
+    assert message.startswith(f"{path}: [[source]] number 1") and problem in message
 
 
 def test_the_default_sources_are_the_papers_appendix_a() -> None:

@@ -12,52 +12,43 @@ pytestmark = pytest.mark.usefixtures("fresh_cue_caches")
 
 
 @pytest.mark.parametrize(
-    ("entity", "gender", "band"),
+    ("lang", "entity", "gender_and_band"),
     [
-        ("مرد هفتادساله", "male", "old"),
-        ("مرد هفتاد ساله", "male", "old"),
-        ("پیرزن هشتادساله", "female", "old"),
-        ("پدربزرگ بازنشسته", "male", "old"),
-        ("مرد بیست‌وپنج‌ساله", "male", "young"),
-        ("دختر دانشجو", "female", "young"),
-        ("پسر نوزده‌ساله", "male", "teen"),
-        ("نوجوان هفده‌ساله", NONE, "teen"),
-        ("آقای میان‌سال", "male", "middle"),
-        ("زن چهل‌ساله", "female", "middle"),
-        ("کودک", NONE, "child"),
-        ("پسر", "male", "youth"),
-        ("مرد لر", "male", "adult"),
-        ("راننده‌ی زن", "female", "adult"),
-        ("بازیگر مرد هم‌جنس‌گرا", "male", "adult"),
-        ("مادر داماد", "female", NONE),
-        ("مادرشوهر", "female", NONE),
-        ("شوهر", "male", NONE),
-        ("همسر", NONE, NONE),
-        ("پسری که با مادر مطلقه‌اش زندگی می‌کند", "male", "youth"),
-        ("دانشجوی اصفهانی", NONE, "young"),
-        ("کارمند بانک", NONE, NONE),
-        ("مهمان جشن عروسی", NONE, NONE),
+        ("fa", "مرد هفتادساله", ("male", "old")),
+        ("fa", "مرد هفتاد ساله", ("male", "old")),
+        ("fa", "پیرزن هشتادساله", ("female", "old")),
+        ("fa", "پدربزرگ بازنشسته", ("male", "old")),
+        ("fa", "مرد بیست‌وپنج‌ساله", ("male", "young")),
+        ("fa", "دختر دانشجو", ("female", "young")),
+        ("fa", "پسر نوزده‌ساله", ("male", "teen")),
+        ("fa", "نوجوان هفده‌ساله", (NONE, "teen")),
+        ("fa", "آقای میان‌سال", ("male", "middle")),
+        ("fa", "زن چهل‌ساله", ("female", "middle")),
+        ("fa", "کودک", (NONE, "child")),
+        ("fa", "پسر", ("male", "youth")),
+        ("fa", "مرد لر", ("male", "adult")),
+        ("fa", "راننده‌ی زن", ("female", "adult")),
+        ("fa", "بازیگر مرد هم‌جنس‌گرا", ("male", "adult")),
+        ("fa", "مادر داماد", ("female", NONE)),
+        ("fa", "مادرشوهر", ("female", NONE)),
+        ("fa", "شوهر", ("male", NONE)),
+        ("fa", "همسر", (NONE, NONE)),
+        ("fa", "پسری که با مادر مطلقه‌اش زندگی می‌کند", ("male", "youth")),
+        ("fa", "دانشجوی اصفهانی", (NONE, "young")),
+        ("fa", "کارمند بانک", (NONE, NONE)),
+        ("fa", "مهمان جشن عروسی", (NONE, NONE)),
+        ("en", "seventy-year-old man", ("male", "old")),
+        ("en", "a 25-year-old woman", ("female", "young")),
+        ("en", "female student", ("female", "young")),
+        ("en", "the mother of the groom", ("female", NONE)),
+        ("en", "the groom's mother", ("female", NONE)),
+        ("en", "Azerbaijani man", ("male", "adult")),
+        ("en", "teenager", (NONE, "teen")),
+        ("en", "bank clerk", (NONE, NONE)),
     ],
 )
-def test_persian_entities(entity: str, gender: str, band: str) -> None:
-    assert (language("fa").entity_gender(entity), entity_age_band(entity, "fa")) == (gender, band)
-
-
-@pytest.mark.parametrize(
-    ("entity", "gender", "band"),
-    [
-        ("seventy-year-old man", "male", "old"),
-        ("a 25-year-old woman", "female", "young"),
-        ("female student", "female", "young"),
-        ("the mother of the groom", "female", NONE),
-        ("the groom's mother", "female", NONE),
-        ("Azerbaijani man", "male", "adult"),
-        ("teenager", NONE, "teen"),
-        ("bank clerk", NONE, NONE),
-    ],
-)
-def test_english_entities(entity: str, gender: str, band: str) -> None:
-    assert (language("en").entity_gender(entity), entity_age_band(entity, "en")) == (gender, band)
+def test_an_entitys_gender_and_age_band(lang: str, entity: str, gender_and_band: tuple[str, str]) -> None:
+    assert (language(lang).entity_gender(entity), entity_age_band(entity, lang)) == gender_and_band
 
 
 @pytest.mark.parametrize(

@@ -18,6 +18,7 @@ from pbbq.tasks.disambiguate import (
 from pbbq.tasks.instantiate import InstantiateParams, instantiate
 from pbbq.tasks.llm import LLMClient, LLMConfig, ResponseStore
 from tests.fakes.llm_servers import FakeLLMServer
+from tests.templates import one_stereotype
 
 AMBIGUOUS = "یک {stereo} و یک {nonstereo} در صف {lex} منتظر بودند."
 GOOD = "{stereo} نتوانست نوبت بگیرد و {nonstereo} زود نوبت گرفت."
@@ -50,15 +51,7 @@ def _template(template_id: str = "AGE-01-T1", **overrides: Any) -> dict[str, Any
     } | overrides
 
 
-STEREOTYPES = pd.DataFrame(
-    {
-        "stereotype_id": ["AGE-01"],
-        "statement_fa": ["پیرها با فناوری مشکل دارند."],
-        "target_group": ["سالمندان"],
-        "non_target_groups": [["جوانان"]],
-        "source": ["expert"],
-    }
-)
+STEREOTYPES = one_stereotype("AGE-01", "پیرها با فناوری مشکل دارند.", "سالمندان", ["جوانان"], "expert")
 NO_OVERRIDES = pd.DataFrame(columns=["template_id", "assignment", "text"])
 
 

@@ -13,9 +13,9 @@ from string import Template
 import pandas as pd
 import pytest
 
-from pbbq.tasks.core.artifacts import REPO_ROOT
+from pbbq.tasks.text.languages import language
 from pbbq.tasks.translate.pair import KIND_INSTRUCTIONS
-from pbbq.tasks.translate.requests import KIND_NAMES, delimited
+from pbbq.tasks.translate.requests import KIND_NAMES, PROMPTS, delimited, prompt_files
 from tests.fakes.stand_in_adapt import (
     STAND_INS,
     StandInAdapt,
@@ -26,7 +26,6 @@ from tests.fakes.stand_in_adapt import (
     sample_examples,
 )
 
-PROMPTS = REPO_ROOT / "prompts"
 FORWARD = (PROMPTS / "translate.en-ur.txt").read_text(encoding="utf-8")
 DATA = (PROMPTS / "translate.input.en-ur.txt").read_text(encoding="utf-8")
 BACK = (PROMPTS / "back_translate.ur-en.txt").read_text(encoding="utf-8")
@@ -182,16 +181,13 @@ def test_a_segment_it_has_no_urdu_for_is_a_key_error_naming_it(model: StandInAda
 
 
 @pytest.mark.parametrize(
-    ("urdu", "sibling", "tag"),
-    [
-        ("translate.en-ur.txt", "translate.fa-en.txt", "<english_text>"),
-        ("translate.input.en-ur.txt", "translate.input.fa-en.txt", "<english_text>"),
-        ("back_translate.ur-en.txt", "back_translate.en-fa.txt", "<urdu_text>"),
-        ("back_translate.input.ur-en.txt", "back_translate.input.en-fa.txt", "<urdu_text>"),
-    ],
+    ("urdu", "sibling"),
+    list(zip(prompt_files(language("en"), language("ur")), prompt_files(language("fa"), language("en")), strict=True)),
 )
-def test_the_urdu_prompts_have_their_siblings_fields_and_read_their_tag(urdu: str, sibling: str, tag: str) -> None:
+def test_the_urdu_prompts_have_their_siblings_fields_and_read_their_tag(urdu: str, sibling: str) -> None:
+    """Each prompt file of English → Urdu has the fields of the same file of Persian → English; a translation
+    prompt reads the English text, a back-translation prompt the Urdu one."""
     text = (PROMPTS / urdu).read_text(encoding="utf-8")
     fields = Template(text).get_identifiers()
     assert fields == Template((PROMPTS / sibling).read_text(encoding="utf-8")).get_identifiers()
-    assert tag in text
+    assert ("<urdu_text>" if urdu.startswith("back_translate.") else "<english_text>") in text

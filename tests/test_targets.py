@@ -5,9 +5,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -29,9 +26,9 @@ from pbbq.tasks.translate.glossary import load_glossary
 from pbbq.tasks.translate.pair import Pair, TranslateParams, segment_schema
 from pbbq.tasks.translate.requests import AGREEMENT_INSTRUCTIONS, TranslatePrompts
 from pbbq.tasks.translate.segments import question_agreement
-from tests.fakes.llm_servers import FakeLLMServer
+from tests.fakes.llm_servers import AnswerFn, FakeLLMServer
 from tests.fakes.stand_in_model import StandInModel, _tagged, disambiguated_sample
-from tests.fakes.tiny_lm import build_tiny_causal_lm
+from tests.fakes.tiny_lm import build_tiny_causal_lm, lm_eval_results
 from tests.helpers import llm_config
 
 SAMPLE_UR = REPO_ROOT / "configs" / "sample-ur.toml"
@@ -191,11 +188,22 @@ def _into_english_and_urdu(
     return english, urdu
 
 
+def _english_whole(
+    examples: pd.DataFrame, tables: dict[str, Any], client: tuple[FakeLLMServer, LLMClient], answer: AnswerFn
+) -> tuple[StageOutput, StageOutput]:
+    """The examples into English and Urdu with the fake server answering by ``answer``; English, which ``answer``
+    does not touch, keeps every original and drops none."""
+    server, llm = client
+    server.answer = answer
+    english, urdu = _into_english_and_urdu(examples, tables, llm)
+    assert english["dropped"].empty and len(english["examples"]) == len(examples[examples["variant"] == "original"])
+    return english, urdu
+
+
 def test_a_pair_failing_in_urdu_drops_from_urdu_only(
     sample_examples: tuple[pd.DataFrame, StandInModel, dict[str, Any]], client: tuple[FakeLLMServer, LLMClient]
 ) -> None:
     examples, model, tables = sample_examples
-    server, llm = client
     original = examples[examples["variant"] == "original"]
     first = original.iloc[0]
     pair = (first["stereo_entity"], first["nonstereo_entity"], first["lexical_variant"])
@@ -205,10 +213,8 @@ def test_a_pair_failing_in_urdu_drops_from_urdu_only(
         & (original["lexical_variant"] == pair[2])
     ]
     broken = of_pair[of_pair["assignment"] == "biased"]["context"].iloc[0]
-    server.answer = UrduBreaker(model, broken, model.urdu[pair[1]])
-    english, urdu = _into_english_and_urdu(examples, tables, llm)
+    english, urdu = _english_whole(examples, tables, client, UrduBreaker(model, broken, model.urdu[pair[1]]))
     assert set(of_pair["example_id"] + "-en") <= set(english["examples"]["example_id"])
-    assert english["dropped"].empty and len(english["examples"]) == len(original)
     dropped = urdu["dropped"].set_index("source_example_id")["reason"]
     assert set(dropped.index) == set(of_pair["example_id"])
     assert dropped[of_pair[of_pair["context"] == broken]["example_id"]].eq("failed_validation").all()
@@ -264,7 +270,6 @@ def test_a_masculine_question_about_two_women_drops_their_pair_from_urdu_only(
     sample_examples: tuple[pd.DataFrame, StandInModel, dict[str, Any]], client: tuple[FakeLLMServer, LLMClient]
 ) -> None:
     examples, model, tables = sample_examples
-    server, llm = client
     original = examples[examples["variant"] == "original"]
     fa = language("fa")
     women = original[
@@ -273,9 +278,7 @@ def test_a_masculine_question_about_two_women_drops_their_pair_from_urdu_only(
     ]
     assert len(set(zip(women["stereo_entity"], women["nonstereo_entity"], strict=True))) == 1
     question = women["question"].iloc[0]
-    server.answer = MasculineForWomen(model, question)
-    english, urdu = _into_english_and_urdu(examples, tables, llm)
-    assert english["dropped"].empty and len(english["examples"]) == len(original)
+    _, urdu = _english_whole(examples, tables, client, MasculineForWomen(model, question))
     dropped = urdu["dropped"].set_index("source_example_id")["reason"]
     assert set(dropped.index) == set(women["example_id"])
     assert dropped[women[women["question"] == question]["example_id"]].eq("failed_validation").all()
@@ -336,22 +339,11 @@ def test_the_urdu_release_words_groups_and_settings_as_urdu_readers_do(urdu_buil
 def test_lm_eval_runs_pbbq_ur_as_it_runs_pbbq_en(urdu_build: Path, tmp_path: Path) -> None:
     """``lm_eval --include_path <release>/lm_eval --tasks pbbq_ur`` (lm-eval unmodified) with a tiny local model."""
     model = build_tiny_causal_lm(tmp_path / "tiny_lm")
-    command = [
-        sys.executable, "-m", "lm_eval", "--model", "hf", "--model_args", f"pretrained={model},dtype=float32",
-        "--device", "cpu", "--tasks", "pbbq_ur,pbbq_en", "--include_path",
-        str(urdu_build / "10_publish" / "hub" / "lm_eval"), "--limit", "12", "--output_path", str(tmp_path / "results"),
-    ]  # fmt: skip
-    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"} | {
-        "HF_HUB_OFFLINE": "1",
-        "HF_DATASETS_OFFLINE": "1",
-    }
-    done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600, check=False)
-    assert done.returncode == 0, done.stderr[-3000:]
-    [results_file] = list((tmp_path / "results").rglob("results_*.json"))
-    results = json.loads(results_file.read_text(encoding="utf-8"))["results"]
+    offline = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+    results = lm_eval_results(
+        model, "pbbq_ur,pbbq_en", urdu_build / "10_publish" / "hub" / "lm_eval", tmp_path, offline
+    )
     assert set(results) == {"pbbq_ur", "pbbq_en"}
-    for task in results.values():
-        assert 0.0 <= task["acc,none"] <= 1.0 and -1.0 <= task["beta_amb_bounded,none"] <= 1.0
 
 
 def test_every_urdu_question_about_two_women_reads_feminine(urdu_build: Path) -> None:

@@ -28,6 +28,8 @@ from pbbq.tasks.translate.pair import Pair, TranslateParams
 from pbbq.tasks.translate.requests import TranslatePrompts
 from tests.fakes.llm_servers import FakeLLMServer
 from tests.fakes.stand_in_model import POOR_BACK_TRANSLATION, PRONOUN_BREAKERS, StandInModel, paraphrase_fa
+from tests.helpers import refusal
+from tests.templates import one_stereotype
 
 GLOSSARY = REPO_ROOT / "annotations" / "glossary.csv"
 GLOSSARY_CSV = (
@@ -186,15 +188,7 @@ ENGLISH_ENTITY = {STEREO: "Azerbaijani man", NONSTEREO: "Persian man"}
 ENGLISH_GROUP = {"ترک‌ها": "Azerbaijanis", "فارس‌ها": "Persians"}
 QUESTIONS = {"کدام‌یک نتوانست نوبت بگیرد؟": "Who could not get a ticket?", "کدام‌یک زود نوبت گرفت؟": "Who got one early?"}
 UNKNOWN = pd.DataFrame({"phrase_fa": ["نمی‌دانم"], "phrase_en": ["Unknown"]})
-STEREOTYPES = pd.DataFrame(
-    {
-        "stereotype_id": ["ETH-01"],
-        "statement_fa": ["ترک‌ها لجبازند."],
-        "target_group": ["ترک‌ها"],
-        "non_target_groups": [["فارس‌ها"]],
-        "source": ["crawl"],
-    }
-)
+STEREOTYPES = one_stereotype("ETH-01", "ترک‌ها لجبازند.", "ترک‌ها", ["فارس‌ها"], "crawl")
 
 
 def _persian_examples() -> pd.DataFrame:
@@ -737,11 +731,7 @@ def test_an_english_glossary_finds_its_terms_as_whole_words_in_any_case() -> Non
     ],
 )
 def test_a_wrong_english_glossary_is_one_line_naming_the_row(tmp_path: Path, text: str, message: str) -> None:
-    path = tmp_path / "glossary.csv"
-    path.write_text(text, encoding="utf-8")
-    with pytest.raises(InputError) as error:
-        load_english_glossary(path)
-    assert message in str(error.value) and "\n" not in str(error.value)
+    assert message in refusal(load_english_glossary, tmp_path / "glossary.csv", text)
 
 
 def test_an_english_unknown_list_is_checked_row_by_row(tmp_path: Path) -> None:

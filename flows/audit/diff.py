@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import html
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -442,35 +442,38 @@ class RunDiff(StageChanges):
         return f"Changes from run {self.a.name} to run {self.b.name}{apart}"
 
     def text(self, limit: int | None = SHOWN) -> str:
-        lines = [self.title()]
-        sections = self.sections(limit)
-        if not sections:
-            return f"{lines[0]}: no change"
-        for title, body in sections:
-            lines += ["", f"{title}:", *(f"  {line}" for line in body)]
-        return "\n".join(lines)
+        return self._rendered(
+            limit, self.title(), ": no change", lambda title, body: ["", f"{title}:", *(f"  {line}" for line in body)]
+        )
 
     def markdown(self, limit: int | None = SHOWN) -> str:
-        sections = self.sections(limit)
-        lines = [f"## {self.title()}"]
-        if not sections:
-            return lines[0] + "\n\nNo change."
-        for title, body in sections:
-            lines += ["", f"### {title}", "", *(f"{_indent(line)}- {line.strip()}" for line in body)]
-        return "\n".join(lines)
+        return self._rendered(
+            limit,
+            f"## {self.title()}",
+            "\n\nNo change.",
+            lambda title, body: ["", f"### {title}", "", *(f"{_indent(line)}- {line.strip()}" for line in body)],
+        )
 
     def html(self, limit: int | None = SHOWN) -> str:
+        return self._rendered(
+            limit, f'<h2 id="changes">{html.escape(self.title())}</h2>', "<p>No change.</p>", _html_section
+        )
+
+    def _rendered(
+        self, limit: int | None, head: str, no_change: str, section: Callable[[str, list[str]], list[str]]
+    ) -> str:
+        """``head``, then each section's lines as ``section`` writes them; ``head`` and ``no_change`` when none."""
         sections = self.sections(limit)
-        parts = [f'<h2 id="changes">{html.escape(self.title())}</h2>']
         if not sections:
-            return parts[0] + "<p>No change.</p>"
-        for title, body in sections:
-            items = "".join(
-                f'<li dir="auto" style="margin-left:{len(_indent(line))}em">{html.escape(line.strip())}</li>'
-                for line in body
-            )
-            parts.append(f"<h3>{html.escape(title)}</h3><ul>{items}</ul>")
-        return "\n".join(parts)
+            return head + no_change
+        return "\n".join([head, *(line for title, body in sections for line in section(title, body))])
+
+
+def _html_section(title: str, body: list[str]) -> list[str]:
+    items = "".join(
+        f'<li dir="auto" style="margin-left:{len(_indent(line))}em">{html.escape(line.strip())}</li>' for line in body
+    )
+    return [f"<h3>{html.escape(title)}</h3><ul>{items}</ul>"]
 
 
 def _indent(line: str) -> str:

@@ -31,7 +31,7 @@ from ..core.inputs import load_ratings
 from ..core.schemas import EXAMPLE, EXAMPLE_DROPPED, GATE_FIELDS, OPTIONS
 from ..core.soundness import manifest_warnings, unsound_drops
 from ..core.stage import Input, RunValue, Stage, Table
-from ..kappa_gate import GateParams, kappa_gate
+from ..kappa_gate import GATE_RANGES, GateParams, kappa_gate
 from .bbq_format import PROPER_NAME_COLUMNS, load_bbq_proper_names, load_bbq_vocabulary
 from .generate import AdaptInstantiateParams, estimate, examples_of
 from .sheet import ADAPTED_TEMPLATE, CLASSES, apply_classes, load_reviewed_sheet
@@ -75,6 +75,21 @@ TEXTS = pa.schema(
 )
 """The gated templates as the stages after instantiation read a template (the columns of
 :data:`~pbbq.tasks.core.schemas.TEMPLATE_DISAMBIGUATED` they read, in the source language)."""
+
+ADAPT_OUTPUTS: dict[str, pa.Schema] = {
+    "templates": GATED_TEMPLATE,
+    "gated": GATED_TEMPLATE,
+    "dropped": GATED_TEMPLATE,
+    "texts": TEXTS,
+}
+"""The adaptation gate's tables: every reviewed template with its decision, those kept, those dropped, the kept
+ones' texts."""
+ADAPT_INSTANTIATE_OUTPUTS: dict[str, pa.Schema] = {
+    "examples": EXAMPLE,
+    "dropped_examples": EXAMPLE_DROPPED,
+    "dropped_templates": GATED_TEMPLATE,
+}
+"""BBQ's examples built from the gated templates, and the examples and templates not built."""
 
 ADAPT_SHEET = Input("adapt_sheet", load_reviewed_sheet)
 ADAPT_RATINGS = Input("ratings", lambda path, sheet: load_ratings(path, sheet["template_id"]), needs=(ADAPT_SHEET,))
@@ -128,7 +143,7 @@ def adapt(sheet: pd.DataFrame, ratings: pd.DataFrame, params: GateParams) -> Sta
     gated = table[table["kept"]].reset_index(drop=True)
     return StageOutput(
         tables={"templates": table, "gated": gated, "dropped": dropped, "texts": template_texts(gated)},
-        schemas={"templates": GATED_TEMPLATE, "gated": GATED_TEMPLATE, "dropped": GATED_TEMPLATE, "texts": TEXTS},
+        schemas=ADAPT_OUTPUTS,
         report=report,
     )
 
@@ -187,7 +202,7 @@ def adapt_instantiate(
         report["manifest_warnings"] = warnings
     return StageOutput(
         tables={"examples": examples, "dropped_examples": dropped_examples, "dropped_templates": dropped_templates},
-        schemas={"examples": EXAMPLE, "dropped_examples": EXAMPLE_DROPPED, "dropped_templates": GATED_TEMPLATE},
+        schemas=ADAPT_INSTANTIATE_OUTPUTS,
         report=report,
     )
 
@@ -197,9 +212,9 @@ ADAPT = Stage(
     "adapt",
     adapt,
     inputs={"sheet": ADAPT_SHEET, "ratings": ADAPT_RATINGS},
-    outputs={"templates": GATED_TEMPLATE, "gated": GATED_TEMPLATE, "dropped": GATED_TEMPLATE, "texts": TEXTS},
+    outputs=ADAPT_OUTPUTS,
     params=GateParams,
-    ranges={"min_kappa": (-1, 1), "min_relevance": (1, 3)},
+    ranges=GATE_RANGES,
     drops=("dropped",),
     words=("templates reviewed", "adapted templates through the gate", "templates removed (SR) or stopped"),
     funnel={
@@ -222,7 +237,7 @@ ADAPT_INSTANTIATE = Stage(
         "proper_names": BBQ_PROPER_NAMES,
         "cap": RunValue("example_cap", describes=lambda stage: False),
     },
-    outputs={"examples": EXAMPLE, "dropped_examples": EXAMPLE_DROPPED, "dropped_templates": GATED_TEMPLATE},
+    outputs=ADAPT_INSTANTIATE_OUTPUTS,
     params=AdaptInstantiateParams,
     drops=("dropped_examples", "dropped_templates"),
     words=("adapted templates", "examples (en)", "templates or examples not built"),

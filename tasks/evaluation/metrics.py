@@ -315,20 +315,10 @@ def _rows(
 
 AVERAGE = "Average"
 """The category of a row averaged over categories (the paper's Table 3 averages its 16 categories)."""
-SCORE_COLUMNS = [
-    "model",
-    "config",
-    "category",
-    "n_examples",
-    "n_templates",
-    *(f"{metric}{suffix}" for metric in METRICS for suffix in ("", "_low", "_high")),
-]
-
-
 SCORES = pa.schema(
     [("model", pa.string()), ("config", pa.string()), ("category", pa.string())]
     + [("n_examples", pa.int64()), ("n_templates", pa.int64())]
-    + [(column, pa.float64()) for column in SCORE_COLUMNS[5:]]
+    + [(f"{metric}{suffix}", pa.float64()) for metric in METRICS for suffix in ("", "_low", "_high")]
 )
 """The schema of :func:`score_table` and :func:`category_table`."""
 
@@ -351,7 +341,7 @@ def score_table(samples: pd.DataFrame, params: BootstrapParams) -> pd.DataFrame:
             _rows(keys, point, boot, params)
             | {"n_examples": sum(cell.n_examples for cell in parts), "n_templates": sum(c.n_templates for c in parts)}
         )
-    return pd.DataFrame(rows, columns=SCORE_COLUMNS)
+    return pd.DataFrame(rows, columns=SCORES.names)
 
 
 def category_table(samples: pd.DataFrame, params: BootstrapParams) -> pd.DataFrame:
@@ -386,7 +376,7 @@ def category_table(samples: pd.DataFrame, params: BootstrapParams) -> pd.DataFra
                 "n_templates": sum(int(row["n_templates"]) for row in total),
             }
         )
-    return pd.DataFrame(rows, columns=SCORE_COLUMNS)
+    return pd.DataFrame(rows, columns=SCORES.names)
 
 
 # ------------------------------------------------------------------------------------- error retention
@@ -397,22 +387,6 @@ def names_pairs(configs: Iterable[str]) -> list[tuple[str, str]]:
     "fa-names")`` or ``("en", "en-names")``, in the order of ``configs``."""
     present = list(dict.fromkeys(configs))
     return [(config, f"{config}{NAMES_SUFFIX}") for config in present if f"{config}{NAMES_SUFFIX}" in present]
-
-
-ERROR_RETENTION_COLUMNS = [
-    "model",
-    "config",
-    "context_condition",
-    "epsilon",
-    "epsilon_std",
-    "epsilon_low",
-    "epsilon_high",
-    "n_seeds",
-    "per_seed",
-    "acc_names",
-    "acc_explicit",
-    "n_pairs",
-]
 
 
 ERROR_RETENTION = pa.schema(
@@ -442,7 +416,7 @@ def error_retention(samples: pd.DataFrame, params: BootstrapParams | None = None
         names = samples[samples["config"] == names_config]
         explicit = samples[samples["config"] == explicit_config]
         rows += _error_retention(names, explicit, names_config, params)
-    return pd.DataFrame(rows, columns=ERROR_RETENTION_COLUMNS)
+    return pd.DataFrame(rows, columns=ERROR_RETENTION.names)
 
 
 def _error_retention(

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from ..imports import one_import_at_a_time
@@ -55,14 +56,41 @@ class _SDK:
     other: type[Exception]
     """The SDK's base error."""
 
+    @classmethod
+    def of(
+        cls,
+        module: ModuleType,
+        client: openai.OpenAI | anthropic.Anthropic,
+        send: Callable[[LLMRequest], Answer],
+        base_error: type[Exception],
+    ) -> _SDK:
+        """``module``'s SDK, its exception classes found by the names both SDKs give them."""
+        return cls(
+            client,
+            send,
+            (json.JSONDecodeError, module.APIResponseValidationError),
+            module.APIStatusError,
+            module.APITimeoutError,
+            module.APIConnectionError,
+            base_error,
+        )
+
+
+def _client_options(config: LLMConfig, secret: str) -> dict[str, Any]:
+    """The key, endpoint, retries and timeout, as both SDKs' clients take them."""
+    return {
+        "api_key": secret,
+        "base_url": config.base_url,
+        "max_retries": config.max_retries,
+        "timeout": config.timeout,
+    }
+
 
 def _openai(config: LLMConfig, secret: str) -> _SDK:
     with one_import_at_a_time():
         import openai
 
-    sdk = openai.OpenAI(
-        api_key=secret, base_url=config.base_url, max_retries=config.max_retries, timeout=config.timeout
-    )
+    sdk = openai.OpenAI(**_client_options(config, secret))
 
     def send(request: LLMRequest) -> Answer:
         completion = sdk.chat.completions.create(
@@ -72,24 +100,14 @@ def _openai(config: LLMConfig, secret: str) -> _SDK:
         )
         return openai_answer(config, completion)
 
-    return _SDK(
-        sdk,
-        send,
-        (json.JSONDecodeError, openai.APIResponseValidationError),
-        openai.APIStatusError,
-        openai.APITimeoutError,
-        openai.APIConnectionError,
-        openai.OpenAIError,
-    )
+    return _SDK.of(openai, sdk, send, openai.OpenAIError)
 
 
 def _anthropic(config: LLMConfig, secret: str) -> _SDK:
     with one_import_at_a_time():
         import anthropic
 
-    sdk = anthropic.Anthropic(
-        api_key=secret, base_url=config.base_url, max_retries=config.max_retries, timeout=config.timeout
-    )
+    sdk = anthropic.Anthropic(**_client_options(config, secret))
 
     def send(request: LLMRequest) -> Answer:
         message = sdk.messages.create(  # type: ignore[call-overload]  # its typed messages, as for OpenAI's above
@@ -100,15 +118,7 @@ def _anthropic(config: LLMConfig, secret: str) -> _SDK:
         )
         return anthropic_answer(message)
 
-    return _SDK(
-        sdk,
-        send,
-        (json.JSONDecodeError, anthropic.APIResponseValidationError),
-        anthropic.APIStatusError,
-        anthropic.APITimeoutError,
-        anthropic.APIConnectionError,
-        anthropic.AnthropicError,
-    )
+    return _SDK.of(anthropic, sdk, send, anthropic.AnthropicError)
 
 
 class LiveTransport(Transport):

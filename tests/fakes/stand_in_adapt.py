@@ -45,12 +45,9 @@ from tests.fakes.stand_in_model import _tagged
 
 STAND_INS = REPO_ROOT / "prompts" / "transcripts" / "stand_ins" / "adapt"
 URDU_FIELDS = {
-    "ambiguous": "ambiguous_ur",
-    "disambiguating": "disambiguating_ur",
-    "question_negative": "question_negative_ur",
-    "question_non_negative": "question_non_negative_ur",
+    field: f"{field}_ur" for field in ("ambiguous", "disambiguating", "question_negative", "question_non_negative")
 }
-"""A template's English field → its column in ``translations.ur.csv``."""
+"""A template's English field → its column in ``translations.ur.csv`` (the field's name with ``_ur``)."""
 PERSONS = ("NAME1", "NAME2")
 _SLOT = re.compile(r"\{\{(NAME[12]|WORD[12])\}\}")
 _URDU_SLOT = re.compile(r"\{(NAME[12]|NAMES|WORD[12])(?::([^{}|]*)\|([^{}|]*))?\}")

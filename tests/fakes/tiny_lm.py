@@ -9,8 +9,13 @@ model and the same log-likelihoods. Nothing is downloaded.
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 EOS = "<|endoftext|>"
 MAX_POSITIONS = 4096
@@ -46,6 +51,30 @@ def build_tiny_causal_lm(out_dir: Path, seed: int = 0) -> Path:
     torch.manual_seed(seed)
     GPT2LMHeadModel(config).save_pretrained(out_dir)
     return out_dir
+
+
+def lm_eval_results(
+    model: Path, tasks: str, include_path: Path, folder: Path, env: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """``lm_eval`` unmodified, as a user runs it (a fresh process in ``folder``, without this project on its
+    ``PYTHONPATH``, ``env`` added): the ``tasks`` found under ``include_path``, 12 examples each, with the ``hf``
+    model at ``model``. Its results per task, each checked to hold an accuracy in [0, 1] and a bounded
+    ambiguous-context bias score in [-1, 1]."""
+    command = [
+        sys.executable, "-m", "lm_eval", "--model", "hf", "--model_args", f"pretrained={model},dtype=float32",
+        "--device", "cpu", "--tasks", tasks, "--include_path", str(include_path), "--limit", "12",
+        "--output_path", str(folder / "results"),
+    ]  # fmt: skip
+    environment = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"} | dict(env or {})
+    done = subprocess.run(
+        command, cwd=folder, env=environment, capture_output=True, text=True, timeout=600, check=False
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    [results_file] = list((folder / "results").rglob("results_*.json"))
+    results: dict[str, Any] = json.loads(results_file.read_text(encoding="utf-8"))["results"]
+    for task in results.values():
+        assert 0.0 <= task["acc,none"] <= 1.0 and -1.0 <= task["beta_amb_bounded,none"] <= 1.0
+    return results
 
 
 if __name__ == "__main__":
