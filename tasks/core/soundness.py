@@ -135,7 +135,7 @@ def row_violations(
     pair = ["template_id", "stereo_entity", "nonstereo_entity"]
     kept = pd.Series(pd.MultiIndex.from_frame(frame[pair]).isin(list(allowed)), index=frame.index)
     confound = _per_distinct(
-        frame,
+        entity_phrases(frame).assign(category=frame["category"]),
         ["stereo_entity", "nonstereo_entity", "category"],
         original,
         lambda stereo, nonstereo, category: pair_confound(stereo, nonstereo, category, source),
@@ -217,8 +217,24 @@ def source_entities(examples: pd.DataFrame, source: str = PBBQ_SOURCE) -> pd.Dat
     example in the ``source`` language, indexed by its id (the last row of an id given twice): what a translated
     row is checked against."""
     originals = examples[(examples["lang"] == source) & (examples["variant"] == "original")]
-    entities = originals.drop_duplicates("example_id", keep="last").set_index("example_id")
-    return entities[["stereo_entity", "nonstereo_entity"]].rename(columns=SOURCE_COLUMNS)
+    entities = entity_phrases(originals).assign(example_id=originals["example_id"])
+    return entities.drop_duplicates("example_id", keep="last").set_index("example_id").rename(columns=SOURCE_COLUMNS)
+
+
+def entity_phrases(examples: pd.DataFrame) -> pd.DataFrame:
+    """Each example's stereotyped and non-stereotyped entity as its options write them (``stereo_entity``,
+    ``nonstereo_entity``), what a check of gender or age reads: PBBQ's options are its entities; BBQ's name the
+    group's person ('The Nigerian man') where the entity columns hold the group ('Nigerian')."""
+    roles = _per_option(examples["answer_roles"], "answer_roles")
+    texts = [examples[option].to_numpy(dtype=object) for option in OPTIONS]
+    phrases = {}
+    for column, role in (("stereo_entity", "stereotyped"), ("nonstereo_entity", "non-stereotyped")):
+        chosen = [
+            pc.fill_null(pc.equal(roles.field(option), role), False).to_numpy(zero_copy_only=False)
+            for option in OPTIONS
+        ]
+        phrases[column] = np.select(chosen, texts, default=np.array(None, dtype=object))
+    return pd.DataFrame(phrases, index=examples.index)
 
 
 def soundness(
