@@ -64,3 +64,20 @@ def test_the_cli_says_one_line_and_exits_1(sample_copy: Path, capsys: pytest.Cap
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [f"pbbq: error: {path}: [survey_filter] threshold = 1.5 is outside 0 … 1"]
     assert not (sample_copy / "out").exists()
+
+
+@pytest.mark.parametrize("sample", ["configs/sample.toml", "configs/adapt-sample.toml", "configs/sample-ur.toml"])
+def test_the_manifest_names_no_file_by_its_absolute_path(sample: str) -> None:
+    """Every path a bundled sample's manifest records (the review round's decisions among them) is relative to the
+    repository, so its release is the same bytes from any checkout."""
+
+    def paths(value: object) -> list[str]:
+        if isinstance(value, dict):
+            return [path for item in value.values() for path in paths(item)]
+        if isinstance(value, list | tuple):
+            return [path for item in value for path in paths(item)]
+        return [value] if isinstance(value, str) and Path(value).is_absolute() else []
+
+    parameters = load_config(Path(sample)).parameters()
+    assert parameters["review"]["decisions"].startswith("annotations/review/")
+    assert paths(parameters) == []

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pyarrow as pa
 
 from ..core.artifacts import StageOutput
+from ..core.run_folder import display_path
 from ..core.stage import Input, Stage, Table
 from .agreement import AGREEMENT_COLUMNS, agreement, below
 from .apply import STATUS_COLUMNS, resolve
@@ -48,6 +50,11 @@ class ReviewParams:
     def decisions_path(self) -> Path:
         """The decisions file, as the build loads it (:data:`DECISIONS`)."""
         return Path(self.decisions)
+
+    def as_report(self) -> dict[str, Any]:
+        """The section as the manifest records it: the decisions file relative to the repository when inside it
+        (:func:`~pbbq.tasks.core.run_folder.display_path`), so a release does not carry the builder's folder."""
+        return {**asdict(self), "decisions": display_path(self.decisions_path)}
 
 
 @dataclass(frozen=True)
