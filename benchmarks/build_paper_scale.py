@@ -99,7 +99,10 @@ def limit(config: Path, floor: bool) -> dict[str, Any]:
     pyarrow), writing its own, and one store query for every LLM answer it used."""
     import pyarrow.parquet as pq
 
-    from pbbq.flows.build_inputs import load_build_inputs
+    try:  # a baseline from before the engine left the flow module has it there
+        from pbbq.flows.build_inputs import load_build_inputs
+    except ImportError:
+        from pbbq.flows.build_pbbq import load_build_inputs
     from pbbq.flows.config import load_config
     from pbbq.flows.pipeline import PIPELINE
     from pbbq.tasks.core.stage import Sources, Table, Tables, arguments, finish
@@ -141,7 +144,8 @@ def limit(config: Path, floor: bool) -> dict[str, Any]:
                 clients.append(opened)
             return clients[0]
 
-        run_values = {"extra_funnel": lambda: [], "example_cap": build.example_cap}
+        cap = getattr(build, "example_cap", lambda: None)  # a baseline from before the cap has none
+        run_values = {"extra_funnel": lambda: [], "example_cap": cap}
         sources = Sources(inputs.tables, outputs, client, run_values)
         with build_collector():  # as the build's pipeline runner sets it for its stages
             for stage in PIPELINE:
