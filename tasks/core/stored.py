@@ -4,7 +4,6 @@ the tables a stage that runs reads from there (:class:`StoredInput`, :class:`Kep
 from __future__ import annotations
 
 import json
-import pickle
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -15,8 +14,6 @@ from typing import Any
 import pandas as pd
 
 from .artifacts import ArtifactStore, StageOutput, StoredFile, stage_files
-
-PICKLE = pickle.HIGHEST_PROTOCOL
 
 
 class LazyTables(Mapping[str, pd.DataFrame]):
@@ -32,7 +29,7 @@ class LazyTables(Mapping[str, pd.DataFrame]):
     def __getitem__(self, name: str) -> pd.DataFrame:
         with self._lock:
             if name not in self._loaded:
-                self._loaded[name] = pickle.loads(self._store.read(self._frames[name]))
+                self._loaded[name] = self._store.load_pickled(self._frames[name])
             return self._loaded[name]
 
     def __iter__(self) -> Iterator[str]:
@@ -75,10 +72,9 @@ class StoredStage:
         files = tuple(StoredFile(file.name, store.put(file.data()), file.rows) for file in stage_files(output))
         frames: dict[str, str] = {}
         sizes: dict[str, int] = {}
-        for name, frame in output.tables.items():  # one pickled frame in memory at a time
-            data = pickle.dumps(frame, PICKLE)
-            frames[name] = store.put(data)
-            sizes[frames[name]] = len(data)
+        for name, frame in output.tables.items():  # pickled straight into the store
+            frames[name], size = store.put_pickled(frame)
+            sizes[frames[name]] = size
         used = None
         if requests is not None:
             listed = json.dumps(sorted(set(requests))).encode("utf-8")
