@@ -38,7 +38,7 @@ from ..tasks.core.stage import (
     arguments,
     resource_hash,
 )
-from ..tasks.core.stored import StoredInput, StoredStage
+from ..tasks.core.stored import LazyTables, StoredInput, StoredStage
 from ..tasks.llm import LLMClient
 from .build_inputs import STAGE_FILES, BuildInputs
 from .config import BuildConfig
@@ -95,6 +95,9 @@ class PipelineRunner:
         written, and whether it came from the cache (``timings.json``; not in the manifest: not reproducible)."""
         self._early: list[tuple[frozenset[str], Callable[[], Any], Future[Any]]] = []
         """Work to start in a thread of its own once some stages are written (:meth:`when_written`)."""
+        self.readers = {stage.folder: self._readers_of(stage) for stage in pipeline}
+        """Per stage: the later stages that read its tables, its report or a run value made from it; once they are
+        written, its frames are let go (:meth:`release_read`)."""
 
     def client(self) -> LLMClient | None:
         """The build's LLM client (opened when the build starts, its transcript checked then)."""
@@ -227,8 +230,25 @@ class PipelineRunner:
             self.run.warnings.append(emptied)
             logger.warning(emptied)
         self.outputs[folder] = output
+        self.release_read()
         self._start_early()
         return output
+
+    def _readers_of(self, stage: Stage) -> set[str]:
+        """The later stages that read ``stage``'s tables or report, or take a run value made from it."""
+        return {
+            other.folder
+            for other in self.pipeline[self.pipeline.index(stage) + 1 :]
+            if stage.folder in other.upstream
+            or any(value.describes(stage) for value in other.inputs.values() if isinstance(value, RunValue))
+        }
+
+    def release_read(self) -> None:
+        """Let go of the frames in memory of each written stage whose readers are all written (memory bounded past
+        instantiation, issue 35): a table read again (by the flow's close) is loaded from the content store."""
+        for folder, output in self.outputs.items():
+            if isinstance(output.tables, LazyTables) and self.readers[folder] <= self.outputs.keys():
+                output.tables.release()
 
     def request_ids(self, stage: Stage) -> Iterable[str]:
         """The LLM requests a finished stage's output used: as its cache record kept them, else from its tables."""

@@ -35,6 +35,16 @@ class LazyTables(Mapping[str, pd.DataFrame]):
     def __iter__(self) -> Iterator[str]:
         return iter(self._frames)
 
+    def in_memory(self) -> list[str]:
+        """The names of its tables held in memory now."""
+        with self._lock:
+            return list(self._loaded)
+
+    def release(self) -> None:
+        """Let go of the tables held in memory: each is loaded from the store again if it is read again."""
+        with self._lock:
+            self._loaded.clear()
+
     def __len__(self) -> int:
         return len(self._frames)
 
