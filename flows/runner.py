@@ -38,7 +38,7 @@ from ..tasks.core.stage import (
     arguments,
     resource_hash,
 )
-from ..tasks.core.stored import LazyTables, StoredInput, StoredStage
+from ..tasks.core.stored import LazyTables, SharedStacks, StoredInput, StoredStage
 from ..tasks.llm import LLMClient
 from .build_inputs import STAGE_FILES, BuildInputs
 from .config import BuildConfig
@@ -95,6 +95,11 @@ class PipelineRunner:
         written, and whether it came from the cache (``timings.json``; not in the manifest: not reproducible)."""
         self._early: list[tuple[frozenset[str], Callable[[], Any], Future[Any]]] = []
         """Work to start in a thread of its own once some stages are written (:meth:`when_written`)."""
+        self.stacks = SharedStacks()
+        """The frames of tables read stacked, each made once for the stages that read them (:class:`SharedStacks`)."""
+        self._stack_readers: dict[tuple[str, ...], set[str]] = {}
+        """Per frame of :attr:`stacks` (by its tables' hashes): the stages that read those tables stacked; once
+        they are written, it is let go."""
         self.readers = {stage.folder: self._readers_of(stage) for stage in pipeline}
         """Per stage: the later stages that read its tables, its report or a run value made from it; once they are
         written, its frames are let go (:meth:`release_read`)."""
@@ -249,6 +254,9 @@ class PipelineRunner:
         for folder, output in self.outputs.items():
             if isinstance(output.tables, LazyTables) and self.readers[folder] <= self.outputs.keys():
                 output.tables.release()
+        for key, readers in self._stack_readers.items():
+            if readers <= self.outputs.keys():
+                self.stacks.release(key)
 
     def request_ids(self, stage: Stage) -> Iterable[str]:
         """The LLM requests a finished stage's output used: as its cache record kept them, else from its tables."""
@@ -268,11 +276,16 @@ class PipelineRunner:
 
     def stored_input(self, source: Table | Tables, recorded: Mapping[str, str], name: str) -> StoredInput:
         """A stage's argument of earlier stages' tables, by the hashes of their files in this run (the cache key
-        takes these instead of serializing the tables again) and their tables, loaded only if the stage runs."""
+        takes these instead of serializing the tables again) and their tables, loaded only if the stage runs; tables
+        read stacked are stacked once for every stage that reads them so."""
         if isinstance(source, Table):
             return StoredInput(((recorded[name], self.outputs[source.folder].tables, source.name),))
         parts = tuple((recorded[label], self.outputs[t.folder].tables, t.name) for label, t in source.tables.items())
-        return StoredInput(parts, stacked=True)
+        stacked = StoredInput(parts, stacked=True, stacks=self.stacks)
+        self._stack_readers[tuple(stacked.cache_identity())] = {
+            stage.folder for stage in self.pipeline if source in stage.inputs.values()
+        }
+        return stacked
 
     def recorded(self, stage: Stage, params: Any, arguments: Mapping[str, Any]) -> dict[str, str]:
         """The hashes of the stage's inputs for the manifest, from its declaration: an input file's, another

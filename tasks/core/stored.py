@@ -129,21 +129,64 @@ class StoredStage:
         return {**self.__dict__, "_tables": None}  # the record, never the frames
 
 
+class SharedStacks:
+    """The stacked frames of the stages that read the same tables stacked (every config's examples: diversity,
+    statistics, the release data), made once and shared while a stage that reads them may still run (issue 35:
+    each made its own copy, two of them at once). Each reader gets a shallow copy (pandas' copy-on-write: no data
+    copied, and a change one stage makes copies what it changes, never the shared frame)."""
+
+    def __init__(self) -> None:
+        self._frames: dict[tuple[str, ...], pd.DataFrame] = {}
+        self._lock = threading.Lock()
+
+    def stacked(self, key: tuple[str, ...], make: Callable[[], pd.DataFrame]) -> pd.DataFrame:
+        """The frame stacked under ``key`` (its tables' file hashes), made by ``make()`` the first time."""
+        with self._lock:
+            if key not in self._frames:
+                self._frames[key] = make()
+            return self._frames[key].copy(deep=False)
+
+    def release(self, key: tuple[str, ...]) -> None:
+        """Let go of the frame stacked under ``key`` (made again if a stage asks for it again)."""
+        with self._lock:
+            self._frames.pop(key, None)
+
+    def held(self) -> list[tuple[str, ...]]:
+        """The keys of the frames held now."""
+        with self._lock:
+            return list(self._frames)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {}  # to a Dask worker: nothing shared, each stacks its own
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__()  # type: ignore[misc]
+
+
 @dataclass(frozen=True)
 class StoredInput:
     """A stage's argument made of tables earlier stages wrote: each as (the sha256 of its file, that stage's tables,
     the table's name). The cache key takes the hashes alone, so a stage taken from the cache never loads a table;
-    a stage that runs gets the frame (``stacked``: the tables stacked into one, as :class:`.stage.Tables` says)."""
+    a stage that runs gets the frame (``stacked``: the tables stacked into one, as :class:`.stage.Tables` says,
+    shared through ``stacks`` with the other stages that read them stacked)."""
 
     parts: tuple[tuple[str, Mapping[str, pd.DataFrame], str], ...]
     stacked: bool = False
+    stacks: SharedStacks | None = field(default=None, compare=False)
 
     def cache_identity(self) -> list[str]:
         return [digest for digest, _, _ in self.parts]
 
     def load(self) -> pd.DataFrame:
-        frames = [tables[name] for _, tables, name in self.parts]
-        return pd.concat(frames, ignore_index=True) if self.stacked else frames[0]
+        if not self.stacked:
+            tables, name = self.parts[0][1:]
+            return tables[name]
+        if self.stacks is None:
+            return self._stack()
+        return self.stacks.stacked(tuple(self.cache_identity()), self._stack)
+
+    def _stack(self) -> pd.DataFrame:
+        return pd.concat([tables[name] for _, tables, name in self.parts], ignore_index=True)
 
 
 @dataclass(eq=False)
