@@ -95,14 +95,13 @@ class PipelineRunner:
         written, and whether it came from the cache (``timings.json``; not in the manifest: not reproducible)."""
         self._early: list[tuple[frozenset[str], Callable[[], Any], Future[Any]]] = []
         """Work to start in a thread of its own once some stages are written (:meth:`when_written`)."""
-        self.stacks = SharedStacks()
-        """The frames of tables read stacked, each made once for the stages that read them (:class:`SharedStacks`)."""
-        self._stack_readers: dict[tuple[str, ...], set[str]] = {}
-        """Per frame of :attr:`stacks` (by its tables' hashes): the stages that read those tables stacked; once
-        they are written, it is let go."""
-        self.readers = {stage.folder: self._readers_of(stage) for stage in pipeline}
-        """Per stage: the later stages that read its tables, its report or a run value made from it; once they are
-        written, its frames are let go (:meth:`release_read`)."""
+        self.stacks = SharedStacks(made=lambda _: self.release_read())
+        """The frames of tables read stacked, each made once for the stages that read them (:class:`SharedStacks`);
+        once one is made, the tables in it that no stage still to be written reads otherwise are let go."""
+        self._stacked: dict[tuple[tuple[str, str], ...], tuple[str, ...]] = {}
+        """The tables read stacked (by folder and name) → the key of their frame in :attr:`stacks` (their files'
+        hashes, known once a stage that reads them is submitted)."""
+        self._release_lock = threading.Lock()
 
     def client(self) -> LLMClient | None:
         """The build's LLM client (opened when the build starts, its transcript checked then)."""
@@ -239,24 +238,47 @@ class PipelineRunner:
         self._start_early()
         return output
 
-    def _readers_of(self, stage: Stage) -> set[str]:
-        """The later stages that read ``stage``'s tables or report, or take a run value made from it."""
-        return {
-            other.folder
-            for other in self.pipeline[self.pipeline.index(stage) + 1 :]
-            if stage.folder in other.upstream
-            or any(value.describes(stage) for value in other.inputs.values() if isinstance(value, RunValue))
-        }
+    def _stack_held(self, source: Tables) -> bool:
+        key = self._stacked.get(_stacked_tables(source))
+        return key is not None and key in self.stacks.held()
+
+    def _needs(self, stage: Stage, folder: str, table: str) -> bool:
+        """Whether ``stage``, not written yet, may still read the frame ``table`` of ``folder``: as a table of its
+        own, or stacked with others into a frame not made yet, or, not submitted yet, through a run value made from
+        that stage."""
+        for source in stage.inputs.values():
+            match source:
+                case Table(read, name) if (read, name) == (folder, table):
+                    return True
+                case Tables() if (folder, table) in _stacked_tables(source) and not self._stack_held(source):
+                    return True
+                case RunValue() if stage.folder not in self._pending and any(
+                    source.describes(s) for s in self.pipeline if s.folder == folder
+                ):
+                    return True  # made when the stage is submitted
+        return False
 
     def release_read(self) -> None:
-        """Let go of the frames in memory of each written stage whose readers are all written (memory bounded past
-        instantiation, issue 35): a table read again (by the flow's close) is loaded from the content store."""
-        for folder, output in self.outputs.items():
-            if isinstance(output.tables, LazyTables) and self.readers[folder] <= self.outputs.keys():
-                output.tables.release()
-        for key, readers in self._stack_readers.items():
-            if readers <= self.outputs.keys():
-                self.stacks.release(key)
+        """Let go of every frame in memory that no stage still to be written reads (memory bounded past
+        instantiation, issue 35): a written stage's tables once the stages that read them are written, or have the
+        frame they read them stacked in; a stacked frame once the stages that read it are written. A table read
+        again (by the flow's close) is loaded from the content store."""
+        with self._release_lock:
+            written = set(self.outputs)
+            waiting = [stage for stage in self.pipeline if stage.folder not in written]
+            for folder, output in list(self.outputs.items()):
+                if isinstance(output.tables, LazyTables):
+                    for table in output.tables.in_memory():
+                        if not any(self._needs(stage, folder, table) for stage in waiting):
+                            output.tables.release(table)
+            for tables, key in list(self._stacked.items()):
+                if not any(
+                    _stacked_tables(s) == tables
+                    for stage in waiting
+                    for s in stage.inputs.values()
+                    if isinstance(s, Tables)
+                ):
+                    self.stacks.release(key)
 
     def request_ids(self, stage: Stage) -> Iterable[str]:
         """The LLM requests a finished stage's output used: as its cache record kept them, else from its tables."""
@@ -282,9 +304,7 @@ class PipelineRunner:
             return StoredInput(((recorded[name], self.outputs[source.folder].tables, source.name),))
         parts = tuple((recorded[label], self.outputs[t.folder].tables, t.name) for label, t in source.tables.items())
         stacked = StoredInput(parts, stacked=True, stacks=self.stacks)
-        self._stack_readers[tuple(stacked.cache_identity())] = {
-            stage.folder for stage in self.pipeline if source in stage.inputs.values()
-        }
+        self._stacked[_stacked_tables(source)] = tuple(stacked.cache_identity())
         return stacked
 
     def recorded(self, stage: Stage, params: Any, arguments: Mapping[str, Any]) -> dict[str, str]:
@@ -305,6 +325,11 @@ class PipelineRunner:
                 case RunValue() if isinstance(arguments[name], Path) and arguments[name].is_file():
                     recorded[name] = self.run.sha256_of(arguments[name])
         return recorded
+
+
+def _stacked_tables(source: Tables) -> tuple[tuple[str, str], ...]:
+    """The tables ``source`` stacks, by folder and name, in its order."""
+    return tuple((table.folder, table.name) for table in source.tables.values())
 
 
 def parallel_stages() -> int:

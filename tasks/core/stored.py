@@ -40,10 +40,10 @@ class LazyTables(Mapping[str, pd.DataFrame]):
         with self._lock:
             return list(self._loaded)
 
-    def release(self) -> None:
-        """Let go of the tables held in memory: each is loaded from the store again if it is read again."""
+    def release(self, name: str) -> None:
+        """Let go of the table ``name`` if it is held in memory: it is loaded from the store again if read again."""
         with self._lock:
-            self._loaded.clear()
+            self._loaded.pop(name, None)
 
     def __len__(self) -> int:
         return len(self._frames)
@@ -135,16 +135,22 @@ class SharedStacks:
     each made its own copy, two of them at once). Each reader gets a shallow copy (pandas' copy-on-write: no data
     copied, and a change one stage makes copies what it changes, never the shared frame)."""
 
-    def __init__(self) -> None:
+    def __init__(self, made: Callable[[tuple[str, ...]], None] | None = None) -> None:
+        """``made``: called with a frame's key once it is made (the runner lets go of what it was made from)."""
         self._frames: dict[tuple[str, ...], pd.DataFrame] = {}
         self._lock = threading.Lock()
+        self._made = made
 
     def stacked(self, key: tuple[str, ...], make: Callable[[], pd.DataFrame]) -> pd.DataFrame:
         """The frame stacked under ``key`` (its tables' file hashes), made by ``make()`` the first time."""
         with self._lock:
-            if key not in self._frames:
+            made = key not in self._frames
+            if made:
                 self._frames[key] = make()
-            return self._frames[key].copy(deep=False)
+            frame = self._frames[key].copy(deep=False)
+        if made and self._made is not None:
+            self._made(key)
+        return frame
 
     def release(self, key: tuple[str, ...]) -> None:
         """Let go of the frame stacked under ``key`` (made again if a stage asks for it again)."""
