@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -69,21 +70,23 @@ def test_a_stage_frames_are_let_go_once_its_readers_are_written(prefect_server: 
 
 def test_tables_read_stacked_are_stacked_once_and_let_go_once_read(prefect_server: None, tmp_path: Path) -> None:
     """Two stages that read the same tables stacked (every config's examples) share one stacked frame, each
-    through a copy of its own that its changes never reach the other's; it is let go once both are written."""
+    through a copy of its own that its changes never reach the other's; the tables stacked are let go once it is
+    made, and it once both are written."""
     runner_of: list[PipelineRunner] = []
     got: dict[str, np.ndarray] = {}
-    held: dict[str, list[tuple[str, ...]]] = {}
+    held: dict[str, list[Any]] = {}
     stacked = Tables({"a": Table("01_a", "values"), "b": Table("02_b", "values")})
 
     def made_a() -> StageOutput:
         return StageOutput({"values": pd.DataFrame({"value": range(5)})}, {"values": VALUES}, {})
 
-    def made_b() -> StageOutput:
-        return StageOutput({"values": pd.DataFrame({"value": range(5, 10)})}, {"values": VALUES}, {})
+    def made_b(values: pd.DataFrame) -> StageOutput:
+        return StageOutput({"values": values + 5}, {"values": VALUES}, {})
 
     def reader(name: str) -> Callable[[pd.DataFrame], StageOutput]:
         def read(values: pd.DataFrame) -> StageOutput:
             got[name] = values["value"].to_numpy()  # a view of the frame's data, as the stage got it
+            held[f"{name}: stacked from"] = _held(runner_of[0], "01_a") + _held(runner_of[0], "02_b")
             values["value"] = values["value"] * 0  # a stage changing its frame changes its own copy only
             return StageOutput({}, {}, {})
 
@@ -94,8 +97,8 @@ def test_tables_read_stacked_are_stacked_once_and_let_go_once_read(prefect_serve
         return StageOutput({}, {}, {})
 
     stages = (
-        Stage("01_a", "a", made_a, inputs={}, outputs={"values": VALUES}, cached=False),
-        Stage("02_b", "b", made_b, inputs={}, outputs={"values": VALUES}, cached=False),
+        Stage("01_a", "a", made_a, inputs={}, outputs={"values": VALUES}),
+        Stage("02_b", "b", made_b, inputs={"values": Table("01_a", "values")}, outputs={"values": VALUES}),
         Stage("03_first", "first", reader("first"), inputs={"values": stacked}, outputs={}, cached=False),
         Stage("04_second", "second", reader("second"), inputs={"values": stacked}, outputs={}, cached=False),
         Stage("05_last", "last", last, inputs={}, outputs={}, cached=False),
@@ -118,6 +121,7 @@ def test_tables_read_stacked_are_stacked_once_and_let_go_once_read(prefect_serve
 
     pipeline()
     assert len(held["between"]) == 1
+    assert held["first: stacked from"] == []  # once stacked, read by no stage still to be written but stacked
     assert held["once read"] == []
     assert got["second"].tolist() == list(range(10))  # not the first stage's change
     assert np.shares_memory(got["first"], got["second"])  # stacked once
