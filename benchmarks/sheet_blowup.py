@@ -11,13 +11,12 @@ process's ``ru_maxrss``), its peak by the end of each stage (``timings.json``) a
 
 Measured on the 2-core machine, the machine shared with other builds (load average 4-17, so the seconds say more
 about the load than the code): :data:`MEASURED`. N = 100 gives 160,432 ``en`` and 481,008 ``en-names`` rows, N = 50
-40,432 and 121,008. **The bound**, fitted on the two: peak RSS ≈ 0.89 GB + 5.3 KB × (``en`` + ``en-names`` rows),
-linear in the product; under 2 GiB up to about 237,000 rows (some 59,000 ``en`` examples and their names
-variants). One template at the default cap (100,000 ``en``, 400,000 rows with its names) reaches about 3.0 GB.
-Instantiation streams (at most :data:`pbbq.tasks.adapt.generate.BATCH_ROWS` examples as Python dicts: 0.93 GB by
-its end at N = 100); the names stage sets most of the peak (4.0 GB by its end) and diversity, statistics and the
-release data, run on every config stacked while the runner holds the names' frames, the rest (docs/scale.md,
-"A blown-up sheet row").
+40,432 and 121,008. **The bound**, fitted on the two: peak RSS ≈ 0.88 GB + 4.7 KB × (``en`` + ``en-names`` rows)
+(db5155e: 0.89 GB + 5.3 KB), linear in the product; under 2 GiB up to about 268,000 rows (some 67,000 ``en``
+examples and their names variants). One template at the default cap (100,000 ``en``, 400,000 rows with its names)
+reaches about 2.8 GB. Instantiation streams (at most :data:`pbbq.tasks.adapt.generate.BATCH_ROWS` examples as
+Python dicts: 0.84 GB by its end at N = 100); the names stage reaches 3.1 GB by its end, and diversity, statistics
+and the release data, run on every config stacked, the rest (docs/scale.md, "A blown-up sheet row").
 """
 
 from __future__ import annotations
@@ -49,6 +48,11 @@ MEASURED = {
     "4.43 GB; 661 s",
     "h-mem, N = 100": "peak RSS 4.28 GB; 0.93, 4.01, 4.28 GB; 456 s",
     "h-mem, N = 50": "peak RSS 1.74 GB; 0.58, 1.36, 1.74 GB; 66 s",
+    "db5155e, N = 100, beside h-mem2's first step": "peak RSS 4.45 GB; 0.93, 4.01, 4.45 GB; 598 s",
+    "h-mem2, frames pickled into the store": "peak RSS 4.22 GB; 0.81, 3.48, 4.22 GB; 597 s",
+    "h-mem2, + names by column, stacks shared, frames let go": "peak RSS 3.90 GB; 0.81, 3.11, 3.90 GB; 399 s",
+    "h-mem2, + let go table by table, N = 100": "peak RSS 3.91 GB; 0.84, 3.10, 3.91 GB; 213 s",
+    "h-mem2, N = 50, in one run with db5155e": "peak RSS 1.64 GB (db5155e 1.80); 0.56, 1.11, 1.64 GB; 85 s",
 }
 
 

@@ -38,7 +38,7 @@ from ..tasks.core.stage import (
     arguments,
     resource_hash,
 )
-from ..tasks.core.stored import StoredInput, StoredStage
+from ..tasks.core.stored import LazyTables, SharedStacks, StoredInput, StoredStage
 from ..tasks.llm import LLMClient
 from .build_inputs import STAGE_FILES, BuildInputs
 from .config import BuildConfig
@@ -95,6 +95,13 @@ class PipelineRunner:
         written, and whether it came from the cache (``timings.json``; not in the manifest: not reproducible)."""
         self._early: list[tuple[frozenset[str], Callable[[], Any], Future[Any]]] = []
         """Work to start in a thread of its own once some stages are written (:meth:`when_written`)."""
+        self.stacks = SharedStacks(made=lambda _: self.release_read())
+        """The frames of tables read stacked, each made once for the stages that read them (:class:`SharedStacks`);
+        once one is made, the tables in it that no stage still to be written reads otherwise are let go."""
+        self._stacked: dict[tuple[tuple[str, str], ...], tuple[str, ...]] = {}
+        """The tables read stacked (by folder and name) → the key of their frame in :attr:`stacks` (their files'
+        hashes, known once a stage that reads them is submitted)."""
+        self._release_lock = threading.Lock()
 
     def client(self) -> LLMClient | None:
         """The build's LLM client (opened when the build starts, its transcript checked then)."""
@@ -227,8 +234,51 @@ class PipelineRunner:
             self.run.warnings.append(emptied)
             logger.warning(emptied)
         self.outputs[folder] = output
+        self.release_read()
         self._start_early()
         return output
+
+    def _stack_held(self, source: Tables) -> bool:
+        key = self._stacked.get(_stacked_tables(source))
+        return key is not None and key in self.stacks.held()
+
+    def _needs(self, stage: Stage, folder: str, table: str) -> bool:
+        """Whether ``stage``, not written yet, may still read the frame ``table`` of ``folder``: as a table of its
+        own, or stacked with others into a frame not made yet, or, not submitted yet, through a run value made from
+        that stage."""
+        for source in stage.inputs.values():
+            match source:
+                case Table(read, name) if (read, name) == (folder, table):
+                    return True
+                case Tables() if (folder, table) in _stacked_tables(source) and not self._stack_held(source):
+                    return True
+                case RunValue() if stage.folder not in self._pending and any(
+                    source.describes(s) for s in self.pipeline if s.folder == folder
+                ):
+                    return True  # made when the stage is submitted
+        return False
+
+    def release_read(self) -> None:
+        """Let go of every frame in memory that no stage still to be written reads (memory bounded past
+        instantiation, issue 35): a written stage's tables once the stages that read them are written, or have the
+        frame they read them stacked in; a stacked frame once the stages that read it are written. A table read
+        again (by the flow's close) is loaded from the content store."""
+        with self._release_lock:
+            written = set(self.outputs)
+            waiting = [stage for stage in self.pipeline if stage.folder not in written]
+            for folder, output in list(self.outputs.items()):
+                if isinstance(output.tables, LazyTables):
+                    for table in output.tables.in_memory():
+                        if not any(self._needs(stage, folder, table) for stage in waiting):
+                            output.tables.release(table)
+            for tables, key in list(self._stacked.items()):
+                if not any(
+                    _stacked_tables(s) == tables
+                    for stage in waiting
+                    for s in stage.inputs.values()
+                    if isinstance(s, Tables)
+                ):
+                    self.stacks.release(key)
 
     def request_ids(self, stage: Stage) -> Iterable[str]:
         """The LLM requests a finished stage's output used: as its cache record kept them, else from its tables."""
@@ -248,11 +298,14 @@ class PipelineRunner:
 
     def stored_input(self, source: Table | Tables, recorded: Mapping[str, str], name: str) -> StoredInput:
         """A stage's argument of earlier stages' tables, by the hashes of their files in this run (the cache key
-        takes these instead of serializing the tables again) and their tables, loaded only if the stage runs."""
+        takes these instead of serializing the tables again) and their tables, loaded only if the stage runs; tables
+        read stacked are stacked once for every stage that reads them so."""
         if isinstance(source, Table):
             return StoredInput(((recorded[name], self.outputs[source.folder].tables, source.name),))
         parts = tuple((recorded[label], self.outputs[t.folder].tables, t.name) for label, t in source.tables.items())
-        return StoredInput(parts, stacked=True)
+        stacked = StoredInput(parts, stacked=True, stacks=self.stacks)
+        self._stacked[_stacked_tables(source)] = tuple(stacked.cache_identity())
+        return stacked
 
     def recorded(self, stage: Stage, params: Any, arguments: Mapping[str, Any]) -> dict[str, str]:
         """The hashes of the stage's inputs for the manifest, from its declaration: an input file's, another
@@ -272,6 +325,11 @@ class PipelineRunner:
                 case RunValue() if isinstance(arguments[name], Path) and arguments[name].is_file():
                     recorded[name] = self.run.sha256_of(arguments[name])
         return recorded
+
+
+def _stacked_tables(source: Tables) -> tuple[tuple[str, str], ...]:
+    """The tables ``source`` stacks, by folder and name, in its order."""
+    return tuple((table.folder, table.name) for table in source.tables.values())
 
 
 def parallel_stages() -> int:

@@ -36,9 +36,7 @@ def test_records_are_the_rows_to_dict_gives_with_the_same_python_types() -> None
 
 def test_rows_at_takes_the_rows_in_the_order_given_repeats_included_with_their_new_values() -> None:
     frame = _input()
-    taken = rows_at(
-        frame, [2, 0, 2], ["example_id", "label", "reason"], [{"reason": "p"}, {"reason": "q"}, {"reason": "r"}]
-    )
+    taken = rows_at(frame, [2, 0, 2], ["example_id", "label", "reason"], {"reason": ["p", "q", "r"]})
     assert list(taken.columns) == ["example_id", "label", "reason"]
     assert taken["label"].tolist() == [1, 0, 1]
     assert taken["reason"].tolist() == ["p", "q", "r"]
@@ -48,5 +46,5 @@ def test_rows_at_takes_the_rows_in_the_order_given_repeats_included_with_their_n
 
 
 def test_rows_at_no_position_is_the_empty_frame_of_the_columns() -> None:
-    empty = rows_at(_input(), [], ["example_id", "reason"], [])
+    empty = rows_at(_input(), [], ["example_id", "reason"], {})
     pd.testing.assert_frame_equal(empty, pd.DataFrame([], columns=["example_id", "reason"]))

@@ -12,6 +12,7 @@ import hashlib
 import io
 import json
 import os
+import pickle
 import re
 import shutil
 import tempfile
@@ -30,6 +31,8 @@ import pyarrow.parquet as pq
 
 from .schemas import to_arrow
 
+PICKLE = pickle.HIGHEST_PROTOCOL
+"""The pickle protocol of the frames the content store keeps."""
 REPO_ROOT = Path(__file__).resolve().parents[2]
 """The repository this code runs from; the bundled sample and the prompts live here."""
 
@@ -305,6 +308,44 @@ def _reflink(source: BinaryIO, target: BinaryIO) -> bool:
     return True
 
 
+class _HashingWriter:
+    """A binary file that hashes what is written to it (:meth:`ArtifactStore.put_pickled`)."""
+
+    def __init__(self, target: BinaryIO) -> None:
+        self.target, self.digest, self.size = target, hashlib.sha256(), 0
+
+    def write(self, data: bytes | memoryview) -> int:
+        view = memoryview(data).cast("B")
+        self.digest.update(view)
+        self.size += len(view)
+        return self.target.write(view)
+
+
+class _HashingReader:
+    """A binary file that hashes what is read from it (:meth:`ArtifactStore.load_pickled`)."""
+
+    def __init__(self, source: BinaryIO) -> None:
+        self.source, self.digest = source, hashlib.sha256()
+
+    def read(self, size: int = -1) -> bytes:
+        if size < 0:  # the rest, a block at a time
+            rest = iter(lambda: self.source.read(COPY_BLOCK), b"")
+            return b"".join(self._hashed(block) for block in rest)
+        return self._hashed(self.source.read(size))
+
+    def readinto(self, buffer: bytearray | memoryview) -> int:
+        count = self.source.readinto(buffer)  # type: ignore[attr-defined]
+        self.digest.update(memoryview(buffer)[:count])
+        return int(count)
+
+    def readline(self) -> bytes:
+        return self._hashed(self.source.readline())
+
+    def _hashed(self, data: bytes) -> bytes:
+        self.digest.update(data)
+        return data
+
+
 @dataclass(frozen=True)
 class ArtifactStore:
     """A content-addressed folder (docs/architecture.md §5): each file named by its sha256 and written once. The
@@ -332,6 +373,59 @@ class ArtifactStore:
         if not kept:
             atomic_write_bytes(path, data)
         return digest
+
+    def put_pickled(self, value: Any) -> tuple[str, int]:
+        """Keep ``value`` pickled (protocol :data:`PICKLE`), pickled straight into a temporary file of the store and
+        hashed as it is written, never held as bytes (a stage's frames pickle to hundreds of MB); returns its sha256
+        and size, as :meth:`put` of its pickle would."""
+        scratch = self.path / temporary_name("")
+        self.path.mkdir(parents=True, exist_ok=True)
+        try:
+            with scratch.open("xb") as handle:
+                os.fchmod(handle.fileno(), FILE_MODE)
+                writer = _HashingWriter(handle)
+                pickle.dump(value, writer, PICKLE)
+                handle.flush()
+                os.fsync(handle.fileno())
+            digest, size = writer.digest.hexdigest(), writer.size
+            path = self.file(digest)
+            try:
+                kept = path.stat().st_size == size
+            except FileNotFoundError:
+                kept = False
+            if not kept:
+                os.replace(scratch, path)
+        except BaseException as error:
+            if isinstance(error, OSError) and error.filename is None:
+                error.filename = str(scratch)  # write() and fsync() name no file (a full disk): the one written
+            raise
+        finally:
+            scratch.unlink(missing_ok=True)
+        return digest, size
+
+    def load_pickled(self, sha256: str) -> Any:
+        """The value the stored file ``sha256`` pickles (:meth:`put_pickled`), unpickled as the file is read and
+        hashed (never all its bytes in memory); :class:`DamagedStoreFile` when they are not what its name says (the
+        file is removed, as :meth:`read` does)."""
+        path = self.file(sha256)
+        failure: Exception | None = None
+        with path.open("rb") as handle:
+            signature = _signature(os.fstat(handle.fileno()))
+            reader = _HashingReader(handle)
+            try:
+                value = pickle.load(reader)
+            except Exception as error:  # bytes that do not unpickle: damaged, unless they hash right
+                failure = error
+            with _HASHED_LOCK:
+                known = _HASHED.get(path) == signature
+            if not known or failure is not None:
+                reader.read()  # the rest of the file, into the hash
+                if reader.digest.hexdigest() != sha256:
+                    self._damaged(sha256)
+        if failure is not None:
+            raise failure
+        _hashed(path, signature)
+        return value
 
     def check(self, sha256: str, size: int | None = None, *, read: bool = True) -> str | None:
         """Why the stored file ``sha256`` cannot be reused (missing, or its size or its sha256 is not what it

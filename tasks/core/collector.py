@@ -1,9 +1,10 @@
 """Python's cyclic garbage collector while a build runs (docs/architecture.md §9, "Speed").
 
-A build holds every stage's tables until it ends: hundreds of thousands of container objects (list cells, dicts
-of reports) that live for the whole run. With CPython's default thresholds (700, 10, 10) a paper-scale build ran
-15 full collections, each walking all of them: 6.6 s of its 39 s of stage compute, and 1.5 s more in young
-collections (``benchmarks/build_paper_scale.py``, measured with ``gc.callbacks``). So, while a build runs:
+A build holds its stages' tables while later stages read them: hundreds of thousands of container objects (list
+cells, dicts of reports) that live for much of the run. With CPython's default thresholds (700, 10, 10) a
+paper-scale build ran 15 full collections, each walking all of them: 6.6 s of its 39 s of stage compute, and 1.5 s
+more in young collections (``benchmarks/build_paper_scale.py``, measured with ``gc.callbacks``). So, while a build
+runs:
 
 - what a stage returns is moved out of the collector's generations once the stage is finished
   (:func:`keep_long_lived`, ``gc.freeze``): it lives until the build ends, and reference counting still frees

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import pickle
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
@@ -15,7 +14,7 @@ from .artifacts import ArtifactStore, StageOutput
 from .code_hash import stage_code_hash
 from .digests import input_digest, row_hashes
 from .stage import Separable
-from .stored import PICKLE, KeptInput, loaded
+from .stored import KeptInput, loaded
 
 
 def _in_key_order(pieces: list[tuple[pd.DataFrame, Collection[str] | None]], key: str) -> pd.DataFrame:
@@ -70,7 +69,7 @@ def _kept_by_key(
             name: frame[frame[key].astype(str).isin(missing)].reset_index(drop=True) for name, frame in split.items()
         }
         computed = fn(**hook | subset)
-        batch = store.put(pickle.dumps(dict(computed), PICKLE))  # one file (one sync) for the keys of one call
+        batch = store.put_pickled(dict(computed))[0]  # one file (one sync) for the keys of one call
         for value in missing:
             store.remember(part_keys[value], batch)
     tables = dict(computed)
@@ -81,7 +80,7 @@ def _kept_by_key(
                 batches.setdefault(digest, []).append(value)
         pieces: list[tuple[Mapping[str, pd.DataFrame], Collection[str] | None]] = [(computed, None)] if computed else []
         for digest, values in batches.items():
-            pieces.append((pickle.loads(store.read(digest)), set(values)))
+            pieces.append((store.load_pickled(digest), set(values)))
         names = list(pieces[0][0])
         tables = {name: _in_key_order([(made[name], values) for made, values in pieces], key) for name in names}
     return tables, computed, missing, keys

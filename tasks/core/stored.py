@@ -4,7 +4,6 @@ the tables a stage that runs reads from there (:class:`StoredInput`, :class:`Kep
 from __future__ import annotations
 
 import json
-import pickle
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -15,8 +14,6 @@ from typing import Any
 import pandas as pd
 
 from .artifacts import ArtifactStore, StageOutput, StoredFile, stage_files
-
-PICKLE = pickle.HIGHEST_PROTOCOL
 
 
 class LazyTables(Mapping[str, pd.DataFrame]):
@@ -32,11 +29,21 @@ class LazyTables(Mapping[str, pd.DataFrame]):
     def __getitem__(self, name: str) -> pd.DataFrame:
         with self._lock:
             if name not in self._loaded:
-                self._loaded[name] = pickle.loads(self._store.read(self._frames[name]))
+                self._loaded[name] = self._store.load_pickled(self._frames[name])
             return self._loaded[name]
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._frames)
+
+    def in_memory(self) -> list[str]:
+        """The names of its tables held in memory now."""
+        with self._lock:
+            return list(self._loaded)
+
+    def release(self, name: str) -> None:
+        """Let go of the table ``name`` if it is held in memory: it is loaded from the store again if read again."""
+        with self._lock:
+            self._loaded.pop(name, None)
 
     def __len__(self) -> int:
         return len(self._frames)
@@ -75,10 +82,9 @@ class StoredStage:
         files = tuple(StoredFile(file.name, store.put(file.data()), file.rows) for file in stage_files(output))
         frames: dict[str, str] = {}
         sizes: dict[str, int] = {}
-        for name, frame in output.tables.items():  # one pickled frame in memory at a time
-            data = pickle.dumps(frame, PICKLE)
-            frames[name] = store.put(data)
-            sizes[frames[name]] = len(data)
+        for name, frame in output.tables.items():  # pickled straight into the store
+            frames[name], size = store.put_pickled(frame)
+            sizes[frames[name]] = size
         used = None
         if requests is not None:
             listed = json.dumps(sorted(set(requests))).encode("utf-8")
@@ -123,21 +129,70 @@ class StoredStage:
         return {**self.__dict__, "_tables": None}  # the record, never the frames
 
 
+class SharedStacks:
+    """The stacked frames of the stages that read the same tables stacked (every config's examples: diversity,
+    statistics, the release data), made once and shared while a stage that reads them may still run (issue 35:
+    each made its own copy, two of them at once). Each reader gets a shallow copy (pandas' copy-on-write: no data
+    copied, and a change one stage makes copies what it changes, never the shared frame)."""
+
+    def __init__(self, made: Callable[[tuple[str, ...]], None] | None = None) -> None:
+        """``made``: called with a frame's key once it is made (the runner lets go of what it was made from)."""
+        self._frames: dict[tuple[str, ...], pd.DataFrame] = {}
+        self._lock = threading.Lock()
+        self._made = made
+
+    def stacked(self, key: tuple[str, ...], make: Callable[[], pd.DataFrame]) -> pd.DataFrame:
+        """The frame stacked under ``key`` (its tables' file hashes), made by ``make()`` the first time."""
+        with self._lock:
+            made = key not in self._frames
+            if made:
+                self._frames[key] = make()
+            frame = self._frames[key].copy(deep=False)
+        if made and self._made is not None:
+            self._made(key)
+        return frame
+
+    def release(self, key: tuple[str, ...]) -> None:
+        """Let go of the frame stacked under ``key`` (made again if a stage asks for it again)."""
+        with self._lock:
+            self._frames.pop(key, None)
+
+    def held(self) -> list[tuple[str, ...]]:
+        """The keys of the frames held now."""
+        with self._lock:
+            return list(self._frames)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {}  # to a Dask worker: nothing shared, each stacks its own
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__()  # type: ignore[misc]
+
+
 @dataclass(frozen=True)
 class StoredInput:
     """A stage's argument made of tables earlier stages wrote: each as (the sha256 of its file, that stage's tables,
     the table's name). The cache key takes the hashes alone, so a stage taken from the cache never loads a table;
-    a stage that runs gets the frame (``stacked``: the tables stacked into one, as :class:`.stage.Tables` says)."""
+    a stage that runs gets the frame (``stacked``: the tables stacked into one, as :class:`.stage.Tables` says,
+    shared through ``stacks`` with the other stages that read them stacked)."""
 
     parts: tuple[tuple[str, Mapping[str, pd.DataFrame], str], ...]
     stacked: bool = False
+    stacks: SharedStacks | None = field(default=None, compare=False)
 
     def cache_identity(self) -> list[str]:
         return [digest for digest, _, _ in self.parts]
 
     def load(self) -> pd.DataFrame:
-        frames = [tables[name] for _, tables, name in self.parts]
-        return pd.concat(frames, ignore_index=True) if self.stacked else frames[0]
+        if not self.stacked:
+            tables, name = self.parts[0][1:]
+            return tables[name]
+        if self.stacks is None:
+            return self._stack()
+        return self.stacks.stacked(tuple(self.cache_identity()), self._stack)
+
+    def _stack(self) -> pd.DataFrame:
+        return pd.concat([tables[name] for _, tables, name in self.parts], ignore_index=True)
 
 
 @dataclass(eq=False)

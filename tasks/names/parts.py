@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import pandas as pd
 import pyarrow as pa
@@ -121,34 +122,28 @@ def _named_parts(
     failures += [((item.position, item.example_id, why), 2, order, read_with_slots(item)) for item, why, order in short]
     mapped = [item for item in decided if item.example_id in drawn]
     gender_of = {(r.lang, r.group, r.name): r.gender for r in name_table.itertuples()}
-    changed = []
+    readings = [read_with_slots(item) for item in mapped]  # one text per example, shared by its variants
+    changed: dict[str, list[Any]] = {}  # by column: no dict per variant row held (issue 35)
     for k, sub_seed in enumerate(seeds):
-        for item in mapped:
+        for item, reading in zip(mapped, readings, strict=True):
             result, attempts = drawn[item.example_id][k]
             genders = [gender_of[(item.row["lang"], g, n)] for g, n in zip(item.groups, result.names, strict=True)]
-            drew = (
-                result.names,
-                result.era,
-                "/".join(genders),
-                attempts - 1,
-                item.genders,
-                item.patterns,
-                read_with_slots(item),
-            )
-            changed.append(variant_fields(item, result.names, sub_seed) | dict(zip(DRAWN, drew, strict=True)))
+            drew = (result.names, result.era, "/".join(genders), attempts - 1, item.genders, item.patterns, reading)
+            for column, value in (
+                variant_fields(item, result.names, sub_seed) | dict(zip(DRAWN, drew, strict=True))
+            ).items():
+                changed.setdefault(column, []).append(value)
     variants = rows_at(examples, [item.position for _ in seeds for item in mapped], [*EXAMPLE.names, *DRAWN], changed)
+    not_covered = [(phase, order, list(why.entities), why.detail, text) for (_, _, why), phase, order, text in failures]
     unmapped = rows_at(
         examples,
         [position for (position, _, _), *_ in failures],
         [*EXAMPLE_DROPPED.names, *NOT_COVERED],
-        [
-            {"reason": why.reason}
-            | dict(zip(NOT_COVERED, (phase, order, list(why.entities), why.detail, reading), strict=True))
-            for (_, _, why), phase, order, reading in failures
-        ],
+        {"reason": [why.reason for (_, _, why), *_ in failures]}
+        | {column: [row[i] for row in not_covered] for i, column in enumerate(NOT_COVERED)},
     )
     weak_rows = rows_at(
-        examples, [p.position for p in weak], EXAMPLE_DROPPED.names, [{"reason": "weak_proxy"}] * len(weak)
+        examples, [p.position for p in weak], EXAMPLE_DROPPED.names, {"reason": ["weak_proxy"] * len(weak)}
     )
     templates: dict[tuple[str, str], list[str]] = {}
     for template, lang, category in examples[["template_id", "lang", "category"]].drop_duplicates().itertuples(False):

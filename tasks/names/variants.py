@@ -59,16 +59,16 @@ def variant_fields(item: Prepared, names: Sequence[str], sub_seed: int) -> dict[
 
 
 def rows_at(
-    examples: pd.DataFrame, positions: Sequence[int], columns: Sequence[str], values: Sequence[Mapping[str, Any]]
+    examples: pd.DataFrame, positions: Sequence[int], columns: Sequence[str], values: Mapping[str, Sequence[Any]]
 ) -> pd.DataFrame:
     """The input's rows at ``positions`` (repeats allowed), in that order, as ``columns`` (a column the input
-    lacks is empty), each row's ``values`` (one mapping per row, the same keys) put in; no row: the empty frame
-    of ``columns``."""
+    lacks is empty), the columns of ``values`` (column → one value per row) put in; no row: the empty frame of
+    ``columns``."""
     if not positions:
         return pd.DataFrame(columns=list(columns))
     frame = examples.take(list(positions)).reset_index(drop=True).reindex(columns=list(columns))
-    for column in values[0]:
-        frame[column] = [row[column] for row in values]
+    for column, column_values in values.items():
+        frame[column] = column_values
     return frame
 
 
