@@ -13,6 +13,7 @@ from typing import Any
 from ..tasks.core.artifacts import ArtifactStore, json_text, sha256_bytes, sha256_file
 from ..tasks.core.code_hash import code_hashes_kept, stage_code_hash
 from ..tasks.core.inputs import instruction_like
+from ..tasks.core.run_folder import check_run_id, refuse_kept_run
 from ..tasks.core.stage import (
     Input,
     Pipeline,
@@ -106,13 +107,15 @@ def load_build_inputs(build: BuildConfig, root: Path, log: Callable[[str], None]
     return BuildInputs(InputTables(kept, others), hashes, files, warnings, fetch_report, kept)
 
 
-def check_build_inputs(build: BuildConfig, outputs: str | None) -> None:
+def check_build_inputs(build: BuildConfig, outputs: str | None, run_id: str | None = None) -> None:
     """What ``pbbq build`` does before it starts the flow: every input checked as the flow checks it
     (:func:`load_build_inputs`, the crawl's sources not fetched), so that a bad input is one line, with no Prefect
     flow run and no run folder. Each check is kept in the content store, where the flow finds it (an input is read
     once more only by a stage that runs), and the libraries of the stages a changed input will run start
-    loading (:func:`preload_for_changed_inputs`)."""
+    loading (:func:`preload_for_changed_inputs`). A ``run_id`` whose run is kept is refused first."""
     root = outputs_folder(outputs)
+    if run_id is not None:
+        refuse_kept_run(root / check_run_id(run_id))
     with using(build.registry), code_hashes_kept(ArtifactStore(root / ".cache" / STAGE_FILES)):
         inputs = load_build_inputs(build, root, log=logging.getLogger(__name__).info, fetch=False)
     preload_for_changed_inputs(inputs, build.pipeline)

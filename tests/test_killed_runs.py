@@ -130,6 +130,7 @@ def test_a_completed_run_id_is_never_replaced(outputs: Path, api_url: str) -> No
     again = _build(outputs, "done", api_url)
     assert again.returncode == 1
     assert "exists already (completed); choose another --run-id" in again.stderr
+    assert "Flow run" not in again.stderr  # refused before a flow run starts: one line, no Prefect ERROR
 
 
 def test_the_temporary_server_dies_with_a_killed_command(tmp_path: Path) -> None:

@@ -161,7 +161,7 @@ def _build(args: argparse.Namespace) -> int:
     from ..build_pbbq import build_pbbq
     from ..task_runners import task_runner
 
-    check_build_inputs(build, str(args.outputs) if args.outputs else None)  # and so does a bad input
+    check_build_inputs(build, str(args.outputs) if args.outputs else None, args.run_id)  # and so does a bad input
     from ..server import startup_timeout, temporary_server
 
     flow = build_pbbq.with_options(task_runner=task_runner(args.task_runner, args.dask_address, args.dask_workers))

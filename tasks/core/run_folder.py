@@ -132,6 +132,14 @@ class RunExistsError(FileExistsError):
     """The run folder exists already; a run never writes into another run's folder."""
 
 
+def refuse_kept_run(path: Path, id_option: str = "--run-id") -> None:
+    """Raise :class:`RunExistsError` when ``path`` holds a run that is not built again (completed or running: not
+    :data:`REPLACEABLE`); ``id_option``: the option that names the run. ``pbbq build`` asks before it starts its flow,
+    so that the refusal is one line."""
+    if path.exists() and (status := _status_of(path)) not in REPLACEABLE:
+        raise RunExistsError(f"run folder {path} exists already ({status}); choose another {id_option}")
+
+
 REPLACEABLE = ("incomplete", "failed")
 """Statuses of a run whose id a new build may take: its folder is replaced (its finished stages come back from
 the result cache)."""
@@ -244,11 +252,7 @@ class RunFolder:
         try:
             path.mkdir(parents=True, exist_ok=False)
         except FileExistsError:
-            status = _status_of(path)
-            if status not in REPLACEABLE:
-                raise RunExistsError(
-                    f"run folder {path} exists already ({status}); choose another {id_option}"
-                ) from None
+            refuse_kept_run(path, id_option)
             shutil.rmtree(path)  # an incomplete or failed run of this id: built again from scratch
             path.mkdir()
         run = cls(path=path, run_id=run_id, parameters=dict(parameters), process=dict(process or {}))
