@@ -16,7 +16,7 @@ from pbbq.tasks.core.schemas import EXAMPLE
 from pbbq.tasks.instantiate import answer_role
 from pbbq.tasks.publish import RELEASE_DATA, publish_release, release_data_stage
 from pbbq.tasks.publish.dataset_card import CardParams
-from pbbq.tasks.publish.release import SHARD_ROWS, ReleaseFolder, RunInputs, release_data, write_release
+from pbbq.tasks.publish.release import SHARD_ROWS, ReleaseFolder, RunInputs, data_part, write_release
 from pbbq.tasks.text.categories import CATEGORIES
 from tests.bbq_records import CELLS, PERMUTATIONS
 
@@ -136,8 +136,8 @@ def build_release(
     **run: Any,
 ) -> ReleaseFolder:
     """The release folder ``out_dir/hub/`` of ``configs`` (``run``: the other fields of ``RunInputs``), its data
-    part made in memory: ``release_data``, then ``write_release``."""
-    data = release_data(configs, shard_rows)
+    part made in memory: ``data_part``, then ``write_release``."""
+    data = data_part(configs, shard_rows)
     return write_release(
         out_dir,
         data.files,

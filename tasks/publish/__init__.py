@@ -1,7 +1,7 @@
 """Publishing a build (docs/architecture.md §1, publish): the release's data part and the publish stage.
 
 A build publishes in two stages: :data:`RELEASE_DATA` (``10_data``), cached on the example tables, writes the
-release's data part (:func:`pbbq.tasks.publish.release.release_data`: the parquet shards of every config and the
+release's data part (:func:`pbbq.tasks.publish.release.data_part`: the parquet shards of every config and the
 lm-eval task); :data:`STAGE` (``10_publish``), run every build, takes those files by reference into the release
 folder with the run's manifest, transcript and dataset card
 (:func:`pbbq.tasks.publish.release.write_release`) and, unless a dry run, uploads it as one tagged Hub commit
@@ -35,9 +35,9 @@ from .release import (
     ReleaseError,
     ReleaseFile,
     RunInputs,
+    data_part,
     file_table,
     link_or_copy,
-    release_data,
     split_configs,
     write_release,
 )
@@ -82,11 +82,11 @@ def _synthetic_ids(examples: pd.DataFrame) -> bool:
 
 
 def release_data_stage(examples: pd.DataFrame, configs: Sequence[str] = ()) -> StageOutput:
-    """The release's data part as a cached stage (:func:`release_data` of :func:`split_configs`): its files in its
+    """The release's data part as a cached stage (:func:`data_part` of :func:`split_configs`): its files in its
     folder at their paths in the release, so that a rebuild takes them by reference from the cache; its table
     lists them, its report holds each config as the card describes it and whether the examples are synthetic by
     their ids. What depends on the run (the card, the manifest, the transcript) is :func:`publish_release`'s."""
-    data = release_data(split_configs(examples, configs))
+    data = data_part(split_configs(examples, configs))
     report: dict[str, Any] = {
         "stage": "release_data",
         "counts": {"in": len(examples), "out": sum(info.rows for info in data.infos)},
