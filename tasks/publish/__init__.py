@@ -81,11 +81,11 @@ def _synthetic_ids(examples: pd.DataFrame) -> bool:
     return bool(examples["stereotype_id"].astype(str).str.startswith(SYNTHETIC_ID_PREFIX).any())
 
 
-def release_data_stage(examples: pd.DataFrame, configs: Sequence[str] = ()) -> StageOutput:
+def release_data(examples: pd.DataFrame, configs: Sequence[str] = ()) -> StageOutput:
     """The release's data part as a cached stage (:func:`data_part` of :func:`split_configs`): its files in its
     folder at their paths in the release, so that a rebuild takes them by reference from the cache; its table
     lists them, its report holds each config as the card describes it and whether the examples are synthetic by
-    their ids. What depends on the run (the card, the manifest, the transcript) is :func:`publish_release`'s."""
+    their ids. What depends on the run (the card, the manifest, the transcript) is :func:`publish`'s."""
     data = data_part(split_configs(examples, configs))
     report: dict[str, Any] = {
         "stage": "release_data",
@@ -106,7 +106,7 @@ def release_data_stage(examples: pd.DataFrame, configs: Sequence[str] = ()) -> S
 class PublishRun(RunInputs):
     """What publishing takes from the run besides the release's data: what the release folder takes
     (:class:`~pbbq.tasks.publish.release.RunInputs`), the build's id and configuration, the stage's parameters, what
-    the card says of the funnel, the gate and the names, and the Hub's URL. :func:`publish_release` takes these as
+    the card says of the funnel, the gate and the names, and the Hub's URL. :func:`publish` takes these as
     keyword arguments (its stage inputs) and builds this once."""
 
     build_id: str
@@ -158,7 +158,7 @@ class _DataPart:
         link_or_copy(self.source / path, target)
 
 
-def publish_release(out_dir: Path, release: Mapping[str, Any], release_files: pd.DataFrame, **run: Any) -> StageOutput:
+def publish(out_dir: Path, release: Mapping[str, Any], release_files: pd.DataFrame, **run: Any) -> StageOutput:
     """The publish stage of a build: the release folder under ``out_dir`` from the data part that
     :data:`RELEASE_DATA` wrote in its folder beside ``out_dir`` in the same run (``release``: its report,
     ``release_files``: its table), each file taken by reference, with this run's manifest, transcript and card
@@ -250,7 +250,7 @@ def create_release_artifact(report: Mapping[str, Any]) -> UUID:
 RELEASE_DATA = Stage(
     "10_data",
     "release_data",
-    release_data_stage,
+    release_data,
     inputs={"examples": Configs(), "configs": Configs(names=True)},
     outputs={"release_files": RELEASE_FILES},
     words=("examples", "released rows", "not released"),
@@ -260,7 +260,7 @@ RELEASE_DATA = Stage(
 STAGE = Stage(
     "10_publish",
     "publish",
-    publish_release,
+    publish,
     inputs={
         "release": Report(RELEASE_DATA.folder, dict),
         "release_files": Table(RELEASE_DATA.folder, "release_files"),
