@@ -7,7 +7,7 @@ stage receives its examples; default: the eight-target build of ``benchmarks.bui
 modules`` of that build).
 
 Each way runs in a process of its own: it loads the examples, then samples its RSS and Arrow's allocated bytes
-every millisecond while it makes the data part (:func:`pbbq.tasks.publish.release.release_data`):
+every millisecond while it makes the data part (:func:`pbbq.tasks.publish.release.data_part`):
 
 - ``every config at once``: the configs' frames split up front into a dict (what ``split_configs`` returned
   before), so every config's frame is alive while the first is converted;
@@ -42,7 +42,7 @@ import psutil
 import pyarrow as pa
 
 from pbbq.tasks.core.markdown import markdown_table
-from pbbq.tasks.publish.release import release_data, split_configs
+from pbbq.tasks.publish.release import data_part, split_configs
 from pbbq.tasks.text.languages import serve_in_this_process
 
 RELEASE = Path("/tmp/bharat3/outputs-0/cold/10_publish/hub")
@@ -94,7 +94,7 @@ def measure(release: Path, languages: Path | None, way: str) -> dict[str, float 
         data = code.release_data(code.split_configs(examples))
     else:
         configs = split_configs(examples)
-        data = release_data(dict(configs) if WAYS[way] else configs)
+        data = data_part(dict(configs) if WAYS[way] else configs)
     seconds = time.perf_counter() - start
     done.set()
     sampler.join()

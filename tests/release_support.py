@@ -14,9 +14,9 @@ import pandas as pd
 from pbbq.tasks.core.artifacts import StageOutput, atomic_write_bytes
 from pbbq.tasks.core.schemas import EXAMPLE
 from pbbq.tasks.instantiate import answer_role
-from pbbq.tasks.publish import RELEASE_DATA, publish_release, release_data_stage
+from pbbq.tasks.publish import RELEASE_DATA, publish, release_data
 from pbbq.tasks.publish.dataset_card import CardParams
-from pbbq.tasks.publish.release import SHARD_ROWS, ReleaseFolder, RunInputs, release_data, write_release
+from pbbq.tasks.publish.release import SHARD_ROWS, ReleaseFolder, RunInputs, data_part, write_release
 from pbbq.tasks.text.categories import CATEGORIES
 from tests.bbq_records import CELLS, PERMUTATIONS
 
@@ -136,8 +136,8 @@ def build_release(
     **run: Any,
 ) -> ReleaseFolder:
     """The release folder ``out_dir/hub/`` of ``configs`` (``run``: the other fields of ``RunInputs``), its data
-    part made in memory: ``release_data``, then ``write_release``."""
-    data = release_data(configs, shard_rows)
+    part made in memory: ``data_part``, then ``write_release``."""
+    data = data_part(configs, shard_rows)
     return write_release(
         out_dir,
         data.files,
@@ -158,9 +158,9 @@ def build_release(
 
 
 def publish_stage(out_dir: Path, examples: pd.DataFrame, configs: Sequence[str] = (), **run: Any) -> StageOutput:
-    """Publish as a build does, in its two stages: the data part (``release_data_stage``) written where the runner
-    puts it (``10_data`` beside ``out_dir``), then ``publish_release`` (``run``: the fields of ``PublishRun``)."""
-    data = release_data_stage(examples, configs)
+    """Publish as a build does, in its two stages: the data part (``release_data``) written where the runner
+    puts it (``10_data`` beside ``out_dir``), then ``publish`` (``run``: the fields of ``PublishRun``)."""
+    data = release_data(examples, configs)
     for path, content in data.files.items():
         atomic_write_bytes(out_dir.parent / RELEASE_DATA.folder / path, content)  # a new file: no link changes
-    return publish_release(out_dir, data.report, data.tables["release_files"], **run)
+    return publish(out_dir, data.report, data.tables["release_files"], **run)

@@ -117,3 +117,18 @@ def test_a_release_config_is_one_declaration(tmp_path: Path) -> None:
     assert names_pairs(pipeline.configs) == [("fa", "fa-names"), ("en", "en-names")]
     with pytest.raises(ValueError, match="name-proxy config en-proxies must be called en-names"):
         dataclasses.replace(PIPELINE, configs={**PIPELINE.configs, "en-proxies": declared})
+
+
+def test_the_card_names_the_declared_categories(monkeypatch: pytest.MonkeyPatch) -> None:
+    """PBBQ's card names its categories from the category table, so a declared category changes the card; the
+    paper's 16 read as its template wrote them by hand before."""
+    from pbbq.tasks.publish import dataset_card
+
+    paper = dataset_card._categories_paragraph()
+    assert paper.startswith(
+        "The stereotypes cover the 16 categories of the PBBQ paper (Age, Profession, Socio-economic"
+    )
+    assert "Religion, Sexual Orientation). A stereotype is used\nonly if most respondents" in paper
+    monkeypatch.setattr(dataset_card, "CATEGORIES", (*dataset_card.CATEGORIES, "Caste"))
+    assert "17 categories" in dataset_card._categories_paragraph()
+    assert "Sexual Orientation, Caste)" in dataset_card._categories_paragraph()

@@ -6,7 +6,7 @@ from pathlib import Path
 import pandas as pd
 
 from pbbq.flows.pipeline import ADAPT_PIPELINE, PIPELINE
-from pbbq.tasks.publish import RELEASE_DATA, STAGE, PublishParams, publish_release, release_data_stage
+from pbbq.tasks.publish import RELEASE_DATA, STAGE, PublishParams, publish, release_data
 from pbbq.tasks.statistics import table1
 from tests.release_support import make_configs, run_inputs
 
@@ -14,12 +14,12 @@ from tests.release_support import make_configs, run_inputs
 def test_publish_takes_the_data_part_of_its_run_by_reference(tmp_path: Path) -> None:
     examples = pd.concat(make_configs().values(), ignore_index=True)
     inputs = {**run_inputs(tmp_path, table1(examples)), "params": PublishParams(synthetic=True)}
-    data = release_data_stage(examples, ("fa", "fa-names", "en"))
+    data = release_data(examples, ("fa", "fa-names", "en"))
     run = tmp_path / "run"
     for path, content in data.files.items():  # where the runner places a cached stage's files
         (run / RELEASE_DATA.folder / path).parent.mkdir(parents=True, exist_ok=True)
         (run / RELEASE_DATA.folder / path).write_bytes(content)
-    split = publish_release(run / "10_publish", data.report, data.tables["release_files"], **inputs)
+    split = publish(run / "10_publish", data.report, data.tables["release_files"], **inputs)
 
     assert set(data.tables["release_files"]["path"]) <= set(split.tables["release_files"]["path"])
     assert split.report["synthetic"] and data.report["counts"] == {"in": len(examples), "out": len(examples)}

@@ -15,7 +15,7 @@ from pbbq.tasks.core import artifacts, code_hash, inputs, run_folder
 from pbbq.tasks.core.artifacts import StageOutput, sha256_bytes
 from pbbq.tasks.core.code_hash import code_hashes_kept, stage_code_hash
 from pbbq.tasks.core.run_folder import RunFolder
-from pbbq.tasks.publish import PublishParams, publish_release, release, release_data_stage
+from pbbq.tasks.publish import PublishParams, publish, release, release_data
 from pbbq.tasks.statistics import table1
 from tests.helpers import stage_function, write_module
 from tests.release_support import BUILD, FUNNEL, make_configs
@@ -156,7 +156,7 @@ def test_a_run_file_is_hashed_from_the_run_record_and_any_other_is_read(
 
 def test_publish_takes_the_transcript_hash_the_run_recorded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     examples = inputs.pd.concat(make_configs().values(), ignore_index=True)
-    data = release_data_stage(examples, ("fa", "fa-names", "en"))
+    data = release_data(examples, ("fa", "fa-names", "en"))
     run = tmp_path / "run"
     for path, content in data.files.items():  # where the runner places the data stage's files
         (run / "10_data" / path).parent.mkdir(parents=True, exist_ok=True)
@@ -167,7 +167,7 @@ def test_publish_takes_the_transcript_hash_the_run_recorded(tmp_path: Path, monk
     read: list[str] = []
     real = release.sha256_file
     monkeypatch.setattr(release, "sha256_file", lambda path: read.append(Path(path).name) or real(path))
-    output = publish_release(
+    output = publish(
         run / "10_publish",
         data.report,
         data.tables["release_files"],

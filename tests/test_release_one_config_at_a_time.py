@@ -9,12 +9,12 @@ from collections.abc import Iterator, Mapping
 import pandas as pd
 import pytest
 
-from pbbq.tasks.publish.release import release_data, split_configs
+from pbbq.tasks.publish.release import data_part, split_configs
 from tests.release_support import make_configs
 
 
 class Watched(Mapping[str, pd.DataFrame]):
-    """``configs`` as :func:`release_data` reads them, refusing a frame while one handed out before is alive."""
+    """``configs`` as :func:`data_part` reads them, refusing a frame while one handed out before is alive."""
 
     def __init__(self, configs: Mapping[str, pd.DataFrame]) -> None:
         self.configs = configs
@@ -40,7 +40,7 @@ def _examples() -> pd.DataFrame:
 
 def test_release_data_holds_one_config_frame_at_a_time() -> None:
     configs = Watched(split_configs(_examples()))
-    data = release_data(configs)
+    data = data_part(configs)
     assert [name for name, _ in configs.handed] == ["fa", "fa-names", "en"]  # each taken once, in release order
     assert [info.name for info in data.infos] == ["fa", "fa-names", "en"]
 

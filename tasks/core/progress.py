@@ -1,6 +1,6 @@
 """Progress of long work: LLM requests done of total (rate, ETA, cost so far), and the stages running now.
 
-:class:`RequestProgress` shows one line on the terminal while the LLM layer sends requests (``tasks/llm.py``,
+:class:`RequestProgress` shows one line on the terminal while the LLM layer sends requests (``tasks/llm/``,
 live or batch): on a TTY stderr a single line rewritten in place (carriage return), otherwise a log line at most
 every ``log_interval`` seconds, so that a log file does not flood. Inside a Prefect flow or task run it also keeps
 a progress artifact (``create_progress_artifact``, then ``update_progress_artifact`` at most every

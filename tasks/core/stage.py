@@ -224,7 +224,7 @@ class Stage:
     """One step of the pipeline, declared."""
 
     folder: str
-    """Its folder in the run, numbered in pipeline order: ``02_survey``."""
+    """Its folder in the run, numbered by the step it does (docs/architecture.md §9): ``02_survey``."""
     name: str
     """Its name in reports, and the configuration section of its parameters: ``survey_filter``."""
     run: Callable[..., StageOutput]

@@ -1,7 +1,7 @@
 """Publishing a build (docs/architecture.md §1, publish): the release's data part and the publish stage.
 
 A build publishes in two stages: :data:`RELEASE_DATA` (``10_data``), cached on the example tables, writes the
-release's data part (:func:`pbbq.tasks.publish.release.release_data`: the parquet shards of every config and the
+release's data part (:func:`pbbq.tasks.publish.release.data_part`: the parquet shards of every config and the
 lm-eval task); :data:`STAGE` (``10_publish``), run every build, takes those files by reference into the release
 folder with the run's manifest, transcript and dataset card
 (:func:`pbbq.tasks.publish.release.write_release`) and, unless a dry run, uploads it as one tagged Hub commit
@@ -35,9 +35,9 @@ from .release import (
     ReleaseError,
     ReleaseFile,
     RunInputs,
+    data_part,
     file_table,
     link_or_copy,
-    release_data,
     split_configs,
     write_release,
 )
@@ -81,12 +81,12 @@ def _synthetic_ids(examples: pd.DataFrame) -> bool:
     return bool(examples["stereotype_id"].astype(str).str.startswith(SYNTHETIC_ID_PREFIX).any())
 
 
-def release_data_stage(examples: pd.DataFrame, configs: Sequence[str] = ()) -> StageOutput:
-    """The release's data part as a cached stage (:func:`release_data` of :func:`split_configs`): its files in its
+def release_data(examples: pd.DataFrame, configs: Sequence[str] = ()) -> StageOutput:
+    """The release's data part as a cached stage (:func:`data_part` of :func:`split_configs`): its files in its
     folder at their paths in the release, so that a rebuild takes them by reference from the cache; its table
     lists them, its report holds each config as the card describes it and whether the examples are synthetic by
-    their ids. What depends on the run (the card, the manifest, the transcript) is :func:`publish_release`'s."""
-    data = release_data(split_configs(examples, configs))
+    their ids. What depends on the run (the card, the manifest, the transcript) is :func:`publish`'s."""
+    data = data_part(split_configs(examples, configs))
     report: dict[str, Any] = {
         "stage": "release_data",
         "counts": {"in": len(examples), "out": sum(info.rows for info in data.infos)},
@@ -106,7 +106,7 @@ def release_data_stage(examples: pd.DataFrame, configs: Sequence[str] = ()) -> S
 class PublishRun(RunInputs):
     """What publishing takes from the run besides the release's data: what the release folder takes
     (:class:`~pbbq.tasks.publish.release.RunInputs`), the build's id and configuration, the stage's parameters, what
-    the card says of the funnel, the gate and the names, and the Hub's URL. :func:`publish_release` takes these as
+    the card says of the funnel, the gate and the names, and the Hub's URL. :func:`publish` takes these as
     keyword arguments (its stage inputs) and builds this once."""
 
     build_id: str
@@ -158,7 +158,7 @@ class _DataPart:
         link_or_copy(self.source / path, target)
 
 
-def publish_release(out_dir: Path, release: Mapping[str, Any], release_files: pd.DataFrame, **run: Any) -> StageOutput:
+def publish(out_dir: Path, release: Mapping[str, Any], release_files: pd.DataFrame, **run: Any) -> StageOutput:
     """The publish stage of a build: the release folder under ``out_dir`` from the data part that
     :data:`RELEASE_DATA` wrote in its folder beside ``out_dir`` in the same run (``release``: its report,
     ``release_files``: its table), each file taken by reference, with this run's manifest, transcript and card
@@ -250,7 +250,7 @@ def create_release_artifact(report: Mapping[str, Any]) -> UUID:
 RELEASE_DATA = Stage(
     "10_data",
     "release_data",
-    release_data_stage,
+    release_data,
     inputs={"examples": Configs(), "configs": Configs(names=True)},
     outputs={"release_files": RELEASE_FILES},
     words=("examples", "released rows", "not released"),
@@ -260,7 +260,7 @@ RELEASE_DATA = Stage(
 STAGE = Stage(
     "10_publish",
     "publish",
-    publish_release,
+    publish,
     inputs={
         "release": Report(RELEASE_DATA.folder, dict),
         "release_files": Table(RELEASE_DATA.folder, "release_files"),

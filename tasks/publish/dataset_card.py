@@ -10,6 +10,7 @@ was made with its own counts (the funnel, Table 1 and Table 2), every field of a
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +25,7 @@ from ..core.markdown import markdown_table
 from ..core.stage import ReleaseConfig
 from ..kappa_gate import GateParams
 from ..names.strength import FOLDS, REPEATS
+from ..text.categories import CATEGORIES
 from ..text.languages import LANGUAGES, language
 
 PRETTY_NAME = "PBBQ: Persian Bias Benchmark for Question Answering"
@@ -96,6 +98,13 @@ TABLE2_HEADERS: dict[str, str] = {
 
 CARD_TEMPLATE = Path(__file__).with_name("templates") / "dataset_card.md"
 """The card's Markdown body, with ``${name}`` for what each build fills in (``string.Template``)."""
+CATEGORIES_PARAGRAPH = (
+    "The stereotypes cover the {count} categories of the PBBQ paper ({names}). A stereotype is used only if most "
+    "respondents of a survey of Persian speakers had heard of it or believed it."
+)
+"""PBBQ's card on its categories, named from the category table (:data:`~pbbq.tasks.text.categories.CATEGORIES`)."""
+CARD_LINE_WIDTH = 112
+"""The width the card's generated paragraphs are wrapped at, as its template's own are."""
 
 
 BBQ_CITATION = """```bibtex
@@ -553,6 +562,7 @@ def render_card(
             pretty_name=card.pretty_name,
             build_id=card.build_id,
             paper_dataset_url=PAPER_DATASET_URL,
+            categories=_categories_paragraph(),
             configs=_config_section(configs, card),
             min_kappa=f"{card.min_kappa:g}",
             min_relevance=f"{card.min_relevance:g}",
@@ -574,6 +584,12 @@ def render_card(
         )
         + card.review
     )
+
+
+def _categories_paragraph() -> str:
+    """The card's paragraph naming the benchmark's categories, in the paper's order."""
+    text = CATEGORIES_PARAGRAPH.format(count=len(CATEGORIES), names=", ".join(CATEGORIES))
+    return textwrap.fill(text, width=CARD_LINE_WIDTH, break_on_hyphens=False)
 
 
 def card_with_note(card: str, note: str) -> str:

@@ -18,7 +18,7 @@ The same inputs give the same bytes (parquet as :func:`pbbq.tasks.core.artifacts
 pandas metadata; no timestamp in the card). The folder is written under a temporary name and swapped in, so a
 killed run never leaves a half-written release.
 
-The data part is made one config at a time (:func:`release_data` over the lazy :func:`split_configs`): a config's
+The data part is made one config at a time (:func:`data_part` over the lazy :func:`split_configs`): a config's
 frame and Arrow table are freed once its shards are written, so at BharatBBQ's size (ten configs, 362,736 rows) the
 peak is one config's, not every config's (``benchmarks/release_memory.py`` measures it).
 """
@@ -176,7 +176,7 @@ class _ConfigPart:
 
 def _config_part(name: str, frame: pd.DataFrame, shard_rows: int) -> _ConfigPart:
     """The shards of one config and what the card and the lm-eval task say of it. Its frame and Arrow table live
-    only in this call, so that :func:`release_data` holds one config's at a time."""
+    only in this call, so that :func:`data_part` holds one config's at a time."""
     table, num_bytes = _config_table(name, frame)
     shards = _shards(table, shard_rows)
     data = {
@@ -199,7 +199,7 @@ def _config_part(name: str, frame: pd.DataFrame, shard_rows: int) -> _ConfigPart
     return _ConfigPart(data, files, info, sorted(frame["category"].unique()))
 
 
-def release_data(configs: Mapping[str, pd.DataFrame], shard_rows: int = SHARD_ROWS) -> ReleaseData:
+def data_part(configs: Mapping[str, pd.DataFrame], shard_rows: int = SHARD_ROWS) -> ReleaseData:
     """The data part of a release: each config's rows as parquet shards of at most ``shard_rows`` rows
     (``data/<config>/test-…``) and the lm-eval task of the configs with examples (``lm_eval/``; no build id in it).
     Each config's frame is taken from ``configs`` once, in its order (:func:`split_configs`: the pipeline's), and
@@ -263,7 +263,7 @@ def write_release(
     stand_in: bool = False,
 ) -> ReleaseFolder:
     """Write the release folder ``out_dir/hub/`` from its data part (``files``, each put at its path by ``place``,
-    and ``infos``, :func:`release_data`), the run's tables, manifest and transcript (``run``) and the dataset card,
+    and ``infos``, :func:`data_part`), the run's tables, manifest and transcript (``run``) and the dataset card,
     under a temporary name swapped in whole."""
     out_dir.mkdir(parents=True, exist_ok=True)
     staging = out_dir / f".hub-{uuid.uuid4().hex[:12]}"

@@ -67,7 +67,6 @@ class ReviewRules:
 DECISIONS = Input("review_decisions", load_decisions, section=STAGE_NAME, key="decisions_path")
 """``[review] decisions``: the decisions table."""
 
-_STRINGS = ("kind", "item_id", "hash", "verdict", "fix_text", "reason", "how", "status")
 STATUS = pa.schema([(c, pa.int64() if c == "n_reviewers" else pa.string()) for c in STATUS_COLUMNS])
 AGREEMENT = pa.schema(
     [
