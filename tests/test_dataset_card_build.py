@@ -116,3 +116,14 @@ def test_the_card_gives_each_groups_name_strength_and_what_fa_names_kept(tmp_pat
     assert "first names typical of the group" not in text
     unmeasured = _card(tmp_path / "none", None, strength=None)
     assert "The names' strength was not measured in this build" in unmeasured
+
+
+def test_a_group_people_decided_is_marked_so_not_listed_as_over_the_threshold(tmp_path: Path) -> None:
+    """A review round may keep a group the classifier found weak (Indian, 0.28 under 0.43): the card marks the
+    decision as the people's, never lists the group as over a threshold it is under."""
+    reviewed = STRENGTH.assign(strong=STRENGTH["strong"] | (STRENGTH["group"] == "هندی"))
+    text = _card(tmp_path, None, strength=reviewed)
+    assert "| Nationality | هندی | 3 | 0.28 | 0.33 | 0.43 | kept by people |" in text
+    assert "| Nationality | ژاپنی | 3 | 0.72 | 0.33 | 0.43 | kept |" in text
+    assert "Groups kept: Nationality: ایرانی, هندی, ژاپنی. An example needs both of its groups kept" in text
+    assert "Groups over the threshold" not in text

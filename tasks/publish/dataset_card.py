@@ -424,10 +424,12 @@ def _name_proxy_section(strength: pd.DataFrame | None) -> str:
             f"{row.strength:.2f}",
             f"{row.chance:.2f}",
             f"{row.threshold:.2f}",
-            "kept" if row.strong else "left out (`weak_proxy`)",
+            ("kept" if row.strong else "left out (`weak_proxy`)") + (" by people" if by_people else ""),
         ]
         for row in strength.sort_values(["lang", "category", "strength"], ascending=[True, True, False]).itertuples()
+        for by_people in [bool(row.strong) != (row.n_groups > 1 and row.strength >= row.threshold)]
     ]
+    people = any(row[-1].endswith(" by people") for row in rows)
     kept = strength[strength["strong"]]
     kept_text = "; ".join(
         f"{category}: {', '.join(sorted(part['group']))}" for category, part in kept.groupby("category", sort=True)
@@ -443,9 +445,17 @@ def _name_proxy_section(strength: pd.DataFrame | None) -> str:
         "what a reader knows of a name, so a kept group is one whose names look alike, not proof that a reader "
         "recognises the group.\n\n"
         + markdown_table(["Category", "Group", "# groups", "Strength", "Chance", "Threshold", f"`{names}`"], rows)
-        + f"\n\nGroups over the threshold: {kept_text or 'none'}. An example needs both of its groups over it, "
-        f"so a category can keep a group and still have no example in `{names}` (its pairs meet a group under the "
-        f"threshold); Table 1 below counts the examples `{names}` holds per category."
+        + (
+            "\n\nA group marked 'by people' was decided by a review round's readers, not by the classifier's strength "
+            "shown (the section 'Review by people' gives their share)."
+            if people
+            else ""
+        )
+        + f"\n\n{'Groups kept' if people else 'Groups over the threshold'}: {kept_text or 'none'}. "
+        f"An example needs both of its groups {'kept' if people else 'over it'}, "
+        f"so a category can keep a group and still have no example in `{names}` (its pairs meet a group "
+        f"{'not kept' if people else 'under the threshold'}); Table 1 below counts the examples `{names}` holds per "
+        "category."
     )
 
 
