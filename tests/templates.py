@@ -47,3 +47,14 @@ def template_row(template_id: str, **overrides: object) -> dict:
         "allowed_pairs": [],
     }
     return row | overrides
+
+
+def set_entity(frame: pd.DataFrame, rows: pd.Series, entity: str, role: str = "non-stereotyped") -> None:
+    """The ``role``'s entity of ``rows``, in its column and in the option that names it (as a build writes)."""
+    frame.loc[rows, "nonstereo_entity" if role == "non-stereotyped" else "stereo_entity"] = entity
+    for option in ("ans0", "ans1", "ans2"):
+        named = rows & (frame["answer_roles"].map(lambda roles, option=option: roles[option]) == role)
+        frame.loc[named, option] = entity
+        frame.loc[named, "answer_info"] = frame.loc[named, "answer_info"].map(
+            lambda info, option=option: {**info, option: [entity, info[option][1]]}
+        )

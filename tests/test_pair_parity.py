@@ -11,7 +11,7 @@ from pbbq.tasks.core.soundness import soundness
 from pbbq.tasks.instantiate import InstantiateParams, instantiate
 from pbbq.tasks.statistics import funnel
 from pbbq.tasks.text.cues import CONFOUNDS, entity_number, entity_role, entity_statuses, pair_confound
-from tests.templates import STEREOTYPES, template_row
+from tests.templates import STEREOTYPES, set_entity, template_row
 
 pytestmark = pytest.mark.usefixtures("fresh_cue_caches")
 
@@ -135,6 +135,7 @@ def test_the_build_check_counts_rows_whose_pair_differs_in_role_number_or_status
     template = template_row("N1", **{**NATIONALITY, "stereo_entities": ["بازرگان هندی"]})
     templates = pd.DataFrame([template])
     examples = instantiate(templates, STEREOTYPES, InstantiateParams(("نمی‌دانم",)))["examples"]
-    broken = examples.assign(nonstereo_entity=nonstereo)
+    broken = examples.copy()
+    set_entity(broken, broken["example_id"].notna(), nonstereo)
     table = soundness(broken, templates).set_index("check")["violations"]
     assert table[check] == len(broken) and table[[c for c in CONFOUNDS if c != check]].sum() == 0

@@ -11,7 +11,7 @@ from pbbq.flows.pipeline import ADAPT_PIPELINE, PIPELINE
 from pbbq.tasks.core.soundness import CHECKS, SOUNDNESS, row_violations, soundness
 from pbbq.tasks.instantiate import InstantiateParams, instantiate
 from pbbq.tasks.statistics import source_language
-from tests.templates import STEREOTYPES, template_row
+from tests.templates import STEREOTYPES, set_entity, template_row
 
 
 @pytest.fixture(scope="module")
@@ -47,19 +47,8 @@ def _duplicate(frame: pd.DataFrame) -> None:
     frame.at[1, "example_id"] = example_id
 
 
-def _set_entity(frame: pd.DataFrame, rows: pd.Series, entity: str, role: str = "non-stereotyped") -> None:
-    """The ``role``'s entity of ``rows``, in its column and in the option that names it (as a build writes)."""
-    frame.loc[rows, "nonstereo_entity" if role == "non-stereotyped" else "stereo_entity"] = entity
-    for option in ("ans0", "ans1", "ans2"):
-        named = rows & (frame["answer_roles"].map(lambda roles, option=option: roles[option]) == role)
-        frame.loc[named, option] = entity
-        frame.loc[named, "answer_info"] = frame.loc[named, "answer_info"].map(
-            lambda info, option=option: {**info, option: [entity, info[option][1]]}
-        )
-
-
 def _mixed_pair(frame: pd.DataFrame) -> None:
-    _set_entity(frame, frame["template_id"] == "T1", "زن فارس")
+    set_entity(frame, frame["template_id"] == "T1", "زن فارس")
 
 
 BREAKS = {
@@ -92,7 +81,7 @@ def test_each_check_finds_its_defect(two_templates_built: tuple[pd.DataFrame, pd
 def test_age_confound_outside_age_and_allowed_pairs(two_templates_built: tuple[pd.DataFrame, pd.DataFrame]) -> None:
     examples, templates = two_templates_built
     broken = examples.copy()
-    _set_entity(broken, broken["template_id"] == "T2", "آقای میان‌سال")
+    set_entity(broken, broken["template_id"] == "T2", "آقای میان‌سال")
     assert _violations(broken, templates)["age_confound"] == (broken["template_id"] == "T2").sum()
     allowed = templates.assign(allowed_pairs=[[], ["زن جوان|آقای میان‌سال|same office"]])
     assert _violations(broken, allowed)["age_confound"] == 0
@@ -149,7 +138,7 @@ def test_confounds_are_found_wherever_the_persian_rows_stand_in_the_table(
     examples, templates = two_templates_built
     mixed = examples.copy()
     _mixed_pair(mixed)  # T1 (Ethnicity): 'مرد لر' and 'زن فارس', genders differ
-    _set_entity(mixed, mixed["template_id"] == "T2", "آقای میان‌سال")  # T2 (Gender): young and middle
+    set_entity(mixed, mixed["template_id"] == "T2", "آقای میان‌سال")  # T2 (Gender): young and middle
     table = soundness(pd.concat([mixed.assign(lang="en"), mixed], ignore_index=True), templates)
     persian = table[table["config"] == "fa"].set_index("check")["violations"]
     n_t1, n_t2 = (examples["template_id"] == "T1").sum(), (examples["template_id"] == "T2").sum()
@@ -215,13 +204,13 @@ def test_the_source_language_is_the_pipelines_not_always_persian(
     examples, templates = two_templates_built
     english = examples.assign(lang="en")
     every = english["example_id"].notna()
-    _set_entity(english, every, "The Nigerian person", "stereotyped")
-    _set_entity(english, every, "The Afghan person")
+    set_entity(english, every, "The Nigerian person", "stereotyped")
+    set_entity(english, every, "The Afghan person")
     english = english.assign(stereo_entity="Nigerian", nonstereo_entity="Afghan")
     mixed = english.copy()
     t1 = mixed["template_id"] == "T1"  # Ethnicity: the pair may differ in nothing else
-    _set_entity(mixed, t1, "The Nigerian man", "stereotyped")
-    _set_entity(mixed, t1, "The Afghan woman")
+    set_entity(mixed, t1, "The Nigerian man", "stereotyped")
+    set_entity(mixed, t1, "The Afghan woman")
     mixed = mixed.assign(stereo_entity="Nigerian", nonstereo_entity="Afghan")
     assert _violations(mixed, templates)["gender_confound"] == 0  # read as Persian, nothing was checked
     found = soundness(mixed, templates, source="en").set_index("check")["violations"]
