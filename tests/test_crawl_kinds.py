@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
@@ -16,7 +16,7 @@ from pbbq.tasks.crawl.fetch import fetch_sources
 from pbbq.tasks.crawl.kinds import SOURCE_KINDS, PagedSource, register_source_kind
 from pbbq.tasks.crawl.sources import CrawlParams, load_sources
 from pbbq.tasks.crawl.telegram import PageError, PreviewPage, RawPost
-from tests.fakes.local_server import LocalServer
+from tests.fakes.local_server import LocalServer, QuietHandler
 
 
 class JsonFeed(PagedSource):
@@ -43,7 +43,7 @@ class FeedServer(LocalServer):
         self.requests: list[str] = []
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def do_GET(self) -> None:
                 server.requests.append(self.path)
                 before = int(parse_qs(urlsplit(self.path).query).get("before", ["0"])[0]) or len(server.texts) + 1
@@ -54,9 +54,6 @@ class FeedServer(LocalServer):
                 self.send_header("Content-Type", "application/json")
                 self.end_headers()
                 self.wfile.write(body)
-
-            def log_message(self, *args: object) -> None:
-                pass
 
         super().__init__(ThreadingHTTPServer(("127.0.0.1", 0), Handler))
 

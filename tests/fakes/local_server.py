@@ -4,9 +4,16 @@ thread, started by ``start()`` or on entering a ``with`` block and stopped by ``
 from __future__ import annotations
 
 import threading
-from http.server import ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Self
+
+
+class QuietHandler(BaseHTTPRequestHandler):
+    """A request handler that logs nothing (the fakes' requests would fill the test output)."""
+
+    def log_message(self, format: str, *args: object) -> None:
+        return
 
 
 class LocalServer:

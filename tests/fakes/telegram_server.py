@@ -30,11 +30,11 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from tests.fakes.local_server import LocalServer
+from tests.fakes.local_server import LocalServer, QuietHandler
 
 FAULTS = frozenset({"ok", "429", "500", "malformed", "bad_message"})
 
@@ -160,11 +160,8 @@ class FakeTelegram(LocalServer):
         return [r for r in self.requests if r["channel"] == channel]
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(QuietHandler):
     server: ThreadingHTTPServer
-
-    def log_message(self, format: str, *args: Any) -> None:
-        return
 
     def do_GET(self) -> None:
         fake: FakeTelegram = self.server.fake  # type: ignore[attr-defined]
