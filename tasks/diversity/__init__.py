@@ -56,15 +56,8 @@ from .homogenization import (
     homogenization_with_scorer,
     load_scorer,
 )
-from .ngrams import (
-    NGRAM_ORDER,
-    CodedTexts,
-    code_texts,
-    joined_codes,
-    ngram_diversity_of_codes,
-    type_token_ratio_of_codes,
-)
-from .self_bleu import self_bleu_of_codes
+from .ngrams import NGRAM_ORDER, CodedTexts, code_texts, ngram_diversity_of_units, type_token_ratio_of_units
+from .self_bleu import self_bleu_of_units
 
 METRICS = ("ngd", "ttr", "self_bleu", "homogenization")
 NEUTRAL_TOKEN = "فلانی"
@@ -181,18 +174,18 @@ def template_units(templates: pd.DataFrame) -> pd.DataFrame:
 # ----------------------------------------------------------------------------------------------- the tables
 
 
-def _metric_row(units: list[str], coded: CodedTexts, homogenization: Homogenizer) -> dict[str, object]:
+def _metric_row(units: list[str], coded: CodedTexts, ids: np.ndarray, homogenization: Homogenizer) -> dict[str, object]:
     """The four metrics of one group of distinct, sorted units (and NGD on Table 2's scale, ``ngd_mean``), from
-    each unit's coded tokens and words."""
-    words = [coded.words[unit] for unit in units]
+    the units ``ids`` (ascending: in the same order) of the texts ``coded``; each metric's arrays freed before the
+    next."""
     hom = homogenization(units)
-    ngd = ngram_diversity_of_codes(joined_codes(words)[0])
+    ngd = ngram_diversity_of_units(coded, ids)
     return {
         "n_units": len(units),
         "ngd": ngd,
         "ngd_mean": ngd / NGRAM_ORDER,
-        "ttr": type_token_ratio_of_codes(words, coded.stop),
-        "self_bleu": self_bleu_of_codes(*joined_codes([coded.tokens[unit] for unit in units])),
+        "ttr": type_token_ratio_of_units(coded, ids),
+        "self_bleu": self_bleu_of_units(coded, ids),
         "homogenization": hom.value,
         "homogenization_note": hom.note,
     }
@@ -230,15 +223,19 @@ def _group_rows(
         return []
     unit_language = language(lang)
     unit_ids, distinct = pd.factorize(groups[text].to_numpy(dtype=object))
+    order = sorted(range(len(distinct)), key=distinct.__getitem__)
     rank = np.empty(len(distinct), dtype=np.int64)
-    rank[sorted(range(len(distinct)), key=distinct.__getitem__)] = np.arange(len(distinct))
-    coded = code_texts(distinct, unit_language.tokenize, unit_language.words, ttr_stop_words)  # Overall reuses them
+    rank[order] = np.arange(len(distinct))
+    unit_ids = rank[unit_ids]  # each row's unit, numbered in sorted order
+    units = distinct[order]
+    del distinct, order, rank
+    coded = code_texts(units, unit_language.tokenize, unit_language.words, ttr_stop_words)  # Overall reuses them
 
     def row(positions: np.ndarray) -> dict[str, object]:
-        ids = np.unique(unit_ids[positions])
-        units = [distinct[i] for i in ids[np.argsort(rank[ids])]]
+        ids = np.unique(unit_ids[positions])  # ascending: the group's units, sorted
         part = groups.iloc[positions] if counts else groups  # the rows are taken only for a count of them
-        return {**{name: count(part) for name, count in counts.items()}, **_metric_row(units, coded, homogenization)}
+        metrics = _metric_row(units[ids].tolist(), coded, ids, homogenization)
+        return {**{name: count(part) for name, count in counts.items()}, **metrics}
 
     categories = [
         {"category": str(category), **row(positions)}
