@@ -55,6 +55,28 @@ def test_sliced_metrics_equal_the_whole_group(units: list[list[str]], tokens_at_
         assert _same(_metrics(coded, ids, tokens_at_once), _metrics(coded, ids, WHOLE))
 
 
+def _ngd_by_definition(units: list[list[str]]) -> float:
+    """C.3's sum over the joined words, the four ratios (numpy's, as the stage has always published them) added in
+    turn."""
+    joined = [word for unit in units for word in unit]
+    ngd = np.float64(0.0)
+    for n in range(1, 5):
+        grams = [tuple(joined[p : p + n]) for p in range(len(joined) - n + 1)]
+        ngd += np.int64(len(set(grams))) / len(grams)
+    return float(ngd)
+
+
+@settings(max_examples=100, deadline=None)
+@given(units_strategy, st.integers(1, 20))
+def test_sliced_ngd_is_the_definition_to_the_last_bit(units: list[list[str]], tokens_at_once: int) -> None:
+    coded = code_token_lists(units)
+    value = ngram_diversity_of_units(coded, np.arange(len(coded)), tokens_at_once)
+    if sum(map(len, units)) < 4:
+        assert math.isnan(value)
+    else:
+        assert value == _ngd_by_definition(units)
+
+
 def test_slices_are_whole_units_of_about_the_size() -> None:
     coded = code_token_lists([["a"] * 3, [], ["b"] * 5, ["c"], ["d"] * 2])
     runs = unit_slices(coded, np.arange(5), 4)

@@ -174,7 +174,9 @@ def template_units(templates: pd.DataFrame) -> pd.DataFrame:
 # ----------------------------------------------------------------------------------------------- the tables
 
 
-def _metric_row(units: list[str], coded: CodedTexts, ids: np.ndarray, homogenization: Homogenizer) -> dict[str, object]:
+def _metric_row(
+    units: Sequence[str], coded: CodedTexts, ids: np.ndarray, homogenization: Homogenizer
+) -> dict[str, object]:
     """The four metrics of one group of distinct, sorted units (and NGD on Table 2's scale, ``ngd_mean``), from
     the units ``ids`` (ascending: in the same order) of the texts ``coded``; each metric's arrays freed before the
     next."""
@@ -222,19 +224,21 @@ def _group_rows(
     if groups.empty:
         return []
     unit_language = language(lang)
-    unit_ids, distinct = pd.factorize(groups[text].to_numpy(dtype=object))
-    order = sorted(range(len(distinct)), key=distinct.__getitem__)
+    # the distinct texts, sorted (Arrow strings sort by code point, as Python's do), kept as the column holds them:
+    # a config's hundreds of thousands of contexts are not made Python strings all at once
+    unit_ids, distinct = pd.factorize(groups[text].array)
+    order = distinct.argsort()
     rank = np.empty(len(distinct), dtype=np.int64)
     rank[order] = np.arange(len(distinct))
     unit_ids = rank[unit_ids]  # each row's unit, numbered in sorted order
-    units = distinct[order]
+    units = distinct.take(order)
     del distinct, order, rank
     coded = code_texts(units, unit_language.tokenize, unit_language.words, ttr_stop_words)  # Overall reuses them
 
     def row(positions: np.ndarray) -> dict[str, object]:
         ids = np.unique(unit_ids[positions])  # ascending: the group's units, sorted
         part = groups.iloc[positions] if counts else groups  # the rows are taken only for a count of them
-        metrics = _metric_row(units[ids].tolist(), coded, ids, homogenization)
+        metrics = _metric_row(units if len(ids) == len(units) else units.take(ids), coded, ids, homogenization)
         return {**{name: count(part) for name, count in counts.items()}, **metrics}
 
     categories = [
@@ -302,6 +306,15 @@ def template_diversity_table(
     )
 
 
+def _rows_of(frame: pd.DataFrame, mask: np.ndarray) -> pd.DataFrame:
+    """The rows of ``frame`` that ``mask`` marks: a view when they are consecutive (a config's rows in the stacked
+    examples: its contexts are not copied), else a copy."""
+    positions = np.flatnonzero(mask)
+    if len(positions) and positions[-1] - positions[0] == len(positions) - 1:
+        return frame.iloc[positions[0] : positions[-1] + 1]
+    return frame.iloc[positions]
+
+
 def _instance_table(
     examples: pd.DataFrame, homogenizers: Mapping[str, Homogenizer], order: Sequence[str] = ()
 ) -> pd.DataFrame:
@@ -312,7 +325,7 @@ def _instance_table(
     rows = []
     present = set(configs.unique())  # in ``order`` (the pipeline's), any other as a release orders it
     for config in [*(name for name in order if name in present), *sorted(present - set(order), key=config_key)]:
-        part = examples.loc[(configs == config).to_numpy(), ["category", "lang", "context"]]  # one config's units
+        part = _rows_of(examples[["category", "lang", "context"]], (configs == config).to_numpy())  # its units
         lang = part["lang"].iloc[0]
         rows += [
             {"config": config, **row}

@@ -71,7 +71,7 @@ def code_texts(
     """Each text tokenised (``tokenize``, a language's) and its tokens coded, unit ``i`` the ``i``-th text (give each
     text once); each distinct token read as a word once (``words``, a language's: a token gives one word or,
     punctuation, none)."""
-    codes, vocabulary, lengths = _vocabulary_codes(tokenize(text) for text in texts)
+    codes, vocabulary, lengths = _vocabulary_codes(tokenize(text) for text in _one_at_a_time(texts))
     word_codes: dict[str, int] = {}
     word_of_token = np.array(
         [word_codes.setdefault(word[0], len(word_codes)) if (word := words([token])) else -1 for token in vocabulary],
@@ -79,6 +79,14 @@ def code_texts(
     )
     stop = np.array([word in stop_words for word in word_codes], dtype=bool)
     return CodedTexts(codes, _starts(lengths), word_of_token, stop)
+
+
+def _one_at_a_time(texts: Sequence[str]) -> Iterator[str]:
+    """The texts in turn, made Python strings a few thousand at a time (a column's Arrow strings are not all
+    converted at once)."""
+    step = 4096
+    for start in range(0, len(texts), step):
+        yield from np.asarray(texts[start : start + step], dtype=object).tolist()
 
 
 def code_token_lists(token_lists: Sequence[Sequence[str]]) -> CodedTexts:
