@@ -36,10 +36,12 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from functools import partial
+from typing import overload
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+from pandas.api.extensions import ExtensionArray
 
 from ..core.artifacts import StageOutput
 from ..core.inputs import PLACEHOLDER
@@ -174,6 +176,33 @@ def template_units(templates: pd.DataFrame) -> pd.DataFrame:
 # ----------------------------------------------------------------------------------------------- the tables
 
 
+class UnitTexts(Sequence[str]):
+    """The texts of a group's units, each one row of a column (Arrow strings, or Python objects) made a Python string
+    only when it is read: tokenised a few thousand at a time, sampled by homogenization."""
+
+    def __init__(self, column: ExtensionArray, rows: np.ndarray) -> None:
+        self._column = column
+        self._rows = rows
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[str]: ...
+
+    def __getitem__(self, index: int | slice) -> str | list[str]:
+        if isinstance(index, slice):
+            return np.asarray(self._column.take(self._rows[index]), dtype=object).tolist()
+        return str(self._column[int(self._rows[index])])
+
+    def of(self, ids: np.ndarray) -> UnitTexts:
+        """The texts of the units ``ids``."""
+        return UnitTexts(self._column, self._rows[ids])
+
+
 def _metric_row(
     units: Sequence[str], coded: CodedTexts, ids: np.ndarray, homogenization: Homogenizer
 ) -> dict[str, object]:
@@ -224,21 +253,24 @@ def _group_rows(
     if groups.empty:
         return []
     unit_language = language(lang)
-    # the distinct texts, sorted (Arrow strings sort by code point, as Python's do), kept as the column holds them:
-    # a config's hundreds of thousands of contexts are not made Python strings all at once
-    unit_ids, distinct = pd.factorize(groups[text].array)
+    # the distinct texts, sorted (Arrow strings sort by code point, as Python's do), each read from a row of the
+    # column as it holds them: a config's hundreds of thousands of contexts are never all Python strings, nor copied
+    column = groups[text].array
+    codes, distinct = pd.factorize(column)
     order = distinct.argsort()
-    rank = np.empty(len(distinct), dtype=np.int64)
-    rank[order] = np.arange(len(distinct))
-    unit_ids = rank[unit_ids]  # each row's unit, numbered in sorted order
-    units = distinct.take(order)
-    del distinct, order, rank
+    del distinct
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order))
+    unit_ids = rank[codes]  # each row's unit, numbered in sorted order
+    row_of = np.empty(len(order), dtype=np.int64)  # a row of each unit's text
+    row_of[unit_ids[codes >= 0]] = np.flatnonzero(codes >= 0)
+    units = UnitTexts(column, row_of)
     coded = code_texts(units, unit_language.tokenize, unit_language.words, ttr_stop_words)  # Overall reuses them
 
     def row(positions: np.ndarray) -> dict[str, object]:
         ids = np.unique(unit_ids[positions])  # ascending: the group's units, sorted
         part = groups.iloc[positions] if counts else groups  # the rows are taken only for a count of them
-        metrics = _metric_row(units if len(ids) == len(units) else units.take(ids), coded, ids, homogenization)
+        metrics = _metric_row(units.of(ids), coded, ids, homogenization)
         return {**{name: count(part) for name, count in counts.items()}, **metrics}
 
     categories = [

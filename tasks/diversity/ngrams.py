@@ -252,8 +252,8 @@ def ngram_diversity_of_units(coded: CodedTexts, ids: np.ndarray, tokens_at_once:
     if counts[-1] == 0:
         return math.nan
     ngd = 0.0
-    for keys, count in zip(distinct, counts, strict=True):
-        ngd += len(keys) / count  # added in turn: Python's sum() of floats compensates its rounding (3.12)
+    for found, count in zip(distinct, counts, strict=True):
+        ngd += len(found) / count  # added in turn: Python's sum() of floats compensates its rounding (3.12)
     return ngd
 
 

@@ -32,12 +32,12 @@ def _top_two(values: np.ndarray, group: np.ndarray, size: int) -> tuple[np.ndarr
 
 
 class _SliceCounts(NamedTuple):
-    """The n-grams of a slice of whole units: each distinct n-gram's key, and each (n-gram, unit) once with its count,
-    its n-gram (a row of ``keys``) and its unit (a position in the slice, of ``n_units``)."""
+    """The n-grams of a slice of whole units: each distinct n-gram's key, and each (n-gram, unit) once with its number
+    of occurrences, its n-gram (a row of ``keys``) and its unit (a position in the slice, of ``n_units``)."""
 
     n_units: int
     keys: np.ndarray
-    count: np.ndarray
+    occurrences: np.ndarray
     gram: np.ndarray
     unit: np.ndarray
 
@@ -73,9 +73,9 @@ class _TopCounts:
 
     def add(self, counts: _SliceCounts, first_unit: int) -> None:
         """Take in a slice's counts, its units numbered from ``first_unit`` in the group."""
-        first, second = _top_two(counts.count, counts.gram, len(counts.keys))
+        first, second = _top_two(counts.occurrences, counts.gram, len(counts.keys))
         holder = np.zeros(len(counts.keys), dtype=np.int64)
-        at_top = counts.count == first[counts.gram]
+        at_top = counts.occurrences == first[counts.gram]
         holder[counts.gram[at_top]] = counts.unit[at_top] + first_unit
         self._pending.append((counts.keys, first, second, holder))
         self._pending_size += len(counts.keys)
