@@ -74,3 +74,21 @@ def test_the_persian_tokenizer_reads_no_word_list_and_gives_hazms_tokens() -> No
         "علی و مریم به خانه رفته بودند، اما کسی نبود",
     ]
     assert [ours.tokenize(text) for text in texts] == [hazms.tokenize(text) for text in texts]
+
+
+def test_english_tokens_are_sacrebleus_and_no_line_is_kept() -> None:
+    """sacrebleu's 13a tokenizer keeps the last 65,536 lines of each of its two steps for the whole process; the
+    English tokens are its own, with no line kept (a config's contexts are tokenised once each)."""
+    from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
+    from sacrebleu.tokenizers.tokenizer_re import TokenizerRegexp
+
+    from pbbq.tasks.text.languages.en import tokenize_en
+
+    def kept() -> tuple[int, int]:
+        return Tokenizer13a.__call__.cache_info().currsize, TokenizerRegexp.__call__.cache_info().currsize
+
+    text = 'The "kept-lines" test: A &amp; B paid 3.5 or 1,000 dollars -- once.\n'
+    before = kept()
+    tokens = tokenize_en(text)
+    assert kept() == before
+    assert tokens == Tokenizer13a()(text.rstrip()).split()
