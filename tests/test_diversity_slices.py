@@ -101,3 +101,23 @@ def test_a_vocabulary_too_large_to_pack_takes_the_group_whole(monkeypatch: pytes
     monkeypatch.setattr(ngrams, "PACKED_KEYS_BELOW", 2**11)  # 8 ** 4 = 2**12: too many for packed keys
     assert len(unit_slices(coded, ids, 5)) == 1
     assert _same(_metrics(coded, ids, 5), packed)
+
+
+@pytest.mark.parametrize("arrow", [True, False])
+def test_unit_texts_are_read_from_their_rows_in_every_chunk(arrow: bool) -> None:
+    import pandas as pd
+    import pyarrow as pa
+
+    from pbbq.tasks.diversity import UnitTexts
+
+    values = [["c", "a"], ["b"], ["d", "e", "f"]]
+    chunked = pa.chunked_array(values, type=pa.large_string())
+    column = (
+        pd.arrays.ArrowStringArray(chunked)
+        if arrow
+        else pd.array([text for chunk in values for text in chunk], dtype=object)
+    )
+    texts = UnitTexts(column, np.array([5, 0, 2, 1, 3]))
+    assert texts[0:5] == ["f", "c", "b", "a", "d"] and texts[1:3] == ["c", "b"]
+    assert texts[3] == "a" and len(texts) == 5
+    assert list(texts.of(np.array([1, 4]))) == ["c", "d"]

@@ -42,6 +42,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 from pandas.api.extensions import ExtensionArray
+from pandas.arrays import ArrowExtensionArray
 
 from ..core.artifacts import StageOutput
 from ..core.inputs import PLACEHOLDER
@@ -176,6 +177,21 @@ def template_units(templates: pd.DataFrame) -> pd.DataFrame:
 # ----------------------------------------------------------------------------------------------- the tables
 
 
+def _texts_at(column: ExtensionArray, rows: np.ndarray) -> list[str]:
+    """The texts of ``rows`` of a column as Python strings; an Arrow column's taken from each of its chunks (Arrow's
+    take on a chunked array first joins the chunks: a copy of the whole column for every few thousand texts)."""
+    if not isinstance(column, ArrowExtensionArray):
+        return np.asarray(column.take(rows), dtype=object).tolist()
+    chunks = column.__arrow_array__().chunks
+    starts = np.cumsum([0, *(len(chunk) for chunk in chunks)])
+    chunk_of = np.searchsorted(starts, rows, side="right") - 1
+    texts = np.empty(len(rows), dtype=object)
+    for number in np.unique(chunk_of).tolist():
+        picked = chunk_of == number
+        texts[picked] = chunks[number].take(rows[picked] - starts[number]).to_pylist()
+    return texts.tolist()
+
+
 class UnitTexts(Sequence[str]):
     """The texts of a group's units, each one row of a column (Arrow strings, or Python objects) made a Python string
     only when it is read: tokenised a few thousand at a time, sampled by homogenization."""
@@ -195,7 +211,7 @@ class UnitTexts(Sequence[str]):
 
     def __getitem__(self, index: int | slice) -> str | list[str]:
         if isinstance(index, slice):
-            return np.asarray(self._column.take(self._rows[index]), dtype=object).tolist()
+            return _texts_at(self._column, self._rows[index])
         return str(self._column[int(self._rows[index])])
 
     def of(self, ids: np.ndarray) -> UnitTexts:
