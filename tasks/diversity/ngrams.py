@@ -98,6 +98,7 @@ def code_token_lists(token_lists: Sequence[Sequence[str]]) -> CodedTexts:
 
 
 def _starts(lengths: np.ndarray) -> np.ndarray:
+    """:attr:`CodedTexts.starts` of texts of ``lengths`` tokens."""
     return np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
 
 
