@@ -22,14 +22,8 @@ from pbbq.flows.pipeline import PIPELINE
 from pbbq.tasks import diversity
 from pbbq.tasks.core.schemas import example_configs
 from pbbq.tasks.core.stage import examples_of
-from pbbq.tasks.diversity.ngrams import (
-    CodedTexts,
-    code_texts,
-    joined_codes,
-    ngram_diversity_of_codes,
-    type_token_ratio_of_codes,
-)
-from pbbq.tasks.diversity.self_bleu import self_bleu_of_codes
+from pbbq.tasks.diversity.ngrams import CodedTexts, code_texts, ngram_diversity_of_units, type_token_ratio_of_units
+from pbbq.tasks.diversity.self_bleu import self_bleu_of_units
 from pbbq.tasks.text.languages import language
 
 
@@ -74,13 +68,12 @@ def figure_per_chart(table: pd.DataFrame, out_dir: Path) -> list[Path]:
     return paths
 
 
-def metrics(groups: list[list[str]], coded: CodedTexts) -> None:
-    """NGD, TTR and Self-BLEU of each group of units, from their codes (as the stage's rows)."""
-    for units in groups:
-        words = [coded.words[unit] for unit in units]
-        ngram_diversity_of_codes(joined_codes(words)[0])
-        type_token_ratio_of_codes(words, coded.stop)
-        self_bleu_of_codes(*joined_codes([coded.tokens[unit] for unit in units]))
+def metrics(groups: list[np.ndarray], coded: CodedTexts) -> None:
+    """NGD, TTR and Self-BLEU of each group of units (their positions among the coded texts), as the stage's rows."""
+    for ids in groups:
+        ngram_diversity_of_units(coded, ids)
+        type_token_ratio_of_units(coded, ids)
+        self_bleu_of_units(coded, ids)
 
 
 def instance_parts(examples: pd.DataFrame, repeat: int) -> list[tuple[str, float]]:
@@ -94,9 +87,10 @@ def instance_parts(examples: pd.DataFrame, repeat: int) -> list[tuple[str, float
         distinct = sorted(set(part["context"]))
         seconds, coded = best(1, code_texts, distinct, lang.tokenize, lang.words, lang.stop_words)
         rows.append((f"{config}: tokenise {len(distinct)} contexts", seconds))
-        groups = [sorted(set(group)) for _, group in part.groupby("category")["context"]]
+        position = pd.Series(np.arange(len(distinct)), index=distinct)
+        groups = [np.unique(position[group].to_numpy()) for _, group in part.groupby("category")["context"]]
         rows.append((f"{config}: {len(groups)} category rows", best(repeat, metrics, groups, coded)[0]))
-        rows.append((f"{config}: Overall row", best(repeat, metrics, [distinct], coded)[0]))
+        rows.append((f"{config}: Overall row", best(repeat, metrics, [np.arange(len(distinct))], coded)[0]))
     return rows
 
 

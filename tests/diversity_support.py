@@ -12,7 +12,7 @@ import pytest
 from sacrebleu import sentence_bleu
 
 from pbbq.tasks.diversity import DiversityParams, _homogenizers, _instance_table
-from pbbq.tasks.diversity.ngrams import ngram_diversity_of_codes, token_codes
+from pbbq.tasks.diversity.ngrams import TOKENS_AT_ONCE, code_token_lists, ngram_diversity_of_units
 
 SENTENCES = [
     "پدر علی دیروز به مدرسه رفت",
@@ -144,9 +144,10 @@ def diversity_table(
     return _instance_table(examples, _homogenizers(params or DiversityParams(), langs, device))
 
 
-def ngram_diversity(token_lists: Sequence[Sequence[str]]) -> float:
-    """N-gram diversity (Appendix C.3) of units given as token lists: ``ngram_diversity_of_codes`` of their codes."""
-    return ngram_diversity_of_codes(token_codes(token_lists)[0])
+def ngram_diversity(token_lists: Sequence[Sequence[str]], tokens_at_once: int = TOKENS_AT_ONCE) -> float:
+    """N-gram diversity (Appendix C.3) of units given as token lists: ``ngram_diversity_of_units`` of their codes."""
+    coded = code_token_lists(token_lists)
+    return ngram_diversity_of_units(coded, np.arange(len(coded)), tokens_at_once)
 
 
 def type_token_ratio(token_lists: Sequence[Sequence[str]], stop_words: frozenset[str]) -> float:

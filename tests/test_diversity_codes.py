@@ -8,12 +8,11 @@ import numpy as np
 
 from pbbq.tasks.diversity.ngrams import (
     code_texts,
-    joined_codes,
-    ngram_diversity_of_codes,
-    token_codes,
-    type_token_ratio_of_codes,
+    code_token_lists,
+    ngram_diversity_of_units,
+    type_token_ratio_of_units,
 )
-from pbbq.tasks.diversity.self_bleu import self_bleu_of_codes, self_bleu_of_tokens
+from pbbq.tasks.diversity.self_bleu import self_bleu_of_tokens, self_bleu_of_units
 from pbbq.tasks.text.languages import language
 from tests.diversity_support import ngram_diversity, type_token_ratio
 
@@ -21,7 +20,6 @@ ENGLISH = [
     "The nurse said the doctor was late.",
     "the doctor said: The nurse was late!",
     "A nurse and a doctor were late, the nurse said.",
-    "The nurse said the doctor was late.",  # a repeated text is coded once
     "Nobody was late.",
 ]
 
@@ -29,34 +27,35 @@ ENGLISH = [
 def test_coded_metrics_equal_the_metrics_of_the_tokens() -> None:
     english = language("en")
     coded = code_texts(ENGLISH, english.tokenize, english.words, english.stop_words)
-    assert len(coded.tokens) == 4
-    for units in (sorted(set(ENGLISH)), sorted(set(ENGLISH), reverse=True), ENGLISH[1:3]):
+    assert len(coded) == 4
+    for ids in ([0, 1, 2, 3], [1, 2], [0, 3]):
+        units = [ENGLISH[i] for i in ids]
         tokens = [english.tokenize(unit) for unit in units]
         words = [english.words(unit_tokens) for unit_tokens in tokens]
-        word_codes = [coded.words[unit] for unit in units]
-        assert ngram_diversity_of_codes(joined_codes(word_codes)[0]) == ngram_diversity(words)
-        assert type_token_ratio_of_codes(word_codes, coded.stop) == type_token_ratio(words, english.stop_words)
-        token_codes_of_units = joined_codes([coded.tokens[unit] for unit in units])
-        assert self_bleu_of_codes(*token_codes_of_units) == self_bleu_of_tokens(tokens)
+        group = np.array(ids)
+        assert ngram_diversity_of_units(coded, group) == ngram_diversity(words)
+        assert type_token_ratio_of_units(coded, group) == type_token_ratio(words, english.stop_words)
+        assert self_bleu_of_units(coded, group) == self_bleu_of_tokens(tokens)
 
 
 def test_words_merge_case_and_leave_out_punctuation() -> None:
     english = language("en")
-    coded = code_texts(["The cat.", "the CAT!"], english.tokenize, english.words, frozenset({"the"}))
-    assert len(coded.tokens["The cat."]) == 3  # The, cat, .
-    assert coded.words["The cat."].tolist() == coded.words["the CAT!"].tolist()  # the, cat: one code each
+    coded = code_texts(["The cat.", "the CAT!", "The"], english.tokenize, english.words, frozenset({"the"}))
+    assert coded.lengths(np.array([0, 1])).tolist() == [3, 3]  # The, cat, .
+    first, second = (coded.words_of(coded.codes_of(np.array([unit]))[0]) for unit in (0, 1))
+    assert first.tolist() == second.tolist()  # the, cat: one code each
     assert coded.stop.tolist() == [True, False]
-    assert math.isnan(type_token_ratio_of_codes([coded.words["The cat."][:1]], coded.stop))  # only a stop word
+    assert math.isnan(type_token_ratio_of_units(coded, np.array([2])))  # only a stop word
 
 
-def test_joined_codes_are_token_codes() -> None:
-    english = language("en")
-    coded = code_texts(ENGLISH, english.tokenize, english.words, frozenset())
-    units = sorted(set(ENGLISH))
-    joined, lengths = joined_codes([coded.tokens[unit] for unit in units])
-    expected, expected_lengths = token_codes([english.tokenize(unit) for unit in units])
-    assert np.array_equal(joined, expected) and np.array_equal(lengths, expected_lengths)
-    assert code_texts([], english.tokenize, english.words, frozenset()).tokens == {}
+def test_codes_take_the_smallest_type_and_units_are_slices() -> None:
+    coded = code_token_lists([["a", "b"], [], ["b", "c", "a"]])
+    assert coded.tokens.dtype == np.uint8 and coded.starts.tolist() == [0, 2, 2, 5]
+    codes, lengths = coded.codes_of(np.array([0, 2]))
+    assert codes.dtype == np.int64 and codes.tolist() == [0, 1, 1, 2, 0] and lengths.tolist() == [2, 3]
+    many = code_token_lists([[f"w{i}" for i in range(70_000)]])
+    assert many.tokens.dtype == np.uint32 and many.codes_of(np.array([0]))[0][-1] == 69_999
+    assert len(code_texts([], language("en").tokenize, language("en").words, frozenset())) == 0
 
 
 def test_the_persian_tokenizer_reads_no_word_list_and_gives_hazms_tokens() -> None:
@@ -75,3 +74,21 @@ def test_the_persian_tokenizer_reads_no_word_list_and_gives_hazms_tokens() -> No
         "علی و مریم به خانه رفته بودند، اما کسی نبود",
     ]
     assert [ours.tokenize(text) for text in texts] == [hazms.tokenize(text) for text in texts]
+
+
+def test_english_tokens_are_sacrebleus_and_no_line_is_kept() -> None:
+    """sacrebleu's 13a tokenizer keeps the last 65,536 lines of each of its two steps for the whole process; the
+    English tokens are its own, with no line kept (a config's contexts are tokenised once each)."""
+    from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
+    from sacrebleu.tokenizers.tokenizer_re import TokenizerRegexp
+
+    from pbbq.tasks.text.languages.en import tokenize_en
+
+    def kept() -> tuple[int, int]:
+        return Tokenizer13a.__call__.cache_info().currsize, TokenizerRegexp.__call__.cache_info().currsize
+
+    text = 'The "kept-lines" test: A &amp; B paid 3.5 or 1,000 dollars -- once.\n'
+    before = kept()
+    tokens = tokenize_en(text)
+    assert kept() == before
+    assert tokens == Tokenizer13a()(text.rstrip()).split()

@@ -36,10 +36,13 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from functools import partial
+from typing import overload
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+from pandas.api.extensions import ExtensionArray
+from pandas.arrays import ArrowExtensionArray
 
 from ..core.artifacts import StageOutput
 from ..core.inputs import PLACEHOLDER
@@ -56,15 +59,8 @@ from .homogenization import (
     homogenization_with_scorer,
     load_scorer,
 )
-from .ngrams import (
-    NGRAM_ORDER,
-    CodedTexts,
-    code_texts,
-    joined_codes,
-    ngram_diversity_of_codes,
-    type_token_ratio_of_codes,
-)
-from .self_bleu import self_bleu_of_codes
+from .ngrams import NGRAM_ORDER, CodedTexts, code_texts, ngram_diversity_of_units, type_token_ratio_of_units
+from .self_bleu import self_bleu_of_units
 
 METRICS = ("ngd", "ttr", "self_bleu", "homogenization")
 NEUTRAL_TOKEN = "فلانی"
@@ -181,18 +177,62 @@ def template_units(templates: pd.DataFrame) -> pd.DataFrame:
 # ----------------------------------------------------------------------------------------------- the tables
 
 
-def _metric_row(units: list[str], coded: CodedTexts, homogenization: Homogenizer) -> dict[str, object]:
+def _texts_at(column: ExtensionArray, rows: np.ndarray) -> list[str]:
+    """The texts of ``rows`` of a column as Python strings; an Arrow column's taken from each of its chunks (Arrow's
+    take on a chunked array first joins the chunks: a copy of the whole column for every few thousand texts)."""
+    if not isinstance(column, ArrowExtensionArray):
+        return np.asarray(column.take(rows), dtype=object).tolist()
+    chunks = column.__arrow_array__().chunks
+    starts = np.cumsum([0, *(len(chunk) for chunk in chunks)])
+    chunk_of = np.searchsorted(starts, rows, side="right") - 1
+    texts = np.empty(len(rows), dtype=object)
+    for number in np.unique(chunk_of).tolist():
+        picked = chunk_of == number
+        texts[picked] = chunks[number].take(rows[picked] - starts[number]).to_pylist()
+    return texts.tolist()
+
+
+class UnitTexts(Sequence[str]):
+    """The texts of a group's units, each one row of a column (Arrow strings, or Python objects) made a Python string
+    only when it is read: tokenised a few thousand at a time, sampled by homogenization."""
+
+    def __init__(self, column: ExtensionArray, rows: np.ndarray) -> None:
+        self._column = column
+        self._rows = rows
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[str]: ...
+
+    def __getitem__(self, index: int | slice) -> str | list[str]:
+        if isinstance(index, slice):
+            return _texts_at(self._column, self._rows[index])
+        return str(self._column[int(self._rows[index])])
+
+    def of(self, ids: np.ndarray) -> UnitTexts:
+        """The texts of the units ``ids``."""
+        return UnitTexts(self._column, self._rows[ids])
+
+
+def _metric_row(
+    units: Sequence[str], coded: CodedTexts, ids: np.ndarray, homogenization: Homogenizer
+) -> dict[str, object]:
     """The four metrics of one group of distinct, sorted units (and NGD on Table 2's scale, ``ngd_mean``), from
-    each unit's coded tokens and words."""
-    words = [coded.words[unit] for unit in units]
+    the units ``ids`` (ascending: in the same order) of the texts ``coded``; each metric's arrays freed before the
+    next."""
     hom = homogenization(units)
-    ngd = ngram_diversity_of_codes(joined_codes(words)[0])
+    ngd = ngram_diversity_of_units(coded, ids)
     return {
         "n_units": len(units),
         "ngd": ngd,
         "ngd_mean": ngd / NGRAM_ORDER,
-        "ttr": type_token_ratio_of_codes(words, coded.stop),
-        "self_bleu": self_bleu_of_codes(*joined_codes([coded.tokens[unit] for unit in units])),
+        "ttr": type_token_ratio_of_units(coded, ids),
+        "self_bleu": self_bleu_of_units(coded, ids),
         "homogenization": hom.value,
         "homogenization_note": hom.note,
     }
@@ -229,16 +269,25 @@ def _group_rows(
     if groups.empty:
         return []
     unit_language = language(lang)
-    unit_ids, distinct = pd.factorize(groups[text].to_numpy(dtype=object))
-    rank = np.empty(len(distinct), dtype=np.int64)
-    rank[sorted(range(len(distinct)), key=distinct.__getitem__)] = np.arange(len(distinct))
-    coded = code_texts(distinct, unit_language.tokenize, unit_language.words, ttr_stop_words)  # Overall reuses them
+    # the distinct texts, sorted (Arrow strings sort by code point, as Python's do), each read from a row of the
+    # column as it holds them: a config's hundreds of thousands of contexts are never all Python strings, nor copied
+    column = groups[text].array
+    codes, distinct = pd.factorize(column)
+    order = distinct.argsort()
+    del distinct
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order))
+    unit_ids = rank[codes]  # each row's unit, numbered in sorted order
+    row_of = np.empty(len(order), dtype=np.int64)  # a row of each unit's text
+    row_of[unit_ids[codes >= 0]] = np.flatnonzero(codes >= 0)
+    units = UnitTexts(column, row_of)
+    coded = code_texts(units, unit_language.tokenize, unit_language.words, ttr_stop_words)  # Overall reuses them
 
     def row(positions: np.ndarray) -> dict[str, object]:
-        ids = np.unique(unit_ids[positions])
-        units = [distinct[i] for i in ids[np.argsort(rank[ids])]]
+        ids = np.unique(unit_ids[positions])  # ascending: the group's units, sorted
         part = groups.iloc[positions] if counts else groups  # the rows are taken only for a count of them
-        return {**{name: count(part) for name, count in counts.items()}, **_metric_row(units, coded, homogenization)}
+        metrics = _metric_row(units.of(ids), coded, ids, homogenization)
+        return {**{name: count(part) for name, count in counts.items()}, **metrics}
 
     categories = [
         {"category": str(category), **row(positions)}
@@ -305,6 +354,15 @@ def template_diversity_table(
     )
 
 
+def _rows_of(frame: pd.DataFrame, mask: np.ndarray) -> pd.DataFrame:
+    """The rows of ``frame`` that ``mask`` marks: a view when they are consecutive (a config's rows in the stacked
+    examples: its contexts are not copied), else a copy."""
+    positions = np.flatnonzero(mask)
+    if len(positions) and positions[-1] - positions[0] == len(positions) - 1:
+        return frame.iloc[positions[0] : positions[-1] + 1]
+    return frame.iloc[positions]
+
+
 def _instance_table(
     examples: pd.DataFrame, homogenizers: Mapping[str, Homogenizer], order: Sequence[str] = ()
 ) -> pd.DataFrame:
@@ -315,7 +373,7 @@ def _instance_table(
     rows = []
     present = set(configs.unique())  # in ``order`` (the pipeline's), any other as a release orders it
     for config in [*(name for name in order if name in present), *sorted(present - set(order), key=config_key)]:
-        part = examples.loc[(configs == config).to_numpy(), ["category", "lang", "context"]]  # one config's units
+        part = _rows_of(examples[["category", "lang", "context"]], (configs == config).to_numpy())  # its units
         lang = part["lang"].iloc[0]
         rows += [
             {"config": config, **row}

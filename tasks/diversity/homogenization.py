@@ -195,7 +195,8 @@ def homogenization_with_scorer(
         return result(math.nan, "fewer than 2 units: no pair", 0)
     first, second = _pairs(n_units, max_pairs, seed)
     used, inverse = np.unique(np.concatenate([first, second]), return_inverse=True)
-    distinct, text_index = np.unique(np.asarray(sentences, dtype=object)[used], return_inverse=True)
+    picked = np.asarray([sentences[i] for i in used.tolist()], dtype=object)  # only the texts of pairs scored
+    distinct, text_index = np.unique(picked, return_inverse=True)
     embedded = _embed(distinct.tolist(), scorer)  # each distinct text once
     text_of = text_index[inverse]
     f1 = _pair_f1(embedded, text_of[: len(first)], text_of[len(first) :], scorer.batch_size)
