@@ -15,11 +15,11 @@ from ..core.schemas import EXAMPLE, EXAMPLE_DROPPED
 from ..core.stage import ordered
 from ..llm import LLMClient
 from ..review.names import with_human_verdict
-from .draw import name_pools, sub_seeds
+from .draw import Drawn, name_pools, sub_seeds
 from .gender import agree_pair_genders, label_undecided
 from .params import STAGE_NAME, NamesGiven, NamesParams
 from .patterns import UNDECIDED
-from .prepare import ENTITY_COLUMNS, DrawOrder, Failure, Lexicon, Prepared, Unmapped, prepared_examples
+from .prepare import ENTITY_COLUMNS, DrawOrder, Failure, Prepared, Unmapped, prepared_examples
 from .report import names_report
 from .strength import MEASURE, PROXY_STRENGTH, proxy_strength
 from .variants import draw_all, read_with_slots, rows_at, variant_fields
@@ -43,7 +43,7 @@ def template_groups(examples: pd.DataFrame, given: NamesGiven) -> dict[str, pd.D
     """The groups each template's mappable examples name, a row per template, language, category and group: what
     :func:`named_groups` reads of a template, made from its own rows (an example is rewritten from its row alone,
     :func:`prepare`); none when weak proxies are kept (nothing is measured)."""
-    prepared = prepared_examples(examples, Lexicon(given.name_table))[0] if given.params.drop_weak_proxies else []
+    prepared = prepared_examples(examples, given.lexicon)[0] if given.params.drop_weak_proxies else []
     return {"named": _named(prepared)}
 
 
@@ -80,7 +80,7 @@ def template_names(examples: pd.DataFrame, measured: pd.DataFrame, given: NamesG
     of its mappable examples, its examples without a name proxy and its weak proxies, each with what the report
     and the checks across templates read of it (:data:`DRAWN`, :data:`NOT_COVERED`), and the proxy strength of
     its category's groups, a row per template."""
-    return _named_parts(examples, prepared_examples(examples, Lexicon(given.name_table)), measured, given)
+    return _named_parts(examples, prepared_examples(examples, given.lexicon), measured, given)
 
 
 def _named_parts(
@@ -121,19 +121,12 @@ def _named_parts(
     drawn, short = draw_all(decided, name_pools(name_table), seeds)
     failures += [((item.position, item.example_id, why), 2, order, read_with_slots(item)) for item, why, order in short]
     mapped = [item for item in decided if item.example_id in drawn]
-    gender_of = {(r.lang, r.group, r.name): r.gender for r in name_table.itertuples()}
-    readings = [read_with_slots(item) for item in mapped]  # one text per example, shared by its variants
-    changed: dict[str, list[Any]] = {}  # by column: no dict per variant row held (issue 35)
-    for k, sub_seed in enumerate(seeds):
-        for item, reading in zip(mapped, readings, strict=True):
-            result, attempts = drawn[item.example_id][k]
-            genders = [gender_of[(item.row["lang"], g, n)] for g, n in zip(item.groups, result.names, strict=True)]
-            drew = (result.names, result.era, "/".join(genders), attempts - 1, item.genders, item.patterns, reading)
-            for column, value in (
-                variant_fields(item, result.names, sub_seed) | dict(zip(DRAWN, drew, strict=True))
-            ).items():
-                changed.setdefault(column, []).append(value)
-    variants = rows_at(examples, [item.position for _ in seeds for item in mapped], [*EXAMPLE.names, *DRAWN], changed)
+    variants = rows_at(
+        examples,
+        [item.position for _ in seeds for item in mapped],
+        [*EXAMPLE.names, *DRAWN],
+        _variant_values(mapped, drawn, seeds, {(r.lang, r.group, r.name): r.gender for r in name_table.itertuples()}),
+    )
     not_covered = [(phase, order, list(why.entities), why.detail, text) for (_, _, why), phase, order, text in failures]
     unmapped = rows_at(
         examples,
@@ -152,6 +145,41 @@ def _named_parts(
     per_template = strength.take([i for i, these in enumerate(of) for _ in these]).reset_index(drop=True)
     per_template.insert(0, "template_id", [template for these in of for template in these])
     return {"examples": variants, "unmapped": unmapped, "weak_proxy": weak_rows, "proxy_strength": per_template}
+
+
+def _variant_values(
+    mapped: Sequence[Prepared],
+    drawn: Mapping[str, Sequence[tuple[Drawn, int]]],
+    seeds: Sequence[int],
+    gender_of: Mapping[tuple[str, str, str], str],
+) -> dict[str, list[Any]]:
+    """What the variants of the ``mapped`` examples change in their rows and add to them (:data:`DRAWN`), by column:
+    a row per sub-seed and example, in that order; no dict per row, and one object per value of a sub-seed or an
+    example for all of its rows (its ``variant``, its reading with slots), or per value of the stage
+    (:func:`variant_fields`; issue 35)."""
+    readings = [read_with_slots(item) for item in mapped]
+    shared: dict[Any, Any] = {}
+    values: dict[str, list[Any]] = {}
+    for k, sub_seed in enumerate(seeds):
+        variant = f"names-{sub_seed}"
+        for item, reading in zip(mapped, readings, strict=True):
+            result, attempts = drawn[item.example_id][k]
+            genders = [gender_of[(item.row["lang"], g, n)] for g, n in zip(item.groups, result.names, strict=True)]
+            pair_genders = "/".join(genders)
+            drew = (
+                result.names,
+                result.era,
+                shared.setdefault(pair_genders, pair_genders),
+                attempts - 1,
+                item.genders,
+                item.patterns,
+                reading,
+            )
+            for column, value in variant_fields(item, result.names, variant, shared).items():
+                values.setdefault(column, []).append(value)
+            for column, value in zip(DRAWN, drew, strict=True):
+                values.setdefault(column, []).append(value)
+    return values
 
 
 def named_output(parts: Mapping[str, pd.DataFrame], examples: pd.DataFrame, given: NamesGiven) -> StageOutput:
@@ -182,10 +210,6 @@ def _assembled(
     seeds = sub_seeds(params.seed, params.n_seeds)
     variants, unmapped = parts["examples"], parts["unmapped"]
     at = {example_id: i for i, example_id in enumerate(examples["example_id"].tolist())}
-    seed_of = {f"names-{sub_seed}": k for k, sub_seed in enumerate(seeds)}
-    variants = ordered(
-        variants, list(zip(variants["variant"].map(seed_of), variants["source_example_id"].map(at), strict=True))
-    )
     unmapped = ordered(
         unmapped,
         list(zip(unmapped["_phase"], unmapped["_draw"], unmapped["example_id"].map(at), strict=True)),
@@ -195,21 +219,29 @@ def _assembled(
     strength = parts["proxy_strength"].drop(columns="template_id").drop_duplicates(["lang", "category", "group"])
     strength = ordered(strength, list(zip(strength["lang"], strength["category"], strength["group"], strict=True)))
     per_seed = []
+    variant = variants["variant"].to_numpy()
     for sub_seed in seeds:
-        drawn = variants[variants["variant"] == f"names-{sub_seed}"]
+        of_seed = variant == f"names-{sub_seed}"
         per_seed.append(
             {
                 "sub_seed": sub_seed,
                 "variant": f"names-{sub_seed}",
-                "in": len(drawn),
-                "out": len(drawn),
-                "distinct_names": len({name for names in drawn["_names"] for name in names}),
-                "redraws": int(drawn["_redraws"].sum()),
-                "eras": dict(sorted(Counter(drawn["_era"]).items())),
-                "pair_genders": dict(sorted(Counter(drawn["_name_genders"]).items())),
+                "in": int(of_seed.sum()),
+                "out": int(of_seed.sum()),
+                "distinct_names": len({name for names in variants["_names"][of_seed] for name in names}),
+                "redraws": int(variants["_redraws"][of_seed].sum()),
+                "eras": dict(sorted(Counter(variants["_era"][of_seed]).items())),
+                "pair_genders": dict(sorted(Counter(variants["_name_genders"][of_seed]).items())),
             }
         )
-    report = names_report(examples, variants.iloc[: len(variants) // len(seeds)], unmapped, per_seed, params)
+    first_seed = variants[["category", "_reference_genders", "_patterns"]][variant == f"names-{seeds[0]}"]
+    report = names_report(examples, first_seed, unmapped, per_seed, params)
+    seed_of = {f"names-{sub_seed}": k for k, sub_seed in enumerate(seeds)}
+    # the output's columns taken once, in the order of the stage on whole tables; the parts' rows go with the parts
+    variants = ordered(
+        variants[EXAMPLE.names],
+        list(zip(variants["variant"].map(seed_of), variants["source_example_id"].map(at), strict=True)),
+    )
     report["proxy_strength"] = {
         "measure": MEASURE,
         "threshold": f"chance (1 / groups of the category) + {params.min_proxy_margin:g}",
@@ -220,7 +252,7 @@ def _assembled(
         report["llm"] = client.usage(STAGE_NAME).as_dict()
     return StageOutput(
         tables={
-            "examples": variants.drop(columns=DRAWN),
+            "examples": variants,
             "unmapped": unmapped[UNMAPPED.names],
             "weak_proxy": weak,
             "proxy_strength": strength,
@@ -245,7 +277,8 @@ def names(
     """The name-proxy variants of every mappable example, one per sub-seed, and every unmapped example with its
     reason (§4.1.1, Appendix C): every template's part (:func:`template_names`) at once. ``client`` and ``prompt``
     are needed only when ``params.gender_llm`` is on."""
-    rewritten = prepared_examples(examples, Lexicon(name_table))
+    given = NamesGiven(name_table, params, client, prompt)
+    rewritten = prepared_examples(examples, given.lexicon)
     measured = _measured(examples, _named(rewritten[0]), params)
-    parts = _named_parts(examples, rewritten, measured, NamesGiven(name_table, params, client, prompt))
+    parts = _named_parts(examples, rewritten, measured, given)
     return _assembled(parts, examples, params, client)
