@@ -237,10 +237,11 @@ def _assembled(
     first_seed = variants[["category", "_reference_genders", "_patterns"]][variant == f"names-{seeds[0]}"]
     report = names_report(examples, first_seed, unmapped, per_seed, params)
     seed_of = {f"names-{sub_seed}": k for k, sub_seed in enumerate(seeds)}
-    # the output's columns taken once, in the order of the stage on whole tables; the parts' rows go with the parts
+    # the output's columns taken once, in the order of the stage on whole tables: nothing else of the parts is held
     variants = ordered(
-        variants[EXAMPLE.names],
+        variants,
         list(zip(variants["variant"].map(seed_of), variants["source_example_id"].map(at), strict=True)),
+        EXAMPLE.names,
     )
     report["proxy_strength"] = {
         "measure": MEASURE,
