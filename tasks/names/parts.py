@@ -29,7 +29,7 @@ MEASURED = ["template_id", "lang", "category", "group"]
 DRAWN = ["_names", "_era", "_name_genders", "_redraws", "_reference_genders", "_patterns", "_reading"]
 """What a template's part (:func:`template_names`) adds to each variant for the report and the checks across
 templates: the names drawn, their era, their genders, the redraws, the references' genders, the patterns used and
-how the example reads with slots for the names."""
+how the example reads with slots for the names (on its first sub-seed's variant; '' on the others)."""
 UNMAPPED = EXAMPLE_DROPPED.append(pa.field("entities", pa.list_(pa.string()))).append(pa.field("detail", pa.string()))
 """The ``unmapped`` table: an example no name table covers, with its reason, the entities (mentions) no name could
 stand for and what its reason found there (the words around an unhandled reference; the pairs left for a draw):
@@ -121,12 +121,18 @@ def _named_parts(
     drawn, short = draw_all(decided, name_pools(name_table), seeds)
     failures += [((item.position, item.example_id, why), 2, order, read_with_slots(item)) for item, why, order in short]
     mapped = [item for item in decided if item.example_id in drawn]
-    variants = rows_at(
-        examples,
-        [item.position for _ in seeds for item in mapped],
-        [*EXAMPLE.names, *DRAWN],
-        _variant_values(mapped, drawn, seeds, {(r.lang, r.group, r.name): r.gender for r in name_table.itertuples()}),
-    )
+    gender_of = {(r.lang, r.group, r.name): r.gender for r in name_table.itertuples()}
+    shared: dict[Any, Any] = {}
+    positions = [item.position for item in mapped]
+    # a sub-seed's variants at a time: the Python values of one sub-seed's rows are held at once, not of all
+    of_seed = [
+        rows_at(
+            examples, positions, [*EXAMPLE.names, *DRAWN], _variant_values(mapped, drawn, k, seed, gender_of, shared)
+        )
+        for k, seed in enumerate(seeds if mapped else seeds[:1])
+    ]
+    variants = pd.concat(of_seed, ignore_index=True) if len(of_seed) > 1 else of_seed[0]
+    del of_seed
     not_covered = [(phase, order, list(why.entities), why.detail, text) for (_, _, why), phase, order, text in failures]
     unmapped = rows_at(
         examples,
@@ -150,35 +156,34 @@ def _named_parts(
 def _variant_values(
     mapped: Sequence[Prepared],
     drawn: Mapping[str, Sequence[tuple[Drawn, int]]],
-    seeds: Sequence[int],
+    k: int,
+    sub_seed: int,
     gender_of: Mapping[tuple[str, str, str], str],
+    shared: dict[Any, Any],
 ) -> dict[str, list[Any]]:
-    """What the variants of the ``mapped`` examples change in their rows and add to them (:data:`DRAWN`), by column:
-    a row per sub-seed and example, in that order; no dict per row, and one object per value of a sub-seed or an
-    example for all of its rows (its ``variant``, its reading with slots), or per value of the stage
-    (:func:`variant_fields`; issue 35)."""
-    readings = [read_with_slots(item) for item in mapped]
-    shared: dict[Any, Any] = {}
+    """What the variants of the ``mapped`` examples of the ``k``-th sub-seed change in their rows and add to them
+    (:data:`DRAWN`), by column, a row per example: no dict per row, and one object per value of the sub-seed or of
+    an example for all of its rows, or per value ``shared`` holds for the stage (:func:`variant_fields`; issue 35).
+    How an example reads with slots is on its first sub-seed's row only ('' on the others): it is read once per
+    template and reading (:func:`named_output`)."""
+    variant = f"names-{sub_seed}"
     values: dict[str, list[Any]] = {}
-    for k, sub_seed in enumerate(seeds):
-        variant = f"names-{sub_seed}"
-        for item, reading in zip(mapped, readings, strict=True):
-            result, attempts = drawn[item.example_id][k]
-            genders = [gender_of[(item.row["lang"], g, n)] for g, n in zip(item.groups, result.names, strict=True)]
-            pair_genders = "/".join(genders)
-            drew = (
-                result.names,
-                result.era,
-                shared.setdefault(pair_genders, pair_genders),
-                attempts - 1,
-                item.genders,
-                item.patterns,
-                reading,
-            )
-            for column, value in variant_fields(item, result.names, variant, shared).items():
-                values.setdefault(column, []).append(value)
-            for column, value in zip(DRAWN, drew, strict=True):
-                values.setdefault(column, []).append(value)
+    for item in mapped:
+        result, attempts = drawn[item.example_id][k]
+        genders = "/".join(gender_of[(item.row["lang"], g, n)] for g, n in zip(item.groups, result.names, strict=True))
+        drew = (
+            result.names,
+            result.era,
+            shared.setdefault(genders, genders),
+            attempts - 1,
+            item.genders,
+            item.patterns,
+            read_with_slots(item) if k == 0 else "",
+        )
+        for column, value in variant_fields(item, result.names, variant, shared).items():
+            values.setdefault(column, []).append(value)
+        for column, value in zip(DRAWN, drew, strict=True):
+            values.setdefault(column, []).append(value)
     return values
 
 
