@@ -93,6 +93,7 @@ def _named_parts(
     name_table, params, client, prompt = given.name_table, given.params, given.client, given.prompt
     if params.gender_llm and (client is None or not prompt):
         raise ValueError("names: gender_llm is on; give the LLM client and load_gender_prompt()")
+    given.lexicon.forget()  # every example is prepared: the texts it rewrote are not held while the rows are made
     seeds = sub_seeds(params.seed, params.n_seeds)
     prepared, failed = rewritten
     failures: list[tuple[Failure, int, DrawOrder, str]] = [(failure, 0, (), "") for failure in failed]

@@ -123,6 +123,11 @@ class Lexicon:
         self.residue = lru_cache(maxsize=MEMO_SIZE)(_residue)
         """:func:`_residue`, memoised: a rewritten text recurs across an entity pair's examples."""
 
+    def forget(self) -> None:
+        """Let go of the texts memoised: once every example of a run is prepared, none is rewritten again."""
+        self.rewrite.cache_clear()
+        self.residue.cache_clear()
+
     def mentions(self, entity: str, lang: str) -> dict[str, str]:
         """:func:`pbbq.tasks.names.tables.entity_mentions` of ``entity`` in ``lang`` (which has a name table)."""
         key = (entity, lang)
