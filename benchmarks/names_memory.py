@@ -8,10 +8,9 @@ unpacked beside it, first): it loads the examples, runs the stage's task functio
 its output kept in a scratch store, the collector as in a build) and prints its wall and CPU seconds, the RSS
 before and after it and the process's peak RSS, and the sha256 of the parquet files it wrote (the same for both).
 
-On the 2-core machine (load 3-4), the examples of ``benchmarks.sheet_blowup`` at N = 100 (160,432 ``en`` rows,
-481,008 variants; the examples loaded: 0.42 GB): b929d3b 82.5 CPU s, 2.45 GB after, 2.90 GB peak; now 76.3 CPU s,
-1.74 GB after, 1.88 GB peak (issue 35; docs/scale.md).
-"""
+On the 2-core machine (load 3-4), the ``examples.parquet`` of ``benchmarks.sheet_blowup`` at N = 100 (160,432
+``en`` rows, 481,008 variants; loaded: 0.68 GB): b929d3b 89.6 CPU s, 2.60 GB after, 3.12 GB peak; now 81.5 CPU s,
+1.86 GB after, 2.12 GB peak, the same files (issue 35; docs/scale.md)."""
 
 from __future__ import annotations
 
