@@ -6,7 +6,7 @@ frame the build kept in its content store (a pickle); ``--names`` the name table
 sample's). Each code runs in a process of its own (this checkout's, and with ``--before REV`` the git revision REV
 unpacked beside it, first): it loads the examples, runs the stage's task function (the stage split by template,
 its output kept in a scratch store, the collector as in a build) and prints its wall and CPU seconds, the RSS
-before and after it and the process's peak RSS, and the sha256 of the parquet files it wrote (the same for both).
+before and after it and the process's peak RSS, and whether both wrote the same parquet files (by sha256).
 
 On the 2-core machine (load 3-4), the ``examples.parquet`` of ``benchmarks.sheet_blowup`` at N = 100 (160,432
 ``en`` rows, 481,008 variants; loaded: 0.68 GB): b929d3b 89.6 CPU s, 2.60 GB after, 3.12 GB peak; now 81.5 CPU s,
