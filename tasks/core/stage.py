@@ -204,10 +204,15 @@ def listed(column: pd.Series) -> Iterable[str]:
     return column.explode().dropna()
 
 
-def ordered(frame: pd.DataFrame, keys: Sequence[tuple[Any, ...]]) -> pd.DataFrame:
+def ordered(frame: pd.DataFrame, keys: Sequence[tuple[Any, ...]], columns: Sequence[str] | None = None) -> pd.DataFrame:
     """``frame``'s rows in the order of their ``keys`` (one per row): how a stage split by key (:class:`Separable`)
-    puts its parts' rows in the order the stage gives on whole tables."""
-    return frame.take(sorted(range(len(keys)), key=keys.__getitem__)).reset_index(drop=True)
+    puts its parts' rows in the order the stage gives on whole tables. ``columns``: those only, each taken on its
+    own, so that the frame returned holds nothing of the columns left out (a frame's columns of one dtype share
+    one array, and a frame of some of them can be a view of it)."""
+    rows = sorted(range(len(keys)), key=keys.__getitem__)
+    if columns is None:
+        return frame.take(rows).reset_index(drop=True)
+    return pd.DataFrame({column: frame[column].array.take(rows) for column in columns})
 
 
 Source = Input | Table | Tables | Report | Resource | Declared | Client | RunValue | Configs

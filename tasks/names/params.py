@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import pandas as pd
 
 from ..llm import LLMClient
+from .prepare import Lexicon
 
 STAGE_NAME = "names"
 
@@ -37,3 +39,10 @@ class NamesGiven:
     params: NamesParams
     client: LLMClient | None = None
     prompt: str = ""
+
+    @cached_property
+    def lexicon(self) -> Lexicon:
+        """The name table's :class:`~.prepare.Lexicon`, one for every hook of a run of the stage: the texts
+        :func:`~.parts.template_groups` rewrote are :func:`~.parts.template_names`' again, and its memo goes with
+        the run."""
+        return Lexicon(self.name_table)

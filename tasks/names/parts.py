@@ -15,11 +15,11 @@ from ..core.schemas import EXAMPLE, EXAMPLE_DROPPED
 from ..core.stage import ordered
 from ..llm import LLMClient
 from ..review.names import with_human_verdict
-from .draw import name_pools, sub_seeds
+from .draw import Drawn, name_pools, sub_seeds
 from .gender import agree_pair_genders, label_undecided
 from .params import STAGE_NAME, NamesGiven, NamesParams
 from .patterns import UNDECIDED
-from .prepare import ENTITY_COLUMNS, DrawOrder, Failure, Lexicon, Prepared, Unmapped, prepared_examples
+from .prepare import ENTITY_COLUMNS, DrawOrder, Failure, Prepared, Unmapped, prepared_examples
 from .report import names_report
 from .strength import MEASURE, PROXY_STRENGTH, proxy_strength
 from .variants import draw_all, read_with_slots, rows_at, variant_fields
@@ -29,7 +29,7 @@ MEASURED = ["template_id", "lang", "category", "group"]
 DRAWN = ["_names", "_era", "_name_genders", "_redraws", "_reference_genders", "_patterns", "_reading"]
 """What a template's part (:func:`template_names`) adds to each variant for the report and the checks across
 templates: the names drawn, their era, their genders, the redraws, the references' genders, the patterns used and
-how the example reads with slots for the names."""
+how the example reads with slots for the names (on its first sub-seed's variant; '' on the others)."""
 UNMAPPED = EXAMPLE_DROPPED.append(pa.field("entities", pa.list_(pa.string()))).append(pa.field("detail", pa.string()))
 """The ``unmapped`` table: an example no name table covers, with its reason, the entities (mentions) no name could
 stand for and what its reason found there (the words around an unhandled reference; the pairs left for a draw):
@@ -43,7 +43,7 @@ def template_groups(examples: pd.DataFrame, given: NamesGiven) -> dict[str, pd.D
     """The groups each template's mappable examples name, a row per template, language, category and group: what
     :func:`named_groups` reads of a template, made from its own rows (an example is rewritten from its row alone,
     :func:`prepare`); none when weak proxies are kept (nothing is measured)."""
-    prepared = prepared_examples(examples, Lexicon(given.name_table))[0] if given.params.drop_weak_proxies else []
+    prepared = prepared_examples(examples, given.lexicon)[0] if given.params.drop_weak_proxies else []
     return {"named": _named(prepared)}
 
 
@@ -80,7 +80,7 @@ def template_names(examples: pd.DataFrame, measured: pd.DataFrame, given: NamesG
     of its mappable examples, its examples without a name proxy and its weak proxies, each with what the report
     and the checks across templates read of it (:data:`DRAWN`, :data:`NOT_COVERED`), and the proxy strength of
     its category's groups, a row per template."""
-    return _named_parts(examples, prepared_examples(examples, Lexicon(given.name_table)), measured, given)
+    return _named_parts(examples, prepared_examples(examples, given.lexicon), measured, given)
 
 
 def _named_parts(
@@ -93,6 +93,7 @@ def _named_parts(
     name_table, params, client, prompt = given.name_table, given.params, given.client, given.prompt
     if params.gender_llm and (client is None or not prompt):
         raise ValueError("names: gender_llm is on; give the LLM client and load_gender_prompt()")
+    given.lexicon.forget()  # every example is prepared: the texts it rewrote are not held while the rows are made
     seeds = sub_seeds(params.seed, params.n_seeds)
     prepared, failed = rewritten
     failures: list[tuple[Failure, int, DrawOrder, str]] = [(failure, 0, (), "") for failure in failed]
@@ -122,18 +123,17 @@ def _named_parts(
     failures += [((item.position, item.example_id, why), 2, order, read_with_slots(item)) for item, why, order in short]
     mapped = [item for item in decided if item.example_id in drawn]
     gender_of = {(r.lang, r.group, r.name): r.gender for r in name_table.itertuples()}
-    readings = [read_with_slots(item) for item in mapped]  # one text per example, shared by its variants
-    changed: dict[str, list[Any]] = {}  # by column: no dict per variant row held (issue 35)
-    for k, sub_seed in enumerate(seeds):
-        for item, reading in zip(mapped, readings, strict=True):
-            result, attempts = drawn[item.example_id][k]
-            genders = [gender_of[(item.row["lang"], g, n)] for g, n in zip(item.groups, result.names, strict=True)]
-            drew = (result.names, result.era, "/".join(genders), attempts - 1, item.genders, item.patterns, reading)
-            for column, value in (
-                variant_fields(item, result.names, sub_seed) | dict(zip(DRAWN, drew, strict=True))
-            ).items():
-                changed.setdefault(column, []).append(value)
-    variants = rows_at(examples, [item.position for _ in seeds for item in mapped], [*EXAMPLE.names, *DRAWN], changed)
+    shared: dict[Any, Any] = {}
+    positions = [item.position for item in mapped]
+    # a sub-seed's variants at a time: the Python values of one sub-seed's rows are held at once, not of all
+    of_seed = [
+        rows_at(
+            examples, positions, [*EXAMPLE.names, *DRAWN], _variant_values(mapped, drawn, k, seed, gender_of, shared)
+        )
+        for k, seed in enumerate(seeds if mapped else seeds[:1])
+    ]
+    variants = pd.concat(of_seed, ignore_index=True) if len(of_seed) > 1 else of_seed[0]
+    del of_seed
     not_covered = [(phase, order, list(why.entities), why.detail, text) for (_, _, why), phase, order, text in failures]
     unmapped = rows_at(
         examples,
@@ -152,6 +152,40 @@ def _named_parts(
     per_template = strength.take([i for i, these in enumerate(of) for _ in these]).reset_index(drop=True)
     per_template.insert(0, "template_id", [template for these in of for template in these])
     return {"examples": variants, "unmapped": unmapped, "weak_proxy": weak_rows, "proxy_strength": per_template}
+
+
+def _variant_values(
+    mapped: Sequence[Prepared],
+    drawn: Mapping[str, Sequence[tuple[Drawn, int]]],
+    k: int,
+    sub_seed: int,
+    gender_of: Mapping[tuple[str, str, str], str],
+    shared: dict[Any, Any],
+) -> dict[str, list[Any]]:
+    """What the variants of the ``mapped`` examples of the ``k``-th sub-seed change in their rows and add to them
+    (:data:`DRAWN`), by column, a row per example: no dict per row, and one object per value of the sub-seed or of
+    an example for all of its rows, or per value ``shared`` holds for the stage (:func:`variant_fields`; issue 35).
+    How an example reads with slots is on its first sub-seed's row only ('' on the others): it is read once per
+    template and reading (:func:`named_output`)."""
+    variant = f"names-{sub_seed}"
+    values: dict[str, list[Any]] = {}
+    for item in mapped:
+        result, attempts = drawn[item.example_id][k]
+        genders = "/".join(gender_of[(item.row["lang"], g, n)] for g, n in zip(item.groups, result.names, strict=True))
+        drew = (
+            result.names,
+            result.era,
+            shared.setdefault(genders, genders),
+            attempts - 1,
+            item.genders,
+            item.patterns,
+            read_with_slots(item) if k == 0 else "",
+        )
+        for column, value in variant_fields(item, result.names, variant, shared).items():
+            values.setdefault(column, []).append(value)
+        for column, value in zip(DRAWN, drew, strict=True):
+            values.setdefault(column, []).append(value)
+    return values
 
 
 def named_output(parts: Mapping[str, pd.DataFrame], examples: pd.DataFrame, given: NamesGiven) -> StageOutput:
@@ -182,10 +216,6 @@ def _assembled(
     seeds = sub_seeds(params.seed, params.n_seeds)
     variants, unmapped = parts["examples"], parts["unmapped"]
     at = {example_id: i for i, example_id in enumerate(examples["example_id"].tolist())}
-    seed_of = {f"names-{sub_seed}": k for k, sub_seed in enumerate(seeds)}
-    variants = ordered(
-        variants, list(zip(variants["variant"].map(seed_of), variants["source_example_id"].map(at), strict=True))
-    )
     unmapped = ordered(
         unmapped,
         list(zip(unmapped["_phase"], unmapped["_draw"], unmapped["example_id"].map(at), strict=True)),
@@ -195,21 +225,30 @@ def _assembled(
     strength = parts["proxy_strength"].drop(columns="template_id").drop_duplicates(["lang", "category", "group"])
     strength = ordered(strength, list(zip(strength["lang"], strength["category"], strength["group"], strict=True)))
     per_seed = []
+    variant = variants["variant"].to_numpy()
     for sub_seed in seeds:
-        drawn = variants[variants["variant"] == f"names-{sub_seed}"]
+        of_seed = variant == f"names-{sub_seed}"
         per_seed.append(
             {
                 "sub_seed": sub_seed,
                 "variant": f"names-{sub_seed}",
-                "in": len(drawn),
-                "out": len(drawn),
-                "distinct_names": len({name for names in drawn["_names"] for name in names}),
-                "redraws": int(drawn["_redraws"].sum()),
-                "eras": dict(sorted(Counter(drawn["_era"]).items())),
-                "pair_genders": dict(sorted(Counter(drawn["_name_genders"]).items())),
+                "in": int(of_seed.sum()),
+                "out": int(of_seed.sum()),
+                "distinct_names": len({name for names in variants["_names"][of_seed] for name in names}),
+                "redraws": int(variants["_redraws"][of_seed].sum()),
+                "eras": dict(sorted(Counter(variants["_era"][of_seed]).items())),
+                "pair_genders": dict(sorted(Counter(variants["_name_genders"][of_seed]).items())),
             }
         )
-    report = names_report(examples, variants.iloc[: len(variants) // len(seeds)], unmapped, per_seed, params)
+    first_seed = variants[["category", "_reference_genders", "_patterns"]][variant == f"names-{seeds[0]}"]
+    report = names_report(examples, first_seed, unmapped, per_seed, params)
+    seed_of = {f"names-{sub_seed}": k for k, sub_seed in enumerate(seeds)}
+    # the output's columns taken once, in the order of the stage on whole tables: nothing else of the parts is held
+    variants = ordered(
+        variants,
+        list(zip(variants["variant"].map(seed_of), variants["source_example_id"].map(at), strict=True)),
+        EXAMPLE.names,
+    )
     report["proxy_strength"] = {
         "measure": MEASURE,
         "threshold": f"chance (1 / groups of the category) + {params.min_proxy_margin:g}",
@@ -220,7 +259,7 @@ def _assembled(
         report["llm"] = client.usage(STAGE_NAME).as_dict()
     return StageOutput(
         tables={
-            "examples": variants.drop(columns=DRAWN),
+            "examples": variants,
             "unmapped": unmapped[UNMAPPED.names],
             "weak_proxy": weak,
             "proxy_strength": strength,
@@ -245,7 +284,8 @@ def names(
     """The name-proxy variants of every mappable example, one per sub-seed, and every unmapped example with its
     reason (§4.1.1, Appendix C): every template's part (:func:`template_names`) at once. ``client`` and ``prompt``
     are needed only when ``params.gender_llm`` is on."""
-    rewritten = prepared_examples(examples, Lexicon(name_table))
+    given = NamesGiven(name_table, params, client, prompt)
+    rewritten = prepared_examples(examples, given.lexicon)
     measured = _measured(examples, _named(rewritten[0]), params)
-    parts = _named_parts(examples, rewritten, measured, NamesGiven(name_table, params, client, prompt))
+    parts = _named_parts(examples, rewritten, measured, given)
     return _assembled(parts, examples, params, client)

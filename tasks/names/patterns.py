@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from functools import cache, lru_cache
+from functools import cache
 
 from ..text.cues import KIN_GENDER, PERSON_GENDER, PRONOUN_GENDER, SPOUSES
 
@@ -358,12 +358,11 @@ def _pronoun_cues(text: str, lang: str) -> list[tuple[int, str]]:
     return cues
 
 
-@lru_cache(maxsize=1 << 16)
 def rewrite(
     text: str, lang: str, entities: tuple[str, str], groups: tuple[str, str], labels: tuple[str, ...]
 ) -> Rewrite:
     """``text`` with every mention of the two entities replaced by their slots, and the gender cues it holds
-    (memoised: an ambiguous context and its options recur across an example's questions and conditions).
+    (memoised for a run of the stage by :class:`pbbq.tasks.names.prepare.Lexicon`).
 
     ``groups`` are the words by which the two entities name their groups ('ترک' in 'مرد ترک', also when the
     table files ترک as an alias of آذری); ``labels`` every such word of the language's name table (English

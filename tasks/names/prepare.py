@@ -45,6 +45,7 @@ class Prepared:
     used and the LLM requests that decided a gender."""
 
     row: dict[str, Any]
+    """The example's :data:`ROW_COLUMNS`."""
     position: int
     """The example's row number in the stage's input (its variants and drops are taken from there)."""
     texts: dict[str, str]
@@ -86,10 +87,8 @@ def _texts(row: Mapping[str, Any]) -> dict[str, str]:
     return {f: row[f] for f in TEXT_FIELDS if roles.get(f) != "unknown"}
 
 
-@lru_cache(maxsize=1 << 16)
 def _residue(text: str, surface: str) -> str:
-    """The words around a mention left in ``text`` (''), for the report of an unhandled reference (memoised,
-    as :func:`pbbq.tasks.names.patterns.rewrite`: a rewritten text recurs across an entity pair's examples)."""
+    """The words around a mention left in ``text`` (''), for the report of an unhandled reference."""
     match = re.search(rf"(?<![\w\u200c-]){re.escape(surface)}", text)
     return "" if match is None else text[max(0, match.start() - 30) : match.end() + 30]
 
@@ -104,14 +103,30 @@ def _age_band(entity: str, surface: str, lang: str) -> str:
     return entity_age_band(entity, lang)
 
 
+MEMO_SIZE = 1 << 16
+"""How many texts a :class:`Lexicon` keeps rewritten (:attr:`Lexicon.rewrite`) and searched
+(:attr:`Lexicon.residue`)."""
+
+
 class Lexicon:
     """Per language, the words that name a group (:func:`pbbq.tasks.names.tables.group_words`), and the groups
-    each entity names, looked up once per entity: an entity pair recurs in every example of its template."""
+    each entity names, looked up once per entity: an entity pair recurs in every example of its template. It
+    memoises the texts rewritten (an ambiguous context and its options recur across an example's questions and
+    conditions) for as long as it lives: one run of the stage, never after (issue 35)."""
 
     def __init__(self, name_table: pd.DataFrame) -> None:
         self.words = group_words(name_table)
         self.labels = {lang: tuple(sorted(words)) for lang, words in self.words.items()}
         self._mentions: dict[tuple[str, str], dict[str, str]] = {}
+        self.rewrite = lru_cache(maxsize=MEMO_SIZE)(rewrite)
+        """:func:`pbbq.tasks.names.patterns.rewrite`, memoised."""
+        self.residue = lru_cache(maxsize=MEMO_SIZE)(_residue)
+        """:func:`_residue`, memoised: a rewritten text recurs across an entity pair's examples."""
+
+    def forget(self) -> None:
+        """Let go of the texts memoised: once every example of a run is prepared, none is rewritten again."""
+        self.rewrite.cache_clear()
+        self.residue.cache_clear()
 
     def mentions(self, entity: str, lang: str) -> dict[str, str]:
         """:func:`pbbq.tasks.names.tables.entity_mentions` of ``entity`` in ``lang`` (which has a name table)."""
@@ -139,10 +154,10 @@ def prepare(row: Mapping[str, Any], position: int, lexicon: Lexicon) -> Prepared
         raise Unmapped("entities_share_group", entities, first)
     surfaces = (first_word, second_word)
     labels = lexicon.labels[lang]
-    rewrites = {field: rewrite(text, lang, entities, surfaces, labels) for field, text in _texts(row).items()}
+    rewrites = {field: lexicon.rewrite(text, lang, entities, surfaces, labels) for field, text in _texts(row).items()}
     for field, result in rewrites.items():
         for entity, surface in zip(entities, entities if lang != "en" else surfaces, strict=True):
-            left = _residue(result.text, surface)
+            left = lexicon.residue(result.text, surface)
             if left:
                 raise Unmapped("unhandled_reference", [entity], f"{field}: …{left}…")
     for index, entity in enumerate(entities):
@@ -174,11 +189,19 @@ def row_records(frame: pd.DataFrame) -> Iterator[dict[str, Any]]:
         yield dict(zip(columns, values, strict=True))
 
 
+ROW_COLUMNS = (
+    "example_id", "template_id", "lang", "category", *TEXT_FIELDS, "answer_roles", "answer_info",
+    *ENTITY_COLUMNS, "lexical_variant", "llm_request_ids",
+)  # fmt: skip
+"""The columns of an example :func:`prepare` and the variants read (:attr:`Prepared.row`): its other columns are
+taken from the input's frame when its variants are made, never boxed a row at a time."""
+
+
 def prepared_examples(examples: pd.DataFrame, lexicon: Lexicon) -> tuple[list[Prepared], list[Failure]]:
     """Every example rewritten (:func:`prepare`), and those it could not be, in the input's order."""
     prepared: list[Prepared] = []
     failures: list[Failure] = []
-    for position, row in enumerate(row_records(examples)):
+    for position, row in enumerate(row_records(examples[[c for c in ROW_COLUMNS if c in examples.columns]])):
         try:
             prepared.append(prepare(row, position, lexicon))
         except Unmapped as unmapped:

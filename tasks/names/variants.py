@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from ..core.schemas import OPTIONS
@@ -40,21 +41,27 @@ def _pairs_reading_alike(pairs: Mapping[DrawKey, Sequence[Prepared]]) -> list[li
     return sorted(groups.values())
 
 
-def variant_fields(item: Prepared, names: Sequence[str], sub_seed: int) -> dict[str, Any]:
-    """What the variant of ``item`` with ``names`` changes in its row: new texts, ``answer_info`` texts rewritten
-    with the options, tags kept (the BBQ record format lm-evaluation-harness reads)."""
+def variant_fields(item: Prepared, names: Sequence[str], variant: str, shared: dict[Any, Any]) -> dict[str, Any]:
+    """What the variant ``variant`` (``names-<sub-seed>``) of ``item`` with ``names`` changes in its row: new
+    texts, ``answer_info`` texts rewritten with the options, tags kept (the BBQ record format lm-evaluation-harness
+    reads). An option's text, ``answer_info`` and the LLM requests are the objects ``shared`` holds for their value
+    (it keeps the first it is given): the variants of a stage repeat few of their values, and hold one object per
+    value (issue 35)."""
     texts = {field: fill(item.texts[field], names) if field in item.texts else item.row[field] for field in TEXT_FIELDS}
+    for option in OPTIONS:
+        texts[option] = shared.setdefault(texts[option], texts[option])
     info = {option: _listed(item.row["answer_info"][option]) for option in OPTIONS}
     for option in OPTIONS:
         if option in item.texts:
             info[option] = [texts[option], info[option][1]]
+    requests = [*_listed(item.row["llm_request_ids"]), *item.request_ids]
     return {
         **texts,
-        "answer_info": info,
-        "example_id": f"{item.example_id}-names-{sub_seed}",
-        "variant": f"names-{sub_seed}",
+        "answer_info": shared.setdefault(("answer_info", *(tuple(info[option]) for option in OPTIONS)), info),
+        "example_id": f"{item.example_id}-{variant}",
+        "variant": variant,
         "source_example_id": item.row["example_id"],
-        "llm_request_ids": [*_listed(item.row["llm_request_ids"]), *item.request_ids],
+        "llm_request_ids": shared.setdefault(("llm_request_ids", *requests), requests),
     }
 
 
@@ -63,13 +70,20 @@ def rows_at(
 ) -> pd.DataFrame:
     """The input's rows at ``positions`` (repeats allowed), in that order, as ``columns`` (a column the input
     lacks is empty), the columns of ``values`` (column → one value per row) put in; no row: the empty frame of
-    ``columns``."""
+    ``columns``. Built at once: only the columns ``values`` does not give are taken from the input."""
     if not positions:
         return pd.DataFrame(columns=list(columns))
-    frame = examples.take(list(positions)).reset_index(drop=True).reindex(columns=list(columns))
-    for column, column_values in values.items():
-        frame[column] = column_values
-    return frame
+    at = np.asarray(positions, dtype=np.intp)
+    return pd.DataFrame(
+        {
+            column: values[column]
+            if column in values
+            else examples[column].array.take(at)
+            if column in examples.columns
+            else np.full(len(at), np.nan)
+            for column in columns
+        }
+    )
 
 
 def draw_all(
