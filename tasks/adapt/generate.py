@@ -411,6 +411,9 @@ def _examples(
     flipped = int(filling.stereo_slot == "NAME2")
     rows: list[dict] = []
     lexical = "; ".join(f"{slot}: {word}" for slot, word in words.items())
+    answer_info = {  # one record, shared by the four examples (one order of the same options)
+        option: [options[kind], tags[role_of[kind]]] for option, kind in zip(OPTIONS, order, strict=True)
+    }
     for polarity, condition in CELLS:
         ambiguous = texts["ambiguous"].strip()
         context = ambiguous if condition == "ambig" else f"{ambiguous} {texts['disambiguating']}".strip()
@@ -429,9 +432,7 @@ def _examples(
                 "question": texts[f"question_{'negative' if polarity == 'neg' else 'non_negative'}"].strip(),
                 **{option: options[kind] for option, kind in zip(OPTIONS, order, strict=True)},
                 "label": order.index(answer),
-                "answer_info": {
-                    option: [options[kind], tags[role_of[kind]]] for option, kind in zip(OPTIONS, order, strict=True)
-                },
+                "answer_info": answer_info,
                 "additional_metadata": metadata,
                 "answer_roles": ANSWER_ROLES[tuple(role_of[kind] for kind in order)],
                 "target_loc": [role_of[kind] for kind in order].index("stereo"),
