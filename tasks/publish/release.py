@@ -18,9 +18,13 @@ The same inputs give the same bytes (parquet as :func:`pbbq.tasks.core.artifacts
 pandas metadata; no timestamp in the card). The folder is written under a temporary name and swapped in, so a
 killed run never leaves a half-written release.
 
-The data part is made one config at a time (:func:`data_part` over the lazy :func:`split_configs`): a config's
-frame and Arrow table are freed once its shards are written, so at BharatBBQ's size (ten configs, 362,736 rows) the
-peak is one config's, not every config's (``benchmarks/release_memory.py`` measures it).
+The data part is made one config at a time (:func:`data_part` over the lazy :func:`split_configs`, a config's rows
+a slice of the stacked examples when they are one block), and each config one shard at a time: its rows are put in
+example_id order by position, and each shard's rows are converted to Arrow and written as they come (its columns
+of Python objects converted once, whole), so that beside the stacked examples the data part holds one shard's
+table and one config's object columns as Arrow, never a config's whole table; the shards are the bytes the whole
+config's table, sorted and cut, gives (one row group each). At BharatBBQ's size (ten configs, 362,736 rows) the peak
+is one config's, not every config's (``benchmarks/release_memory.py`` measures it).
 """
 
 from __future__ import annotations
