@@ -10,13 +10,16 @@ process of its own, fresh outputs each, and prints the rows of ``en`` and ``en-n
 process's ``ru_maxrss``), its peak by the end of each stage (``timings.json``) and the seconds.
 
 Measured on the 2-core machine, the machine shared with other builds (load average 4-17, so the seconds say more
-about the load than the code): :data:`MEASURED`. N = 100 gives 160,432 ``en`` and 481,008 ``en-names`` rows, N = 50
-40,432 and 121,008. **The bound**, fitted on the two: peak RSS ≈ 0.88 GB + 4.7 KB × (``en`` + ``en-names`` rows)
-(db5155e: 0.89 GB + 5.3 KB), linear in the product; under 2 GiB up to about 268,000 rows (some 67,000 ``en``
-examples and their names variants). One template at the default cap (100,000 ``en``, 400,000 rows with its names)
-reaches about 2.8 GB. Instantiation streams (at most :data:`pbbq.tasks.adapt.generate.BATCH_ROWS` examples as
-Python dicts: 0.84 GB by its end at N = 100); the names stage reaches 3.1 GB by its end, and diversity, statistics
-and the release data, run on every config stacked, the rest (docs/scale.md, "A blown-up sheet row").
+about the load than the code): :data:`MEASURED`. N = 100 gives 160,432 ``en`` and 481,056 ``en-names`` rows, N = 50
+40,432 and 121,056. **The bound** (:func:`bound`, printed beside each build's peak), fitted on the two at h-relmem:
+peak RSS ≈ 0.69 GB + 5.0 KB × (``en`` + ``en-names`` rows) (db5155e: 0.89 GB + 5.3 KB; h-mem2: 0.88 GB + 4.7 KB),
+linear in the product; under 2 GiB up to about 293,000 rows (some 73,000 ``en`` examples and their names
+variants). One template at the default cap (100,000 ``en``, 400,000 rows with its names) reaches about 2.7 GB.
+The peak falls in diversity, which runs on every config stacked beside statistics: by the end of each stage at
+N = 100, instantiation 0.71 GB (at most :data:`pbbq.tasks.adapt.generate.BATCH_ROWS` examples as Python dicts, a
+template's equal records one object each), names 2.99 GB, diversity 3.89 GB; statistics and the release data add
+no more (their own working memory over the stacked examples, traced: 0.33 and 0.18 GB; docs/scale.md, "A blown-up
+sheet row").
 """
 
 from __future__ import annotations
@@ -53,7 +56,14 @@ MEASURED = {
     "h-mem2, + names by column, stacks shared, frames let go": "peak RSS 3.90 GB; 0.81, 3.11, 3.90 GB; 399 s",
     "h-mem2, + let go table by table, N = 100": "peak RSS 3.91 GB; 0.84, 3.10, 3.91 GB; 213 s",
     "h-mem2, N = 50, in one run with db5155e": "peak RSS 1.64 GB (db5155e 1.80); 0.56, 1.11, 1.64 GB; 85 s",
+    "b929d3b, N = 100 (under memray)": "peak RSS 4.37 GB; 0.89, 3.07, 4.47 GB; 146 s",
+    "h-relmem, N = 100": "peak RSS 3.80 GB (3.89 by timings.json); 0.71, 2.99, 3.89 GB; 345 s, the machine shared",
+    "h-relmem, N = 50": "peak RSS 1.31-1.46 GB in two runs; 0.54-0.55, 1.09-1.11, 1.34-1.49 GB; 48-64 s",
 }
+BOUND_BASE = 0.69e9
+"""The fitted bound's constant, bytes (:func:`bound`)."""
+BOUND_PER_ROW = 5.0e3
+"""The fitted bound's bytes per ``en`` or ``en-names`` row (:func:`bound`)."""
 
 
 def blown_up_sheet(words: int, out: Path) -> Path:
@@ -107,6 +117,16 @@ class Built:
     rows: dict[str, int]
     """``05_instantiate`` (``en``) and ``06_names`` (``en-names``) → rows."""
     error: str
+
+    def bound(self) -> float:
+        """The peak RSS in bytes that :func:`bound` gives for this build's rows."""
+        return bound(sum(self.rows.values()))
+
+
+def bound(rows: int) -> float:
+    """The fitted bound on a build's peak RSS in bytes for ``rows`` ``en`` and ``en-names`` rows (the module
+    docstring): :data:`BOUND_BASE` + :data:`BOUND_PER_ROW` × rows."""
+    return BOUND_BASE + BOUND_PER_ROW * rows
 
 
 def build(code: Path, config: Path, outputs: Path) -> Built:
@@ -163,7 +183,8 @@ def main() -> None:
             print(
                 f"{code}: exit {result.exit}, en {result.rows.get('05_instantiate')}, "
                 f"en-names {result.rows.get('06_names')}, peak RSS {result.peak_rss / 1e9:.2f} GB "
-                f"(by the end of each stage, GB: {peaks}), {result.seconds:.0f} s {result.error}"
+                f"(the fitted bound {result.bound() / 1e9:.2f} GB; by the end of each stage, GB: {peaks}), "
+                f"{result.seconds:.0f} s {result.error}"
             )
 
 

@@ -80,9 +80,10 @@ def funnel(
 
     A pipeline without the survey (the adaptation path, PakBBQ §3.1) counts its own steps up to the source
     examples (``extra``), followed by the examples of every config translated from them."""
-    configs = example_configs(examples).value_counts()
+    names = example_configs(examples)
+    configs = names.value_counts()
     if stereotypes is None or dropped_pairs is None:
-        sources = set(example_configs(examples[examples["source_example_id"].isna()]))
+        sources = set(names[examples["source_example_id"].isna().to_numpy()])  # their names, never their rows
         return pd.DataFrame(
             [
                 *extra,

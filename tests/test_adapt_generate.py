@@ -177,3 +177,15 @@ def test_bbqs_religion_file_builds_without_unfilled_slots_or_duplicates() -> Non
     per_cell = examples.groupby(["template_id", "stereo_entity", "nonstereo_entity"]).size()
     assert set(per_cell % 8) == {0}
     assert examples["template_id"].nunique() == 25
+
+
+def test_examples_with_equal_records_share_one_object_of_each() -> None:
+    """Instantiation's rows share their equal records (issue 35: 160,432 rows at the 100 × 100 blow-up, each with
+    dicts of its own): one ``answer_info`` object per distinct record, one ``additional_metadata`` per template."""
+    template = _template(lexical_diversity="WORD1: [cafe, park, bar, pub, inn, spa, gym]")
+    rows = list(template_examples(template, RELIGIONS, NO_NAMES, AdaptInstantiateParams()))
+    records = {repr(row["answer_info"]) for row in rows}
+    assert len({id(row["answer_info"]) for row in rows}) == len(records) <= len(rows) // 4
+    assert len({id(row["additional_metadata"]) for row in rows}) == 1
+    alone = list(template_examples(template, RELIGIONS, NO_NAMES, AdaptInstantiateParams()))
+    assert [row["answer_info"] for row in alone] == [row["answer_info"] for row in rows]  # the same values

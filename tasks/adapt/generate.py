@@ -370,12 +370,16 @@ def template_examples(
     turn = itertools.count()
     cells = template.to_dict()
     genders = pronoun_genders(cells) if entity_tagged else None
+    records: dict[tuple, dict] = {}  # the template's equal records, each made once and shared by its examples
     for unit_index, (unit, words) in enumerate(units):
         clash = genders is not None and any(pronoun_clash(genders, filling.groups) for filling in unit)
         for filling in unit:
-            tags = {"stereotyped_groups": [group_tag(filling.stereo_group)]} if entity_tagged else {}
+            key = ("additional_metadata", filling.stereo_group if entity_tagged else "")
+            if key not in records:
+                tags = {"stereotyped_groups": [group_tag(filling.stereo_group)]} if entity_tagged else {}
+                records[key] = metadata | tags
             turns = (start + unit_index, start + next(turn))
-            for row in _examples(cells, filling, words, params, *turns, metadata | tags):
+            for row in _examples(cells, filling, words, params, *turns, records[key], records):
                 yield row | {"reason": PRONOUN_GENDER_CLASH if clash else ""}
 
 
@@ -387,9 +391,12 @@ def _examples(
     order_turn: int,
     unknown_turn: int,
     metadata: dict,
+    records: dict[tuple, dict],
 ) -> list[dict]:
     """The four examples of one filling (``create_templating_dicts``), with the option order and the 'unknown'
-    phrasing of its turns in the rotations. ``template``: the template's cells as a dict (fast to read)."""
+    phrasing of its turns in the rotations. ``template``: the template's cells as a dict (fast to read);
+    ``records``: the ``answer_info`` records made before for the template, by their content, one object shared by
+    every example that has it (the four of a filling, and its lexical variants)."""
     negative_slot = _slot_of_negative(template)
     first_slot = (
         "NAME1" if template["ambiguous"].index("{{NAME1}}") < template["ambiguous"].index("{{NAME2}}") else "NAME2"
@@ -411,6 +418,10 @@ def _examples(
     flipped = int(filling.stereo_slot == "NAME2")
     rows: list[dict] = []
     lexical = "; ".join(f"{slot}: {word}" for slot, word in words.items())
+    answers = tuple((option, options[kind], tags[role_of[kind]]) for option, kind in zip(OPTIONS, order, strict=True))
+    if answers not in records:
+        records[answers] = {option: [text, tag] for option, text, tag in answers}
+    answer_info = records[answers]
     for polarity, condition in CELLS:
         ambiguous = texts["ambiguous"].strip()
         context = ambiguous if condition == "ambig" else f"{ambiguous} {texts['disambiguating']}".strip()
@@ -429,9 +440,7 @@ def _examples(
                 "question": texts[f"question_{'negative' if polarity == 'neg' else 'non_negative'}"].strip(),
                 **{option: options[kind] for option, kind in zip(OPTIONS, order, strict=True)},
                 "label": order.index(answer),
-                "answer_info": {
-                    option: [options[kind], tags[role_of[kind]]] for option, kind in zip(OPTIONS, order, strict=True)
-                },
+                "answer_info": answer_info,
                 "additional_metadata": metadata,
                 "answer_roles": ANSWER_ROLES[tuple(role_of[kind] for kind in order)],
                 "target_loc": [role_of[kind] for kind in order].index("stereo"),

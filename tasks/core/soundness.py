@@ -216,7 +216,8 @@ def source_entities(examples: pd.DataFrame, source: str = PBBQ_SOURCE) -> pd.Dat
     """The stereotyped and non-stereotyped entities (``stereo_source``, ``nonstereo_source``) of each original
     example in the ``source`` language, indexed by its id (the last row of an id given twice): what a translated
     row is checked against."""
-    originals = examples[(examples["lang"] == source) & (examples["variant"] == "original")]
+    original = (examples["lang"] == source) & (examples["variant"] == "original")
+    originals = examples.loc[original, ["example_id", "answer_roles", *OPTIONS]]  # the columns read, not every one
     entities = entity_phrases(originals).assign(example_id=originals["example_id"])
     return entities.drop_duplicates("example_id", keep="last").set_index("example_id").rename(columns=SOURCE_COLUMNS)
 

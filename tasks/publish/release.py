@@ -18,9 +18,13 @@ The same inputs give the same bytes (parquet as :func:`pbbq.tasks.core.artifacts
 pandas metadata; no timestamp in the card). The folder is written under a temporary name and swapped in, so a
 killed run never leaves a half-written release.
 
-The data part is made one config at a time (:func:`data_part` over the lazy :func:`split_configs`): a config's
-frame and Arrow table are freed once its shards are written, so at BharatBBQ's size (ten configs, 362,736 rows) the
-peak is one config's, not every config's (``benchmarks/release_memory.py`` measures it).
+The data part is made one config at a time (:func:`data_part` over the lazy :func:`split_configs`, a config's rows
+a slice of the stacked examples when they are one block), and each config one shard at a time: its rows are put in
+example_id order by position, and each shard's rows are converted to Arrow and written as they come (its columns
+of Python objects converted once, whole), so that beside the stacked examples the data part holds one shard's
+table and one config's object columns as Arrow, never a config's whole table; the shards are the bytes the whole
+config's table, sorted and cut, gives (one row group each). At BharatBBQ's size (ten configs, 362,736 rows) the peak
+is one config's, not every config's (``benchmarks/release_memory.py`` measures it).
 """
 
 from __future__ import annotations
@@ -33,7 +37,9 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import NamedTuple
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -103,7 +109,7 @@ class ConfigFrames(Mapping[str, pd.DataFrame]):
     def __getitem__(self, name: str) -> pd.DataFrame:
         if name not in self._order:
             raise KeyError(name)
-        return self._examples.take(self._rows.get(name, [])).reset_index(drop=True)
+        return _rows(self._examples, self._rows.get(name, []))
 
     def __contains__(self, name: object) -> bool:
         return name in self._order
@@ -122,25 +128,95 @@ def split_configs(examples: pd.DataFrame, configs: Sequence[str] = ()) -> Config
     return ConfigFrames(examples, configs)
 
 
-def _config_table(name: str, frame: pd.DataFrame) -> tuple[pa.Table, int]:
-    """The config's rows as an Arrow table of the release schema, sorted by example_id, and its size in memory as
-    converted: the rows are converted as they come and sorted in Arrow (a take of Arrow columns, not of the frame's
-    Python objects), the size read before that take, which gives each column a validity buffer."""
+def _rows(examples: pd.DataFrame, rows: Sequence[int]) -> pd.DataFrame:
+    """The rows ``rows`` (ascending positions) of ``examples``: a slice, which copies nothing, when they are one
+    block (a config's rows of the stacked examples are), taken otherwise."""
+    if len(rows) and rows[-1] - rows[0] + 1 == len(rows):
+        return examples.iloc[rows[0] : rows[-1] + 1].reset_index(drop=True)
+    return examples.take(rows).reset_index(drop=True)
+
+
+def _example_id_order(name: str, frame: pd.DataFrame) -> np.ndarray:
+    """The positions of the config's rows in example_id order; a config name that is no config name, or an
+    example_id held twice, is refused."""
     if not CONFIG_NAME.fullmatch(name):
         raise ReleaseError(f"config name {name!r}: use lowercase letters, digits and single dashes")
-    duplicated = frame["example_id"][frame["example_id"].duplicated()]
+    ids = frame["example_id"]
+    duplicated = ids[ids.duplicated()]
     if not duplicated.empty:
         raise ReleaseError(f"config {name!r}: duplicate example_id(s) {sorted(duplicated.unique())[:5]}")
-    table = to_arrow(frame, RELEASE, f"release config {name}").replace_schema_metadata(None)
-    return table.take(pc.sort_indices(table["example_id"])), table.nbytes
+    return pc.sort_indices(pa.array(ids, pa.string())).to_numpy()
 
 
-def _shards(table: pa.Table, shard_rows: int) -> list[pa.Table]:
-    """``table`` cut into the fewest slices of at most ``shard_rows`` rows, of (nearly) equal size; an empty table
-    is one empty shard, so that its config loads (with no rows)."""
-    count = max(1, math.ceil(table.num_rows / shard_rows))
-    size = math.ceil(table.num_rows / count)
-    return [table.slice(index * size, size) for index in range(count)]
+def _release_table(name: str, frame: pd.DataFrame, schema: pa.Schema = RELEASE) -> pa.Table:
+    """``frame``'s rows as an Arrow table of ``schema`` (the release's, or some of its columns), no pandas
+    metadata."""
+    return to_arrow(frame, schema, f"release config {name}").replace_schema_metadata(None)
+
+
+def _plain_size(name: str, frame: pd.DataFrame, objects: Sequence[str]) -> int:
+    """The Arrow bytes of the columns of ``frame`` not in ``objects`` as the release converts its rows taken in
+    example_id order (a column converted from Python objects, in ``objects``, has the same bytes in any order).
+    Each column is taken and converted on its own, in the frame's order: a taken column's size is the same in any
+    order, and this one reads it front to back (its array taken: a frame's take of every row in order would copy
+    it as it is, not as taken)."""
+    rows = np.arange(len(frame))
+    return sum(
+        _release_table(name, pd.DataFrame({field.name: frame[field.name].array.take(rows)}), pa.schema([field])).nbytes
+        for field in RELEASE
+        if field.name not in objects
+    )
+
+
+def _release_columns(names: Sequence[str]) -> pa.Schema:
+    """The release schema's fields of the columns ``names``, in its order."""
+    return pa.schema([field for field in RELEASE if field.name in names])
+
+
+class _SortedConfig(NamedTuple):
+    """A config's rows in example_id order (``order``: their positions in ``frame``), converted as its shards need
+    them: its columns of Python objects (option dicts, lists) converted once, whole, in the frame's order (the
+    objects read as they lie in memory: twice as fast as in example_id order), each shard's taken from them in
+    Arrow; the other columns taken and converted a shard at a time. ``size``: the card's ``num_bytes``."""
+
+    name: str
+    frame: pd.DataFrame
+    order: np.ndarray
+    objects: dict[str, pa.ChunkedArray]
+    size: int
+
+    @classmethod
+    def of(cls, name: str, frame: pd.DataFrame) -> _SortedConfig:
+        """The config ``name`` of the rows ``frame``: its size measured first, then its object columns converted,
+        so that the column measured last is never held beside them."""
+        order = _example_id_order(name, frame)
+        _release_table(name, frame.iloc[:0])  # its columns are the release's, or one line says which are not
+        names = [column for column in RELEASE.names if frame[column].dtype == object] if len(order) else []
+        plain = _plain_size(name, frame, names) if len(order) else 0
+        converted = _release_table(name, frame[names], _release_columns(names))
+        objects = {column: converted[column] for column in names}
+        return cls(name, frame, order, objects, plain + sum(column.nbytes for column in objects.values()))
+
+    def shard(self, start: int, stop: int) -> pa.Table:
+        """Its rows ``start`` to ``stop`` in example_id order, as a table of the release schema."""
+        if start == stop:
+            return RELEASE.empty_table()
+        rows = self.order[start:stop]
+        plain = [column for column in RELEASE.names if column not in self.objects]
+        table = _release_table(self.name, self.frame[plain].take(rows), _release_columns(plain))
+        columns = [
+            self.objects[field.name].take(rows) if field.name in self.objects else table[field.name]
+            for field in RELEASE
+        ]
+        return pa.Table.from_arrays(columns, schema=RELEASE)
+
+
+def _shard_bounds(rows: int, shard_rows: int) -> list[tuple[int, int]]:
+    """``rows`` rows cut into the fewest runs of at most ``shard_rows`` rows, of (nearly) equal size, as (start,
+    stop); no rows is one empty shard, so that its config loads (with no rows)."""
+    count = max(1, math.ceil(rows / shard_rows))
+    size = math.ceil(rows / count)
+    return [(index * size, min(rows, (index + 1) * size)) for index in range(count)]
 
 
 def _swap_in(staging: Path, target: Path) -> None:
@@ -175,28 +251,29 @@ class _ConfigPart:
 
 
 def _config_part(name: str, frame: pd.DataFrame, shard_rows: int) -> _ConfigPart:
-    """The shards of one config and what the card and the lm-eval task say of it. Its frame and Arrow table live
-    only in this call, so that :func:`data_part` holds one config's at a time."""
-    table, num_bytes = _config_table(name, frame)
-    shards = _shards(table, shard_rows)
-    data = {
-        f"data/{name}/test-{index:05d}-of-{len(shards):05d}.parquet": parquet_bytes(shard)
-        for index, shard in enumerate(shards)
-    }
-    files = tuple(
-        ReleaseFile(path, sha256_bytes(content), len(content), shard.num_rows)
-        for (path, content), shard in zip(data.items(), shards, strict=True)
-    )
+    """The shards of one config and what the card and the lm-eval task say of it. Its rows are put in example_id
+    order by position and converted a shard at a time (:class:`_SortedConfig`): beside ``frame`` this call holds
+    one shard's table and the config's columns of Python objects as Arrow, never the config's whole table (let
+    alone two, converted and sorted). Its frame lives only in this call, so that :func:`data_part` holds one
+    config's at a time."""
+    config = _SortedConfig.of(name, frame)
+    bounds = _shard_bounds(len(frame), shard_rows)
+    data: dict[str, bytes] = {}
+    files: list[ReleaseFile] = []
+    for index, (start, stop) in enumerate(bounds):
+        path = f"data/{name}/test-{index:05d}-of-{len(bounds):05d}.parquet"
+        data[path] = content = parquet_bytes(config.shard(start, stop))
+        files.append(ReleaseFile(path, sha256_bytes(content), len(content), stop - start))
     info = ConfigInfo(
         name=name,
         rows=len(frame),
         data_files=f"data/{name}/test-*.parquet",
         langs=tuple(sorted(frame["lang"].unique())),
         variants=tuple(sorted(frame["variant"].unique())),
-        num_bytes=num_bytes,
+        num_bytes=config.size,
         download_size=sum(file.bytes for file in files),
     )
-    return _ConfigPart(data, files, info, sorted(frame["category"].unique()))
+    return _ConfigPart(data, tuple(files), info, sorted(frame["category"].unique()))
 
 
 def data_part(configs: Mapping[str, pd.DataFrame], shard_rows: int = SHARD_ROWS) -> ReleaseData:
