@@ -9,17 +9,15 @@ build`` with each ``--code`` checkout (default: this one; a checkout from before
 process of its own, fresh outputs each, and prints the rows of ``en`` and ``en-names``, the build's peak RSS (the
 process's ``ru_maxrss``), its peak by the end of each stage (``timings.json``) and the seconds.
 
-Measured on the 2-core machine, the machine shared with other builds (load average 4-17, so the seconds say more
-about the load than the code): :data:`MEASURED`. N = 100 gives 160,432 ``en`` and 481,056 ``en-names`` rows, N = 50
-40,432 and 121,056. **The bound** (:func:`bound`, printed beside each build's peak), fitted on the two at h-relmem:
-peak RSS ≈ 0.69 GB + 5.0 KB × (``en`` + ``en-names`` rows) (db5155e: 0.89 GB + 5.3 KB; h-mem2: 0.88 GB + 4.7 KB),
-linear in the product; under 2 GiB up to about 293,000 rows (some 73,000 ``en`` examples and their names
-variants). One template at the default cap (100,000 ``en``, 400,000 rows with its names) reaches about 2.7 GB.
-The peak falls in diversity, which runs on every config stacked beside statistics: by the end of each stage at
-N = 100, instantiation 0.71 GB (at most :data:`pbbq.tasks.adapt.generate.BATCH_ROWS` examples as Python dicts, a
-template's equal records one object each), names 2.99 GB, diversity 3.89 GB; statistics and the release data add
-no more (their own working memory over the stacked examples, traced: 0.33 and 0.18 GB; docs/scale.md, "A blown-up
-sheet row").
+Measured on the 2-core machine (:data:`MEASURED`; the seconds depend on the machine's load). N = 100 gives 160,432
+``en`` and 481,056 ``en-names`` rows, N = 50 40,432 and 121,056, N = 25 10,432 and 31,056. **The bound**
+(:func:`bound`, printed beside each build's peak), fitted above the three builds of the merged memory work (peaks
+0.66, 0.95 and 1.93 GB): peak RSS ≤ 0.63 GB + 2.05 KB × (``en`` + ``en-names`` rows), linear in the rows (b929d3b:
+0.69 GB + 5.0 KB; db5155e: 0.89 GB + 5.3 KB); under 2 GiB up to about 740,000 rows, so N = 100 (641,488 rows)
+builds in 1.93 GB and one template at the default cap (100,000 ``en``, about 400,000 rows with its names) in about
+1.45 GB. The peak is now at the end of the names stage (the ``en`` and ``en-names`` frames and the names stage's
+writing of its output); diversity, statistics and the release data add nothing above it at N = 100
+(docs/scale.md, "A blown-up sheet row").
 """
 
 from __future__ import annotations
@@ -59,10 +57,13 @@ MEASURED = {
     "b929d3b, N = 100 (under memray)": "peak RSS 4.37 GB; 0.89, 3.07, 4.47 GB; 146 s",
     "h-relmem, N = 100": "peak RSS 3.80 GB (3.89 by timings.json); 0.71, 2.99, 3.89 GB; 345 s, the machine shared",
     "h-relmem, N = 50": "peak RSS 1.31-1.46 GB in two runs; 0.54-0.55, 1.09-1.11, 1.34-1.49 GB; 48-64 s",
+    "h-divmem + h-namesmem + h-relmem merged, N = 100, idle": "peak RSS 1.93 GB; 0.72, 1.93, 1.93 GB; 112 s",
+    "merged, N = 50, idle": "peak RSS 0.95 GB; 0.54, 0.86, 0.95 GB; 32 s",
+    "merged, N = 25, idle": "peak RSS 0.66 GB; 0.45, 0.57, 0.66 GB; 18 s",
 }
-BOUND_BASE = 0.69e9
+BOUND_BASE = 0.63e9
 """The fitted bound's constant, bytes (:func:`bound`)."""
-BOUND_PER_ROW = 5.0e3
+BOUND_PER_ROW = 2.05e3
 """The fitted bound's bytes per ``en`` or ``en-names`` row (:func:`bound`)."""
 
 
