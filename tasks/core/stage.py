@@ -21,6 +21,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 
@@ -213,6 +214,14 @@ def ordered(frame: pd.DataFrame, keys: Sequence[tuple[Any, ...]], columns: Seque
     if columns is None:
         return frame.take(rows).reset_index(drop=True)
     return pd.DataFrame({column: frame[column].array.take(rows) for column in columns})
+
+
+def rows_of(frame: pd.DataFrame, positions: Sequence[int] | np.ndarray) -> pd.DataFrame:
+    """The rows of ``frame`` at ``positions`` (ascending), with their index: a slice, which copies nothing, when they
+    are one block (a config's rows of the stacked examples are), taken otherwise."""
+    if len(positions) and positions[-1] - positions[0] + 1 == len(positions):
+        return frame.iloc[positions[0] : positions[-1] + 1]
+    return frame.take(positions)
 
 
 Source = Input | Table | Tables | Report | Resource | Declared | Client | RunValue | Configs

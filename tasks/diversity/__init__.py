@@ -48,7 +48,7 @@ from ..core.artifacts import StageOutput
 from ..core.inputs import PLACEHOLDER
 from ..core.markdown import markdown_table
 from ..core.schemas import example_configs
-from ..core.stage import SEED, Configs, Stage, Table
+from ..core.stage import SEED, Configs, Stage, Table, rows_of
 from ..evaluation.lm_eval_task import config_key
 from ..imports import one_import_at_a_time
 from ..review.apply import REJECTED, UNREVIEWED
@@ -354,15 +354,6 @@ def template_diversity_table(
     )
 
 
-def _rows_of(frame: pd.DataFrame, mask: np.ndarray) -> pd.DataFrame:
-    """The rows of ``frame`` that ``mask`` marks: a view when they are consecutive (a config's rows in the stacked
-    examples: its contexts are not copied), else a copy."""
-    positions = np.flatnonzero(mask)
-    if len(positions) and positions[-1] - positions[0] == len(positions) - 1:
-        return frame.iloc[positions[0] : positions[-1] + 1]
-    return frame.iloc[positions]
-
-
 def _instance_table(
     examples: pd.DataFrame, homogenizers: Mapping[str, Homogenizer], order: Sequence[str] = ()
 ) -> pd.DataFrame:
@@ -373,7 +364,7 @@ def _instance_table(
     rows = []
     present = set(configs.unique())  # in ``order`` (the pipeline's), any other as a release orders it
     for config in [*(name for name in order if name in present), *sorted(present - set(order), key=config_key)]:
-        part = _rows_of(examples[["category", "lang", "context"]], (configs == config).to_numpy())  # its units
+        part = rows_of(examples[["category", "lang", "context"]], np.flatnonzero(configs == config))  # its units
         lang = part["lang"].iloc[0]
         rows += [
             {"config": config, **row}

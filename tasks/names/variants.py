@@ -74,16 +74,15 @@ def rows_at(
     if not positions:
         return pd.DataFrame(columns=list(columns))
     at = np.asarray(positions, dtype=np.intp)
-    return pd.DataFrame(
-        {
-            column: values[column]
-            if column in values
-            else examples[column].array.take(at)
-            if column in examples.columns
-            else np.full(len(at), np.nan)
-            for column in columns
-        }
-    )
+
+    def column_at(column: str) -> Any:
+        if column in values:
+            return values[column]
+        if column in examples.columns:
+            return examples[column].array.take(at)
+        return np.full(len(at), np.nan)
+
+    return pd.DataFrame({column: column_at(column) for column in columns})
 
 
 def draw_all(

@@ -46,6 +46,7 @@ import pyarrow.compute as pc
 
 from ..core.artifacts import FILE_MODE, atomic_write_bytes, parquet_bytes, sha256_bytes, sha256_file
 from ..core.schemas import EXAMPLE, example_configs, to_arrow
+from ..core.stage import rows_of
 from ..evaluation.lm_eval_task import config_key, task_files
 from .dataset_card import STAND_IN_NOTE, CardParams, ConfigInfo, card_with_note, render_card
 
@@ -109,7 +110,7 @@ class ConfigFrames(Mapping[str, pd.DataFrame]):
     def __getitem__(self, name: str) -> pd.DataFrame:
         if name not in self._order:
             raise KeyError(name)
-        return _rows(self._examples, self._rows.get(name, []))
+        return rows_of(self._examples, self._rows.get(name, [])).reset_index(drop=True)
 
     def __contains__(self, name: object) -> bool:
         return name in self._order
@@ -126,14 +127,6 @@ def split_configs(examples: pd.DataFrame, configs: Sequence[str] = ()) -> Config
     order of ``configs`` (the pipeline's), any other after them (:func:`config_key`); each of ``configs`` is there
     even with no examples (a stage that kept nothing gives an empty config)."""
     return ConfigFrames(examples, configs)
-
-
-def _rows(examples: pd.DataFrame, rows: Sequence[int]) -> pd.DataFrame:
-    """The rows ``rows`` (ascending positions) of ``examples``: a slice, which copies nothing, when they are one
-    block (a config's rows of the stacked examples are), taken otherwise."""
-    if len(rows) and rows[-1] - rows[0] + 1 == len(rows):
-        return examples.iloc[rows[0] : rows[-1] + 1].reset_index(drop=True)
-    return examples.take(rows).reset_index(drop=True)
 
 
 def _example_id_order(name: str, frame: pd.DataFrame) -> np.ndarray:
