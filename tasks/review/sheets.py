@@ -184,7 +184,7 @@ def sheet_decisions(path: Path, assignment: pd.DataFrame) -> pd.DataFrame:
     """A reviewer's filled sheet as decisions: the rows with a verdict, each checked against the round's
     assignment (its reviewer was given that item, with that hash: a sheet cannot judge what it was not shown)."""
     read = read_csv_checked(path, [*SHEET_INFO[:5], *ANSWER_COLUMNS], allow_empty=True)
-    asked = dict.fromkeys(q.key for questions in QUESTIONS.values() for q in questions)
+    asked = question_keys(QUESTIONS)
     sheet = restored(read[[c for c in read.columns if c in (*SHEET_INFO[:5], *ANSWER_COLUMNS, *asked)]])
     answered = sheet[sheet["verdict"] != ""]
     keys = ["reviewer", "kind", "item_id"]

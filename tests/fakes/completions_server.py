@@ -26,10 +26,10 @@ import itertools
 import json
 import threading
 from collections import Counter
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
 
-from tests.fakes.local_server import LocalServer
+from tests.fakes.local_server import LocalServer, QuietHandler
 
 EOT = "<eot>"
 EOT_ID = 0
@@ -57,11 +57,8 @@ def _answer(prompt: str) -> str:
     return ANSWERS[int(hashlib.sha256(prompt.encode()).hexdigest(), 16) % len(ANSWERS)]
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(QuietHandler):
     server: _Server
-
-    def log_message(self, *_: Any) -> None:  # keep test output quiet
-        return
 
     def _send(self, status: int, body: dict[str, Any]) -> None:
         data = json.dumps(body).encode()

@@ -41,13 +41,13 @@ import re
 import threading
 from collections import Counter
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 import yaml
 
-from tests.fakes.local_server import LocalServer
+from tests.fakes.local_server import LocalServer, QuietHandler
 
 GITATTRIBUTES = b"*.parquet filter=lfs diff=lfs merge=lfs -text\n*.arrow filter=lfs diff=lfs merge=lfs -text\n"
 LFS_SUFFIXES = (".parquet", ".arrow", ".bin", ".safetensors")
@@ -434,13 +434,10 @@ class _Server(ThreadingHTTPServer):
     hub: FakeHub
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(QuietHandler):
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True  # headers and body go out in two writes: without this each answer waits ~40 ms
     server: _Server
-
-    def log_message(self, format: str, *args: Any) -> None:
-        """Keep test output quiet."""
 
     def _body(self) -> bytes:
         if self.headers.get("transfer-encoding", "").lower() == "chunked":

@@ -57,10 +57,10 @@ import threading
 import time
 from collections import Counter, deque
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
 
-from tests.fakes.local_server import LocalServer
+from tests.fakes.local_server import LocalServer, QuietHandler
 
 OPENAI_PATH = "/v1/chat/completions"
 ANTHROPIC_PATH = "/v1/messages"
@@ -354,7 +354,7 @@ class _Server(ThreadingHTTPServer):
     fake: FakeLLMServer
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(QuietHandler):
     protocol_version = "HTTP/1.1"
     # Headers and body leave in one segment, without Nagle: two small writes would wait ~40 ms
     # for the client's delayed ACK on every response.
@@ -363,9 +363,6 @@ class _Handler(BaseHTTPRequestHandler):
     server: _Server
     route = "chat"
     item_id = ""
-
-    def log_message(self, format: str, *args: Any) -> None:
-        """Keep test output quiet."""
 
     def do_POST(self) -> None:
         self._handle("POST")
